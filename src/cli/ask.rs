@@ -1,0 +1,118 @@
+//! `ongraph ask`: one question, run to the answer.
+
+use super::{AskArgs, open_embedder, open_kg, open_llm};
+use crate::config::Config;
+use crate::driver::Driver;
+use crate::engine::{AnswerSource, Run, Settings, Topics};
+use crate::prompts::Prompts;
+use anyhow::{Context as _, Result};
+use serde::Serialize;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
+    let started = Instant::now();
+    let d = &config.defaults;
+    let s = &args.setup;
+    let settings = Settings {
+        method: s.method.unwrap_or(d.method),
+        width: s.width.unwrap_or(d.width),
+        depth: s.depth.unwrap_or(d.depth),
+        prune: s.prune.unwrap_or(d.prune),
+        unified: s.unified || d.unified,
+        seed: s.seed.unwrap_or(d.seed),
+        ..Settings::default()
+    };
+    if settings.width == 0 || settings.depth == 0 {
+        anyhow::bail!("--width and --depth must be at least 1");
+    }
+    let prompts_dir = s.prompts.clone().or_else(|| d.prompts.clone());
+    let prompts = Arc::new(Prompts::load(prompts_dir.as_deref())?);
+    let (kg, report) = open_kg(s, config)?;
+    let llm = open_llm(s, config)?;
+    let mut driver = Driver::new(kg.clone(), llm.clone()).with_concurrency(s.concurrency.unwrap_or(d.concurrency));
+    if let Some(embedder) = open_embedder(config)? {
+        driver = driver.with_embedder(embedder);
+    }
+    let topics = if args.topics.is_empty() { Topics::Extract } else { Topics::Named(args.topics.clone()) };
+    let mut run = Run::new(&args.question, topics, settings, prompts, kg.profile().clone(), kg.name())?;
+    driver
+        .run(&mut run, |run, i| {
+            if let Some(e) = run.trace().get(i) {
+                tracing::info!(step = i, summary = %e.summary, "step");
+            }
+        })
+        .await
+        .context("the question could not be answered")?;
+    let wall_ms = started.elapsed().as_millis() as u64;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let report = JsonReport {
+            question: run.question(),
+            settings: run.settings(),
+            kg: kg.name(),
+            kg_load: &report,
+            llm: llm.describe(),
+            answer: run.answer(),
+            costs: run.costs(),
+            wall_ms,
+            trace: run.trace(),
+            beam: run.beam(),
+        };
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        print_human(&mut out, &run, &report, wall_ms)?;
+    }
+    Ok(if run.answer().is_some_and(|a| !a.answers.is_empty()) { 0 } else { 3 })
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    question: &'a str,
+    settings: &'a Settings,
+    kg: &'a str,
+    kg_load: &'a crate::kg::load::LoadReport,
+    llm: String,
+    answer: Option<&'a crate::engine::Answer>,
+    costs: crate::engine::events::Costs,
+    wall_ms: u64,
+    trace: &'a [crate::engine::events::Event],
+    beam: &'a crate::engine::beam::Beam,
+}
+
+fn print_human(out: &mut impl Write, run: &Run, report: &crate::kg::load::LoadReport, wall_ms: u64) -> Result<()> {
+    if report.skipped > 0 {
+        writeln!(out, "Skipped {} malformed KG line(s), e.g. {}", report.skipped, report.skipped_examples.join("; "))?;
+    }
+    let Some(answer) = run.answer() else { return Ok(()) };
+    if answer.answers.is_empty() {
+        writeln!(out, "No answer: the model gave none.")?;
+    } else {
+        writeln!(out, "Answer: {}", answer.answers.join(" | "))?;
+    }
+    writeln!(out, "Source: {}", answer.source.describe())?;
+    let heading = match answer.source {
+        AnswerSource::OwnKnowledge => "Paths explored (judged not sufficient):",
+        _ => "Supporting paths:",
+    };
+    if !answer.paths.is_empty() {
+        writeln!(out, "{heading}")?;
+        for (i, p) in answer.paths.iter().take(5).enumerate() {
+            writeln!(out, "  {}. [{:.3}] {}", i + 1, p.score, p.text)?;
+        }
+        if answer.paths.len() > 5 {
+            writeln!(out, "  … and {} more", answer.paths.len() - 5)?;
+        }
+    }
+    let c = run.costs();
+    let saved = if c.llm_calls_saved > 0 { format!(", {} repeated call(s) saved", c.llm_calls_saved) } else { String::new() };
+    writeln!(
+        out,
+        "Cost: {} LLM call(s) in {} round(s){saved}; {} prompt + {} completion tokens; {} KG lookup(s)",
+        c.llm_calls, c.llm_rounds, c.usage.prompt_tokens, c.usage.completion_tokens, c.kg_lookups
+    )?;
+    writeln!(out, "Time: {:.2} s", wall_ms as f64 / 1000.0)?;
+    Ok(())
+}

@@ -1,0 +1,158 @@
+//! The `ongraph` command line: one client of the engine (the TUI is another).
+
+mod ask;
+
+use crate::config::{Config, profile_named};
+use crate::engine::{Method, PruneTool};
+use crate::kg::KnowledgeGraph;
+use crate::kg::load::{LoadReport, demo_graph, load_file};
+use crate::llm::openai::{OpenAiClient, OpenAiConfig};
+use crate::llm::scripted::ScriptedModel;
+use crate::llm::{Embedder, LanguageModel};
+use anyhow::{Context as _, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Parser)]
+#[command(name = "ongraph", version, about = "Watch, steer and correct an LLM reasoning over a knowledge graph")]
+pub struct Cli {
+    /// Config file (default: $XDG_CONFIG_HOME/ongraph/config.toml, if it exists).
+    #[arg(long, global = true, env = "ONGRAPH_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Log file (default: $XDG_STATE_HOME/ongraph/ongraph.log). Logs never go to the terminal.
+    #[arg(long, global = true, env = "ONGRAPH_LOG")]
+    pub log: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Answer one question and print the answer, its paths and what it cost.
+    Ask(AskArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The question.
+    pub question: String,
+    /// A topic entity to start from (a label or an id); repeat for several. Without it the
+    /// model names them and they are linked by label.
+    #[arg(long = "topic", value_name = "NAME")]
+    pub topics: Vec<String>,
+    #[command(flatten)]
+    pub setup: SetupArgs,
+    /// Print the full trace as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What to reason with and over: shared by every command that runs a method.
+#[derive(Debug, Args, Clone)]
+pub struct SetupArgs {
+    /// `demo`, a name from [kg.*] in the config, or a .nt / tab-separated triples file.
+    #[arg(long, env = "ONGRAPH_KG")]
+    pub kg: Option<String>,
+    /// How to read a KG file: freebase, named-ids, or auto (named-ids when the file has no
+    /// name triples).
+    #[arg(long, default_value = "auto")]
+    pub kg_profile: String,
+    /// Skip malformed KG lines (and count them) instead of stopping at the first.
+    #[arg(long)]
+    pub lenient: bool,
+    /// `demo` (the offline scripted demo model), a name from [llm.*] in the config, or
+    /// `scripted:FILE`.
+    #[arg(long, env = "ONGRAPH_LLM")]
+    pub llm: Option<String>,
+    #[arg(long, value_enum)]
+    pub method: Option<Method>,
+    /// Beam width N.
+    #[arg(long)]
+    pub width: Option<usize>,
+    /// Maximum depth Dmax.
+    #[arg(long)]
+    pub depth: Option<u32>,
+    #[arg(long, value_enum)]
+    pub prune: Option<PruneTool>,
+    /// One prompt per prune step for all frontier entities.
+    #[arg(long)]
+    pub unified: bool,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Requests in flight at once.
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// A directory of prompt templates overriding the built-in ones.
+    #[arg(long)]
+    pub prompts: Option<PathBuf>,
+}
+
+pub async fn run(cli: Cli, config: Config) -> Result<i32> {
+    match cli.command {
+        Command::Ask(args) => ask::ask(args, &config).await,
+    }
+}
+
+/// Opens the knowledge graph named by `--kg` (or the config's default).
+pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeGraph>, LoadReport)> {
+    let name = setup.kg.clone().unwrap_or_else(|| config.defaults.kg.clone());
+    if name == "demo" {
+        let g = demo_graph();
+        let report = LoadReport { triples: g.triple_count(), ..LoadReport::default() };
+        return Ok((Arc::new(g), report));
+    }
+    let (path, profile, lenient) = match config.kg.get(&name) {
+        Some(entry) => (entry.path.clone(), entry.profile.clone(), entry.lenient || setup.lenient),
+        None => {
+            let path = PathBuf::from(&name);
+            if !path.exists() {
+                let known: Vec<&str> = std::iter::once("demo").chain(config.kg.keys().map(String::as_str)).collect();
+                bail!("no knowledge graph {name:?}: not a file, and not one of: {}", known.join(", "));
+            }
+            (path, setup.kg_profile.clone(), setup.lenient)
+        }
+    };
+    load_kg(&path, &profile, lenient)
+}
+
+fn load_kg(path: &Path, profile: &str, lenient: bool) -> Result<(Arc<dyn KnowledgeGraph>, LoadReport)> {
+    let auto = profile == "auto";
+    let chosen = if auto { crate::kg::KgProfile::freebase() } else { profile_named(profile)? };
+    let (graph, report) = load_file(path, chosen, lenient)?;
+    let graph = if auto && !graph.has_labels() { graph.with_profile(crate::kg::KgProfile::named_ids()) } else { graph };
+    tracing::info!(path = %path.display(), triples = report.triples, skipped = report.skipped, "loaded KG");
+    Ok((Arc::new(graph), report))
+}
+
+/// Opens the language model named by `--llm` (or the config's default).
+pub fn open_llm(setup: &SetupArgs, config: &Config) -> Result<Arc<dyn LanguageModel>> {
+    let name = setup.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
+    if name == "demo" {
+        return Ok(Arc::new(ScriptedModel::demo()?));
+    }
+    if let Some(file) = name.strip_prefix("scripted:") {
+        return Ok(Arc::new(ScriptedModel::from_file(Path::new(file))?));
+    }
+    let Some(entry) = config.llm.get(&name) else {
+        let known: Vec<&str> = ["demo", "scripted:FILE"].into_iter().chain(config.llm.keys().map(String::as_str)).collect();
+        bail!("no LLM named {name:?} (known: {})", known.join(", "));
+    };
+    Ok(Arc::new(openai_client(entry).with_context(|| format!("LLM {name:?}"))?))
+}
+
+pub fn open_embedder(config: &Config) -> Result<Option<Arc<dyn Embedder>>> {
+    match &config.embedding {
+        Some(entry) => Ok(Some(Arc::new(openai_client(entry).context("embedding endpoint")?))),
+        None => Ok(None),
+    }
+}
+
+fn openai_client(entry: &crate::config::LlmEntry) -> Result<OpenAiClient> {
+    let mut c = OpenAiConfig::new(&entry.base_url, &entry.model);
+    c.api_key_env = entry.api_key_env.clone();
+    c.timeout = Duration::from_secs(entry.timeout_secs);
+    c.max_retries = entry.max_retries;
+    Ok(OpenAiClient::new(c)?)
+}

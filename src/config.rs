@@ -1,0 +1,199 @@
+//! `ongraph/config.toml` in the XDG config directory (or `--config FILE`, or `$ONGRAPH_CONFIG`):
+//! named LLM endpoints and knowledge graphs, and defaults. Unknown keys are errors, so a typo
+//! never silently does nothing.
+
+use crate::engine::{Method, PruneTool};
+use crate::kg::KgProfile;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub defaults: Defaults,
+    /// Named OpenAI-compatible endpoints: `[llm.NAME]`.
+    #[serde(default)]
+    pub llm: BTreeMap<String, LlmEntry>,
+    /// Named knowledge graphs: `[kg.NAME]`.
+    #[serde(default)]
+    pub kg: BTreeMap<String, KgEntry>,
+    /// The endpoint used by `--prune embedding`.
+    #[serde(default)]
+    pub embedding: Option<LlmEntry>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Defaults {
+    /// `demo`, a name from `[llm.*]`, or `scripted:FILE`.
+    pub llm: String,
+    /// `demo`, a name from `[kg.*]`, or a file path.
+    pub kg: String,
+    pub method: Method,
+    pub width: usize,
+    pub depth: u32,
+    pub prune: PruneTool,
+    pub unified: bool,
+    pub seed: u64,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    /// A directory of prompt templates overriding the built-in ones.
+    pub prompts: Option<PathBuf>,
+    /// Where the log file goes (default: the XDG state directory).
+    pub log_file: Option<PathBuf>,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Self {
+            llm: "demo".into(),
+            kg: "demo".into(),
+            method: Method::Tog,
+            width: 3,
+            depth: 3,
+            prune: PruneTool::Llm,
+            unified: false,
+            seed: 0,
+            concurrency: 8,
+            prompts: None,
+            log_file: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmEntry {
+    /// Up to and including `/v1`, e.g. `https://api.openai.com/v1`, `http://127.0.0.1:11434/v1`.
+    pub base_url: String,
+    pub model: String,
+    /// The environment variable holding the API key (never the key itself).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+    #[serde(default = "default_retries")]
+    pub max_retries: u32,
+}
+
+fn default_timeout() -> u64 {
+    120
+}
+fn default_retries() -> u32 {
+    3
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KgEntry {
+    /// An N-Triples (`.nt`) or tab-separated triples file.
+    pub path: PathBuf,
+    /// `freebase` (names from `type.object.name`; nameless ids are mediator nodes) or
+    /// `named-ids` (ids are names, as in PathQuestion and MetaQA).
+    #[serde(default = "default_profile")]
+    pub profile: String,
+    /// Skip malformed lines (counted) instead of stopping at the first.
+    #[serde(default)]
+    pub lenient: bool,
+}
+
+fn default_profile() -> String {
+    "freebase".into()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the config file {path}: {message}")]
+    Read { path: String, message: String },
+    #[error("{path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("unknown KG profile {0:?} (known: freebase, named-ids)")]
+    Profile(String),
+}
+
+impl Config {
+    /// The default location: `$XDG_CONFIG_HOME/ongraph/config.toml`.
+    pub fn default_path() -> Option<PathBuf> {
+        dirs::config_dir().map(|d| d.join("ongraph").join("config.toml"))
+    }
+
+    /// Reads `path` if given (it must exist), else the default location if it exists, else the
+    /// built-in defaults.
+    pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
+        match path {
+            Some(p) => Self::read(p),
+            None => match Self::default_path() {
+                Some(p) if p.exists() => Self::read(&p),
+                _ => Ok(Self::default()),
+            },
+        }
+    }
+
+    fn read(path: &Path) -> Result<Self, ConfigError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::Read { path: shown.clone(), message: e.to_string() })?;
+        Self::parse(&shown, &text)
+    }
+
+    pub fn parse(path: &str, text: &str) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| {
+            // toml's message spans several lines with a caret drawing; keep it on one line with
+            // the line number first.
+            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let message = e.message().trim().to_string();
+            ConfigError::Parse {
+                path: match line {
+                    Some(l) => format!("{path}:{l}"),
+                    None => path.to_string(),
+                },
+                message,
+            }
+        })
+    }
+}
+
+pub fn profile_named(name: &str) -> Result<KgProfile, ConfigError> {
+    match name {
+        "freebase" => Ok(KgProfile::freebase()),
+        "named-ids" | "named_ids" => Ok(KgProfile::named_ids()),
+        other => Err(ConfigError::Profile(other.into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrong_key_names_its_line() {
+        let err = Config::parse("c.toml", "[defaults]\nwidht = 3\n").unwrap_err().to_string();
+        assert!(err.starts_with("c.toml:2: unknown field `widht`"), "{err}");
+    }
+
+    #[test]
+    fn full_config_parses() {
+        let c = Config::parse(
+            "c.toml",
+            r#"
+            [defaults]
+            llm = "local"
+            method = "tog-r"
+            prune = "bm25"
+            [llm.local]
+            base_url = "http://127.0.0.1:11434/v1"
+            model = "llama3.1"
+            api_key_env = "OLLAMA_KEY"
+            [kg.pq]
+            path = "3H-kb.txt"
+            profile = "named-ids"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.defaults.method, Method::TogR);
+        assert_eq!(c.llm["local"].timeout_secs, 120);
+        assert_eq!(c.kg["pq"].profile, "named-ids");
+    }
+}

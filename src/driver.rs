@@ -1,0 +1,161 @@
+//! Performs what a [`Run`] asks for: KG lookups and LLM calls, concurrently under a limit.
+//! Identical LLM calls are made once: duplicates within a batch and repeats of earlier calls
+//! are answered from a memo and marked `cached` (the engine counts them as saved, not made).
+
+use crate::engine::{EngineError, Poll, Request, Response, Run};
+use crate::kg::{KgError, KnowledgeGraph};
+use crate::llm::{ChatRequest, Completion, Embedder, LanguageModel, LlmError};
+use futures::{StreamExt, TryStreamExt};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    #[error(transparent)]
+    Kg(#[from] KgError),
+    #[error(transparent)]
+    Llm(#[from] LlmError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("--prune embedding needs an embedding endpoint: set [embedding] in the config")]
+    NoEmbedder,
+}
+
+pub struct Driver {
+    kg: Arc<dyn KnowledgeGraph>,
+    llm: Arc<dyn LanguageModel>,
+    embedder: Option<Arc<dyn Embedder>>,
+    concurrency: usize,
+    memo: Mutex<HashMap<MemoKey, Completion>>,
+}
+
+/// What makes two calls the same call (the step name is only a label).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct MemoKey {
+    system: String,
+    prompt: String,
+    temperature_bits: u32,
+    max_tokens: u32,
+}
+
+impl From<&ChatRequest> for MemoKey {
+    fn from(r: &ChatRequest) -> Self {
+        Self {
+            system: r.system.clone(),
+            prompt: r.prompt.clone(),
+            temperature_bits: r.temperature.to_bits(),
+            max_tokens: r.max_tokens,
+        }
+    }
+}
+
+impl Driver {
+    pub fn new(kg: Arc<dyn KnowledgeGraph>, llm: Arc<dyn LanguageModel>) -> Self {
+        Self { kg, llm, embedder: None, concurrency: 4, memo: Mutex::new(HashMap::new()) }
+    }
+
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// How many requests may be in flight at once (at least 1).
+    pub fn with_concurrency(mut self, concurrency: usize) -> Self {
+        self.concurrency = concurrency.max(1);
+        self
+    }
+
+    pub fn kg(&self) -> &Arc<dyn KnowledgeGraph> {
+        &self.kg
+    }
+    pub fn llm(&self) -> &Arc<dyn LanguageModel> {
+        &self.llm
+    }
+
+    fn memo_get(&self, key: &MemoKey) -> Option<Completion> {
+        self.memo.lock().ok()?.get(key).cloned()
+    }
+
+    /// Performs a batch, returning the responses in request order.
+    pub async fn perform(&self, requests: &[Request]) -> Result<Vec<Response>, DriverError> {
+        // Identical LLM calls in one batch are made once: later copies wait for the first.
+        let mut first_of: HashMap<MemoKey, usize> = HashMap::new();
+        let mut copy_of: Vec<Option<usize>> = vec![None; requests.len()];
+        for (i, r) in requests.iter().enumerate() {
+            if let Request::Llm(chat) = r {
+                let key = MemoKey::from(chat);
+                match first_of.get(&key) {
+                    Some(&j) => copy_of[i] = Some(j),
+                    None => {
+                        first_of.insert(key, i);
+                    }
+                }
+            }
+        }
+        let unique: Vec<usize> = (0..requests.len()).filter(|&i| copy_of[i].is_none()).collect();
+        let done: Vec<(usize, Response)> = futures::stream::iter(unique)
+            .map(|i| async move { self.perform_one(&requests[i]).await.map(|r| (i, r)) })
+            .buffered(self.concurrency)
+            .try_collect()
+            .await?;
+        let mut out: Vec<Option<Response>> = vec![None; requests.len()];
+        for (i, r) in done {
+            out[i] = Some(r);
+        }
+        for i in 0..requests.len() {
+            if let Some(j) = copy_of[i]
+                && let Some(Response::Llm { completion }) = out[j].clone()
+            {
+                out[i] = Some(Response::Llm { completion: Completion { cached: true, ..completion } });
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    async fn perform_one(&self, request: &Request) -> Result<Response, DriverError> {
+        Ok(match request {
+            Request::Relations { entity } => Response::Relations { relations: self.kg.relations(entity).await? },
+            Request::Neighbours { entity, relation } => {
+                Response::Neighbours { neighbours: self.kg.neighbours(entity, relation).await? }
+            }
+            Request::FindEntities { name, limit } => {
+                Response::Entities { matches: self.kg.find_entities(name, *limit).await? }
+            }
+            Request::Llm(chat) => {
+                let key = MemoKey::from(chat);
+                if let Some(c) = self.memo_get(&key) {
+                    return Ok(Response::Llm { completion: Completion { cached: true, latency_ms: 0, ..c } });
+                }
+                tracing::debug!(step = %chat.step, "LLM call");
+                let completion = self.llm.complete(chat).await?;
+                if let Ok(mut memo) = self.memo.lock() {
+                    memo.insert(key, completion.clone());
+                }
+                Response::Llm { completion }
+            }
+            Request::Embed { texts } => {
+                let embedder = self.embedder.as_ref().ok_or(DriverError::NoEmbedder)?;
+                Response::Embeddings { vectors: embedder.embed(texts).await? }
+            }
+        })
+    }
+
+    /// Takes one step of `run`. Returns the index of the event it recorded, or `None` when the
+    /// run had already finished.
+    pub async fn step(&self, run: &mut Run) -> Result<Option<usize>, DriverError> {
+        let requests = match run.poll() {
+            Poll::Finished => return Ok(None),
+            Poll::Need(requests) => requests,
+        };
+        let responses = self.perform(&requests).await?;
+        Ok(Some(run.feed(responses)?))
+    }
+
+    /// Runs to the answer, calling `on_event` after every step.
+    pub async fn run(&self, run: &mut Run, mut on_event: impl FnMut(&Run, usize)) -> Result<(), DriverError> {
+        while let Some(index) = self.step(run).await? {
+            on_event(run, index);
+        }
+        Ok(())
+    }
+}

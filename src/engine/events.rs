@@ -1,0 +1,90 @@
+//! The trace: every step the engine took, with its inputs, prompts, raw replies, parsed
+//! outcome, lookups and costs; every override and rewind. It is what the CLI prints with
+//! `--json`, what the TUI's transcript shows, and what a saved session replays.
+
+use super::beam::{NodeId, Status};
+use crate::llm::Usage;
+use serde::{Deserialize, Serialize};
+
+/// One LLM call made (or answered from the run's memo) during a step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    pub step: String,
+    pub prompt: String,
+    pub reply: String,
+    /// The parse in words, e.g. `location.location.containedby=0.80; …` or `Yes`.
+    pub parsed: String,
+    pub usage: Usage,
+    pub latency_ms: u64,
+    pub cached: bool,
+    pub temperature: f32,
+}
+
+/// One knowledge-graph lookup made during a step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LookupRecord {
+    pub what: String,
+    pub results: usize,
+}
+
+/// A scoring decision on one beam node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub node: NodeId,
+    pub shown: String,
+    pub score: Option<f64>,
+    pub path_score: f64,
+    pub status: Status,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A step of the method: `phase` names it (`relation_search`, `relation_prune`, …).
+    Step { phase: String },
+    /// A caller changed the engine's state between steps.
+    Override { description: String },
+    /// A caller went back to the state after step `to`; `discarded` steps were set aside.
+    Rewind { to: usize, discarded: usize },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub index: usize,
+    #[serde(flatten)]
+    pub kind: EventKind,
+    pub depth: u32,
+    /// One line for people: what happened.
+    pub summary: String,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub calls: Vec<CallRecord>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub lookups: Vec<LookupRecord>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub decisions: Vec<Decision>,
+    /// Parser fallbacks and other things worth knowing.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub notes: Vec<String>,
+}
+
+impl Event {
+    pub fn phase(&self) -> Option<&str> {
+        match &self.kind {
+            EventKind::Step { phase } => Some(phase),
+            _ => None,
+        }
+    }
+}
+
+/// What a run cost so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Costs {
+    /// LLM calls actually made.
+    pub llm_calls: u64,
+    /// Identical calls answered from the run's memo instead.
+    pub llm_calls_saved: u64,
+    /// Batches containing at least one LLM call: the dependent rounds a concurrent driver waits.
+    pub llm_rounds: u64,
+    pub usage: Usage,
+    pub kg_lookups: u64,
+}

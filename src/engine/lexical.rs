@@ -1,0 +1,87 @@
+//! Similarity without an LLM: BM25 between the question and candidate labels (ToG's `bm25`
+//! pruning tool) and cosine similarity of embeddings (its SentenceBERT tool).
+
+use std::collections::HashMap;
+
+const STOPWORDS: &[&str] = &[
+    "a", "an", "the", "of", "in", "on", "at", "to", "is", "are", "was", "were", "be", "by", "for", "and", "or",
+    "what", "which", "who", "whom", "whose", "where", "when", "how", "does", "do", "did", "that", "this", "with",
+    "as", "it", "its", "from", "s",
+];
+
+/// Lower-case words of letters and digits; relation ids split on `.` and `_`, so
+/// `location.location.containedby` gives `location`, `location`, `containedby`.
+pub fn tokens(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .collect()
+}
+
+/// BM25 (k1 = 1.2, b = 0.75) of `query` against each document, with the documents themselves as
+/// the corpus. Scores are ≥ 0.
+pub fn bm25(query: &str, documents: &[String]) -> Vec<f64> {
+    let docs: Vec<Vec<String>> = documents.iter().map(|d| tokens(d)).collect();
+    if docs.is_empty() {
+        return Vec::new();
+    }
+    let avg_len = docs.iter().map(Vec::len).sum::<usize>() as f64 / docs.len() as f64;
+    let mut df: HashMap<&str, usize> = HashMap::new();
+    for doc in &docs {
+        let mut seen: Vec<&str> = doc.iter().map(String::as_str).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        for w in seen {
+            *df.entry(w).or_default() += 1;
+        }
+    }
+    let n = docs.len() as f64;
+    let query = tokens(query);
+    docs.iter()
+        .map(|doc| {
+            let len = doc.len() as f64;
+            query
+                .iter()
+                .map(|q| {
+                    let tf = doc.iter().filter(|w| *w == q).count() as f64;
+                    if tf == 0.0 {
+                        return 0.0;
+                    }
+                    let d = *df.get(q.as_str()).unwrap_or(&0) as f64;
+                    let idf = ((n - d + 0.5) / (d + 0.5) + 1.0).ln();
+                    idf * tf * 2.2 / (tf + 1.2 * (1.0 - 0.75 + 0.75 * len / avg_len.max(1.0)))
+                })
+                .sum()
+        })
+        .collect()
+}
+
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
+    for (x, y) in a.iter().zip(b) {
+        dot += f64::from(*x) * f64::from(*y);
+        na += f64::from(*x) * f64::from(*x);
+        nb += f64::from(*y) * f64::from(*y);
+    }
+    if na == 0.0 || nb == 0.0 { 0.0 } else { dot / (na.sqrt() * nb.sqrt()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bm25_prefers_overlapping_labels() {
+        let docs = vec!["location.location.containedby".to_string(), "sports.sports_team.founded".to_string()];
+        let s = bm25("Which country is Canberra located in? containedby", &docs);
+        assert!(s[0] > s[1], "{s:?}");
+        assert_eq!(bm25("x", &[]), Vec::<f64>::new());
+    }
+
+    #[test]
+    fn cosine_bounds() {
+        assert!((cosine(&[1.0, 0.0], &[2.0, 0.0]) - 1.0).abs() < 1e-9);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
+    }
+}

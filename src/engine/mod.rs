@@ -1,0 +1,472 @@
+//! The reasoning engine, sans I/O. A [`Run`] never touches the network or the disk: it says
+//! what it needs next ([`Run::poll`] → KG lookups and LLM calls), a driver performs them and
+//! hands the results back ([`Run::feed`]), and the run takes one step. Between steps a caller
+//! may override the last decision, pin or prune a path, force the sufficiency verdict, or rewind
+//! to an earlier step. The same seed and the same replies always give the same trace.
+
+pub mod beam;
+pub mod events;
+pub mod lexical;
+pub mod parse;
+mod tog;
+
+use crate::kg::{EntityMatch, KgProfile, Neighbour, RelationRef, Term};
+use crate::llm::{ChatRequest, Completion};
+use crate::prompts::Prompts;
+use beam::{Beam, NodeId, TripleView};
+use events::{Costs, Event, EventKind};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// Think-on-Graph: beam search over triple paths, LLM-scored relations and entities.
+    Tog,
+    /// ToG-R: relation chains; entities sampled (seeded) instead of scored.
+    TogR,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum PruneTool {
+    /// The LLM scores candidates (the papers' default).
+    Llm,
+    /// BM25 between the question and candidate labels: no LLM call in pruning.
+    Bm25,
+    /// Cosine similarity of embeddings from an OpenAI-compatible `/v1/embeddings` endpoint.
+    Embedding,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub method: Method,
+    /// Beam width N.
+    pub width: usize,
+    /// Maximum depth Dmax.
+    pub depth: u32,
+    pub prune: PruneTool,
+    /// Score all frontier entities' candidates in one prompt per prune step.
+    pub unified: bool,
+    pub seed: u64,
+    pub prune_temperature: f32,
+    pub reason_temperature: f32,
+    pub max_tokens: u32,
+    /// A relation reaching this many entities or more has them sampled before scoring…
+    pub sample_threshold: usize,
+    /// …down to this many (seeded).
+    pub sample_size: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            method: Method::Tog,
+            width: 3,
+            depth: 3,
+            prune: PruneTool::Llm,
+            unified: false,
+            seed: 0,
+            prune_temperature: 0.4,
+            reason_temperature: 0.0,
+            max_tokens: 256,
+            sample_threshold: 20,
+            sample_size: 5,
+        }
+    }
+}
+
+/// Something the run needs from the outside world before it can take its next step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "need", rename_all = "snake_case")]
+pub enum Request {
+    Relations { entity: String },
+    Neighbours { entity: String, relation: RelationRef },
+    FindEntities { name: String, limit: usize },
+    Llm(ChatRequest),
+    Embed { texts: Vec<String> },
+}
+
+impl Request {
+    pub fn is_llm(&self) -> bool {
+        matches!(self, Request::Llm(_))
+    }
+}
+
+/// The answer to one [`Request`], in the same position of the batch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "got", rename_all = "snake_case")]
+pub enum Response {
+    Relations { relations: Vec<RelationRef> },
+    Neighbours { neighbours: Vec<Neighbour> },
+    Entities { matches: Vec<EntityMatch> },
+    Llm { completion: Completion },
+    Embeddings { vectors: Vec<Vec<f32>> },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Poll {
+    /// Perform these (independent) requests and feed the results back, in order. An empty
+    /// batch is a step that needs nothing from outside.
+    Need(Vec<Request>),
+    Finished,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerSource {
+    /// The model judged the retrieved paths sufficient (or the user forced it).
+    KgPaths,
+    /// The beam ran dry before the model was satisfied: answered from the partial paths.
+    PartialPaths,
+    /// Dmax reached without "sufficient": answered from the model's own knowledge.
+    OwnKnowledge,
+}
+
+impl AnswerSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            AnswerSource::KgPaths => "from knowledge-graph paths",
+            AnswerSource::PartialPaths => "from partial knowledge-graph paths (the beam ran dry)",
+            AnswerSource::OwnKnowledge => "from the LLM's own knowledge (no sufficient KG path within the depth limit)",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PathView {
+    pub leaf: NodeId,
+    pub text: String,
+    pub score: f64,
+    pub triples: Vec<TripleView>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    /// The answer(s), best first. Empty when the model gave none.
+    pub answers: Vec<String>,
+    pub source: AnswerSource,
+    /// The reply the answer was read from.
+    pub reply: String,
+    /// The paths the answer rests on (for own-knowledge answers: the paths explored).
+    pub paths: Vec<PathView>,
+}
+
+/// A change a caller makes between two steps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Override {
+    /// Keep a candidate the last prune dropped (or never scored).
+    Keep { node: NodeId },
+    /// Drop a candidate the last prune kept.
+    Drop { node: NodeId },
+    /// Add a relation under a frontier entity (after relation pruning), or an entity under a
+    /// kept relation (after entity pruning), that the model never proposed.
+    AddRelation { parent: NodeId, relation: RelationRef },
+    AddEntity { parent: NodeId, term: Term, label: Option<String> },
+    /// Keep this path in front of the model whatever later pruning does.
+    Pin { node: NodeId },
+    /// Remove this path (and all below it) from the beam.
+    PrunePath { node: NodeId },
+    /// Skip the model's sufficiency check: answer now from the paths.
+    ForceSufficient,
+    /// Overrule a "sufficient" verdict (or skip the check): explore one more depth.
+    ForceContinue,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum EngineError {
+    #[error("no topic entity: give one with --topic, or ask a question that names one")]
+    NoTopic,
+    #[error("unknown topic entity {name:?}{}", suggest(.suggestions))]
+    UnknownTopic { name: String, suggestions: Vec<String> },
+    #[error("the question is empty")]
+    EmptyQuestion,
+    #[error("expected {expected} results for this step, got {got}")]
+    BatchMismatch { expected: usize, got: usize },
+    #[error("result {index} of this step is a {got}, not the {expected} that was asked for")]
+    WrongResponse { index: usize, expected: &'static str, got: String },
+    #[error("cannot apply {what} now: {why}")]
+    BadOverride { what: String, why: String },
+    #[error("no step {0} to rewind to")]
+    BadRewind(usize),
+    #[error("the run is finished")]
+    Finished,
+}
+
+fn suggest(s: &[String]) -> String {
+    if s.is_empty() {
+        "; no label in the knowledge graph resembles it".into()
+    } else {
+        format!("; closest labels: {}", s.join(", "))
+    }
+}
+
+/// The state shared by every method: what the run knows, apart from where its method is.
+#[derive(Clone, Debug)]
+pub(crate) struct Context {
+    pub question: String,
+    pub settings: Settings,
+    pub prompts: Arc<Prompts>,
+    pub profile: KgProfile,
+    pub graph_name: String,
+    pub beam: Beam,
+    pub rng: ChaCha8Rng,
+    pub costs: Costs,
+    pub trace: Vec<Event>,
+    pub answer: Option<Answer>,
+}
+
+impl Context {
+    pub fn llm(&self, step: &str, prompt: String, temperature: f32) -> Request {
+        Request::Llm(ChatRequest {
+            step: step.into(),
+            system: self.prompts.system(),
+            prompt,
+            temperature,
+            max_tokens: self.settings.max_tokens,
+        })
+    }
+
+    pub fn next_index(&self) -> usize {
+        self.trace.len()
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Machine {
+    Tog(tog::TogMachine),
+}
+
+#[derive(Clone, Debug)]
+struct Snapshot {
+    machine: Machine,
+    context: Context,
+}
+
+/// A branch set aside by a rewind: the steps after the rewind point and the beam they built.
+#[derive(Clone, Debug, Serialize)]
+pub struct Abandoned {
+    pub after_step: usize,
+    pub events: Vec<Event>,
+    pub beam: Beam,
+}
+
+/// One question being answered by one method.
+pub struct Run {
+    machine: Machine,
+    cx: Context,
+    /// The requests handed out by the last `poll`, awaiting `feed`.
+    pending: Option<Vec<Request>>,
+    /// State after each trace entry, for rewinding.
+    history: Vec<Snapshot>,
+    abandoned: Vec<Abandoned>,
+}
+
+/// Who names the topic entities.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Topics {
+    /// Names (or ids) the caller gives; each must match a KG label exactly.
+    Named(Vec<String>),
+    /// Already-linked ids with their labels (e.g. from a dataset).
+    Linked(Vec<(String, Option<String>)>),
+    /// Ask the model to extract them from the question, then link them by label.
+    Extract,
+}
+
+impl Run {
+    pub fn new(
+        question: &str,
+        topics: Topics,
+        settings: Settings,
+        prompts: Arc<Prompts>,
+        profile: KgProfile,
+        graph_name: &str,
+    ) -> Result<Self, EngineError> {
+        let question = question.trim();
+        if question.is_empty() {
+            return Err(EngineError::EmptyQuestion);
+        }
+        let mut cx = Context {
+            question: question.to_string(),
+            rng: ChaCha8Rng::seed_from_u64(settings.seed),
+            settings,
+            prompts,
+            profile,
+            graph_name: graph_name.to_string(),
+            beam: Beam::default(),
+            costs: Costs::default(),
+            trace: Vec::new(),
+            answer: None,
+        };
+        let machine = Machine::Tog(tog::TogMachine::new(&mut cx, topics)?);
+        Ok(Self { machine, cx, pending: None, history: Vec::new(), abandoned: Vec::new() })
+    }
+
+    /// What the run needs next. Calling it again before `feed` returns the same batch.
+    pub fn poll(&mut self) -> Poll {
+        if let Some(p) = &self.pending {
+            return Poll::Need(p.clone());
+        }
+        if self.cx.answer.is_some() {
+            return Poll::Finished;
+        }
+        let requests = match &mut self.machine {
+            Machine::Tog(m) => m.requests(&mut self.cx),
+        };
+        self.pending = Some(requests.clone());
+        Poll::Need(requests)
+    }
+
+    /// Hands back the results of the last `poll`, in order; the run takes one step and returns
+    /// the index of the event it recorded.
+    pub fn feed(&mut self, responses: Vec<Response>) -> Result<usize, EngineError> {
+        let Some(requests) = self.pending.take() else {
+            return Err(if self.cx.answer.is_some() { EngineError::Finished } else { EngineError::BatchMismatch { expected: 0, got: responses.len() } });
+        };
+        if requests.len() != responses.len() {
+            let err = EngineError::BatchMismatch { expected: requests.len(), got: responses.len() };
+            self.pending = Some(requests);
+            return Err(err);
+        }
+        let before = (self.machine.clone(), self.cx.clone());
+        self.account(&requests, &responses);
+        let result = match &mut self.machine {
+            Machine::Tog(m) => m.absorb(&mut self.cx, &requests, responses),
+        };
+        match result {
+            Ok(event) => {
+                self.cx.trace.push(event);
+                self.snapshot();
+                Ok(self.cx.trace.len() - 1)
+            }
+            Err(e) => {
+                // A step that fails leaves the run as it was, the batch still pending.
+                (self.machine, self.cx) = before;
+                self.pending = Some(requests);
+                Err(e)
+            }
+        }
+    }
+
+    fn account(&mut self, requests: &[Request], responses: &[Response]) {
+        let mut made = 0;
+        for (req, resp) in requests.iter().zip(responses) {
+            match (req, resp) {
+                (Request::Llm(_), Response::Llm { completion }) if completion.cached => {
+                    self.cx.costs.llm_calls_saved += 1
+                }
+                (Request::Llm(_), Response::Llm { completion }) => {
+                    made += 1;
+                    self.cx.costs.llm_calls += 1;
+                    self.cx.costs.usage += completion.usage;
+                }
+                (Request::Relations { .. } | Request::Neighbours { .. } | Request::FindEntities { .. }, _) => {
+                    self.cx.costs.kg_lookups += 1
+                }
+                _ => {}
+            }
+        }
+        if made > 0 {
+            self.cx.costs.llm_rounds += 1;
+        }
+    }
+
+    fn snapshot(&mut self) {
+        self.history.push(Snapshot { machine: self.machine.clone(), context: self.cx.clone() });
+    }
+
+    /// Changes the run's state between steps; recorded in the trace.
+    pub fn apply(&mut self, o: Override) -> Result<usize, EngineError> {
+        // Requests handed out were built from the old state; the next poll rebuilds them.
+        self.pending = None;
+        let description = match &mut self.machine {
+            Machine::Tog(m) => m.apply(&mut self.cx, &o)?,
+        };
+        let index = self.cx.trace.len();
+        let depth = self.depth();
+        self.cx.trace.push(Event {
+            index,
+            kind: EventKind::Override { description: description.clone() },
+            depth,
+            summary: description,
+            calls: Vec::new(),
+            lookups: Vec::new(),
+            decisions: Vec::new(),
+            notes: Vec::new(),
+        });
+        self.snapshot();
+        Ok(index)
+    }
+
+    /// Goes back to the state right after trace entry `step`; the later steps are set aside
+    /// (see [`Run::abandoned`]) and the run continues from there.
+    pub fn rewind(&mut self, step: usize) -> Result<usize, EngineError> {
+        let snapshot = self.history.get(step).cloned().ok_or(EngineError::BadRewind(step))?;
+        let discarded: Vec<Event> = self.cx.trace[step + 1..].to_vec();
+        self.abandoned.push(Abandoned { after_step: step, events: discarded.clone(), beam: self.cx.beam.clone() });
+        self.machine = snapshot.machine;
+        self.cx = snapshot.context;
+        self.history.truncate(step + 1);
+        self.pending = None;
+        let index = self.cx.trace.len();
+        let depth = self.depth();
+        self.cx.trace.push(Event {
+            index,
+            kind: EventKind::Rewind { to: step, discarded: discarded.len() },
+            depth,
+            summary: format!("rewound to step {step}; {} later steps set aside", discarded.len()),
+            calls: Vec::new(),
+            lookups: Vec::new(),
+            decisions: Vec::new(),
+            notes: Vec::new(),
+        });
+        self.snapshot();
+        Ok(index)
+    }
+
+    pub fn question(&self) -> &str {
+        &self.cx.question
+    }
+    pub fn settings(&self) -> &Settings {
+        &self.cx.settings
+    }
+    pub fn beam(&self) -> &Beam {
+        &self.cx.beam
+    }
+    pub fn trace(&self) -> &[Event] {
+        &self.cx.trace
+    }
+    pub fn costs(&self) -> Costs {
+        self.cx.costs
+    }
+    pub fn answer(&self) -> Option<&Answer> {
+        self.cx.answer.as_ref()
+    }
+    pub fn abandoned(&self) -> &[Abandoned] {
+        &self.abandoned
+    }
+    pub fn is_finished(&self) -> bool {
+        self.cx.answer.is_some()
+    }
+    /// The depth the run is exploring (0 while linking topic entities).
+    pub fn depth(&self) -> u32 {
+        match &self.machine {
+            Machine::Tog(m) => m.depth(),
+        }
+    }
+    /// The phase the next step will perform, e.g. `relation_prune`.
+    pub fn next_phase(&self) -> &'static str {
+        match &self.machine {
+            Machine::Tog(m) => m.phase_name(),
+        }
+    }
+    /// The live paths now in front of the model, best first.
+    pub fn live_paths(&self) -> Vec<PathView> {
+        match &self.machine {
+            Machine::Tog(m) => m.live_paths(&self.cx),
+        }
+    }
+}

@@ -1,0 +1,1027 @@
+//! Think-on-Graph and ToG-R as a state machine over the shared beam tree.
+//!
+//! Per depth: relation search → relation prune → entity search → entity prune → reasoning; then
+//! the answer. Unlike the reference code: incoming relations are expanded in the right
+//! direction; every candidate is one beam node (id, label, direction, score, provenance); path
+//! scores multiply down the path; relations the model invents are rejected and never queried;
+//! at most N are kept; literals are candidates and can be answers; the beam running dry ends
+//! the search cleanly; explored paths are kept and shown with an own-knowledge answer.
+
+use super::beam::{NodeId, NodeKind, Provenance, Status};
+use super::events::{CallRecord, Decision, Event, EventKind, LookupRecord};
+use super::lexical::{bm25, cosine};
+use super::parse;
+use super::{Answer, AnswerSource, Context, EngineError, Method, Override, PathView, PruneTool, Request, Response, Topics};
+use crate::kg::{EntityMatch, Neighbour, RelationRef, Term};
+use crate::llm::Completion;
+use rand::Rng;
+
+/// The least similarity at which a name the model extracted is linked to a KG label that is
+/// not an exact match (names the user typed must match exactly).
+const FUZZY_LINK_MIN: f64 = 0.85;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    ExtractTopics,
+    LinkTopics,
+    RelationSearch,
+    RelationPrune,
+    EntitySearch,
+    EntityPrune,
+    Reasoning,
+    Answer(AnswerSource),
+    Done,
+}
+
+/// One scoring prompt's worth of candidates: the node they hang under and the candidates.
+#[derive(Clone, Debug)]
+struct Group {
+    parent: NodeId,
+    candidates: Vec<NodeId>,
+    /// Index of the request that scores this group (None: scored without a call).
+    request: Option<usize>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct TogMachine {
+    phase: Phase,
+    /// The hop being explored (1-based); 0 before the topic entities are linked.
+    depth: u32,
+    /// Names to link to KG entities, and whether a fuzzy match is acceptable (model-extracted
+    /// names) or only an exact one (names the user typed).
+    names: Vec<String>,
+    fuzzy_ok: bool,
+    /// The groups the last `requests` planned, so `absorb` reads replies against them.
+    plan: Vec<Group>,
+    /// Whether the last step was a reasoning verdict (overrides of the verdict need it).
+    last_verdict: Option<bool>,
+}
+
+impl TogMachine {
+    pub fn new(cx: &mut Context, topics: Topics) -> Result<Self, EngineError> {
+        let mut m = Self {
+            phase: Phase::LinkTopics,
+            depth: 0,
+            names: Vec::new(),
+            fuzzy_ok: false,
+            plan: Vec::new(),
+            last_verdict: None,
+        };
+        match topics {
+            Topics::Named(names) => {
+                let names: Vec<String> =
+                    names.into_iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
+                if names.is_empty() {
+                    return Err(EngineError::NoTopic);
+                }
+                m.names = names;
+            }
+            Topics::Linked(ids) => {
+                if ids.is_empty() {
+                    return Err(EngineError::NoTopic);
+                }
+                for (id, label) in ids {
+                    let node = cx.beam.add(None, NodeKind::Entity { term: Term::Entity(id), label }, Provenance::User);
+                    cx.beam.set_status(node, Status::Kept, Some("topic entity"), 0);
+                }
+                m.phase = Phase::RelationSearch;
+                m.depth = 1;
+            }
+            Topics::Extract => {
+                m.phase = Phase::ExtractTopics;
+                m.fuzzy_ok = true;
+            }
+        }
+        Ok(m)
+    }
+
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    pub fn phase_name(&self) -> &'static str {
+        match self.phase {
+            Phase::ExtractTopics => "topic_extraction",
+            Phase::LinkTopics => "topic_linking",
+            Phase::RelationSearch => "relation_search",
+            Phase::RelationPrune => "relation_prune",
+            Phase::EntitySearch => "entity_search",
+            Phase::EntityPrune => "entity_prune",
+            Phase::Reasoning => "reasoning",
+            Phase::Answer(_) => "answer",
+            Phase::Done => "done",
+        }
+    }
+
+    /// Live entity nodes at `depth` (topic entities at 0) whose whole path is live.
+    fn live_entities_at(cx: &Context, depth: u32) -> Vec<NodeId> {
+        cx.beam
+            .nodes
+            .iter()
+            .filter(|n| n.depth == depth && n.term().is_some() && n.status.is_live() && cx.beam.is_live_path(n.id))
+            .map(|n| n.id)
+            .collect()
+    }
+
+    /// The entities expanded at the current depth: last depth's live entities, literals aside.
+    fn frontier(&self, cx: &Context) -> Vec<NodeId> {
+        Self::live_entities_at(cx, self.depth.saturating_sub(1))
+            .into_iter()
+            .filter(|&n| cx.beam.nodes[n].term().is_some_and(Term::is_entity))
+            .collect()
+    }
+
+    /// Live relation nodes at the current depth.
+    fn live_relations(&self, cx: &Context) -> Vec<NodeId> {
+        cx.beam
+            .nodes
+            .iter()
+            .filter(|n| {
+                n.depth == self.depth
+                    && matches!(n.kind, NodeKind::Relation { .. })
+                    && n.status.is_live()
+                    && cx.beam.is_live_path(n.id)
+            })
+            .map(|n| n.id)
+            .collect()
+    }
+
+    fn candidates_under(cx: &Context, parent: NodeId) -> Vec<NodeId> {
+        cx.beam.nodes[parent].children.iter().copied().filter(|&c| cx.beam.nodes[c].status == Status::Candidate).collect()
+    }
+
+    /// The live paths now in front of the model: live entity nodes with no live entity below
+    /// them, best path score first (ties: older node first).
+    pub fn live_paths(&self, cx: &Context) -> Vec<PathView> {
+        let beam = &cx.beam;
+        let mut leaves: Vec<NodeId> = beam
+            .nodes
+            .iter()
+            .filter(|n| n.parent.is_some() && n.term().is_some() && n.status.is_live() && beam.is_live_path(n.id))
+            .filter(|n| {
+                !n.children.iter().any(|&r| {
+                    beam.nodes[r].status.is_live()
+                        && beam.nodes[r].children.iter().any(|&e| beam.nodes[e].status.is_live())
+                })
+            })
+            .map(|n| n.id)
+            .collect();
+        leaves.sort_by(|&a, &b| beam.nodes[b].path_score.total_cmp(&beam.nodes[a].path_score).then(a.cmp(&b)));
+        leaves
+            .into_iter()
+            .map(|leaf| PathView {
+                leaf,
+                text: beam.path_text(leaf),
+                score: beam.nodes[leaf].path_score,
+                triples: beam.triples(leaf),
+            })
+            .collect()
+    }
+
+    /// The triples of the live paths, one `head, relation, tail` per line, without repeats.
+    fn triples_text(&self, cx: &Context) -> String {
+        let mut lines: Vec<String> = Vec::new();
+        for path in self.live_paths(cx) {
+            for t in path.triples {
+                let line = t.line();
+                if !lines.contains(&line) {
+                    lines.push(line);
+                }
+            }
+        }
+        lines.join("\n")
+    }
+
+    /// ToG-R's view: each live relation chain with the live entities it reaches.
+    fn chains_text(&self, cx: &Context) -> String {
+        let beam = &cx.beam;
+        let mut chains: Vec<(String, Vec<String>)> = Vec::new();
+        for path in self.live_paths(cx) {
+            let ids = beam.path(path.leaf);
+            let Some(&root) = ids.first() else { continue };
+            let mut chain = beam.nodes[root].shown().to_string();
+            for &n in &ids {
+                if let NodeKind::Relation { shown, direction, .. } = &beam.nodes[n].kind {
+                    chain.push_str(" -> ");
+                    chain.push_str(shown);
+                    if *direction == crate::kg::Direction::In {
+                        chain.push_str(" (incoming)");
+                    }
+                }
+            }
+            let entity = beam.nodes[path.leaf].shown().to_string();
+            match chains.iter_mut().find(|(c, _)| *c == chain) {
+                Some((_, entities)) if !entities.contains(&entity) => entities.push(entity),
+                Some(_) => {}
+                None => chains.push((chain, vec![entity])),
+            }
+        }
+        chains.into_iter().map(|(c, e)| format!("{c}: {}", e.join("; "))).collect::<Vec<_>>().join("\n")
+    }
+
+    pub fn requests(&mut self, cx: &mut Context) -> Vec<Request> {
+        self.plan.clear();
+        let s = cx.settings.clone();
+        let q = cx.question.clone();
+        match self.phase {
+            Phase::ExtractTopics => {
+                let prompt = cx.prompts.render("topic_entities", &[("question", &q)]);
+                vec![cx.llm("topic_entities", prompt, s.reason_temperature)]
+            }
+            Phase::LinkTopics => {
+                self.names.iter().map(|name| Request::FindEntities { name: name.clone(), limit: 5 }).collect()
+            }
+            Phase::RelationSearch => self
+                .frontier(cx)
+                .into_iter()
+                .map(|n| Request::Relations { entity: cx.beam.nodes[n].term().map(|t| t.as_str().to_string()).unwrap_or_default() })
+                .collect(),
+            Phase::RelationPrune => {
+                let groups: Vec<Group> = self
+                    .frontier(cx)
+                    .into_iter()
+                    .map(|p| Group { parent: p, candidates: Self::candidates_under(cx, p), request: None })
+                    .filter(|g| !g.candidates.is_empty())
+                    .collect();
+                self.plan_scoring(cx, groups, "relation")
+            }
+            Phase::EntitySearch => self
+                .live_relations(cx)
+                .into_iter()
+                .filter_map(|r| {
+                    let rel = &cx.beam.nodes[r];
+                    let NodeKind::Relation { relation, direction, .. } = &rel.kind else { return None };
+                    let entity = cx.beam.nodes[rel.parent?].term()?.as_str().to_string();
+                    Some(Request::Neighbours {
+                        entity,
+                        relation: RelationRef { relation: relation.clone(), direction: *direction },
+                    })
+                })
+                .collect(),
+            Phase::EntityPrune => {
+                let groups: Vec<Group> = self
+                    .live_relations(cx)
+                    .into_iter()
+                    .map(|r| Group { parent: r, candidates: Self::candidates_under(cx, r), request: None })
+                    .filter(|g| !g.candidates.is_empty())
+                    .collect();
+                if s.method == Method::TogR {
+                    // ToG-R samples entities instead of scoring them: no request.
+                    self.plan = groups;
+                    return Vec::new();
+                }
+                self.plan_scoring(cx, groups, "entity")
+            }
+            Phase::Reasoning => {
+                let (step, prompt) = match s.method {
+                    Method::Tog => (
+                        "reasoning",
+                        cx.prompts.render("reasoning", &[("question", &q), ("triples", &self.triples_text(cx))]),
+                    ),
+                    Method::TogR => (
+                        "reasoning",
+                        cx.prompts.render("reasoning_tog_r", &[("question", &q), ("chains", &self.chains_text(cx))]),
+                    ),
+                };
+                vec![cx.llm(step, prompt, s.reason_temperature)]
+            }
+            Phase::Answer(AnswerSource::OwnKnowledge) => {
+                let prompt = cx.prompts.render("answer_own_knowledge", &[("question", &q)]);
+                vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature)]
+            }
+            Phase::Answer(_) => {
+                let prompt = cx.prompts.render("answer", &[("question", &q), ("triples", &self.triples_text(cx))]);
+                vec![cx.llm("answer", prompt, s.reason_temperature)]
+            }
+            Phase::Done => Vec::new(),
+        }
+    }
+
+    /// Plans the scoring requests for `groups` (relations under entities, or entities under
+    /// relations) according to the pruning tool, and stores the plan.
+    fn plan_scoring(&mut self, cx: &Context, mut groups: Vec<Group>, what: &str) -> Vec<Request> {
+        let s = &cx.settings;
+        let q = &cx.question;
+        let mut requests = Vec::new();
+        let needs_call = |g: &Group| {
+            g.candidates.len() >= 2 && (what == "relation" || g.candidates.iter().any(|&c| cx.beam.nodes[c].is_named()))
+        };
+        match s.prune {
+            PruneTool::Bm25 => {}
+            PruneTool::Embedding => {
+                let mut texts = vec![q.clone()];
+                for g in &groups {
+                    texts.extend(candidate_names(cx, g));
+                }
+                if texts.len() > 1 {
+                    requests.push(Request::Embed { texts });
+                    groups.iter_mut().for_each(|g| g.request = Some(0));
+                }
+            }
+            PruneTool::Llm if s.unified => {
+                let (mut blocks, mut k) = (Vec::new(), 0);
+                for g in groups.iter_mut().filter(|g| needs_call(g)) {
+                    k += 1;
+                    let names = candidate_names(cx, g);
+                    let parent = cx.beam.nodes[g.parent].shown();
+                    blocks.push(if what == "relation" {
+                        format!("Topic Entity: {parent}\nRelations: {}", names.join("; "))
+                    } else {
+                        format!("Group {k}: Relation: {parent}; Entities: {}", names.join("; "))
+                    });
+                    g.request = Some(0);
+                }
+                if !blocks.is_empty() {
+                    let (template, slot, step) = if what == "relation" {
+                        ("relation_prune_unified", "entities", "relation_prune_unified")
+                    } else {
+                        ("entity_prune_unified", "groups", "entity_prune_unified")
+                    };
+                    let width = s.width.to_string();
+                    let prompt = cx.prompts.render(
+                        template,
+                        &[("question", q), ("width", &width), (slot, &blocks.join("\n"))],
+                    );
+                    requests.push(cx.llm(step, prompt, s.prune_temperature));
+                }
+            }
+            PruneTool::Llm => {
+                for g in groups.iter_mut().filter(|g| needs_call(g)) {
+                    let names = candidate_names(cx, g);
+                    let parent = cx.beam.nodes[g.parent].shown().to_string();
+                    let prompt = if what == "relation" {
+                        cx.prompts.render(
+                            "relation_prune",
+                            &[
+                                ("width", &s.width.to_string()),
+                                ("question", q),
+                                ("topic_entity", &parent),
+                                ("relations", &names.join("; ")),
+                            ],
+                        )
+                    } else {
+                        cx.prompts.render(
+                            "entity_prune",
+                            &[("question", q), ("relation", &parent), ("entities", &names.join("; "))],
+                        )
+                    };
+                    g.request = Some(requests.len());
+                    requests.push(cx.llm(&format!("{what}_prune"), prompt, s.prune_temperature));
+                }
+            }
+        }
+        self.plan = groups;
+        requests
+    }
+
+    pub fn absorb(
+        &mut self,
+        cx: &mut Context,
+        requests: &[Request],
+        responses: Vec<Response>,
+    ) -> Result<Event, EngineError> {
+        let index = cx.next_index();
+        let mut ev = Event {
+            index,
+            kind: EventKind::Step { phase: self.phase_name().into() },
+            depth: self.depth,
+            summary: String::new(),
+            calls: Vec::new(),
+            lookups: Vec::new(),
+            decisions: Vec::new(),
+            notes: Vec::new(),
+        };
+        match self.phase {
+            Phase::ExtractTopics => {
+                let c = completion(&responses, 0)?;
+                let names = parse::parse_names(&c.text);
+                ev.calls.push(record(&requests[0], c, names.join("; ")));
+                if names.is_empty() {
+                    return Err(EngineError::NoTopic);
+                }
+                ev.summary = format!("the model named {} topic entit{}: {}", names.len(), plural_y(names.len()), names.join(", "));
+                self.names = names;
+                self.phase = Phase::LinkTopics;
+            }
+            Phase::LinkTopics => self.absorb_links(cx, &responses, &mut ev)?,
+            Phase::RelationSearch => {
+                let frontier = self.frontier(cx);
+                let mut found = 0;
+                for (i, &node) in frontier.iter().enumerate() {
+                    let relations = relations(&responses, i)?;
+                    ev.lookups.push(LookupRecord { what: format!("relations of {}", cx.beam.nodes[node].shown()), results: relations.len() });
+                    for r in relations {
+                        let shown = cx.profile.display_relation(&r.relation);
+                        cx.beam.add(
+                            Some(node),
+                            NodeKind::Relation { relation: r.relation.clone(), direction: r.direction, shown },
+                            Provenance::Kg { graph: cx.graph_name.clone() },
+                        );
+                        found += 1;
+                    }
+                }
+                ev.summary = format!("depth {}: {found} relations around {} entit{}", self.depth, frontier.len(), plural_y(frontier.len()));
+                self.phase = if found == 0 { self.dry(&mut ev) } else { Phase::RelationPrune };
+            }
+            Phase::RelationPrune => {
+                let kept = self.absorb_scores(cx, requests, &responses, &mut ev, "relation")?;
+                ev.summary = format!("depth {}: kept {kept} relation{}", self.depth, plural_s(kept));
+                self.phase = if kept == 0 { self.dry(&mut ev) } else { Phase::EntitySearch };
+            }
+            Phase::EntitySearch => {
+                let relations = self.live_relations(cx);
+                let mut found = 0;
+                for (i, &rel) in relations.iter().enumerate() {
+                    let neighbours = neighbours(&responses, i)?;
+                    ev.lookups.push(LookupRecord { what: format!("neighbours through {}", cx.beam.path_text(rel)), results: neighbours.len() });
+                    found += self.add_candidates(cx, rel, neighbours, &mut ev);
+                }
+                ev.summary = format!("depth {}: {found} candidate entities", self.depth);
+                self.phase = if found == 0 { self.dry(&mut ev) } else { Phase::EntityPrune };
+            }
+            Phase::EntityPrune => {
+                if cx.settings.method == Method::TogR {
+                    self.sample_entities(cx, &mut ev);
+                } else {
+                    self.absorb_scores(cx, requests, &responses, &mut ev, "entity")?;
+                    self.select_width(cx, &mut ev);
+                }
+                let kept = Self::live_entities_at(cx, self.depth).len();
+                ev.summary = format!("depth {}: {kept} path{} on the beam", self.depth, plural_s(kept));
+                self.phase = if kept == 0 { self.dry(&mut ev) } else { Phase::Reasoning };
+            }
+            Phase::Reasoning => {
+                let c = completion(&responses, 0)?;
+                let verdict = parse::parse_yes_no(&c.text);
+                let answers = parse::parse_answers(&c.text).unwrap_or_default();
+                if verdict.is_none() {
+                    ev.notes.push("no Yes/No found in the reply; taken as No".into());
+                }
+                let yes = verdict == Some(true);
+                ev.calls.push(record(&requests[0], c, if yes { "Yes".into() } else { "No".into() }));
+                self.last_verdict = Some(yes);
+                if yes && !answers.is_empty() {
+                    ev.summary = format!("depth {}: sufficient; answer {}", self.depth, answers.join(", "));
+                    self.finish(cx, answers, c.text.clone(), AnswerSource::KgPaths);
+                } else if yes {
+                    ev.summary = format!("depth {}: sufficient; asking for the answer", self.depth);
+                    self.phase = Phase::Answer(AnswerSource::KgPaths);
+                } else {
+                    ev.summary = format!("depth {}: not sufficient", self.depth);
+                    self.phase = self.next_depth(cx, &mut ev);
+                }
+            }
+            Phase::Answer(source) => {
+                let c = completion(&responses, 0)?;
+                let answers = parse::parse_answers(&c.text).unwrap_or_else(|| {
+                    ev.notes.push("no answer in braces; the reply's first line is taken".into());
+                    c.text.lines().map(str::trim).find(|l| !l.is_empty()).map(|l| vec![l.to_string()]).unwrap_or_default()
+                });
+                ev.calls.push(record(&requests[0], c, answers.join("; ")));
+                ev.summary = format!("answer {} ({})", answers.join(", "), source.describe());
+                self.finish(cx, answers, c.text.clone(), source);
+            }
+            Phase::Done => return Err(EngineError::Finished),
+        }
+        Ok(ev)
+    }
+
+    fn finish(&mut self, cx: &mut Context, answers: Vec<String>, reply: String, source: AnswerSource) {
+        let paths = self.live_paths(cx);
+        cx.answer = Some(Answer { answers, source, reply, paths });
+        self.phase = Phase::Done;
+    }
+
+    /// After "not sufficient": one more depth; at Dmax, the model's own knowledge; with no
+    /// entity left to expand, the partial paths.
+    fn next_depth(&mut self, cx: &Context, ev: &mut Event) -> Phase {
+        if self.depth >= cx.settings.depth {
+            ev.notes.push(format!("maximum depth {} reached without a sufficient answer", cx.settings.depth));
+            return Phase::Answer(AnswerSource::OwnKnowledge);
+        }
+        let expandable = Self::live_entities_at(cx, self.depth)
+            .into_iter()
+            .any(|n| cx.beam.nodes[n].term().is_some_and(Term::is_entity));
+        if !expandable {
+            ev.notes.push("no entity left to expand (only literal values)".into());
+            return Phase::Answer(AnswerSource::PartialPaths);
+        }
+        self.depth += 1;
+        Phase::RelationSearch
+    }
+
+    /// Nothing left to explore: answer from what the paths hold, or from own knowledge when
+    /// nothing was ever kept.
+    fn dry(&self, ev: &mut Event) -> Phase {
+        ev.notes.push("the beam ran dry: nothing left to explore".into());
+        if self.depth <= 1 { Phase::Answer(AnswerSource::OwnKnowledge) } else { Phase::Answer(AnswerSource::PartialPaths) }
+    }
+
+    fn absorb_links(&mut self, cx: &mut Context, responses: &[Response], ev: &mut Event) -> Result<(), EngineError> {
+        let mut linked = Vec::new();
+        for (i, name) in self.names.clone().iter().enumerate() {
+            let mut matches: Vec<EntityMatch> = match responses.get(i) {
+                Some(Response::Entities { matches }) => matches.clone(),
+                other => return Err(wrong(i, "entity matches", other)),
+            };
+            ev.lookups.push(LookupRecord { what: format!("entities named {name:?}"), results: matches.len() });
+            // Best first, then by id: the same graph always gives the same choice.
+            matches.sort_by(|a, b| b.exact.cmp(&a.exact).then(b.score.total_cmp(&a.score)).then(a.id.cmp(&b.id)));
+            let chosen = match matches.first() {
+                Some(m) if m.exact || (self.fuzzy_ok && m.score >= FUZZY_LINK_MIN) => m.clone(),
+                _ => {
+                    return Err(EngineError::UnknownTopic {
+                        name: name.clone(),
+                        suggestions: matches.iter().map(|m| m.label.clone()).collect(),
+                    });
+                }
+            };
+            let rivals: Vec<String> = matches
+                .iter()
+                .skip(1)
+                .filter(|m| m.exact == chosen.exact)
+                .map(|m| format!("{} ({})", m.label, m.id))
+                .collect();
+            if !rivals.is_empty() {
+                ev.notes.push(format!("{name:?} is ambiguous; chose {} ({}) over {}", chosen.label, chosen.id, rivals.join(", ")));
+            }
+            if !chosen.exact {
+                ev.notes.push(format!("{name:?} linked by fuzzy match to {} ({})", chosen.label, chosen.id));
+            }
+            if cx.beam.roots().any(|r| r.term().is_some_and(|t| t.as_str() == chosen.id)) {
+                continue;
+            }
+            let provenance = if self.fuzzy_ok { Provenance::Linked { name: name.clone() } } else { Provenance::User };
+            let node = cx.beam.add(
+                None,
+                NodeKind::Entity { term: Term::Entity(chosen.id.clone()), label: Some(chosen.label.clone()) },
+                provenance,
+            );
+            cx.beam.set_status(node, Status::Kept, Some("topic entity"), ev.index);
+            linked.push(format!("{} ({})", chosen.label, chosen.id));
+        }
+        if linked.is_empty() {
+            return Err(EngineError::NoTopic);
+        }
+        ev.summary = format!("topic entit{}: {}", plural_y(linked.len()), linked.join(", "));
+        self.phase = Phase::RelationSearch;
+        self.depth = 1;
+        Ok(())
+    }
+
+    /// Adds the entities reached through relation node `rel`, except those already on its path
+    /// (a step straight back); samples (seeded) an oversized set.
+    fn add_candidates(&mut self, cx: &mut Context, rel: NodeId, neighbours: Vec<Neighbour>, ev: &mut Event) -> usize {
+        let on_path: Vec<Term> = cx.beam.path(rel).iter().filter_map(|&n| cx.beam.nodes[n].term().cloned()).collect();
+        let mut added = Vec::new();
+        let mut skipped = 0;
+        for nb in neighbours {
+            if on_path.contains(&nb.term) {
+                skipped += 1;
+                continue;
+            }
+            let label = nb.label.or_else(|| match &nb.term {
+                Term::Literal(v) => Some(v.clone()),
+                Term::Entity(_) => None,
+            });
+            added.push(cx.beam.add(
+                Some(rel),
+                NodeKind::Entity { term: nb.term, label },
+                Provenance::Kg { graph: cx.graph_name.clone() },
+            ));
+        }
+        if skipped > 0 {
+            ev.notes.push(format!("{skipped} candidate(s) through {} lead back along the path; skipped", cx.beam.nodes[rel].shown()));
+        }
+        let s = &cx.settings;
+        if added.len() >= s.sample_threshold && s.sample_size < added.len() {
+            let keep = sample_indices(&mut cx.rng, added.len(), s.sample_size);
+            for (i, &node) in added.iter().enumerate() {
+                if !keep.contains(&i) {
+                    cx.beam.set_status(node, Status::PrunedBySample, Some("sampled out of an oversized candidate set"), ev.index);
+                }
+            }
+            ev.notes.push(format!(
+                "{} candidates through {}; {} sampled (seeded) before scoring",
+                added.len(),
+                cx.beam.nodes[rel].shown(),
+                s.sample_size
+            ));
+        }
+        added.len()
+    }
+
+    /// Reads the scores for the planned groups and sets scores and statuses. Returns how many
+    /// candidates were kept.
+    fn absorb_scores(
+        &mut self,
+        cx: &mut Context,
+        requests: &[Request],
+        responses: &[Response],
+        ev: &mut Event,
+        what: &str,
+    ) -> Result<usize, EngineError> {
+        let plan = self.plan.clone();
+        let s = cx.settings.clone();
+        let step = ev.index;
+        let mut kept_total = 0;
+        // Unified replies and embeddings are shared by all groups: parse them once.
+        let unified: Option<(usize, Vec<Vec<(usize, f64)>>)> = if s.prune == PruneTool::Llm && s.unified {
+            match plan.iter().find_map(|g| g.request) {
+                Some(r) => {
+                    let c = completion(responses, r)?;
+                    let per_group = self.parse_unified(cx, &plan, &c.text, what, ev);
+                    ev.calls.push(record(&requests[r], c, summarise_groups(cx, &plan, &per_group)));
+                    Some((r, per_group))
+                }
+                None => None,
+            }
+        } else {
+            None
+        };
+        let embeddings: Option<Vec<Vec<f32>>> = match (s.prune, responses.first()) {
+            (PruneTool::Embedding, Some(Response::Embeddings { vectors })) => Some(vectors.clone()),
+            (PruneTool::Embedding, other) if plan.iter().any(|g| g.request.is_some()) => {
+                return Err(wrong(0, "embeddings", other));
+            }
+            _ => None,
+        };
+        let mut offset = 1; // position of a group's first candidate in the embedding batch
+        for (gi, group) in plan.iter().enumerate() {
+            let names = candidate_names(cx, group);
+            let keep = if what == "relation" { s.width } else { names.len() };
+            // (candidate position, score), best first.
+            let scored: Vec<(usize, f64)> = if group.candidates.len() == 1 {
+                vec![(0, 1.0)]
+            } else if what == "entity" && !group.candidates.iter().any(|&c| cx.beam.nodes[c].is_named()) {
+                let share = 1.0 / names.len() as f64;
+                (0..names.len()).map(|i| (i, share)).collect()
+            } else {
+                match s.prune {
+                    PruneTool::Bm25 => top_by(bm25(&cx.question, &names), keep, ev, &names),
+                    PruneTool::Embedding => {
+                        let vectors = embeddings.as_deref().unwrap_or_default();
+                        let q = vectors.first().map(Vec::as_slice).unwrap_or_default();
+                        let sims = (0..names.len())
+                            .map(|i| vectors.get(offset + i).map(|v| cosine(q, v).max(0.0)).unwrap_or(0.0))
+                            .collect();
+                        top_by(sims, keep, ev, &names)
+                    }
+                    PruneTool::Llm if s.unified => {
+                        unified.as_ref().and_then(|(_, per)| per.get(gi).cloned()).unwrap_or_default()
+                    }
+                    PruneTool::Llm => {
+                        let r = group.request.unwrap_or(0);
+                        let c = completion(responses, r)?;
+                        let parsed = self.parse_group(&c.text, &names, keep, what, ev, &cx.question);
+                        let shown = parsed.iter().map(|(i, sc)| format!("{}={sc:.2}", names[*i])).collect::<Vec<_>>().join("; ");
+                        ev.calls.push(record(&requests[r], c, shown));
+                        parsed
+                    }
+                }
+            };
+            offset += names.len();
+            for (pos, &node) in group.candidates.iter().enumerate() {
+                match scored.iter().find(|(i, _)| *i == pos) {
+                    Some(&(_, score)) => {
+                        cx.beam.score(node, score, step);
+                        if what == "relation" {
+                            if score > 0.0 {
+                                cx.beam.set_status(node, Status::Kept, None, step);
+                                kept_total += 1;
+                            } else {
+                                cx.beam.set_status(node, Status::PrunedByScore, Some("scored 0"), step);
+                            }
+                        }
+                        // Entities are kept or cut by the global width selection afterwards.
+                    }
+                    None => {
+                        cx.beam.score(node, 0.0, step);
+                        let reason = if what == "relation" { "not among the top choices" } else { "scored 0" };
+                        cx.beam.set_status(node, Status::PrunedByScore, Some(reason), step);
+                    }
+                }
+                let n = &cx.beam.nodes[node];
+                ev.decisions.push(Decision { node, shown: n.shown().into(), score: n.score, path_score: n.path_score, status: n.status });
+            }
+        }
+        Ok(kept_total)
+    }
+
+    /// Parses one group's reply; an unusable reply falls back to BM25 (said in the notes).
+    fn parse_group(&self, reply: &str, names: &[String], keep: usize, what: &str, ev: &mut Event, question: &str) -> Vec<(usize, f64)> {
+        if what == "relation" {
+            let parsed = parse::parse_scored_choices(reply, names, keep);
+            ev.notes.extend(parsed.notes.iter().cloned());
+            if !parsed.rejected.is_empty() {
+                ev.notes.push(format!("rejected relations not offered: {}", parsed.rejected.join(", ")));
+            }
+            if !parsed.items.is_empty() {
+                return parsed.items;
+            }
+        } else if let Some((scores, notes)) = parse::parse_score_list(reply, names) {
+            ev.notes.extend(notes);
+            return scores.into_iter().enumerate().collect();
+        }
+        ev.notes.push(format!("could not read {what} scores from the reply; ranked by BM25 instead"));
+        top_by(bm25(question, names), keep, ev, names)
+    }
+
+    fn parse_unified(&self, cx: &Context, plan: &[Group], reply: &str, what: &str, ev: &mut Event) -> Vec<Vec<(usize, f64)>> {
+        let called: Vec<usize> = (0..plan.len()).filter(|&i| plan[i].request.is_some()).collect();
+        let names_of = |g: &Group| candidate_names(cx, g);
+        let mut out = vec![Vec::new(); plan.len()];
+        if what == "relation" {
+            let entities: Vec<(String, Vec<String>)> =
+                called.iter().map(|&i| (cx.beam.nodes[plan[i].parent].shown().to_string(), names_of(&plan[i]))).collect();
+            for (k, parsed) in parse::parse_unified_choices(reply, &entities, cx.settings.width).into_iter().enumerate() {
+                ev.notes.extend(parsed.notes);
+                if !parsed.rejected.is_empty() {
+                    ev.notes.push(format!("rejected: {}", parsed.rejected.join(", ")));
+                }
+                out[called[k]] = parsed.items;
+            }
+        } else {
+            let groups: Vec<Vec<String>> = called.iter().map(|&i| names_of(&plan[i])).collect();
+            for (k, scores) in parse::parse_group_scores(reply, &groups).into_iter().enumerate() {
+                out[called[k]] = match scores {
+                    Some(s) => s.into_iter().enumerate().collect(),
+                    None => {
+                        ev.notes.push(format!("no scores for group {}; equal shares", k + 1));
+                        let share = 1.0 / groups[k].len().max(1) as f64;
+                        (0..groups[k].len()).map(|i| (i, share)).collect()
+                    }
+                };
+            }
+        }
+        for (i, g) in plan.iter().enumerate() {
+            if g.request.is_none() && g.candidates.len() == 1 {
+                out[i] = vec![(0, 1.0)];
+            }
+        }
+        out
+    }
+
+    /// ToG's global width: among this depth's scored entity candidates, the N best path scores
+    /// stay; zero scores are pruned by score, the rest by width. An entity reached by several
+    /// paths takes one beam slot, on its best path (the reference spends slots on duplicates).
+    fn select_width(&mut self, cx: &mut Context, ev: &mut Event) {
+        let step = ev.index;
+        let mut candidates: Vec<NodeId> = self
+            .plan
+            .iter()
+            .flat_map(|g| g.candidates.iter().copied())
+            .filter(|&c| cx.beam.nodes[c].status == Status::Candidate)
+            .collect();
+        candidates.sort_by(|&a, &b| cx.beam.nodes[b].path_score.total_cmp(&cx.beam.nodes[a].path_score).then(a.cmp(&b)));
+        let mut taken: Vec<Term> = Vec::new();
+        for &c in &candidates {
+            let term = cx.beam.nodes[c].term().cloned();
+            let (status, reason) = if cx.beam.nodes[c].path_score <= 0.0 {
+                (Status::PrunedByScore, Some("scored 0"))
+            } else if term.as_ref().is_some_and(|t| taken.contains(t)) {
+                (Status::PrunedByWidth, Some("same entity kept on a better path"))
+            } else if taken.len() < cx.settings.width {
+                taken.extend(term);
+                (Status::Kept, None)
+            } else {
+                (Status::PrunedByWidth, Some("beyond the beam width"))
+            };
+            cx.beam.set_status(c, status, reason, step);
+        }
+        for d in &mut ev.decisions {
+            let n = &cx.beam.nodes[d.node];
+            d.status = n.status;
+            d.path_score = n.path_score;
+        }
+    }
+
+    /// ToG-R: each candidate's score is its chain's score shared among the chain's candidates;
+    /// N are drawn by seeded weighted sampling without replacement.
+    fn sample_entities(&mut self, cx: &mut Context, ev: &mut Event) {
+        let step = ev.index;
+        let mut pool: Vec<NodeId> = Vec::new();
+        for g in self.plan.clone() {
+            let share = 1.0 / g.candidates.len() as f64;
+            for &c in &g.candidates {
+                cx.beam.score(c, share, step);
+                pool.push(c);
+            }
+        }
+        let weights: Vec<f64> = pool.iter().map(|&c| cx.beam.nodes[c].path_score).collect();
+        let chosen = weighted_sample(&mut cx.rng, &weights, cx.settings.width);
+        for (i, &c) in pool.iter().enumerate() {
+            if chosen.contains(&i) {
+                cx.beam.set_status(c, Status::Kept, Some("sampled"), step);
+            } else {
+                cx.beam.set_status(c, Status::PrunedByWidth, Some("not drawn in the seeded sample"), step);
+            }
+            let n = &cx.beam.nodes[c];
+            ev.decisions.push(Decision { node: c, shown: n.shown().into(), score: n.score, path_score: n.path_score, status: n.status });
+        }
+    }
+
+    pub fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
+        let step = cx.next_index();
+        let bad = |why: &str| EngineError::BadOverride { what: format!("{o:?}"), why: why.into() };
+        let node_ok = |id: NodeId| cx.beam.get(id).ok_or_else(|| bad("no such node"));
+        match o {
+            Override::Keep { node } | Override::Drop { node } => {
+                let n = node_ok(*node)?;
+                let in_last_prune = match (self.phase, &n.kind) {
+                    (Phase::EntitySearch, NodeKind::Relation { .. }) => n.depth == self.depth,
+                    (Phase::Reasoning, NodeKind::Entity { .. }) => n.depth == self.depth && n.parent.is_some(),
+                    _ => false,
+                };
+                if !in_last_prune {
+                    return Err(bad("only the candidates of the last prune step can be kept or dropped; rewind to change earlier ones"));
+                }
+                let shown = n.shown().to_string();
+                if matches!(o, Override::Keep { .. }) {
+                    cx.beam.set_status(*node, Status::Kept, Some("kept by the user"), step);
+                    Ok(format!("kept {shown}"))
+                } else {
+                    cx.beam.set_status(*node, Status::PrunedByUser, Some("dropped by the user"), step);
+                    Ok(format!("dropped {shown}"))
+                }
+            }
+            Override::AddRelation { parent, relation } => {
+                if self.phase != Phase::EntitySearch || !self.frontier(cx).contains(parent) {
+                    return Err(bad("a relation can be added under a frontier entity right after relation pruning"));
+                }
+                let shown = cx.profile.display_relation(&relation.relation);
+                let id = cx.beam.add(
+                    Some(*parent),
+                    NodeKind::Relation { relation: relation.relation.clone(), direction: relation.direction, shown: shown.clone() },
+                    Provenance::User,
+                );
+                cx.beam.set_status(id, Status::AddedByUser, Some("added by the user"), step);
+                Ok(format!("added relation {shown} under {}", cx.beam.nodes[*parent].shown()))
+            }
+            Override::AddEntity { parent, term, label } => {
+                if self.phase != Phase::Reasoning || !self.live_relations(cx).contains(parent) {
+                    return Err(bad("an entity can be added under a kept relation right after entity pruning"));
+                }
+                let id = cx.beam.add(Some(*parent), NodeKind::Entity { term: term.clone(), label: label.clone() }, Provenance::User);
+                cx.beam.set_status(id, Status::AddedByUser, Some("added by the user"), step);
+                Ok(format!("added {} under {}", cx.beam.nodes[id].shown(), cx.beam.nodes[*parent].shown()))
+            }
+            Override::Pin { node } => {
+                node_ok(*node)?;
+                for n in cx.beam.path(*node) {
+                    if !cx.beam.nodes[n].status.is_live() || n == *node {
+                        cx.beam.set_status(n, Status::PinnedByUser, Some("pinned by the user"), step);
+                    }
+                }
+                Ok(format!("pinned {}", cx.beam.path_text(*node)))
+            }
+            Override::PrunePath { node } => {
+                node_ok(*node)?;
+                cx.beam.set_subtree(*node, Status::PrunedByUser, "pruned by the user", step);
+                Ok(format!("pruned {}", cx.beam.path_text(*node)))
+            }
+            Override::ForceSufficient => match self.phase {
+                Phase::Reasoning => {
+                    self.phase = Phase::Answer(AnswerSource::KgPaths);
+                    Ok("forced sufficient: answer from the paths".into())
+                }
+                Phase::RelationSearch | Phase::Answer(AnswerSource::OwnKnowledge) if self.last_verdict == Some(false) => {
+                    if self.phase == Phase::RelationSearch {
+                        self.depth -= 1;
+                    }
+                    self.phase = Phase::Answer(AnswerSource::KgPaths);
+                    Ok("overruled \"not sufficient\": answer from the paths".into())
+                }
+                _ => Err(bad("only before or right after a sufficiency check")),
+            },
+            Override::ForceContinue => {
+                let after_yes = self.last_verdict == Some(true)
+                    && matches!(self.phase, Phase::Done | Phase::Answer(AnswerSource::KgPaths));
+                if self.phase != Phase::Reasoning && !after_yes {
+                    return Err(bad("only before or right after a sufficiency check"));
+                }
+                if self.depth >= cx.settings.depth {
+                    return Err(bad("already at the maximum depth"));
+                }
+                cx.answer = None;
+                self.last_verdict = Some(false);
+                self.depth += 1;
+                self.phase = Phase::RelationSearch;
+                Ok(format!("forced continue: exploring depth {}", self.depth))
+            }
+        }
+    }
+}
+
+/// How a group's candidates are listed to the model: their shown names, except that a relation
+/// present in both directions shows its incoming copy as `name (incoming)` so the two differ.
+fn candidate_names(cx: &Context, group: &Group) -> Vec<String> {
+    let shown: Vec<&str> = group.candidates.iter().map(|&c| cx.beam.nodes[c].shown()).collect();
+    group
+        .candidates
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let node = &cx.beam.nodes[c];
+            let twin = shown.iter().enumerate().any(|(j, s)| j != i && *s == shown[i]);
+            match &node.kind {
+                NodeKind::Relation { direction: crate::kg::Direction::In, .. } if twin => format!("{} (incoming)", shown[i]),
+                _ => shown[i].to_string(),
+            }
+        })
+        .collect()
+}
+
+/// Takes the top `keep` by score (ties: listed order), normalised; all-zero scores keep the
+/// first `keep` in listed order with equal shares, and say so.
+fn top_by(scores: Vec<f64>, keep: usize, ev: &mut Event, names: &[String]) -> Vec<(usize, f64)> {
+    let mut ranked: Vec<(usize, f64)> = scores.into_iter().enumerate().collect();
+    if ranked.iter().all(|(_, s)| *s <= 0.0) {
+        if !names.is_empty() {
+            ev.notes.push("no similarity to the question; first candidates kept with equal shares".into());
+        }
+        ranked.truncate(keep);
+        let share = 1.0 / ranked.len().max(1) as f64;
+        return ranked.into_iter().map(|(i, _)| (i, share)).collect();
+    }
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked.retain(|(_, s)| *s > 0.0);
+    ranked.truncate(keep);
+    let sum: f64 = ranked.iter().map(|(_, s)| s).sum();
+    ranked.into_iter().map(|(i, s)| (i, s / sum)).collect()
+}
+
+/// `k` distinct indices of `0..n`, uniformly, in ascending order.
+fn sample_indices(rng: &mut impl Rng, n: usize, k: usize) -> Vec<usize> {
+    let mut picked = rand::seq::index::sample(rng, n, k.min(n)).into_vec();
+    picked.sort_unstable();
+    picked
+}
+
+/// Weighted sampling without replacement (Efraimidis–Spirakis): `k` indices, ascending.
+fn weighted_sample(rng: &mut impl Rng, weights: &[f64], k: usize) -> Vec<usize> {
+    let mut keyed: Vec<(f64, usize)> = weights
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| {
+            let u: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+            (if w > 0.0 { u.ln() / w } else { f64::NEG_INFINITY }, i)
+        })
+        .collect();
+    keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut picked: Vec<usize> = keyed.into_iter().take(k).map(|(_, i)| i).collect();
+    picked.sort_unstable();
+    picked
+}
+
+fn summarise_groups(cx: &Context, plan: &[Group], per_group: &[Vec<(usize, f64)>]) -> String {
+    plan.iter()
+        .zip(per_group)
+        .flat_map(|(g, items)| items.iter().map(move |(i, s)| format!("{}={s:.2}", cx.beam.nodes[g.candidates[*i]].shown())))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn record(request: &Request, c: &Completion, parsed: String) -> CallRecord {
+    let (step, prompt, temperature) = match request {
+        Request::Llm(r) => (r.step.clone(), r.prompt.clone(), r.temperature),
+        _ => (String::new(), String::new(), 0.0),
+    };
+    CallRecord { step, prompt, reply: c.text.clone(), parsed, usage: c.usage, latency_ms: c.latency_ms, cached: c.cached, temperature }
+}
+
+fn wrong(index: usize, expected: &'static str, got: Option<&Response>) -> EngineError {
+    EngineError::WrongResponse {
+        index,
+        expected,
+        got: got.map(|r| format!("{r:?}").chars().take(40).collect()).unwrap_or_else(|| "missing result".into()),
+    }
+}
+
+fn completion(responses: &[Response], i: usize) -> Result<&Completion, EngineError> {
+    match responses.get(i) {
+        Some(Response::Llm { completion }) => Ok(completion),
+        other => Err(wrong(i, "completion", other)),
+    }
+}
+
+fn relations(responses: &[Response], i: usize) -> Result<Vec<RelationRef>, EngineError> {
+    match responses.get(i) {
+        Some(Response::Relations { relations }) => Ok(relations.clone()),
+        other => Err(wrong(i, "relation list", other)),
+    }
+}
+
+fn neighbours(responses: &[Response], i: usize) -> Result<Vec<Neighbour>, EngineError> {
+    match responses.get(i) {
+        Some(Response::Neighbours { neighbours }) => Ok(neighbours.clone()),
+        other => Err(wrong(i, "neighbour list", other)),
+    }
+}
+
+fn plural_s(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+fn plural_y(n: usize) -> &'static str {
+    if n == 1 { "y" } else { "ies" }
+}

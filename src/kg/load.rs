@@ -1,0 +1,206 @@
+//! Loading triples from files into a [`LocalGraph`]: N-Triples (parsed by `oxttl`) and
+//! tab-separated `head<TAB>relation<TAB>tail` (the format of PathQuestion and MetaQA KBs).
+
+use super::local::{GraphBuilder, LocalGraph};
+use super::{KgError, KgProfile, Term};
+use oxrdf::{NamedOrBlankNode, Term as RdfTerm};
+use oxttl::NTriplesParser;
+use oxttl::TurtleParseError;
+use serde::Serialize;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KgFormat {
+    NTriples,
+    Tsv,
+}
+
+impl KgFormat {
+    /// `.nt` is N-Triples; anything else is read as tab-separated triples.
+    pub fn from_path(path: &Path) -> Self {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("nt") => KgFormat::NTriples,
+            _ => KgFormat::Tsv,
+        }
+    }
+}
+
+/// What a load did, for the user: how much was read and which lines were skipped (lenient mode).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LoadReport {
+    pub triples: usize,
+    pub skipped: usize,
+    /// The first few skipped lines, as `file:line: reason`.
+    pub skipped_examples: Vec<String>,
+}
+
+const MAX_EXAMPLES: usize = 5;
+
+impl LoadReport {
+    fn skip(&mut self, err: KgError) {
+        self.skipped += 1;
+        if self.skipped_examples.len() < MAX_EXAMPLES {
+            self.skipped_examples.push(err.to_string());
+        }
+    }
+}
+
+/// Loads a file into a new graph. Strict mode stops at the first malformed line with its number;
+/// lenient mode skips and counts such lines.
+pub fn load_file(path: &Path, profile: KgProfile, lenient: bool) -> Result<(LocalGraph, LoadReport), KgError> {
+    let shown = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|source| KgError::Io { path: shown.clone(), source })?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| shown.clone());
+    let mut builder = GraphBuilder::new();
+    let report = match KgFormat::from_path(path) {
+        KgFormat::NTriples => read_ntriples(file, &shown, lenient, &mut builder)?,
+        KgFormat::Tsv => read_tsv(BufReader::new(file), &shown, lenient, &mut builder)?,
+    };
+    Ok((builder.finish(name, profile), report))
+}
+
+/// Reads `head<TAB>relation<TAB>tail` lines. A tail written in double quotes is a literal; blank
+/// lines and lines starting with `#` are ignored; a trailing `\r` is tolerated.
+pub fn read_tsv(
+    reader: impl BufRead,
+    path: &str,
+    lenient: bool,
+    builder: &mut GraphBuilder,
+) -> Result<LoadReport, KgError> {
+    let mut report = LoadReport::default();
+    for (index, line) in reader.lines().enumerate() {
+        let line_no = index as u64 + 1;
+        let line = line.map_err(|e| KgError::Syntax { path: path.into(), line: line_no, message: e.to_string() })?;
+        match parse_tsv_line(&line) {
+            Ok(None) => {}
+            Ok(Some((h, r, t))) => {
+                builder.add(h, r, &t);
+                report.triples += 1;
+            }
+            Err(message) => {
+                let err = KgError::Syntax { path: path.into(), line: line_no, message };
+                if !lenient {
+                    return Err(err);
+                }
+                report.skip(err);
+            }
+        }
+    }
+    Ok(report)
+}
+
+fn parse_tsv_line(line: &str) -> Result<Option<(&str, &str, Term)>, String> {
+    let line = line.trim_end_matches(['\r', '\n']);
+    if line.trim().is_empty() || line.starts_with('#') {
+        return Ok(None);
+    }
+    let fields: Vec<&str> = line.split('\t').collect();
+    if fields.len() != 3 {
+        return Err(format!("expected 3 tab-separated fields (head, relation, tail), found {}", fields.len()));
+    }
+    let (h, r, t) = (fields[0].trim(), fields[1].trim(), fields[2].trim());
+    if h.is_empty() || r.is_empty() || t.is_empty() {
+        return Err("empty head, relation or tail".into());
+    }
+    if h.starts_with('"') {
+        return Err("a head cannot be a literal".into());
+    }
+    let tail = match t.strip_prefix('"') {
+        Some(rest) => match rest.strip_suffix('"') {
+            Some(value) => Term::Literal(value.replace("\\\"", "\"")),
+            None => return Err("unterminated literal in tail".into()),
+        },
+        None => Term::Entity(t.to_string()),
+    };
+    Ok(Some((h, r, tail)))
+}
+
+/// Reads N-Triples with `oxttl`. Blank nodes keep their `_:` label as id; literals keep their
+/// lexical value (datatype and language are not kept by the local store).
+pub fn read_ntriples(
+    reader: impl Read,
+    path: &str,
+    lenient: bool,
+    builder: &mut GraphBuilder,
+) -> Result<LoadReport, KgError> {
+    let mut report = LoadReport::default();
+    for item in NTriplesParser::new().for_reader(reader) {
+        match item {
+            Ok(triple) => {
+                let head = match &triple.subject {
+                    NamedOrBlankNode::NamedNode(n) => n.as_str().to_string(),
+                    NamedOrBlankNode::BlankNode(b) => b.to_string(),
+                };
+                let tail = match &triple.object {
+                    RdfTerm::NamedNode(n) => Term::Entity(n.as_str().to_string()),
+                    RdfTerm::BlankNode(b) => Term::Entity(b.to_string()),
+                    RdfTerm::Literal(l) => Term::Literal(l.value().to_string()),
+                    #[allow(unreachable_patterns)]
+                    _ => continue,
+                };
+                builder.add(&head, triple.predicate.as_str(), &tail);
+                report.triples += 1;
+            }
+            Err(TurtleParseError::Syntax(e)) => {
+                let err = KgError::Syntax {
+                    path: path.into(),
+                    line: e.location().start.line + 1,
+                    message: e.message().to_string(),
+                };
+                if !lenient {
+                    return Err(err);
+                }
+                report.skip(err);
+            }
+            Err(TurtleParseError::Io(source)) => return Err(KgError::Io { path: path.into(), source }),
+        }
+    }
+    Ok(report)
+}
+
+/// The bundled demo graph, compiled into the binary.
+pub fn demo_graph() -> LocalGraph {
+    const DEMO: &str = include_str!("../../sessions/demo-kg.tsv");
+    let mut builder = GraphBuilder::new();
+    // The demo file is tested to parse cleanly (tests/kg.rs), so strict mode cannot fail here;
+    // were it to, the lines read so far are still a usable graph.
+    let _ = read_tsv(DEMO.as_bytes(), "demo-kg.tsv", true, &mut builder);
+    builder.finish("demo", KgProfile::freebase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tsv_lines() {
+        assert_eq!(parse_tsv_line("# comment").unwrap(), None);
+        assert_eq!(parse_tsv_line("   ").unwrap(), None);
+        let (h, r, t) = parse_tsv_line("a\tb\t\"2014\"\r").unwrap().unwrap();
+        assert_eq!((h, r, t), ("a", "b", Term::Literal("2014".into())));
+        assert!(parse_tsv_line("a\tb").unwrap_err().contains("found 2"));
+        assert!(parse_tsv_line("a\t\tc").is_err());
+        assert!(parse_tsv_line("a\tb\t\"open").is_err());
+    }
+
+    #[test]
+    fn strict_tsv_names_the_line() {
+        let mut b = GraphBuilder::new();
+        let err = read_tsv("a\tr\tb\nbroken line\n".as_bytes(), "kb.tsv", false, &mut b).unwrap_err();
+        assert_eq!(err.to_string(), "kb.tsv:2: expected 3 tab-separated fields (head, relation, tail), found 1");
+    }
+
+    #[test]
+    fn lenient_ntriples_skips_and_counts() {
+        let text = "<http://x/a> <http://x/r> <http://x/b> .\n<http://x/a> broken .\n<http://x/b> <http://x/r> \"lit\" .\n";
+        let mut b = GraphBuilder::new();
+        let report = read_ntriples(text.as_bytes(), "g.nt", true, &mut b).unwrap();
+        assert_eq!((report.triples, report.skipped), (2, 1));
+        assert!(report.skipped_examples[0].starts_with("g.nt:2:"), "{:?}", report.skipped_examples);
+        let mut b = GraphBuilder::new();
+        let err = read_ntriples(text.as_bytes(), "g.nt", false, &mut b).unwrap_err();
+        assert!(err.to_string().starts_with("g.nt:2:"), "{err}");
+    }
+}

@@ -1,0 +1,123 @@
+//! The knowledge-graph layer: one async trait that the engine's driver calls, whatever stores the
+//! triples (the embedded local graph now; SPARQL endpoints and the correction overlay later).
+
+pub mod load;
+pub mod local;
+pub mod profile;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+pub use profile::KgProfile;
+
+/// Which side of a triple the frontier entity stands on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// The entity is the head: `entity --relation--> neighbour`.
+    Out,
+    /// The entity is the tail: `neighbour --relation--> entity`.
+    In,
+}
+
+impl Direction {
+    pub fn arrow(self) -> &'static str {
+        match self {
+            Direction::Out => "->",
+            Direction::In => "<-",
+        }
+    }
+}
+
+/// A relation as seen from one entity: its id and the direction it is traversed in.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RelationRef {
+    pub relation: String,
+    pub direction: Direction,
+}
+
+impl RelationRef {
+    pub fn out(relation: impl Into<String>) -> Self {
+        Self { relation: relation.into(), direction: Direction::Out }
+    }
+    pub fn incoming(relation: impl Into<String>) -> Self {
+        Self { relation: relation.into(), direction: Direction::In }
+    }
+}
+
+/// A node of the graph: an entity (traversable) or a literal value (a date, a number, a string),
+/// which can be an answer but has no outgoing edges to explore.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "lowercase")]
+pub enum Term {
+    Entity(String),
+    Literal(String),
+}
+
+impl Term {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Term::Entity(s) | Term::Literal(s) => s,
+        }
+    }
+    pub fn is_entity(&self) -> bool {
+        matches!(self, Term::Entity(_))
+    }
+}
+
+impl fmt::Display for Term {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Term::Entity(id) => f.write_str(id),
+            Term::Literal(v) => write!(f, "\"{v}\""),
+        }
+    }
+}
+
+/// A node reached through a relation, with its label when it has one. An entity without a label
+/// is a mediator (CVT) node: traversable, shown to the model as `UnName_Entity`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Neighbour {
+    pub term: Term,
+    pub label: Option<String>,
+}
+
+/// An entity found by its label.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EntityMatch {
+    pub id: String,
+    pub label: String,
+    /// 1.0 for an exact (case-insensitive) label match; lower for fuzzy matches.
+    pub score: f64,
+    pub exact: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KgError {
+    #[error("{path}:{line}: {message}")]
+    Syntax { path: String, line: u64, message: String },
+    #[error("cannot read {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// What every knowledge graph offers the reasoning engine.
+#[async_trait]
+pub trait KnowledgeGraph: Send + Sync {
+    /// A short name for status lines and reports ("demo", a file name, an endpoint).
+    fn name(&self) -> &str;
+    fn profile(&self) -> &KgProfile;
+    /// Distinct relations around an entity, both directions, uninformative ones filtered out.
+    async fn relations(&self, entity: &str) -> Result<Vec<RelationRef>, KgError>;
+    /// The nodes on the other side of `relation` from `entity`, with their labels.
+    async fn neighbours(&self, entity: &str, relation: &RelationRef) -> Result<Vec<Neighbour>, KgError>;
+    /// The label of an entity, `None` for unnamed (mediator) nodes.
+    async fn label(&self, entity: &str) -> Result<Option<String>, KgError>;
+    /// Entities whose label matches `name`: exact (case-insensitive) matches first, then fuzzy
+    /// ones, best first, at most `limit`.
+    async fn find_entities(&self, name: &str, limit: usize) -> Result<Vec<EntityMatch>, KgError>;
+    /// How many lookups this graph has answered (for cost reports).
+    fn lookups(&self) -> u64;
+}

@@ -1,0 +1,13 @@
+//! ongraph: watch, steer and correct an LLM while it reasons over a knowledge graph.
+//!
+//! Layers, each usable alone: [`kg`] (knowledge graphs), [`llm`] (language models),
+//! [`prompts`] (templates), [`engine`] (the reasoning methods, sans I/O), [`driver`] (performs
+//! what the engine asks for), [`config`] and [`cli`] (the `ongraph` command).
+
+pub mod cli;
+pub mod config;
+pub mod driver;
+pub mod engine;
+pub mod kg;
+pub mod llm;
+pub mod prompts;

@@ -1,0 +1,78 @@
+//! The language-model layer: one trait for chat completions (and one for embeddings), an
+//! OpenAI-compatible HTTP client, and a scripted model for tests and the offline demo.
+
+pub mod openai;
+pub mod scripted;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// One chat-completion call as the engine wants it made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// Which engine step asked (`relation_prune`, `reasoning`, …): for logs, transcripts and the
+    /// scripted model's matching. Not sent to the server.
+    pub step: String,
+    pub system: String,
+    pub prompt: String,
+    pub temperature: f32,
+    pub max_tokens: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Self) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    pub text: String,
+    pub usage: Usage,
+    pub latency_ms: u64,
+    /// True when the driver answered from this run's memo of identical calls (no call was made).
+    #[serde(default)]
+    pub cached: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("cannot reach the LLM endpoint {url}: {message}")]
+    Unreachable { url: String, message: String },
+    #[error("the LLM endpoint {url} timed out after {seconds} s")]
+    Timeout { url: String, seconds: u64 },
+    #[error("the LLM endpoint {url} refused the key (HTTP {status}); check the variable {key_env}")]
+    Unauthorized { url: String, status: u16, key_env: String },
+    #[error("the LLM endpoint {url} answered HTTP {status}: {body}")]
+    Status { url: String, status: u16, body: String },
+    #[error("the LLM endpoint {url} sent a reply that is not a chat completion: {reason}")]
+    Malformed { url: String, reason: String },
+    #[error("the scripted model has no reply for this {step} prompt (ends: {excerpt:?}); add one to {file}")]
+    NoScriptedReply { step: String, excerpt: String, file: String },
+    #[error("{0}")]
+    Config(String),
+}
+
+#[async_trait]
+pub trait LanguageModel: Send + Sync {
+    /// A short description for status lines ("gpt-4o-mini at https://…", "scripted: demo").
+    fn describe(&self) -> String;
+    async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError>;
+}
+
+#[async_trait]
+pub trait Embedder: Send + Sync {
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError>;
+}
+
+/// A rough token count (about four characters a token) for models that report no usage.
+pub fn estimate_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}

@@ -1,0 +1,237 @@
+//! An OpenAI-compatible client (`/v1/chat/completions`, `/v1/embeddings`): works with OpenAI,
+//! vLLM, Ollama and llama.cpp's server. Bounded retries with exponential backoff on connection
+//! errors, timeouts, 429 (honouring `Retry-After`) and 5xx.
+
+use super::{ChatRequest, Completion, Embedder, LanguageModel, LlmError, Usage};
+use async_trait::async_trait;
+use reqwest::StatusCode;
+use serde::Deserialize;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug)]
+pub struct OpenAiConfig {
+    /// Base URL up to and including `/v1`, e.g. `http://127.0.0.1:11434/v1`.
+    pub base_url: String,
+    pub model: String,
+    /// The name of the environment variable that holds the key (the key itself is never stored).
+    pub api_key_env: Option<String>,
+    pub timeout: Duration,
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// First backoff; doubled on each retry.
+    pub backoff: Duration,
+    /// Longest wait honoured from a `Retry-After` header.
+    pub max_retry_after: Duration,
+}
+
+impl OpenAiConfig {
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key_env: None,
+            timeout: Duration::from_secs(120),
+            max_retries: 3,
+            backoff: Duration::from_millis(500),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+pub struct OpenAiClient {
+    config: OpenAiConfig,
+    api_key: Option<String>,
+    http: reqwest::Client,
+}
+
+/// Installs the ring crypto provider for rustls once; reqwest built without a provider panics
+/// on its first TLS client otherwise.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+impl OpenAiClient {
+    pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
+        install_crypto_provider();
+        let api_key = match &config.api_key_env {
+            Some(var) => match std::env::var(var) {
+                Ok(key) if !key.trim().is_empty() => Some(key.trim().to_string()),
+                _ => return Err(LlmError::Config(format!("the API key variable {var} is not set"))),
+            },
+            None => None,
+        };
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .user_agent(concat!("ongraph/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self { config, api_key, http })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}/{}", self.config.base_url.trim_end_matches('/'), path)
+    }
+
+    /// POSTs `body` with bounded retries and returns the parsed JSON of the first success.
+    async fn post(&self, path: &str, body: &serde_json::Value) -> Result<serde_json::Value, LlmError> {
+        let url = self.url(path);
+        let mut attempt = 0;
+        loop {
+            let mut request = self.http.post(&url).json(body);
+            if let Some(key) = &self.api_key {
+                request = request.bearer_auth(key);
+            }
+            let (error, wait) = match request.send().await {
+                Ok(response) => {
+                    let status = response.status();
+                    if status.is_success() {
+                        let text = response.text().await.map_err(|e| self.transport_error(&url, e))?;
+                        return serde_json::from_str(&text).map_err(|e| LlmError::Malformed {
+                            url: url.clone(),
+                            reason: format!("invalid JSON ({e})"),
+                        });
+                    }
+                    let retry_after = retry_after(&response);
+                    let body = response.text().await.unwrap_or_default();
+                    let error = self.status_error(&url, status, &body);
+                    if !(status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()) {
+                        return Err(error);
+                    }
+                    (error, retry_after)
+                }
+                Err(e) => (self.transport_error(&url, e), None),
+            };
+            if attempt >= self.config.max_retries {
+                return Err(error);
+            }
+            let backoff = self.config.backoff * 2u32.saturating_pow(attempt);
+            let wait = wait.map(|w| w.min(self.config.max_retry_after)).unwrap_or(backoff);
+            tracing::warn!(%url, attempt, ?wait, %error, "LLM call failed; retrying");
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    fn transport_error(&self, url: &str, e: reqwest::Error) -> LlmError {
+        if e.is_timeout() {
+            LlmError::Timeout { url: url.into(), seconds: self.config.timeout.as_secs() }
+        } else {
+            // The innermost cause says the useful thing ("Connection refused").
+            let mut message = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                message = s.to_string();
+                source = s.source();
+            }
+            LlmError::Unreachable { url: url.into(), message }
+        }
+    }
+
+    fn status_error(&self, url: &str, status: StatusCode, body: &str) -> LlmError {
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            return LlmError::Unauthorized {
+                url: url.into(),
+                status: status.as_u16(),
+                key_env: self.config.api_key_env.clone().unwrap_or_else(|| "(none configured)".into()),
+            };
+        }
+        let body: String = body.chars().take(200).collect();
+        LlmError::Status { url: url.into(), status: status.as_u16(), body: body.trim().to_string() }
+    }
+}
+
+fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    let value = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    value.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64)
+}
+
+#[derive(Deserialize)]
+struct ChatResponse {
+    choices: Vec<Choice>,
+    usage: Option<UsageBody>,
+}
+#[derive(Deserialize)]
+struct Choice {
+    message: MessageBody,
+}
+#[derive(Deserialize)]
+struct MessageBody {
+    content: Option<String>,
+}
+#[derive(Deserialize)]
+struct UsageBody {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+#[async_trait]
+impl LanguageModel for OpenAiClient {
+    fn describe(&self) -> String {
+        format!("{} at {}", self.config.model, self.config.base_url)
+    }
+
+    async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        let body = json!({
+            "model": self.config.model,
+            "messages": [
+                {"role": "system", "content": request.system},
+                {"role": "user", "content": request.prompt},
+            ],
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "stream": false,
+        });
+        let started = Instant::now();
+        let value = self.post("chat/completions", &body).await?;
+        let url = self.url("chat/completions");
+        let parsed: ChatResponse = serde_json::from_value(value)
+            .map_err(|e| LlmError::Malformed { url: url.clone(), reason: e.to_string() })?;
+        let Some(choice) = parsed.choices.into_iter().next() else {
+            return Err(LlmError::Malformed { url, reason: "no choices in the reply".into() });
+        };
+        let text = choice.message.content.unwrap_or_default();
+        let usage = match parsed.usage {
+            Some(u) => Usage { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens },
+            None => Usage {
+                prompt_tokens: super::estimate_tokens(&request.system) + super::estimate_tokens(&request.prompt),
+                completion_tokens: super::estimate_tokens(&text),
+            },
+        };
+        Ok(Completion { text, usage, latency_ms: started.elapsed().as_millis() as u64, cached: false })
+    }
+}
+
+#[derive(Deserialize)]
+struct EmbeddingResponse {
+    data: Vec<EmbeddingItem>,
+}
+#[derive(Deserialize)]
+struct EmbeddingItem {
+    embedding: Vec<f32>,
+    #[serde(default)]
+    index: Option<usize>,
+}
+
+#[async_trait]
+impl Embedder for OpenAiClient {
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
+        let body = json!({ "model": self.config.model, "input": texts });
+        let value = self.post("embeddings", &body).await?;
+        let url = self.url("embeddings");
+        let parsed: EmbeddingResponse =
+            serde_json::from_value(value).map_err(|e| LlmError::Malformed { url: url.clone(), reason: e.to_string() })?;
+        if parsed.data.len() != texts.len() {
+            return Err(LlmError::Malformed {
+                url,
+                reason: format!("{} embeddings for {} inputs", parsed.data.len(), texts.len()),
+            });
+        }
+        let mut items = parsed.data;
+        // Servers may return items out of order; `index` says where each belongs.
+        items.sort_by_key(|item| item.index.unwrap_or(usize::MAX));
+        Ok(items.into_iter().map(|item| item.embedding).collect())
+    }
+}
