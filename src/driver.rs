@@ -34,7 +34,7 @@ pub struct Driver {
 struct MemoKey {
     system: String,
     prompt: String,
-    temperature_bits: u32,
+    temperature_bits: u64,
     max_tokens: u32,
 }
 

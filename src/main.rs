@@ -32,9 +32,8 @@ fn fail(e: &anyhow::Error) -> ExitCode {
 /// Logs go to a file, never to the terminal (the TUI draws there). A log file that cannot be
 /// opened disables logging rather than stopping the program.
 fn init_logging(path: Option<PathBuf>) -> Option<tracing_appender::non_blocking::WorkerGuard> {
-    let path = path.or_else(|| {
-        dirs::state_dir().or_else(dirs::cache_dir).map(|d| d.join("ongraph").join("ongraph.log"))
-    })?;
+    let path =
+        path.or_else(|| dirs::state_dir().or_else(dirs::cache_dir).map(|d| d.join("ongraph").join("ongraph.log")))?;
     let dir = path.parent()?;
     std::fs::create_dir_all(dir).ok()?;
     let file = std::fs::OpenOptions::new().create(true).append(true).open(&path).ok()?;

@@ -99,9 +99,7 @@ impl Template {
         for part in &self.parts {
             match part {
                 Part::Text(t) => out.push_str(t),
-                Part::Slot(name) => {
-                    out.push_str(values.iter().find(|(k, _)| k == name).map(|(_, v)| *v).unwrap_or(""))
-                }
+                Part::Slot(name) => out.push_str(values.iter().find(|(k, _)| k == name).map(|(_, v)| *v).unwrap_or("")),
             }
         }
         out

@@ -107,7 +107,8 @@ fn print_human(out: &mut impl Write, run: &Run, report: &crate::kg::load::LoadRe
         }
     }
     let c = run.costs();
-    let saved = if c.llm_calls_saved > 0 { format!(", {} repeated call(s) saved", c.llm_calls_saved) } else { String::new() };
+    let saved =
+        if c.llm_calls_saved > 0 { format!(", {} repeated call(s) saved", c.llm_calls_saved) } else { String::new() };
     writeln!(
         out,
         "Cost: {} LLM call(s) in {} round(s){saved}; {} prompt + {} completion tokens; {} KG lookup(s)",

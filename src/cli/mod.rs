@@ -136,7 +136,8 @@ pub fn open_llm(setup: &SetupArgs, config: &Config) -> Result<Arc<dyn LanguageMo
         return Ok(Arc::new(ScriptedModel::from_file(Path::new(file))?));
     }
     let Some(entry) = config.llm.get(&name) else {
-        let known: Vec<&str> = ["demo", "scripted:FILE"].into_iter().chain(config.llm.keys().map(String::as_str)).collect();
+        let known: Vec<&str> =
+            ["demo", "scripted:FILE"].into_iter().chain(config.llm.keys().map(String::as_str)).collect();
         bail!("no LLM named {name:?} (known: {})", known.join(", "));
     };
     Ok(Arc::new(openai_client(entry).with_context(|| format!("LLM {name:?}"))?))

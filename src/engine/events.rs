@@ -17,7 +17,7 @@ pub struct CallRecord {
     pub usage: Usage,
     pub latency_ms: u64,
     pub cached: bool,
-    pub temperature: f32,
+    pub temperature: f64,
 }
 
 /// One knowledge-graph lookup made during a step.

@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 
 const STOPWORDS: &[&str] = &[
-    "a", "an", "the", "of", "in", "on", "at", "to", "is", "are", "was", "were", "be", "by", "for", "and", "or",
-    "what", "which", "who", "whom", "whose", "where", "when", "how", "does", "do", "did", "that", "this", "with",
-    "as", "it", "its", "from", "s",
+    "a", "an", "the", "of", "in", "on", "at", "to", "is", "are", "was", "were", "be", "by", "for", "and", "or", "what",
+    "which", "who", "whom", "whose", "where", "when", "how", "does", "do", "did", "that", "this", "with", "as", "it",
+    "its", "from", "s",
 ];
 
 /// Lower-case words of letters and digits; relation ids split on `.` and `_`, so

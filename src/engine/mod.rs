@@ -51,8 +51,8 @@ pub struct Settings {
     /// Score all frontier entities' candidates in one prompt per prune step.
     pub unified: bool,
     pub seed: u64,
-    pub prune_temperature: f32,
-    pub reason_temperature: f32,
+    pub prune_temperature: f64,
+    pub reason_temperature: f64,
     pub max_tokens: u32,
     /// A relation reaching this many entities or more has them sampled before scoring…
     pub sample_threshold: usize,
@@ -159,17 +159,32 @@ pub struct Answer {
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Override {
     /// Keep a candidate the last prune dropped (or never scored).
-    Keep { node: NodeId },
+    Keep {
+        node: NodeId,
+    },
     /// Drop a candidate the last prune kept.
-    Drop { node: NodeId },
+    Drop {
+        node: NodeId,
+    },
     /// Add a relation under a frontier entity (after relation pruning), or an entity under a
     /// kept relation (after entity pruning), that the model never proposed.
-    AddRelation { parent: NodeId, relation: RelationRef },
-    AddEntity { parent: NodeId, term: Term, label: Option<String> },
+    AddRelation {
+        parent: NodeId,
+        relation: RelationRef,
+    },
+    AddEntity {
+        parent: NodeId,
+        term: Term,
+        label: Option<String>,
+    },
     /// Keep this path in front of the model whatever later pruning does.
-    Pin { node: NodeId },
+    Pin {
+        node: NodeId,
+    },
     /// Remove this path (and all below it) from the beam.
-    PrunePath { node: NodeId },
+    PrunePath {
+        node: NodeId,
+    },
     /// Skip the model's sufficiency check: answer now from the paths.
     ForceSufficient,
     /// Overrule a "sufficient" verdict (or skip the check): explore one more depth.
@@ -220,7 +235,7 @@ pub(crate) struct Context {
 }
 
 impl Context {
-    pub fn llm(&self, step: &str, prompt: String, temperature: f32) -> Request {
+    pub fn llm(&self, step: &str, prompt: String, temperature: f64) -> Request {
         Request::Llm(ChatRequest {
             step: step.into(),
             system: self.prompts.system(),
@@ -324,7 +339,11 @@ impl Run {
     /// the index of the event it recorded.
     pub fn feed(&mut self, responses: Vec<Response>) -> Result<usize, EngineError> {
         let Some(requests) = self.pending.take() else {
-            return Err(if self.cx.answer.is_some() { EngineError::Finished } else { EngineError::BatchMismatch { expected: 0, got: responses.len() } });
+            return Err(if self.cx.answer.is_some() {
+                EngineError::Finished
+            } else {
+                EngineError::BatchMismatch { expected: 0, got: responses.len() }
+            });
         };
         if requests.len() != responses.len() {
             let err = EngineError::BatchMismatch { expected: requests.len(), got: responses.len() };
@@ -408,7 +427,10 @@ impl Run {
         let discarded: Vec<Event> = self.cx.trace[step + 1..].to_vec();
         self.abandoned.push(Abandoned { after_step: step, events: discarded.clone(), beam: self.cx.beam.clone() });
         self.machine = snapshot.machine;
+        // What was spent on the abandoned branch was spent: costs are not rewound.
+        let costs = self.cx.costs;
         self.cx = snapshot.context;
+        self.cx.costs = costs;
         self.history.truncate(step + 1);
         self.pending = None;
         let index = self.cx.trace.len();

@@ -89,7 +89,9 @@ fn mentions(text: &str, word: &str) -> bool {
     text.match_indices(word).any(|(at, _)| {
         let before = text[..at].chars().next_back();
         let after = text[at + word.len()..].chars().next();
-        !glued(before) && !(glued(after) && after != Some('.'))
+        // A trailing full stop ends a sentence; it does not extend the name.
+        let after_ok = after == Some('.') || !glued(after);
+        !glued(before) && after_ok
     })
 }
 
@@ -97,12 +99,12 @@ fn mentions(text: &str, word: &str) -> bool {
 pub fn parse_scored_choices(reply: &str, candidates: &[String], keep: usize) -> Scored {
     let mut out = Scored::default();
     let mut found: Vec<(usize, f64)> = Vec::new();
-    let push = |name: &str, score: f64, out: &mut Scored, found: &mut Vec<(usize, f64)>| {
-        match match_candidate(name, candidates) {
-            Some(i) if !found.iter().any(|(j, _)| *j == i) => found.push((i, score)),
-            Some(i) => out.notes.push(format!("{} listed twice; first score kept", candidates[i])),
-            None => out.rejected.push(name.trim().to_string()),
-        }
+    let push = |name: &str, score: f64, out: &mut Scored, found: &mut Vec<(usize, f64)>| match match_candidate(
+        name, candidates,
+    ) {
+        Some(i) if !found.iter().any(|(j, _)| *j == i) => found.push((i, score)),
+        Some(i) => out.notes.push(format!("{} listed twice; first score kept", candidates[i])),
+        None => out.rejected.push(name.trim().to_string()),
     };
     for cap in SCORED_ITEM.captures_iter(reply) {
         if let Some(score) = score_value(&cap[2], &cap[3]) {
@@ -123,15 +125,15 @@ pub fn parse_scored_choices(reply: &str, candidates: &[String], keep: usize) -> 
     }
     if found.is_empty() && out.rejected.is_empty() {
         // Names in braces with no score: equal shares, in the order given.
-        let named: Vec<usize> = BRACED
-            .captures_iter(reply)
-            .filter_map(|c| match_candidate(&c[1], candidates))
-            .fold(Vec::new(), |mut acc, i| {
+        let named: Vec<usize> = BRACED.captures_iter(reply).filter_map(|c| match_candidate(&c[1], candidates)).fold(
+            Vec::new(),
+            |mut acc, i| {
                 if !acc.contains(&i) {
                     acc.push(i);
                 }
                 acc
-            });
+            },
+        );
         if !named.is_empty() {
             out.notes.push("no scores given; equal shares assumed".into());
             found = named.into_iter().map(|i| (i, 1.0)).collect();
@@ -149,7 +151,7 @@ fn finish_scores(out: &mut Scored, mut found: Vec<(usize, f64)>, keep: usize) {
         found.truncate(keep);
     }
     let sum: f64 = found.iter().map(|(_, s)| s).sum();
-    if sum > 0.0 {
+    if sum > 0.0 && sum.is_finite() {
         if (sum - 1.0).abs() > 1e-6 {
             out.notes.push(format!("scores summed to {sum:.3}; normalised"));
         }
@@ -174,7 +176,7 @@ pub fn parse_score_list(reply: &str, labels: &[String]) -> Option<(Vec<f64>, Vec
     let mut notes = Vec::new();
     let mut scores: Option<Vec<f64>> = None;
     for line in reply.lines() {
-        let body = line.trim().trim_start_matches(|c: char| c == '{' || c == '[').trim();
+        let body = line.trim().trim_start_matches(['{', '[']).trim();
         let body = strip_prefix_ci(body, "score:").or_else(|| strip_prefix_ci(body, "scores:")).unwrap_or(body);
         let body = body.trim().trim_end_matches(['}', ']', '.']);
         if body.is_empty() || body.chars().any(|c| c.is_alphabetic()) {
@@ -206,7 +208,12 @@ pub fn parse_score_list(reply: &str, labels: &[String]) -> Option<(Vec<f64>, Vec
         values.resize(labels.len(), 0.0);
     }
     let sum: f64 = values.iter().sum();
-    if sum > 0.0 {
+    if !sum.is_finite() {
+        notes.push("scores too large to read; equal shares assumed".into());
+        values.iter_mut().for_each(|v| *v = 1.0);
+        let n = values.len() as f64;
+        values.iter_mut().for_each(|v| *v /= n);
+    } else if sum > 0.0 {
         if (sum - 1.0).abs() > 1e-6 {
             notes.push(format!("scores summed to {sum:.3}; normalised"));
         }

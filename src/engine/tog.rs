@@ -11,7 +11,9 @@ use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{CallRecord, Decision, Event, EventKind, LookupRecord};
 use super::lexical::{bm25, cosine};
 use super::parse;
-use super::{Answer, AnswerSource, Context, EngineError, Method, Override, PathView, PruneTool, Request, Response, Topics};
+use super::{
+    Answer, AnswerSource, Context, EngineError, Method, Override, PathView, PruneTool, Request, Response, Topics,
+};
 use crate::kg::{EntityMatch, Neighbour, RelationRef, Term};
 use crate::llm::Completion;
 use rand::Rng;
@@ -32,6 +34,9 @@ enum Phase {
     Answer(AnswerSource),
     Done,
 }
+
+/// (candidate position, normalised score), best first.
+type Ranked = Vec<(usize, f64)>;
 
 /// One scoring prompt's worth of candidates: the node they hang under and the candidates.
 #[derive(Clone, Debug)]
@@ -147,7 +152,12 @@ impl TogMachine {
     }
 
     fn candidates_under(cx: &Context, parent: NodeId) -> Vec<NodeId> {
-        cx.beam.nodes[parent].children.iter().copied().filter(|&c| cx.beam.nodes[c].status == Status::Candidate).collect()
+        cx.beam.nodes[parent]
+            .children
+            .iter()
+            .copied()
+            .filter(|&c| cx.beam.nodes[c].status == Status::Candidate)
+            .collect()
     }
 
     /// The live paths now in front of the model: live entity nodes with no live entity below
@@ -234,7 +244,9 @@ impl TogMachine {
             Phase::RelationSearch => self
                 .frontier(cx)
                 .into_iter()
-                .map(|n| Request::Relations { entity: cx.beam.nodes[n].term().map(|t| t.as_str().to_string()).unwrap_or_default() })
+                .map(|n| Request::Relations {
+                    entity: cx.beam.nodes[n].term().map(|t| t.as_str().to_string()).unwrap_or_default(),
+                })
                 .collect(),
             Phase::RelationPrune => {
                 let groups: Vec<Group> = self
@@ -338,10 +350,8 @@ impl TogMachine {
                         ("entity_prune_unified", "groups", "entity_prune_unified")
                     };
                     let width = s.width.to_string();
-                    let prompt = cx.prompts.render(
-                        template,
-                        &[("question", q), ("width", &width), (slot, &blocks.join("\n"))],
-                    );
+                    let prompt =
+                        cx.prompts.render(template, &[("question", q), ("width", &width), (slot, &blocks.join("\n"))]);
                     requests.push(cx.llm(step, prompt, s.prune_temperature));
                 }
             }
@@ -399,7 +409,12 @@ impl TogMachine {
                 if names.is_empty() {
                     return Err(EngineError::NoTopic);
                 }
-                ev.summary = format!("the model named {} topic entit{}: {}", names.len(), plural_y(names.len()), names.join(", "));
+                ev.summary = format!(
+                    "the model named {} topic entit{}: {}",
+                    names.len(),
+                    plural_y(names.len()),
+                    names.join(", ")
+                );
                 self.names = names;
                 self.phase = Phase::LinkTopics;
             }
@@ -409,7 +424,10 @@ impl TogMachine {
                 let mut found = 0;
                 for (i, &node) in frontier.iter().enumerate() {
                     let relations = relations(&responses, i)?;
-                    ev.lookups.push(LookupRecord { what: format!("relations of {}", cx.beam.nodes[node].shown()), results: relations.len() });
+                    ev.lookups.push(LookupRecord {
+                        what: format!("relations of {}", cx.beam.nodes[node].shown()),
+                        results: relations.len(),
+                    });
                     for r in relations {
                         let shown = cx.profile.display_relation(&r.relation);
                         cx.beam.add(
@@ -420,7 +438,12 @@ impl TogMachine {
                         found += 1;
                     }
                 }
-                ev.summary = format!("depth {}: {found} relations around {} entit{}", self.depth, frontier.len(), plural_y(frontier.len()));
+                ev.summary = format!(
+                    "depth {}: {found} relations around {} entit{}",
+                    self.depth,
+                    frontier.len(),
+                    plural_y(frontier.len())
+                );
                 self.phase = if found == 0 { self.dry(&mut ev) } else { Phase::RelationPrune };
             }
             Phase::RelationPrune => {
@@ -433,7 +456,10 @@ impl TogMachine {
                 let mut found = 0;
                 for (i, &rel) in relations.iter().enumerate() {
                     let neighbours = neighbours(&responses, i)?;
-                    ev.lookups.push(LookupRecord { what: format!("neighbours through {}", cx.beam.path_text(rel)), results: neighbours.len() });
+                    ev.lookups.push(LookupRecord {
+                        what: format!("neighbours through {}", cx.beam.path_text(rel)),
+                        results: neighbours.len(),
+                    });
                     found += self.add_candidates(cx, rel, neighbours, &mut ev);
                 }
                 ev.summary = format!("depth {}: {found} candidate entities", self.depth);
@@ -475,7 +501,12 @@ impl TogMachine {
                 let c = completion(&responses, 0)?;
                 let answers = parse::parse_answers(&c.text).unwrap_or_else(|| {
                     ev.notes.push("no answer in braces; the reply's first line is taken".into());
-                    c.text.lines().map(str::trim).find(|l| !l.is_empty()).map(|l| vec![l.to_string()]).unwrap_or_default()
+                    c.text
+                        .lines()
+                        .map(str::trim)
+                        .find(|l| !l.is_empty())
+                        .map(|l| vec![l.to_string()])
+                        .unwrap_or_default()
                 });
                 ev.calls.push(record(&requests[0], c, answers.join("; ")));
                 ev.summary = format!("answer {} ({})", answers.join(", "), source.describe());
@@ -514,7 +545,11 @@ impl TogMachine {
     /// nothing was ever kept.
     fn dry(&self, ev: &mut Event) -> Phase {
         ev.notes.push("the beam ran dry: nothing left to explore".into());
-        if self.depth <= 1 { Phase::Answer(AnswerSource::OwnKnowledge) } else { Phase::Answer(AnswerSource::PartialPaths) }
+        if self.depth <= 1 {
+            Phase::Answer(AnswerSource::OwnKnowledge)
+        } else {
+            Phase::Answer(AnswerSource::PartialPaths)
+        }
     }
 
     fn absorb_links(&mut self, cx: &mut Context, responses: &[Response], ev: &mut Event) -> Result<(), EngineError> {
@@ -543,7 +578,12 @@ impl TogMachine {
                 .map(|m| format!("{} ({})", m.label, m.id))
                 .collect();
             if !rivals.is_empty() {
-                ev.notes.push(format!("{name:?} is ambiguous; chose {} ({}) over {}", chosen.label, chosen.id, rivals.join(", ")));
+                ev.notes.push(format!(
+                    "{name:?} is ambiguous; chose {} ({}) over {}",
+                    chosen.label,
+                    chosen.id,
+                    rivals.join(", ")
+                ));
             }
             if !chosen.exact {
                 ev.notes.push(format!("{name:?} linked by fuzzy match to {} ({})", chosen.label, chosen.id));
@@ -591,14 +631,22 @@ impl TogMachine {
             ));
         }
         if skipped > 0 {
-            ev.notes.push(format!("{skipped} candidate(s) through {} lead back along the path; skipped", cx.beam.nodes[rel].shown()));
+            ev.notes.push(format!(
+                "{skipped} candidate(s) through {} lead back along the path; skipped",
+                cx.beam.nodes[rel].shown()
+            ));
         }
         let s = &cx.settings;
         if added.len() >= s.sample_threshold && s.sample_size < added.len() {
             let keep = sample_indices(&mut cx.rng, added.len(), s.sample_size);
             for (i, &node) in added.iter().enumerate() {
                 if !keep.contains(&i) {
-                    cx.beam.set_status(node, Status::PrunedBySample, Some("sampled out of an oversized candidate set"), ev.index);
+                    cx.beam.set_status(
+                        node,
+                        Status::PrunedBySample,
+                        Some("sampled out of an oversized candidate set"),
+                        ev.index,
+                    );
                 }
             }
             ev.notes.push(format!(
@@ -626,13 +674,13 @@ impl TogMachine {
         let step = ev.index;
         let mut kept_total = 0;
         // Unified replies and embeddings are shared by all groups: parse them once.
-        let unified: Option<(usize, Vec<Vec<(usize, f64)>>)> = if s.prune == PruneTool::Llm && s.unified {
+        let unified: Option<Vec<Ranked>> = if s.prune == PruneTool::Llm && s.unified {
             match plan.iter().find_map(|g| g.request) {
                 Some(r) => {
                     let c = completion(responses, r)?;
                     let per_group = self.parse_unified(cx, &plan, &c.text, what, ev);
                     ev.calls.push(record(&requests[r], c, summarise_groups(cx, &plan, &per_group)));
-                    Some((r, per_group))
+                    Some(per_group)
                 }
                 None => None,
             }
@@ -668,13 +716,17 @@ impl TogMachine {
                         top_by(sims, keep, ev, &names)
                     }
                     PruneTool::Llm if s.unified => {
-                        unified.as_ref().and_then(|(_, per)| per.get(gi).cloned()).unwrap_or_default()
+                        unified.as_ref().and_then(|per| per.get(gi).cloned()).unwrap_or_default()
                     }
                     PruneTool::Llm => {
                         let r = group.request.unwrap_or(0);
                         let c = completion(responses, r)?;
                         let parsed = self.parse_group(&c.text, &names, keep, what, ev, &cx.question);
-                        let shown = parsed.iter().map(|(i, sc)| format!("{}={sc:.2}", names[*i])).collect::<Vec<_>>().join("; ");
+                        let shown = parsed
+                            .iter()
+                            .map(|(i, sc)| format!("{}={sc:.2}", names[*i]))
+                            .collect::<Vec<_>>()
+                            .join("; ");
                         ev.calls.push(record(&requests[r], c, shown));
                         parsed
                     }
@@ -702,14 +754,28 @@ impl TogMachine {
                     }
                 }
                 let n = &cx.beam.nodes[node];
-                ev.decisions.push(Decision { node, shown: n.shown().into(), score: n.score, path_score: n.path_score, status: n.status });
+                ev.decisions.push(Decision {
+                    node,
+                    shown: n.shown().into(),
+                    score: n.score,
+                    path_score: n.path_score,
+                    status: n.status,
+                });
             }
         }
         Ok(kept_total)
     }
 
     /// Parses one group's reply; an unusable reply falls back to BM25 (said in the notes).
-    fn parse_group(&self, reply: &str, names: &[String], keep: usize, what: &str, ev: &mut Event, question: &str) -> Vec<(usize, f64)> {
+    fn parse_group(
+        &self,
+        reply: &str,
+        names: &[String],
+        keep: usize,
+        what: &str,
+        ev: &mut Event,
+        question: &str,
+    ) -> Vec<(usize, f64)> {
         if what == "relation" {
             let parsed = parse::parse_scored_choices(reply, names, keep);
             ev.notes.extend(parsed.notes.iter().cloned());
@@ -727,14 +793,24 @@ impl TogMachine {
         top_by(bm25(question, names), keep, ev, names)
     }
 
-    fn parse_unified(&self, cx: &Context, plan: &[Group], reply: &str, what: &str, ev: &mut Event) -> Vec<Vec<(usize, f64)>> {
+    fn parse_unified(
+        &self,
+        cx: &Context,
+        plan: &[Group],
+        reply: &str,
+        what: &str,
+        ev: &mut Event,
+    ) -> Vec<Vec<(usize, f64)>> {
         let called: Vec<usize> = (0..plan.len()).filter(|&i| plan[i].request.is_some()).collect();
         let names_of = |g: &Group| candidate_names(cx, g);
         let mut out = vec![Vec::new(); plan.len()];
         if what == "relation" {
-            let entities: Vec<(String, Vec<String>)> =
-                called.iter().map(|&i| (cx.beam.nodes[plan[i].parent].shown().to_string(), names_of(&plan[i]))).collect();
-            for (k, parsed) in parse::parse_unified_choices(reply, &entities, cx.settings.width).into_iter().enumerate() {
+            let entities: Vec<(String, Vec<String>)> = called
+                .iter()
+                .map(|&i| (cx.beam.nodes[plan[i].parent].shown().to_string(), names_of(&plan[i])))
+                .collect();
+            for (k, parsed) in parse::parse_unified_choices(reply, &entities, cx.settings.width).into_iter().enumerate()
+            {
                 ev.notes.extend(parsed.notes);
                 if !parsed.rejected.is_empty() {
                     ev.notes.push(format!("rejected: {}", parsed.rejected.join(", ")));
@@ -757,6 +833,14 @@ impl TogMachine {
         for (i, g) in plan.iter().enumerate() {
             if g.request.is_none() && g.candidates.len() == 1 {
                 out[i] = vec![(0, 1.0)];
+            } else if g.request.is_some() && out[i].is_empty() {
+                let names = names_of(g);
+                ev.notes.push(format!(
+                    "the reply gave no {what} scores for {}; ranked by BM25 instead",
+                    cx.beam.nodes[g.parent].shown()
+                ));
+                let keep = if what == "relation" { cx.settings.width } else { names.len() };
+                out[i] = top_by(bm25(&cx.question, &names), keep, ev, &names);
             }
         }
         out
@@ -773,7 +857,8 @@ impl TogMachine {
             .flat_map(|g| g.candidates.iter().copied())
             .filter(|&c| cx.beam.nodes[c].status == Status::Candidate)
             .collect();
-        candidates.sort_by(|&a, &b| cx.beam.nodes[b].path_score.total_cmp(&cx.beam.nodes[a].path_score).then(a.cmp(&b)));
+        candidates
+            .sort_by(|&a, &b| cx.beam.nodes[b].path_score.total_cmp(&cx.beam.nodes[a].path_score).then(a.cmp(&b)));
         let mut taken: Vec<Term> = Vec::new();
         for &c in &candidates {
             let term = cx.beam.nodes[c].term().cloned();
@@ -817,7 +902,13 @@ impl TogMachine {
                 cx.beam.set_status(c, Status::PrunedByWidth, Some("not drawn in the seeded sample"), step);
             }
             let n = &cx.beam.nodes[c];
-            ev.decisions.push(Decision { node: c, shown: n.shown().into(), score: n.score, path_score: n.path_score, status: n.status });
+            ev.decisions.push(Decision {
+                node: c,
+                shown: n.shown().into(),
+                score: n.score,
+                path_score: n.path_score,
+                status: n.status,
+            });
         }
     }
 
@@ -834,7 +925,9 @@ impl TogMachine {
                     _ => false,
                 };
                 if !in_last_prune {
-                    return Err(bad("only the candidates of the last prune step can be kept or dropped; rewind to change earlier ones"));
+                    return Err(bad(
+                        "only the candidates of the last prune step can be kept or dropped; rewind to change earlier ones",
+                    ));
                 }
                 let shown = n.shown().to_string();
                 if matches!(o, Override::Keep { .. }) {
@@ -852,7 +945,11 @@ impl TogMachine {
                 let shown = cx.profile.display_relation(&relation.relation);
                 let id = cx.beam.add(
                     Some(*parent),
-                    NodeKind::Relation { relation: relation.relation.clone(), direction: relation.direction, shown: shown.clone() },
+                    NodeKind::Relation {
+                        relation: relation.relation.clone(),
+                        direction: relation.direction,
+                        shown: shown.clone(),
+                    },
                     Provenance::User,
                 );
                 cx.beam.set_status(id, Status::AddedByUser, Some("added by the user"), step);
@@ -862,7 +959,11 @@ impl TogMachine {
                 if self.phase != Phase::Reasoning || !self.live_relations(cx).contains(parent) {
                     return Err(bad("an entity can be added under a kept relation right after entity pruning"));
                 }
-                let id = cx.beam.add(Some(*parent), NodeKind::Entity { term: term.clone(), label: label.clone() }, Provenance::User);
+                let id = cx.beam.add(
+                    Some(*parent),
+                    NodeKind::Entity { term: term.clone(), label: label.clone() },
+                    Provenance::User,
+                );
                 cx.beam.set_status(id, Status::AddedByUser, Some("added by the user"), step);
                 Ok(format!("added {} under {}", cx.beam.nodes[id].shown(), cx.beam.nodes[*parent].shown()))
             }
@@ -885,7 +986,9 @@ impl TogMachine {
                     self.phase = Phase::Answer(AnswerSource::KgPaths);
                     Ok("forced sufficient: answer from the paths".into())
                 }
-                Phase::RelationSearch | Phase::Answer(AnswerSource::OwnKnowledge) if self.last_verdict == Some(false) => {
+                Phase::RelationSearch | Phase::Answer(AnswerSource::OwnKnowledge)
+                    if self.last_verdict == Some(false) =>
+                {
                     if self.phase == Phase::RelationSearch {
                         self.depth -= 1;
                     }
@@ -925,7 +1028,9 @@ fn candidate_names(cx: &Context, group: &Group) -> Vec<String> {
             let node = &cx.beam.nodes[c];
             let twin = shown.iter().enumerate().any(|(j, s)| j != i && *s == shown[i]);
             match &node.kind {
-                NodeKind::Relation { direction: crate::kg::Direction::In, .. } if twin => format!("{} (incoming)", shown[i]),
+                NodeKind::Relation { direction: crate::kg::Direction::In, .. } if twin => {
+                    format!("{} (incoming)", shown[i])
+                }
                 _ => shown[i].to_string(),
             }
         })
@@ -977,7 +1082,9 @@ fn weighted_sample(rng: &mut impl Rng, weights: &[f64], k: usize) -> Vec<usize> 
 fn summarise_groups(cx: &Context, plan: &[Group], per_group: &[Vec<(usize, f64)>]) -> String {
     plan.iter()
         .zip(per_group)
-        .flat_map(|(g, items)| items.iter().map(move |(i, s)| format!("{}={s:.2}", cx.beam.nodes[g.candidates[*i]].shown())))
+        .flat_map(|(g, items)| {
+            items.iter().map(move |(i, s)| format!("{}={s:.2}", cx.beam.nodes[g.candidates[*i]].shown()))
+        })
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -987,7 +1094,16 @@ fn record(request: &Request, c: &Completion, parsed: String) -> CallRecord {
         Request::Llm(r) => (r.step.clone(), r.prompt.clone(), r.temperature),
         _ => (String::new(), String::new(), 0.0),
     };
-    CallRecord { step, prompt, reply: c.text.clone(), parsed, usage: c.usage, latency_ms: c.latency_ms, cached: c.cached, temperature }
+    CallRecord {
+        step,
+        prompt,
+        reply: c.text.clone(),
+        parsed,
+        usage: c.usage,
+        latency_ms: c.latency_ms,
+        cached: c.cached,
+        temperature,
+    }
 }
 
 fn wrong(index: usize, expected: &'static str, got: Option<&Response>) -> EngineError {

@@ -194,7 +194,8 @@ mod tests {
 
     #[test]
     fn lenient_ntriples_skips_and_counts() {
-        let text = "<http://x/a> <http://x/r> <http://x/b> .\n<http://x/a> broken .\n<http://x/b> <http://x/r> \"lit\" .\n";
+        let text =
+            "<http://x/a> <http://x/r> <http://x/b> .\n<http://x/a> broken .\n<http://x/b> <http://x/r> \"lit\" .\n";
         let mut b = GraphBuilder::new();
         let report = read_ntriples(text.as_bytes(), "g.nt", true, &mut b).unwrap();
         assert_eq!((report.triples, report.skipped), (2, 1));

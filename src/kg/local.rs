@@ -113,8 +113,7 @@ impl GraphBuilder {
         drop(self.triples);
         let informative =
             (0..self.relations.len() as u32).map(|r| profile.is_informative(self.relations.get(r))).collect();
-        let label_relations =
-            profile.label_predicates.iter().filter_map(|p| self.relations.lookup(p)).collect();
+        let label_relations = profile.label_predicates.iter().filter_map(|p| self.relations.lookup(p)).collect();
         LocalGraph {
             name: name.into(),
             profile,
@@ -280,8 +279,7 @@ impl KnowledgeGraph for LocalGraph {
 
     async fn neighbours(&self, entity: &str, relation: &RelationRef) -> Result<Vec<Neighbour>, KgError> {
         self.lookups.fetch_add(1, Ordering::Relaxed);
-        let (Some(node), Some(rel)) = (self.terms.lookup(entity), self.relations.lookup(&relation.relation))
-        else {
+        let (Some(node), Some(rel)) = (self.terms.lookup(entity), self.relations.lookup(&relation.relation)) else {
             return Ok(Vec::new());
         };
         let row = self.row(node, relation.direction);

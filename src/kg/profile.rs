@@ -70,11 +70,7 @@ impl KgProfile {
     /// How a relation id is shown in prompts and the UI.
     pub fn display_relation(&self, relation: &str) -> String {
         let shown = self.strip(relation);
-        if self.dunder_relations && shown.starts_with("__") {
-            shown[2..].replace("__", ".")
-        } else {
-            shown.to_string()
-        }
+        if self.dunder_relations && shown.starts_with("__") { shown[2..].replace("__", ".") } else { shown.to_string() }
     }
 
     /// How an entity id is shown when it has no label.

@@ -15,7 +15,7 @@ pub struct ChatRequest {
     pub step: String,
     pub system: String,
     pub prompt: String,
-    pub temperature: f32,
+    pub temperature: f64,
     pub max_tokens: u32,
 }
 

@@ -221,8 +221,8 @@ impl Embedder for OpenAiClient {
         let body = json!({ "model": self.config.model, "input": texts });
         let value = self.post("embeddings", &body).await?;
         let url = self.url("embeddings");
-        let parsed: EmbeddingResponse =
-            serde_json::from_value(value).map_err(|e| LlmError::Malformed { url: url.clone(), reason: e.to_string() })?;
+        let parsed: EmbeddingResponse = serde_json::from_value(value)
+            .map_err(|e| LlmError::Malformed { url: url.clone(), reason: e.to_string() })?;
         if parsed.data.len() != texts.len() {
             return Err(LlmError::Malformed {
                 url,

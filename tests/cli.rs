@@ -1,0 +1,198 @@
+//! The `ongraph` binary as a user runs it: answers, exit codes and one-line errors.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";
+
+/// Runs `ongraph` with a private config and state directory, so the user's own config and
+/// environment never leak in.
+fn ongraph(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ongraph"))
+        .args(args)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env_remove("ONGRAPH_CONFIG")
+        .env_remove("ONGRAPH_LLM")
+        .env_remove("ONGRAPH_KG")
+        .env_remove("ONGRAPH_LOG")
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A failure: exit 1, exactly one line on stderr containing `needle`, no panic.
+fn assert_one_line_error(o: &Output, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one line expected: {err}");
+    assert!(err.starts_with("error: ") && err.contains(needle), "{needle:?} not in: {err}");
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn the_demo_answers_offline() {
+    let home = tempfile::tempdir().unwrap();
+    let out = ongraph(home.path(), &["ask", CANBERRA]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text: String = stdout(&out).lines().filter(|l| !l.starts_with("Time: ")).map(|l| format!("{l}\n")).collect();
+    insta::assert_snapshot!("ask_canberra_human", text);
+    assert!(stdout(&out).contains("\nTime: "));
+    // The log went to the state directory, not to the terminal.
+    let log = std::fs::read_to_string(home.path().join("state/ongraph/ongraph.log")).unwrap();
+    assert!(log.contains("step"), "{log}");
+
+    let out = ongraph(
+        home.path(),
+        &["ask", "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?"],
+    );
+    assert!(
+        stdout(&out).starts_with("Answer: Bright House Field\nSource: from knowledge-graph paths\n"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn json_output_is_the_full_trace() {
+    let home = tempfile::tempdir().unwrap();
+    let out = ongraph(home.path(), &["ask", CANBERRA, "--topic", "Canberra", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["answer"]["answers"][0], "Australian Labor Party");
+    assert_eq!(v["answer"]["source"], "kg_paths");
+    assert_eq!(v["trace"][0]["phase"], "topic_linking");
+    let calls: u64 =
+        v["trace"].as_array().unwrap().iter().map(|e| e["calls"].as_array().map_or(0, |c| c.len() as u64)).sum();
+    assert_eq!(calls, v["costs"]["llm_calls"].as_u64().unwrap() + v["costs"]["llm_calls_saved"].as_u64().unwrap());
+    assert!(v["beam"]["nodes"].as_array().unwrap().len() > 20);
+}
+
+#[test]
+fn unknown_topic_suggests_the_closest_labels() {
+    let home = tempfile::tempdir().unwrap();
+    let out = ongraph(home.path(), &["ask", "Where is it?", "--topic", "Canbera"]);
+    assert_one_line_error(&out, "unknown topic entity \"Canbera\"; closest labels: Canberra, ");
+}
+
+#[test]
+fn bad_inputs_are_one_line_errors() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path();
+    assert_one_line_error(&ongraph(dir, &["ask", "   "]), "the question is empty");
+
+    std::fs::write(dir.join("bad.tsv"), "a\tr\tb\nb\tr\tc\nthis line is broken\n").unwrap();
+    let bad = dir.join("bad.tsv");
+    let out = ongraph(dir, &["ask", "q?", "--topic", "a", "--kg", bad.to_str().unwrap()]);
+    assert_one_line_error(&out, &format!("{}:3: expected 3 tab-separated fields", bad.display()));
+
+    assert_one_line_error(
+        &ongraph(dir, &["ask", "q?", "--kg", "/nonexistent/kb.tsv"]),
+        "no knowledge graph \"/nonexistent/kb.tsv\"",
+    );
+
+    std::fs::create_dir(dir.join("prompts")).unwrap();
+    std::fs::write(dir.join("prompts/relation_prune.txt"), "Q: {{question}} {{topic}}\n").unwrap();
+    let prompts = dir.join("prompts");
+    let out = ongraph(dir, &["ask", CANBERRA, "--prompts", prompts.to_str().unwrap()]);
+    assert_one_line_error(&out, "relation_prune.txt:1: unknown placeholder {{topic}}");
+
+    std::fs::write(dir.join("config.toml"), "[defaults]\nwidht = 3\n").unwrap();
+    let config = dir.join("config.toml");
+    let out = ongraph(dir, &["--config", config.to_str().unwrap(), "ask", CANBERRA]);
+    assert_one_line_error(&out, "config.toml:2: unknown field `widht`");
+
+    assert_one_line_error(&ongraph(dir, &["ask", "q?", "--llm", "nope"]), "no LLM named \"nope\"");
+    assert_one_line_error(&ongraph(dir, &["ask", "q?", "--width", "0"]), "--width and --depth must be at least 1");
+}
+
+#[test]
+fn lenient_loading_counts_skipped_lines() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path();
+    std::fs::write(dir.join("kb.txt"), "alice\tspouse\tbob\nbroken\nbob\tplace_of_birth\tparis\n").unwrap();
+    std::fs::write(
+        dir.join("script.toml"),
+        r#"
+[[reply]]
+step = "reasoning"
+contains = ["alice, spouse, bob"]
+text = "{Yes}. The answer is {bob}."
+"#,
+    )
+    .unwrap();
+    let kb = dir.join("kb.txt");
+    let script = format!("scripted:{}", dir.join("script.toml").display());
+    let out = ongraph(
+        dir,
+        &[
+            "ask",
+            "who is alice 's spouse ?",
+            "--topic",
+            "alice",
+            "--kg",
+            kb.to_str().unwrap(),
+            "--lenient",
+            "--llm",
+            &script,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("Skipped 1 malformed KG line(s), e.g. "), "{text}");
+    assert!(text.contains("kb.txt:2:"), "{text}");
+    assert!(text.contains("Answer: bob\n"), "{text}");
+}
+
+fn dead_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn endpoint_config(dir: &Path, base_url: &str) -> std::path::PathBuf {
+    let path = dir.join("llm.toml");
+    std::fs::write(
+        &path,
+        format!("[defaults]\nllm = \"remote\"\n[llm.remote]\nbase_url = \"{base_url}\"\nmodel = \"m\"\nmax_retries = 0\ntimeout_secs = 5\n"),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn unreachable_llm_endpoint() {
+    let home = tempfile::tempdir().unwrap();
+    let config = endpoint_config(home.path(), &format!("http://127.0.0.1:{}/v1", dead_port()));
+    let out = ongraph(home.path(), &["--config", config.to_str().unwrap(), "ask", CANBERRA, "--topic", "Canberra"]);
+    assert_one_line_error(&out, "cannot reach the LLM endpoint");
+}
+
+#[test]
+fn llm_endpoint_failures_are_one_line_errors() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for (status, body, needle) in [
+        (401, "", "refused the key (HTTP 401)"),
+        (200, "{\"choices\": []}", "no choices in the reply"),
+        (200, "<html>oops</html>", "invalid JSON"),
+    ] {
+        let server = rt.block_on(async {
+            let server = MockServer::start().await;
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(status).set_body_string(body))
+                .mount(&server)
+                .await;
+            server
+        });
+        let home = tempfile::tempdir().unwrap();
+        let config = endpoint_config(home.path(), &format!("{}/v1", server.uri()));
+        let out = ongraph(home.path(), &["--config", config.to_str().unwrap(), "ask", CANBERRA, "--topic", "Canberra"]);
+        assert_one_line_error(&out, needle);
+    }
+}

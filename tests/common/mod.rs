@@ -1,0 +1,62 @@
+//! Shared helpers: the demo graph, scripted models and a compact beam rendering for snapshots.
+#![allow(dead_code)]
+
+use ongraph::driver::Driver;
+use ongraph::engine::beam::{Beam, NodeKind};
+use ongraph::engine::{Run, Settings, Topics};
+use ongraph::kg::load::demo_graph;
+use ongraph::llm::scripted::ScriptedModel;
+use ongraph::prompts::Prompts;
+use std::sync::Arc;
+
+pub const DEMO_SCRIPT: &str = include_str!("../../sessions/demo-model.toml");
+
+/// A driver over the demo graph with the demo script plus `extra` replies (checked first).
+pub fn demo_driver(extra: &str) -> Driver {
+    let script = format!("{extra}\n{DEMO_SCRIPT}");
+    let model = ScriptedModel::from_toml("test script", &script).expect("test script parses");
+    Driver::new(Arc::new(demo_graph()), Arc::new(model))
+}
+
+pub fn new_run(driver: &Driver, question: &str, topics: Topics, settings: Settings) -> Run {
+    let kg = driver.kg();
+    Run::new(question, topics, settings, Arc::new(Prompts::builtin()), kg.profile().clone(), kg.name())
+        .expect("run starts")
+}
+
+pub fn named(names: &[&str]) -> Topics {
+    Topics::Named(names.iter().map(|s| s.to_string()).collect())
+}
+
+/// Steps until the next step would be `phase` (or the run ends).
+pub async fn run_until(driver: &Driver, run: &mut Run, phase: &str) {
+    while !run.is_finished() && run.next_phase() != phase {
+        driver.step(run).await.expect("step");
+    }
+}
+
+pub async fn run_to_end(driver: &Driver, run: &mut Run) {
+    driver.run(run, |_, _| {}).await.expect("run");
+}
+
+/// One line per node: indentation by depth, status symbol, what it is, score and path score.
+pub fn render(beam: &Beam) -> String {
+    let mut out = String::new();
+    for root in beam.roots() {
+        render_node(beam, root.id, 0, &mut out);
+    }
+    out
+}
+
+fn render_node(beam: &Beam, id: usize, indent: usize, out: &mut String) {
+    let n = &beam.nodes[id];
+    let what = match &n.kind {
+        NodeKind::Entity { term, .. } => format!("{} [{}]", n.shown(), term),
+        NodeKind::Relation { direction, shown, .. } => format!("{} {shown}", direction.arrow()),
+    };
+    let score = n.score.map(|s| format!(" s={s:.3}")).unwrap_or_default();
+    out.push_str(&format!("{}{} {what}{score} p={:.4}\n", "  ".repeat(indent), n.status.symbol(), n.path_score));
+    for &c in &n.children {
+        render_node(beam, c, indent + 1, out);
+    }
+}

@@ -1,0 +1,437 @@
+//! The ToG / ToG-R engine on the demo KG with scripted replies.
+
+mod common;
+
+use common::*;
+use ongraph::engine::beam::{NodeKind, Status};
+use ongraph::engine::events::EventKind;
+use ongraph::engine::{AnswerSource, Method, Override, PruneTool, Settings, Topics};
+use ongraph::kg::Term;
+
+const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";
+const PHANATIC: &str = "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?";
+const LOU_SEAL: &str = "In which years did the team whose mascot is Lou Seal win the World Series?";
+const APPLE_TZ: &str = "In which time zone is the headquarters of Apple Inc.?";
+
+/// Replies that never find the paths sufficient, so a run goes to Dmax and makes every call.
+const PESSIMIST: &str = r#"
+[[reply]]
+step = "relation_prune"
+contains = ["Q: How long?"]
+text = "{location.location.containedby (Score: 0.5)} {location.location.contains (Score: 0.3)} {location.location.time_zones (Score: 0.2)}"
+[[reply]]
+step = "relation_prune_unified"
+contains = ["Q: How long?"]
+text = "{Canberra | location.location.containedby (Score: 0.5)}"
+[[reply]]
+step = "entity_prune"
+contains = ["Q: How long?"]
+text = "Score: 0.6, 0.3, 0.1"
+[[reply]]
+step = "entity_prune_unified"
+contains = ["Q: How long?"]
+text = "Group 1: 0.6, 0.4"
+[[reply]]
+step = "reasoning"
+contains = ["Q: How long?"]
+text = "{No}. Not enough."
+[[reply]]
+step = "answer_own_knowledge"
+contains = ["Q: How long?"]
+text = "From memory, the answer is {forever}."
+[[reply]]
+step = "answer"
+contains = ["Q: How long?"]
+text = "From the triplets, the answer is {a while}."
+"#;
+
+#[tokio::test]
+async fn tog_beam_after_every_step() {
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, CANBERRA, Topics::Extract, Settings::default());
+    let mut transcript = String::new();
+    while let Some(i) = driver.step(&mut run).await.unwrap() {
+        let e = &run.trace()[i];
+        transcript.push_str(&format!(
+            "== step {i} {}: {}\n{}",
+            e.phase().unwrap_or("-"),
+            e.summary,
+            render(run.beam())
+        ));
+    }
+    insta::assert_snapshot!("tog_canberra_steps", transcript);
+    let answer = run.answer().unwrap();
+    assert_eq!(answer.answers, vec!["Australian Labor Party"]);
+    assert_eq!(answer.source, AnswerSource::KgPaths);
+    assert!(
+        answer.paths[0].text.ends_with("Anthony Albanese -> government.politician.party -> Australian Labor Party")
+    );
+    // 0.5 (containedby) × 0.8 (Australia) × 0.6 (head of government) × 1 × 0.8 (party) × 1.
+    assert!((answer.paths[0].score - 0.192).abs() < 1e-9, "{}", answer.paths[0].score);
+}
+
+#[tokio::test]
+async fn tog_r_keeps_relation_chains() {
+    let driver = demo_driver("");
+    let settings = Settings { method: Method::TogR, seed: 7, ..Settings::default() };
+    let mut run = new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), settings);
+    let mut transcript = String::new();
+    while let Some(i) = driver.step(&mut run).await.unwrap() {
+        let e = &run.trace()[i];
+        transcript.push_str(&format!(
+            "== step {i} {}: {}\n{}",
+            e.phase().unwrap_or("-"),
+            e.summary,
+            render(run.beam())
+        ));
+    }
+    insta::assert_snapshot!("tog_r_lou_seal_steps", transcript);
+    let answer = run.answer().unwrap();
+    assert_eq!(answer.answers, vec!["2010", "2012", "2014"]);
+    // ToG-R makes no entity-prune calls; its reasoning prompt shows chains with candidates.
+    let calls: Vec<&str> = run.trace().iter().flat_map(|e| e.calls.iter().map(|c| c.step.as_str())).collect();
+    assert!(!calls.contains(&"entity_prune"), "{calls:?}");
+    let reasoning = run.trace().iter().flat_map(|e| &e.calls).rfind(|c| c.step == "reasoning").unwrap();
+    assert!(
+        reasoning
+            .prompt
+            .contains("Lou Seal -> sports.sports_team.team_mascot (incoming) -> sports.sports_team.championships: "),
+        "{}",
+        reasoning.prompt
+    );
+}
+
+async fn pessimist_costs(settings: Settings) -> (ongraph::engine::events::Costs, AnswerSource, u32) {
+    let driver = demo_driver(PESSIMIST);
+    let mut run = new_run(&driver, "How long?", named(&["Canberra"]), settings);
+    run_to_end(&driver, &mut run).await;
+    let answer = run.answer().unwrap();
+    (run.costs(), answer.source, run.depth())
+}
+
+#[tokio::test]
+async fn call_counts_stay_within_the_papers_bounds() {
+    let (n, d) = (3u64, 3u64);
+    let (tog, source, depth) = pessimist_costs(Settings::default()).await;
+    assert_eq!((source, depth), (AnswerSource::OwnKnowledge, 3));
+    assert!(tog.llm_calls <= 2 * n * d + d + 1, "ToG made {} calls", tog.llm_calls);
+    assert!(tog.llm_calls > 2 * d, "ToG made only {} calls: prunes are not being asked", tog.llm_calls);
+
+    let (tog_r, ..) = pessimist_costs(Settings { method: Method::TogR, ..Settings::default() }).await;
+    assert!(tog_r.llm_calls <= n * d + d + 1, "ToG-R made {} calls", tog_r.llm_calls);
+
+    let (unified, ..) = pessimist_costs(Settings { unified: true, ..Settings::default() }).await;
+    assert!(unified.llm_calls <= 2 * d + d + 1, "unified ToG made {} calls", unified.llm_calls);
+    let (unified_r, ..) =
+        pessimist_costs(Settings { unified: true, method: Method::TogR, ..Settings::default() }).await;
+    assert!(unified_r.llm_calls <= d + d + 1, "unified ToG-R made {} calls", unified_r.llm_calls);
+
+    eprintln!(
+        "calls: ToG {} ToG-R {} unified {} unified ToG-R {}",
+        tog.llm_calls, tog_r.llm_calls, unified.llm_calls, unified_r.llm_calls
+    );
+    let (bm25, source, _) = pessimist_costs(Settings { prune: PruneTool::Bm25, ..Settings::default() }).await;
+    assert_eq!(bm25.llm_calls, d + 1, "BM25 pruning: only reasoning and the answer call the model");
+    assert_eq!(source, AnswerSource::OwnKnowledge);
+    // Every depth's relation prune, entity prune and reasoning wait on each other: at most
+    // 3 dependent rounds a depth plus the answer.
+    assert!(tog.llm_rounds <= 3 * d + 1, "{} rounds", tog.llm_rounds);
+}
+
+#[tokio::test]
+async fn dmax_fallback_is_marked_and_keeps_the_explored_paths() {
+    let driver = demo_driver(PESSIMIST);
+    let mut run = new_run(&driver, "How long?", named(&["Canberra"]), Settings { depth: 2, ..Settings::default() });
+    run_to_end(&driver, &mut run).await;
+    let answer = run.answer().unwrap();
+    assert_eq!(answer.source, AnswerSource::OwnKnowledge);
+    assert_eq!(answer.answers, vec!["forever"]);
+    assert!(!answer.paths.is_empty(), "explored paths are kept with an own-knowledge answer");
+    assert!(answer.paths.iter().all(|p| p.text.starts_with("Canberra")));
+    let last = run.trace().last().unwrap();
+    assert_eq!(last.calls[0].step, "answer_own_knowledge");
+    assert!(run.trace().iter().any(|e| e.notes.iter().any(|n| n.contains("maximum depth 2"))));
+}
+
+#[tokio::test]
+async fn width_pruning_and_cumulative_scores() {
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, APPLE_TZ, named(&["Apple Inc."]), Settings::default());
+    run_until(&driver, &mut run, "reasoning").await;
+    let beam = run.beam();
+    let depth1: Vec<_> = beam.nodes.iter().filter(|n| n.depth == 1 && n.term().is_some()).collect();
+    let live = depth1.iter().filter(|n| n.status.is_live()).count();
+    let by_width = depth1.iter().filter(|n| n.status == Status::PrunedByWidth).count();
+    assert_eq!(live, 3, "width 3");
+    assert!(by_width >= 2, "founders and industries beyond the width are pruned by width");
+    for n in &beam.nodes {
+        if let (Some(score), Some(parent)) = (n.score, n.parent) {
+            let expected = beam.nodes[parent].path_score * score;
+            assert!((n.path_score - expected).abs() < 1e-12, "node {} path score", n.id);
+        }
+    }
+    // Kept entities all score at least as high as every entity pruned by width.
+    let worst_kept = depth1.iter().filter(|n| n.status.is_live()).map(|n| n.path_score).fold(f64::MAX, f64::min);
+    let best_cut =
+        depth1.iter().filter(|n| n.status == Status::PrunedByWidth).map(|n| n.path_score).fold(0.0, f64::max);
+    assert!(worst_kept >= best_cut);
+    // The unnamed headquarters node is kept, shown as UnName_Entity, its id distinct.
+    let hq = depth1.iter().find(|n| n.term() == Some(&Term::Entity("cvt.apple_hq".into()))).unwrap();
+    assert_eq!((hq.shown(), hq.status), ("UnName_Entity", Status::Kept));
+}
+
+#[tokio::test]
+async fn an_incoming_relation_is_expanded_towards_its_head() {
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), Settings::default());
+    run_to_end(&driver, &mut run).await;
+    let answer = run.answer().unwrap();
+    let path = &answer.paths[0];
+    assert!(
+        path.text.starts_with("Lou Seal <- sports.sports_team.team_mascot <- San Francisco Giants"),
+        "{}",
+        path.text
+    );
+    let t = &path.triples[0];
+    assert_eq!(
+        (t.head.as_str(), t.relation.as_str(), t.tail.as_str()),
+        ("San Francisco Giants", "sports.sports_team.team_mascot", "Lou Seal")
+    );
+    assert_eq!(answer.answers, vec!["2010", "2012", "2014"]);
+}
+
+#[tokio::test]
+async fn a_literal_value_can_be_the_answer() {
+    let script = r#"
+[[reply]]
+step = "relation_prune"
+contains = ["Q: When was Apple Inc. founded?"]
+text = "{organization.organization.date_founded (Score: 0.9)} {organization.organization.founders (Score: 0.1)}"
+[[reply]]
+step = "entity_prune"
+contains = ["Q: When was Apple Inc. founded?"]
+text = "Score: 0.4, 0.4, 0.2"
+[[reply]]
+step = "reasoning"
+contains = ["Q: When was Apple Inc. founded?", "Apple Inc., organization.organization.date_founded, 1976-04-01"]
+text = "{Yes}. The answer is {1976-04-01}."
+"#;
+    let driver = demo_driver(script);
+    let mut run = new_run(&driver, "When was Apple Inc. founded?", named(&["Apple Inc."]), Settings::default());
+    run_to_end(&driver, &mut run).await;
+    let answer = run.answer().unwrap();
+    assert_eq!(answer.answers, vec!["1976-04-01"]);
+    let literal = answer.paths.iter().find(|p| p.triples[0].tail_term == Term::Literal("1976-04-01".into()));
+    assert!(literal.is_some(), "the literal is on a supporting path: {:?}", answer.paths);
+}
+
+#[tokio::test]
+async fn an_override_changes_the_continuation() {
+    let driver = demo_driver("");
+    // Without an override, the answer's best path goes through `containedby`.
+    let mut plain = new_run(&driver, CANBERRA, named(&["Canberra"]), Settings::default());
+    run_to_end(&driver, &mut plain).await;
+    assert!(
+        plain.answer().unwrap().paths[0].text.starts_with("Canberra -> location.location.containedby -> Australia")
+    );
+
+    let mut run = new_run(&driver, CANBERRA, named(&["Canberra"]), Settings::default());
+    run_until(&driver, &mut run, "entity_search").await;
+    let node_of = |run: &ongraph::engine::Run, name: &str| {
+        run.beam()
+            .nodes
+            .iter()
+            .find(|n| matches!(&n.kind, NodeKind::Relation { shown, .. } if shown == name))
+            .unwrap()
+            .id
+    };
+    let containedby = node_of(&run, "location.location.containedby");
+    let bibs = node_of(&run, "base.biblioness.bibs_location.country");
+    run.apply(Override::Drop { node: containedby }).unwrap();
+    run.apply(Override::Drop { node: bibs }).unwrap();
+    // A candidate of an earlier step cannot be changed without rewinding.
+    let root = run.beam().roots().next().unwrap().id;
+    assert!(run.apply(Override::Keep { node: root }).is_err());
+    run_to_end(&driver, &mut run).await;
+    let overrides: Vec<&str> = run
+        .trace()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Override { description } => Some(description.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        overrides,
+        vec!["dropped location.location.containedby", "dropped base.biblioness.bibs_location.country"]
+    );
+    assert_eq!(run.beam().nodes[containedby].status, Status::PrunedByUser);
+    let answer = run.answer().unwrap();
+    assert_eq!(answer.answers, vec!["Australian Labor Party"]);
+    assert!(
+        answer.paths[0].text.starts_with("Canberra <- location.country.capital <- Australia"),
+        "{}",
+        answer.paths[0].text
+    );
+}
+
+#[tokio::test]
+async fn forcing_the_verdict() {
+    let script = r#"
+[[reply]]
+step = "answer"
+contains = ["Q: Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?"]
+text = "From the triplets, the team is the Philadelphia Phillies; the answer is {Philadelphia Phillies}."
+"#;
+    let driver = demo_driver(script);
+    let mut run = new_run(&driver, PHANATIC, named(&["Phillie Phanatic"]), Settings::default());
+    run_until(&driver, &mut run, "reasoning").await;
+    run.apply(Override::ForceSufficient).unwrap();
+    run_to_end(&driver, &mut run).await;
+    let answer = run.answer().unwrap();
+    assert_eq!((answer.source, answer.answers[0].as_str()), (AnswerSource::KgPaths, "Philadelphia Phillies"));
+    assert!(!run.trace().iter().any(|e| e.phase() == Some("reasoning")), "the check was skipped");
+    assert!(run.apply(Override::ForceSufficient).is_err(), "nothing to force once answered");
+
+    // Overruling a Yes explores one more depth.
+    let mut run = new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), Settings { depth: 1, ..Settings::default() });
+    run_until(&driver, &mut run, "reasoning").await;
+    assert!(run.apply(Override::ForceContinue).is_err(), "already at the maximum depth");
+}
+
+#[tokio::test]
+async fn rewind_and_rerun() {
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, CANBERRA, named(&["Canberra"]), Settings::default());
+    run_to_end(&driver, &mut run).await;
+    let first: Vec<String> = run.trace().iter().map(|e| e.summary.clone()).collect();
+    let calls_first = run.costs().llm_calls;
+    let relation_prune = run.trace().iter().position(|e| e.phase() == Some("relation_prune")).unwrap();
+
+    // Rewind to right after the first relation prune and run again unchanged: the same steps
+    // follow, and every LLM call is answered from the memo instead of being repeated.
+    run.rewind(relation_prune).unwrap();
+    assert!(!run.is_finished());
+    assert_eq!(run.abandoned().len(), 1);
+    assert_eq!(run.abandoned()[0].events.len(), first.len() - relation_prune - 1);
+    run_to_end(&driver, &mut run).await;
+    let again: Vec<String> = run.trace().iter().map(|e| e.summary.clone()).collect();
+    assert!(again[relation_prune + 1].starts_with("rewound to step"));
+    assert_eq!(again[relation_prune + 2..], first[relation_prune + 1..]);
+    assert_eq!(run.costs().llm_calls, calls_first, "no call made twice");
+    assert!(run.costs().llm_calls_saved > 0);
+
+    // Rewind again and take another branch.
+    let rewind_to = relation_prune;
+    run.rewind(rewind_to).unwrap();
+    let containedby = run
+        .beam()
+        .nodes
+        .iter()
+        .find(|n| matches!(&n.kind, NodeKind::Relation { shown, .. } if shown == "location.location.containedby"))
+        .unwrap()
+        .id;
+    run.apply(Override::Drop { node: containedby }).unwrap();
+    run_to_end(&driver, &mut run).await;
+    assert_eq!(run.abandoned().len(), 2);
+    assert!(!run.answer().unwrap().paths[0].text.contains("-> location.location.containedby ->"));
+    assert!(run.rewind(10_000).is_err());
+}
+
+#[tokio::test]
+async fn same_seed_same_trace() {
+    let trace = |seed: u64, method: Method| async move {
+        let driver = demo_driver("");
+        let mut run =
+            new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), Settings { seed, method, ..Settings::default() });
+        run_to_end(&driver, &mut run).await;
+        serde_json::to_string(&(run.trace(), run.beam())).unwrap()
+    };
+    assert_eq!(trace(7, Method::TogR).await, trace(7, Method::TogR).await);
+    assert_eq!(trace(7, Method::Tog).await, trace(7, Method::Tog).await);
+}
+
+#[tokio::test]
+async fn the_seed_drives_sampling_of_oversized_candidate_sets() {
+    let script = r#"
+[[reply]]
+step = "relation_prune"
+contains = ["Q: Who founded Apple Inc.?"]
+text = "{organization.organization.founders (Score: 1.0)}"
+[[reply]]
+step = "entity_prune"
+contains = ["Q: Who founded Apple Inc.?"]
+text = "Score: 1.0"
+[[reply]]
+step = "reasoning"
+contains = ["Q: Who founded Apple Inc.?"]
+text = "{Yes}. The answer is {Steve Jobs}."
+"#;
+    let mut kept = std::collections::BTreeSet::new();
+    for seed in 0..12 {
+        let driver = demo_driver(script);
+        let settings = Settings { seed, sample_threshold: 3, sample_size: 1, ..Settings::default() };
+        let mut run = new_run(&driver, "Who founded Apple Inc.?", named(&["Apple Inc."]), settings);
+        run_to_end(&driver, &mut run).await;
+        let beam = run.beam();
+        let sampled: Vec<&str> = beam
+            .nodes
+            .iter()
+            .filter(|n| n.depth == 1 && n.term().is_some() && n.status != Status::PrunedBySample)
+            .map(|n| n.shown())
+            .collect();
+        assert_eq!(sampled.len(), 1, "one founder sampled: {sampled:?}");
+        kept.insert(sampled[0].to_string());
+    }
+    assert!(kept.len() >= 2, "different seeds sample different founders: {kept:?}");
+}
+
+#[tokio::test]
+async fn a_malformed_reply_falls_back_and_says_so() {
+    let script = r#"
+[[reply]]
+step = "relation_prune"
+contains = ["Q: Where is Canberra?"]
+text = "I'm sorry, as an AI I cannot rate relations."
+[[reply]]
+step = "entity_prune"
+contains = ["Q: Where is Canberra?"]
+text = "Hmm."
+[[reply]]
+step = "reasoning"
+contains = ["Q: Where is Canberra?"]
+text = "Maybe."
+[[reply]]
+step = "answer_own_knowledge"
+contains = ["Q: Where is Canberra?"]
+text = "Canberra is in Australia"
+"#;
+    let driver = demo_driver(script);
+    let mut run =
+        new_run(&driver, "Where is Canberra?", named(&["Canberra"]), Settings { depth: 1, ..Settings::default() });
+    run_to_end(&driver, &mut run).await;
+    let notes: Vec<&String> = run.trace().iter().flat_map(|e| &e.notes).collect();
+    assert!(notes.iter().any(|n| n.contains("could not read relation scores")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("no Yes/No found")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("no answer in braces")), "{notes:?}");
+    assert_eq!(run.answer().unwrap().answers, vec!["Canberra is in Australia"]);
+}
+
+#[test]
+fn bad_starts_are_errors() {
+    let driver = demo_driver("");
+    let kg = driver.kg();
+    let start = |q: &str, t: Topics| {
+        ongraph::engine::Run::new(
+            q,
+            t,
+            Settings::default(),
+            std::sync::Arc::new(ongraph::prompts::Prompts::builtin()),
+            kg.profile().clone(),
+            "demo",
+        )
+        .err()
+    };
+    assert_eq!(start("  ", Topics::Extract), Some(ongraph::engine::EngineError::EmptyQuestion));
+    assert_eq!(start("q", Topics::Named(vec![" ".into()])), Some(ongraph::engine::EngineError::NoTopic));
+}

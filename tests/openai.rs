@@ -1,0 +1,188 @@
+//! The OpenAI-compatible client against a loopback HTTP server.
+
+use ongraph::llm::openai::{OpenAiClient, OpenAiConfig};
+use ongraph::llm::{ChatRequest, Embedder, LanguageModel, LlmError};
+use serde_json::json;
+use std::time::Duration;
+use wiremock::matchers::{body_partial_json, header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+fn request() -> ChatRequest {
+    ChatRequest {
+        step: "reasoning".into(),
+        system: "You are an AI assistant that helps people find information.".into(),
+        prompt: "Q: Where is Canberra?\nA:".into(),
+        temperature: 0.4,
+        max_tokens: 256,
+    }
+}
+
+fn config(server: &MockServer) -> OpenAiConfig {
+    let mut c = OpenAiConfig::new(format!("{}/v1", server.uri()), "test-model");
+    c.backoff = Duration::from_millis(10);
+    c.timeout = Duration::from_secs(10);
+    c
+}
+
+fn completion(text: &str) -> serde_json::Value {
+    json!({
+        "id": "x", "object": "chat.completion", "model": "test-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49}
+    })
+}
+
+#[tokio::test]
+async fn request_shape_key_and_token_accounting() {
+    let server = MockServer::start().await;
+    // Unique to this test, so setting it cannot race with another test.
+    unsafe { std::env::set_var("ONGRAPH_TEST_KEY_SHAPE", "sk-test-123") };
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(header("authorization", "Bearer sk-test-123"))
+        .and(header("content-type", "application/json"))
+        .and(body_partial_json(json!({
+            "model": "test-model",
+            "messages": [
+                {"role": "system", "content": "You are an AI assistant that helps people find information."},
+                {"role": "user", "content": "Q: Where is Canberra?\nA:"}
+            ],
+            "temperature": 0.4,
+            "max_tokens": 256,
+            "stream": false
+        })))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion("{Yes}. {Australia}")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let mut c = config(&server);
+    c.api_key_env = Some("ONGRAPH_TEST_KEY_SHAPE".into());
+    let client = OpenAiClient::new(c).unwrap();
+    let got = client.complete(&request()).await.unwrap();
+    assert_eq!(got.text, "{Yes}. {Australia}");
+    assert_eq!((got.usage.prompt_tokens, got.usage.completion_tokens), (42, 7));
+    assert!(!got.cached);
+}
+
+#[tokio::test]
+async fn missing_usage_is_estimated() {
+    let server = MockServer::start().await;
+    let mut body = completion("{No}");
+    body.as_object_mut().unwrap().remove("usage");
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(body)).mount(&server).await;
+    let got = OpenAiClient::new(config(&server)).unwrap().complete(&request()).await.unwrap();
+    assert!(got.usage.prompt_tokens > 10 && got.usage.completion_tokens >= 1, "{:?}", got.usage);
+}
+
+#[tokio::test]
+async fn rate_limit_honours_retry_after_then_succeeds() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1").set_body_string("slow down"))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion("ok")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let mut c = config(&server);
+    // Were Retry-After ignored, the 60 s backoff would trip the 20 s guard below.
+    c.backoff = Duration::from_secs(60);
+    let client = OpenAiClient::new(c).unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(20), client.complete(&request())).await;
+    assert_eq!(got.expect("Retry-After was honoured").unwrap().text, "ok");
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_a_bounded_number_of_times() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503).set_body_string("overloaded"))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let mut c = config(&server);
+    c.max_retries = 2;
+    let err = OpenAiClient::new(c).unwrap().complete(&request()).await.unwrap_err();
+    assert!(matches!(err, LlmError::Status { status: 503, .. }), "{err:?}");
+    assert!(err.to_string().contains("HTTP 503: overloaded"), "{err}");
+}
+
+#[tokio::test]
+async fn unauthorized_is_not_retried_and_names_the_key_variable() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(401)).expect(1).mount(&server).await;
+    unsafe { std::env::set_var("ONGRAPH_TEST_KEY_401", "wrong") };
+    let mut c = config(&server);
+    c.api_key_env = Some("ONGRAPH_TEST_KEY_401".into());
+    let err = OpenAiClient::new(c).unwrap().complete(&request()).await.unwrap_err();
+    assert!(err.to_string().contains("check the variable ONGRAPH_TEST_KEY_401"), "{err}");
+    assert!(!err.to_string().contains("wrong"), "the key itself is never shown");
+}
+
+#[tokio::test]
+async fn timeout_is_a_clear_error() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion("late")).set_delay(Duration::from_secs(3)))
+        .mount(&server)
+        .await;
+    let mut c = config(&server);
+    c.timeout = Duration::from_millis(300);
+    c.max_retries = 1;
+    let err = OpenAiClient::new(c).unwrap().complete(&request()).await.unwrap_err();
+    assert!(matches!(err, LlmError::Timeout { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn malformed_replies_are_errors() {
+    for (body, expect) in [
+        ("not json at all", "invalid JSON"),
+        (r#"{"choices": []}"#, "no choices"),
+        (r#"{"object": "list"}"#, "missing field `choices`"),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_string(body)).mount(&server).await;
+        let err = OpenAiClient::new(config(&server)).unwrap().complete(&request()).await.unwrap_err();
+        assert!(matches!(err, LlmError::Malformed { .. }), "{body}: {err:?}");
+        assert!(err.to_string().contains(expect), "{body}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn unreachable_endpoint_is_a_clear_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut c = OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "m");
+    c.max_retries = 1;
+    c.backoff = Duration::from_millis(1);
+    let err = OpenAiClient::new(c).unwrap().complete(&request()).await.unwrap_err();
+    assert!(matches!(err, LlmError::Unreachable { .. }), "{err:?}");
+    assert!(err.to_string().starts_with(&format!("cannot reach the LLM endpoint http://127.0.0.1:{port}/v1")), "{err}");
+}
+
+#[test]
+fn unset_key_variable_is_a_config_error() {
+    let mut c = OpenAiConfig::new("http://127.0.0.1:9/v1", "m");
+    c.api_key_env = Some("ONGRAPH_TEST_SURELY_UNSET".into());
+    let err = OpenAiClient::new(c).err().unwrap();
+    assert_eq!(err.to_string(), "the API key variable ONGRAPH_TEST_SURELY_UNSET is not set");
+}
+
+#[tokio::test]
+async fn embeddings_come_back_in_input_order() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/embeddings"))
+        .and(body_partial_json(json!({"model": "test-model", "input": ["a", "b"]})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "data": [{"index": 1, "embedding": [0.0, 1.0]}, {"index": 0, "embedding": [1.0, 0.0]}]
+        })))
+        .mount(&server)
+        .await;
+    let client = OpenAiClient::new(config(&server)).unwrap();
+    let got = client.embed(&["a".to_string(), "b".to_string()]).await.unwrap();
+    assert_eq!(got, vec![vec![1.0, 0.0], vec![0.0, 1.0]]);
+}
