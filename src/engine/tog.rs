@@ -609,17 +609,12 @@ impl TogMachine {
         Ok(())
     }
 
-    /// Adds the entities reached through relation node `rel`, except those already on its path
-    /// (a step straight back); samples (seeded) an oversized set.
+    /// Adds the entities reached through relation node `rel`; samples (seeded) an oversized set.
+    /// Entities already on the path are offered too: some questions' paths come back to an
+    /// entity (PathQuestion's "nationality of the heir of X's father" returns to X).
     fn add_candidates(&mut self, cx: &mut Context, rel: NodeId, neighbours: Vec<Neighbour>, ev: &mut Event) -> usize {
-        let on_path: Vec<Term> = cx.beam.path(rel).iter().filter_map(|&n| cx.beam.nodes[n].term().cloned()).collect();
         let mut added = Vec::new();
-        let mut skipped = 0;
         for nb in neighbours {
-            if on_path.contains(&nb.term) {
-                skipped += 1;
-                continue;
-            }
             let label = nb.label.or_else(|| match &nb.term {
                 Term::Literal(v) => Some(v.clone()),
                 Term::Entity(_) => None,
@@ -628,12 +623,6 @@ impl TogMachine {
                 Some(rel),
                 NodeKind::Entity { term: nb.term, label },
                 Provenance::Kg { graph: cx.graph_name.clone() },
-            ));
-        }
-        if skipped > 0 {
-            ev.notes.push(format!(
-                "{skipped} candidate(s) through {} lead back along the path; skipped",
-                cx.beam.nodes[rel].shown()
             ));
         }
         let s = &cx.settings;

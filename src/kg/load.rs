@@ -119,45 +119,77 @@ fn parse_tsv_line(line: &str) -> Result<Option<(&str, &str, Term)>, String> {
 
 /// Reads N-Triples with `oxttl`. Blank nodes keep their `_:` label as id; literals keep their
 /// lexical value (datatype and language are not kept by the local store).
+///
+/// Parsing (the slower half) runs on its own thread and hands batches to this one, which
+/// interns them: loading takes about as long as parsing alone. Parsing stays sequential so an
+/// error's line number is exact.
 pub fn read_ntriples(
-    reader: impl Read,
+    reader: impl Read + Send,
     path: &str,
     lenient: bool,
     builder: &mut GraphBuilder,
 ) -> Result<LoadReport, KgError> {
+    const BATCH: usize = 4096;
+    type Batch = Vec<Result<(String, String, Term), KgError>>;
     let mut report = LoadReport::default();
-    for item in NTriplesParser::new().for_reader(reader) {
-        match item {
-            Ok(triple) => {
-                let head = match &triple.subject {
-                    NamedOrBlankNode::NamedNode(n) => n.as_str().to_string(),
-                    NamedOrBlankNode::BlankNode(b) => b.to_string(),
-                };
-                let tail = match &triple.object {
-                    RdfTerm::NamedNode(n) => Term::Entity(n.as_str().to_string()),
-                    RdfTerm::BlankNode(b) => Term::Entity(b.to_string()),
-                    RdfTerm::Literal(l) => Term::Literal(l.value().to_string()),
-                    #[allow(unreachable_patterns)]
-                    _ => continue,
-                };
-                builder.add(&head, triple.predicate.as_str(), &tail);
-                report.triples += 1;
-            }
-            Err(TurtleParseError::Syntax(e)) => {
-                let err = KgError::Syntax {
-                    path: path.into(),
-                    line: e.location().start.line + 1,
-                    message: e.message().to_string(),
-                };
-                if !lenient {
-                    return Err(err);
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(8);
+        scope.spawn(move || {
+            let mut batch = Vec::with_capacity(BATCH);
+            for item in NTriplesParser::new().for_reader(reader) {
+                let stop = item.is_err() && !lenient;
+                batch.push(convert(item, path));
+                // A send fails only when the reader stopped early (it hit a strict-mode error).
+                if (batch.len() == BATCH || stop)
+                    && (tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))).is_err() || stop)
+                {
+                    return;
                 }
-                report.skip(err);
             }
-            Err(TurtleParseError::Io(source)) => return Err(KgError::Io { path: path.into(), source }),
+            let _ = tx.send(batch);
+        });
+        for batch in rx {
+            for item in batch {
+                match item {
+                    Ok((head, relation, tail)) => {
+                        builder.add(&head, &relation, &tail);
+                        report.triples += 1;
+                    }
+                    Err(err @ KgError::Syntax { .. }) if lenient => report.skip(err),
+                    Err(err) => return Err(err),
+                }
+            }
         }
+        Ok(report)
+    })
+}
+
+/// One parsed N-Triples item as (head, relation, tail), or the error with its line.
+fn convert(item: Result<oxrdf::Triple, TurtleParseError>, path: &str) -> Result<(String, String, Term), KgError> {
+    match item {
+        Ok(triple) => {
+            let head = match triple.subject {
+                NamedOrBlankNode::NamedNode(n) => n.into_string(),
+                NamedOrBlankNode::BlankNode(b) => b.to_string(),
+            };
+            let tail = match triple.object {
+                RdfTerm::NamedNode(n) => Term::Entity(n.into_string()),
+                RdfTerm::BlankNode(b) => Term::Entity(b.to_string()),
+                RdfTerm::Literal(l) => Term::Literal(l.value().to_string()),
+                #[allow(unreachable_patterns)]
+                _ => {
+                    return Err(KgError::Syntax { path: path.into(), line: 0, message: "unsupported RDF term".into() });
+                }
+            };
+            Ok((head, triple.predicate.into_string(), tail))
+        }
+        Err(TurtleParseError::Syntax(e)) => Err(KgError::Syntax {
+            path: path.into(),
+            line: e.location().start.line + 1,
+            message: e.message().to_string(),
+        }),
+        Err(TurtleParseError::Io(source)) => Err(KgError::Io { path: path.into(), source }),
     }
-    Ok(report)
 }
 
 /// The bundled demo graph, compiled into the binary.
