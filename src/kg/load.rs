@@ -137,13 +137,13 @@ pub fn read_ntriples(
         scope.spawn(move || {
             let mut batch = Vec::with_capacity(BATCH);
             for item in NTriplesParser::new().for_reader(reader) {
-                let stop = item.is_err() && !lenient;
+                let failed = item.is_err();
                 batch.push(convert(item, path));
-                // A send fails only when the reader stopped early (it hit a strict-mode error).
-                if (batch.len() == BATCH || stop)
-                    && (tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))).is_err() || stop)
-                {
-                    return;
+                if failed && !lenient {
+                    break; // strict mode stops at the first error
+                }
+                if batch.len() == BATCH && tx.send(std::mem::take(&mut batch)).is_err() {
+                    return; // the receiver stopped early
                 }
             }
             let _ = tx.send(batch);
