@@ -84,14 +84,20 @@ impl Respond for ScriptServer {
     }
 }
 
-async fn measure(base_url: &str, question: &str, topic: &str, concurrency: usize) -> (Duration, u64, u64) {
+async fn measure(
+    base_url: &str,
+    question: &str,
+    topic: &str,
+    concurrency: usize,
+    speculate: bool,
+) -> (Duration, u64, u64) {
     let kg: Arc<dyn KnowledgeGraph> = Arc::new(demo_graph());
     let llm = Arc::new(OpenAiClient::new(OpenAiConfig::new(base_url, "bench")).expect("client"));
     let driver = Driver::new(kg.clone(), llm).with_concurrency(concurrency);
     let mut run = Run::new(
         question,
         Topics::Named(vec![topic.into()]),
-        Settings::default(),
+        Settings { speculate, ..Settings::default() },
         Arc::new(Prompts::builtin()),
         kg.profile().clone(),
         kg.name(),
@@ -119,12 +125,18 @@ async fn main() {
             "Canberra",
         ),
         ("worst case: never sufficient (to Dmax)", "How long?", "Canberra"),
+        (
+            "early answer: Phillie Phanatic (depth 2)",
+            "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?",
+            "Phillie Phanatic",
+        ),
     ] {
-        for concurrency in [1, 8] {
-            let (wall, calls, rounds) = measure(&base, question, topic, concurrency).await;
+        for (concurrency, speculate) in [(1, false), (8, false), (8, true)] {
+            let (wall, calls, rounds) = measure(&base, question, topic, concurrency, speculate).await;
             let ideal = LATENCY.as_secs_f64() * rounds as f64;
+            let mode = if speculate { " --speculate" } else { "" };
             println!(
-                "{label}: concurrency {concurrency}: {calls} calls, {rounds} dependent rounds, wall {:.2} s = {:.2} × (rounds × 200 ms)",
+                "{label}: concurrency {concurrency}{mode}: {calls} calls, {rounds} dependent rounds, wall {:.2} s = {:.2} × (rounds × 200 ms)",
                 wall.as_secs_f64(),
                 wall.as_secs_f64() / ideal
             );

@@ -36,6 +36,8 @@ pub struct Defaults {
     pub depth: u32,
     pub prune: PruneTool,
     pub unified: bool,
+    /// Score the next hop's relations while the sufficiency check runs.
+    pub speculate: bool,
     pub seed: u64,
     /// Requests in flight at once.
     pub concurrency: usize,
@@ -55,6 +57,7 @@ impl Default for Defaults {
             depth: 3,
             prune: PruneTool::Llm,
             unified: false,
+            speculate: false,
             seed: 0,
             concurrency: 8,
             prompts: None,

@@ -433,3 +433,97 @@ fn bad_starts_are_errors() {
     assert_eq!(start("  ", Topics::Extract), Some(ongraph::engine::EngineError::EmptyQuestion));
     assert_eq!(start("q", Topics::Named(vec![" ".into()])), Some(ongraph::engine::EngineError::NoTopic));
 }
+
+/// The live paths' texts and the answer: what a user sees of a finished run.
+fn outcome(run: &ongraph::engine::Run) -> (Vec<String>, Vec<String>, AnswerSource) {
+    let a = run.answer().unwrap();
+    (a.paths.iter().map(|p| format!("{:.6} {}", p.score, p.text)).collect(), a.answers.clone(), a.source)
+}
+
+#[tokio::test]
+async fn speculation_saves_rounds_and_changes_nothing_else() {
+    for (question, topic, script) in [("How long?", "Canberra", PESSIMIST), (CANBERRA, "Canberra", "")] {
+        let driver = demo_driver(script);
+        let mut plain = new_run(&driver, question, named(&[topic]), Settings::default());
+        run_to_end(&driver, &mut plain).await;
+        let driver = demo_driver(script);
+        let mut fast = new_run(&driver, question, named(&[topic]), Settings { speculate: true, ..Settings::default() });
+        run_to_end(&driver, &mut fast).await;
+        assert_eq!(outcome(&fast), outcome(&plain), "{question}");
+        let (p, f) = (plain.costs(), fast.costs());
+        assert_eq!(f.llm_calls + f.llm_calls_saved, p.llm_calls + p.llm_calls_saved, "{question}: same requests");
+        assert!(f.llm_rounds < p.llm_rounds, "{question}: {} rounds vs {}", f.llm_rounds, p.llm_rounds);
+    }
+    // Worst case at N=3, D=3: three rounds a depth become two, plus the answer.
+    let driver = demo_driver(PESSIMIST);
+    let mut run =
+        new_run(&driver, "How long?", named(&["Canberra"]), Settings { speculate: true, ..Settings::default() });
+    run_to_end(&driver, &mut run).await;
+    assert!(run.costs().llm_rounds <= 2 * 3 + 1, "{} rounds", run.costs().llm_rounds);
+}
+
+#[tokio::test]
+async fn speculation_that_was_not_needed_is_counted_and_said() {
+    let driver = demo_driver("");
+    let mut plain = new_run(&driver, PHANATIC, named(&["Phillie Phanatic"]), Settings::default());
+    run_to_end(&driver, &mut plain).await;
+    let driver = demo_driver("");
+    let mut fast =
+        new_run(&driver, PHANATIC, named(&["Phillie Phanatic"]), Settings { speculate: true, ..Settings::default() });
+    run_to_end(&driver, &mut fast).await;
+    assert_eq!(outcome(&fast), outcome(&plain));
+    assert_eq!(fast.depth(), 2, "answered at depth 2");
+    let verdict = fast.trace().iter().rfind(|e| e.phase() == Some("reasoning")).unwrap();
+    assert!(
+        verdict.notes.iter().any(|n| n.contains("speculative call(s) scoring depth 3 were not needed")),
+        "{:?}",
+        verdict.notes
+    );
+    let unused = verdict.calls.iter().filter(|c| c.parsed.starts_with("not used")).count();
+    assert!(unused >= 1);
+    let requests = |c: ongraph::engine::events::Costs| c.llm_calls + c.llm_calls_saved;
+    assert_eq!(requests(fast.costs()), requests(plain.costs()) + unused as u64, "the extra calls are counted");
+    assert!(fast.costs().llm_rounds < plain.costs().llm_rounds);
+}
+
+#[tokio::test]
+async fn overrides_work_while_a_verdict_is_pending() {
+    let script = r#"
+[[reply]]
+step = "answer"
+contains = ["Q: Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?"]
+text = "The answer is {Philadelphia Phillies}."
+"#;
+    let settings = Settings { speculate: true, ..Settings::default() };
+    // Forcing "sufficient" before the (speculative) check answers at the right depth.
+    let driver = demo_driver(script);
+    let mut run = new_run(&driver, PHANATIC, named(&["Phillie Phanatic"]), settings.clone());
+    run_until(&driver, &mut run, "reasoning").await;
+    assert_eq!(run.depth(), 2, "speculation has moved on to depth 2");
+    run.apply(Override::ForceSufficient).unwrap();
+    assert_eq!(run.depth(), 1);
+    run_to_end(&driver, &mut run).await;
+    assert_eq!(run.answer().unwrap().answers, vec!["Philadelphia Phillies"]);
+
+    // Keeping a pruned entity while the verdict is pending searches its relations too.
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, APPLE_TZ, named(&["Apple Inc."]), settings);
+    run_until(&driver, &mut run, "reasoning").await;
+    let pruned = run
+        .beam()
+        .nodes
+        .iter()
+        .find(|n| n.depth == 1 && n.status == Status::PrunedByWidth)
+        .expect("a candidate pruned by width")
+        .id;
+    run.apply(Override::Keep { node: pruned }).unwrap();
+    assert_eq!(run.next_phase(), "relation_search");
+    driver.step(&mut run).await.unwrap();
+    let has_relations = run.beam().nodes[pruned]
+        .children
+        .iter()
+        .any(|&c| matches!(run.beam().nodes[c].kind, NodeKind::Relation { .. }));
+    assert!(has_relations, "the kept entity's relations were searched");
+    let searches = run.trace().iter().rfind(|e| e.phase() == Some("relation_search")).unwrap();
+    assert_eq!(searches.lookups.len(), 1, "only the newly kept entity was searched");
+}

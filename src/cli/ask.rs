@@ -21,6 +21,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         depth: s.depth.unwrap_or(d.depth),
         prune: s.prune.unwrap_or(d.prune),
         unified: s.unified || d.unified,
+        speculate: s.speculate || d.speculate,
         seed: s.seed.unwrap_or(d.seed),
         ..Settings::default()
     };

@@ -79,6 +79,10 @@ pub struct SetupArgs {
     /// One prompt per prune step for all frontier entities.
     #[arg(long)]
     pub unified: bool,
+    /// Score the next hop's relations while the sufficiency check runs (fewer rounds of
+    /// waiting; up to N extra calls when the check says "sufficient" early).
+    #[arg(long)]
+    pub speculate: bool,
     #[arg(long)]
     pub seed: Option<u64>,
     /// Requests in flight at once.

@@ -50,6 +50,9 @@ pub struct Settings {
     pub prune: PruneTool,
     /// Score all frontier entities' candidates in one prompt per prune step.
     pub unified: bool,
+    /// Score the next hop's relations while the sufficiency check runs: fewer dependent rounds,
+    /// up to N extra calls whenever the check says "sufficient" before Dmax.
+    pub speculate: bool,
     pub seed: u64,
     pub prune_temperature: f64,
     pub reason_temperature: f64,
@@ -68,6 +71,7 @@ impl Default for Settings {
             depth: 3,
             prune: PruneTool::Llm,
             unified: false,
+            speculate: false,
             seed: 0,
             prune_temperature: 0.4,
             reason_temperature: 0.0,

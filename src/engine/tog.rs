@@ -58,8 +58,11 @@ pub(crate) struct TogMachine {
     fuzzy_ok: bool,
     /// The groups the last `requests` planned, so `absorb` reads replies against them.
     plan: Vec<Group>,
-    /// Whether the last step was a reasoning verdict (overrides of the verdict need it).
+    /// The last sufficiency verdict (overrides of the verdict need it).
     last_verdict: Option<bool>,
+    /// Speculation: `depth` has moved on to the next hop while the verdict on the previous one
+    /// is still to come (its reasoning call goes out with this hop's relation scoring).
+    pending_verdict: bool,
 }
 
 impl TogMachine {
@@ -71,6 +74,7 @@ impl TogMachine {
             fuzzy_ok: false,
             plan: Vec::new(),
             last_verdict: None,
+            pending_verdict: false,
         };
         match topics {
             Topics::Named(names) => {
@@ -138,16 +142,53 @@ impl TogMachine {
 
     /// Live relation nodes at the current depth.
     fn live_relations(&self, cx: &Context) -> Vec<NodeId> {
+        Self::live_relations_at(cx, self.depth)
+    }
+
+    fn live_relations_at(cx: &Context, depth: u32) -> Vec<NodeId> {
         cx.beam
             .nodes
             .iter()
             .filter(|n| {
-                n.depth == self.depth
+                n.depth == depth
                     && matches!(n.kind, NodeKind::Relation { .. })
                     && n.status.is_live()
                     && cx.beam.is_live_path(n.id)
             })
             .map(|n| n.id)
+            .collect()
+    }
+
+    /// Frontier entities whose relations have not been searched yet (an entity searched
+    /// speculatively, or before a rewind to a later point, is not searched again).
+    fn unsearched_frontier(&self, cx: &Context) -> Vec<NodeId> {
+        self.frontier(cx)
+            .into_iter()
+            .filter(|&n| {
+                !cx.beam.nodes[n].children.iter().any(|&c| matches!(cx.beam.nodes[c].kind, NodeKind::Relation { .. }))
+            })
+            .collect()
+    }
+
+    /// The depth whose entities the last entity prune chose.
+    fn entity_layer(&self) -> u32 {
+        if self.pending_verdict { self.depth - 1 } else { self.depth }
+    }
+
+    /// Whether to score the next hop's relations while the sufficiency check runs.
+    fn can_speculate(&self, cx: &Context) -> bool {
+        cx.settings.speculate
+            && self.depth < cx.settings.depth
+            && Self::live_entities_at(cx, self.depth)
+                .iter()
+                .any(|&n| cx.beam.nodes[n].term().is_some_and(Term::is_entity))
+    }
+
+    fn relation_groups(&self, cx: &Context) -> Vec<Group> {
+        self.frontier(cx)
+            .into_iter()
+            .map(|p| Group { parent: p, candidates: Self::candidates_under(cx, p), request: None })
+            .filter(|g| !g.candidates.is_empty())
             .collect()
     }
 
@@ -242,19 +283,14 @@ impl TogMachine {
                 self.names.iter().map(|name| Request::FindEntities { name: name.clone(), limit: 5 }).collect()
             }
             Phase::RelationSearch => self
-                .frontier(cx)
+                .unsearched_frontier(cx)
                 .into_iter()
                 .map(|n| Request::Relations {
                     entity: cx.beam.nodes[n].term().map(|t| t.as_str().to_string()).unwrap_or_default(),
                 })
                 .collect(),
             Phase::RelationPrune => {
-                let groups: Vec<Group> = self
-                    .frontier(cx)
-                    .into_iter()
-                    .map(|p| Group { parent: p, candidates: Self::candidates_under(cx, p), request: None })
-                    .filter(|g| !g.candidates.is_empty())
-                    .collect();
+                let groups = self.relation_groups(cx);
                 self.plan_scoring(cx, groups, "relation")
             }
             Phase::EntitySearch => self
@@ -295,7 +331,14 @@ impl TogMachine {
                         cx.prompts.render("reasoning_tog_r", &[("question", &q), ("chains", &self.chains_text(cx))]),
                     ),
                 };
-                vec![cx.llm(step, prompt, s.reason_temperature)]
+                let mut requests = vec![cx.llm(step, prompt, s.reason_temperature)];
+                if self.pending_verdict {
+                    // The next hop's relation scoring rides along; its plan indexes the requests
+                    // after the reasoning call.
+                    let groups = self.relation_groups(cx);
+                    requests.extend(self.plan_scoring(cx, groups, "relation"));
+                }
+                requests
             }
             Phase::Answer(AnswerSource::OwnKnowledge) => {
                 let prompt = cx.prompts.render("answer_own_knowledge", &[("question", &q)]);
@@ -420,7 +463,7 @@ impl TogMachine {
             }
             Phase::LinkTopics => self.absorb_links(cx, &responses, &mut ev)?,
             Phase::RelationSearch => {
-                let frontier = self.frontier(cx);
+                let frontier = self.unsearched_frontier(cx);
                 let mut found = 0;
                 for (i, &node) in frontier.iter().enumerate() {
                     let relations = relations(&responses, i)?;
@@ -444,7 +487,14 @@ impl TogMachine {
                     frontier.len(),
                     plural_y(frontier.len())
                 );
-                self.phase = if found == 0 { self.dry(&mut ev) } else { Phase::RelationPrune };
+                let any = self.frontier(cx).iter().any(|&n| !Self::candidates_under(cx, n).is_empty());
+                self.phase = if self.pending_verdict {
+                    Phase::Reasoning
+                } else if any {
+                    Phase::RelationPrune
+                } else {
+                    self.dry(&mut ev)
+                };
             }
             Phase::RelationPrune => {
                 let kept = self.absorb_scores(cx, requests, &responses, &mut ev, "relation")?;
@@ -474,9 +524,23 @@ impl TogMachine {
                 }
                 let kept = Self::live_entities_at(cx, self.depth).len();
                 ev.summary = format!("depth {}: {kept} path{} on the beam", self.depth, plural_s(kept));
-                self.phase = if kept == 0 { self.dry(&mut ev) } else { Phase::Reasoning };
+                self.phase = if kept == 0 {
+                    self.dry(&mut ev)
+                } else if self.can_speculate(cx) {
+                    self.depth += 1;
+                    self.pending_verdict = true;
+                    Phase::RelationSearch
+                } else {
+                    Phase::Reasoning
+                };
             }
             Phase::Reasoning => {
+                let speculated = std::mem::take(&mut self.pending_verdict);
+                if speculated {
+                    // The verdict is on the previous hop.
+                    self.depth -= 1;
+                    ev.depth = self.depth;
+                }
                 let c = completion(&responses, 0)?;
                 let verdict = parse::parse_yes_no(&c.text);
                 let answers = parse::parse_answers(&c.text).unwrap_or_default();
@@ -492,9 +556,30 @@ impl TogMachine {
                 } else if yes {
                     ev.summary = format!("depth {}: sufficient; asking for the answer", self.depth);
                     self.phase = Phase::Answer(AnswerSource::KgPaths);
+                } else if speculated {
+                    self.depth += 1;
+                    let kept = self.absorb_scores(cx, &requests[1..], &responses[1..], &mut ev, "relation")?;
+                    ev.summary = format!(
+                        "depth {}: not sufficient; depth {} relations scored meanwhile: kept {kept}",
+                        self.depth - 1,
+                        self.depth
+                    );
+                    self.phase = if kept == 0 { self.dry(&mut ev) } else { Phase::EntitySearch };
                 } else {
                     ev.summary = format!("depth {}: not sufficient", self.depth);
                     self.phase = self.next_depth(cx, &mut ev);
+                }
+                if yes && speculated && requests.len() > 1 {
+                    ev.notes.push(format!(
+                        "{} speculative call(s) scoring depth {} were not needed",
+                        requests.len() - 1,
+                        self.depth + 1
+                    ));
+                    for (r, resp) in requests[1..].iter().zip(&responses[1..]) {
+                        if let Response::Llm { completion } = resp {
+                            ev.calls.push(record(r, completion, "not used: answered at the previous depth".into()));
+                        }
+                    }
                 }
             }
             Phase::Answer(source) => {
@@ -908,9 +993,13 @@ impl TogMachine {
         match o {
             Override::Keep { node } | Override::Drop { node } => {
                 let n = node_ok(*node)?;
-                let in_last_prune = match (self.phase, &n.kind) {
-                    (Phase::EntitySearch, NodeKind::Relation { .. }) => n.depth == self.depth,
-                    (Phase::Reasoning, NodeKind::Entity { .. }) => n.depth == self.depth && n.parent.is_some(),
+                let after_entity_prune =
+                    self.phase == Phase::Reasoning || (self.phase == Phase::RelationSearch && self.pending_verdict);
+                let in_last_prune = match (&n.kind, self.phase) {
+                    (NodeKind::Relation { .. }, Phase::EntitySearch) => n.depth == self.depth,
+                    (NodeKind::Entity { .. }, _) if after_entity_prune => {
+                        n.depth == self.entity_layer() && n.parent.is_some()
+                    }
                     _ => false,
                 };
                 if !in_last_prune {
@@ -921,6 +1010,11 @@ impl TogMachine {
                 let shown = n.shown().to_string();
                 if matches!(o, Override::Keep { .. }) {
                     cx.beam.set_status(*node, Status::Kept, Some("kept by the user"), step);
+                    if self.pending_verdict {
+                        // A newly kept entity needs its relations searched before the
+                        // speculative scoring goes out.
+                        self.phase = Phase::RelationSearch;
+                    }
                     Ok(format!("kept {shown}"))
                 } else {
                     cx.beam.set_status(*node, Status::PrunedByUser, Some("dropped by the user"), step);
@@ -945,7 +1039,9 @@ impl TogMachine {
                 Ok(format!("added relation {shown} under {}", cx.beam.nodes[*parent].shown()))
             }
             Override::AddEntity { parent, term, label } => {
-                if self.phase != Phase::Reasoning || !self.live_relations(cx).contains(parent) {
+                let after_entity_prune =
+                    self.phase == Phase::Reasoning || (self.phase == Phase::RelationSearch && self.pending_verdict);
+                if !after_entity_prune || !Self::live_relations_at(cx, self.entity_layer()).contains(parent) {
                     return Err(bad("an entity can be added under a kept relation right after entity pruning"));
                 }
                 let id = cx.beam.add(
@@ -954,6 +1050,9 @@ impl TogMachine {
                     Provenance::User,
                 );
                 cx.beam.set_status(id, Status::AddedByUser, Some("added by the user"), step);
+                if self.pending_verdict {
+                    self.phase = Phase::RelationSearch;
+                }
                 Ok(format!("added {} under {}", cx.beam.nodes[id].shown(), cx.beam.nodes[*parent].shown()))
             }
             Override::Pin { node } => {
@@ -970,23 +1069,36 @@ impl TogMachine {
                 cx.beam.set_subtree(*node, Status::PrunedByUser, "pruned by the user", step);
                 Ok(format!("pruned {}", cx.beam.path_text(*node)))
             }
-            Override::ForceSufficient => match self.phase {
-                Phase::Reasoning => {
-                    self.phase = Phase::Answer(AnswerSource::KgPaths);
-                    Ok("forced sufficient: answer from the paths".into())
-                }
-                Phase::RelationSearch | Phase::Answer(AnswerSource::OwnKnowledge)
-                    if self.last_verdict == Some(false) =>
-                {
-                    if self.phase == Phase::RelationSearch {
+            Override::ForceSufficient => {
+                let just_said_no = self.last_verdict == Some(false) && last_step(cx) == Some("reasoning");
+                match self.phase {
+                    Phase::Reasoning | Phase::RelationSearch if self.pending_verdict => {
                         self.depth -= 1;
+                        self.pending_verdict = false;
+                        self.phase = Phase::Answer(AnswerSource::KgPaths);
+                        Ok("forced sufficient: answer from the paths".into())
                     }
-                    self.phase = Phase::Answer(AnswerSource::KgPaths);
-                    Ok("overruled \"not sufficient\": answer from the paths".into())
+                    Phase::Reasoning => {
+                        self.phase = Phase::Answer(AnswerSource::KgPaths);
+                        Ok("forced sufficient: answer from the paths".into())
+                    }
+                    Phase::RelationSearch | Phase::EntitySearch | Phase::Answer(_) if just_said_no => {
+                        if matches!(self.phase, Phase::RelationSearch | Phase::EntitySearch) {
+                            self.depth -= 1;
+                        }
+                        self.phase = Phase::Answer(AnswerSource::KgPaths);
+                        Ok("overruled \"not sufficient\": answer from the paths".into())
+                    }
+                    _ => Err(bad("only before or right after a sufficiency check")),
                 }
-                _ => Err(bad("only before or right after a sufficiency check")),
-            },
+            }
             Override::ForceContinue => {
+                if self.phase == Phase::Reasoning && self.pending_verdict {
+                    self.pending_verdict = false;
+                    self.last_verdict = Some(false);
+                    self.phase = Phase::RelationPrune;
+                    return Ok(format!("forced continue: exploring depth {}", self.depth));
+                }
                 let after_yes = self.last_verdict == Some(true)
                     && matches!(self.phase, Phase::Done | Phase::Answer(AnswerSource::KgPaths));
                 if self.phase != Phase::Reasoning && !after_yes {
@@ -1003,6 +1115,11 @@ impl TogMachine {
             }
         }
     }
+}
+
+/// The phase of the last step taken (overrides and rewinds are not steps).
+fn last_step(cx: &Context) -> Option<&str> {
+    cx.trace.iter().rev().find_map(|e| e.phase())
 }
 
 /// How a group's candidates are listed to the model: their shown names, except that a relation
