@@ -145,7 +145,7 @@ impl Config {
         toml::from_str(text).map_err(|e| {
             // toml's message spans several lines with a caret drawing; keep it on one line with
             // the line number first.
-            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let line = e.span().and_then(|s| text.get(..s.start)).map(|before| before.matches('\n').count() + 1);
             let message = e.message().trim().to_string();
             ConfigError::Parse {
                 path: match line {

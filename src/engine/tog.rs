@@ -762,7 +762,13 @@ impl TogMachine {
             None
         };
         let embeddings: Option<Vec<Vec<f32>>> = match (s.prune, responses.first()) {
-            (PruneTool::Embedding, Some(Response::Embeddings { vectors })) => Some(vectors.clone()),
+            (PruneTool::Embedding, Some(Response::Embeddings { vectors })) => {
+                ev.lookups.push(LookupRecord {
+                    what: format!("embeddings of {} texts", vectors.len()),
+                    results: vectors.len(),
+                });
+                Some(vectors.clone())
+            }
             (PruneTool::Embedding, other) if plan.iter().any(|g| g.request.is_some()) => {
                 return Err(wrong(0, "embeddings", other));
             }
