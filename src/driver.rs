@@ -147,8 +147,9 @@ impl Driver {
             Poll::Finished => return Ok(None),
             Poll::Need(requests) => requests,
         };
+        let started = std::time::Instant::now();
         let responses = self.perform(&requests).await?;
-        Ok(Some(run.feed(responses)?))
+        Ok(Some(run.feed_timed(responses, started.elapsed())?))
     }
 
     /// Runs to the answer, calling `on_event` after every step.

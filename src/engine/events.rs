@@ -56,6 +56,9 @@ pub struct Event {
     pub depth: u32,
     /// One line for people: what happened.
     pub summary: String,
+    /// How long the step's lookups and calls took, as measured by the driver.
+    #[serde(default)]
+    pub elapsed_ms: u64,
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub calls: Vec<CallRecord>,
     #[serde(skip_serializing_if = "Vec::is_empty", default)]

@@ -342,6 +342,11 @@ impl Run {
     /// Hands back the results of the last `poll`, in order; the run takes one step and returns
     /// the index of the event it recorded.
     pub fn feed(&mut self, responses: Vec<Response>) -> Result<usize, EngineError> {
+        self.feed_timed(responses, std::time::Duration::ZERO)
+    }
+
+    /// As [`Run::feed`], recording how long the driver took to get the results.
+    pub fn feed_timed(&mut self, responses: Vec<Response>, elapsed: std::time::Duration) -> Result<usize, EngineError> {
         let Some(requests) = self.pending.take() else {
             return Err(if self.cx.answer.is_some() {
                 EngineError::Finished
@@ -360,7 +365,8 @@ impl Run {
             Machine::Tog(m) => m.absorb(&mut self.cx, &requests, responses),
         };
         match result {
-            Ok(event) => {
+            Ok(mut event) => {
+                event.elapsed_ms = elapsed.as_millis() as u64;
                 self.cx.trace.push(event);
                 self.snapshot();
                 Ok(self.cx.trace.len() - 1)
@@ -415,6 +421,7 @@ impl Run {
             kind: EventKind::Override { description: description.clone() },
             depth,
             summary: description,
+            elapsed_ms: 0,
             calls: Vec::new(),
             lookups: Vec::new(),
             decisions: Vec::new(),
@@ -444,6 +451,7 @@ impl Run {
             kind: EventKind::Rewind { to: step, discarded: discarded.len() },
             depth,
             summary: format!("rewound to step {step}; {} later steps set aside", discarded.len()),
+            elapsed_ms: 0,
             calls: Vec::new(),
             lookups: Vec::new(),
             decisions: Vec::new(),

@@ -439,6 +439,7 @@ impl TogMachine {
             kind: EventKind::Step { phase: self.phase_name().into() },
             depth: self.depth,
             summary: String::new(),
+            elapsed_ms: 0,
             calls: Vec::new(),
             lookups: Vec::new(),
             decisions: Vec::new(),
