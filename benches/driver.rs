@@ -20,24 +20,7 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 const LATENCY: Duration = Duration::from_millis(200);
 
 /// Replies that never find the paths sufficient: a run goes to Dmax and makes every call.
-const PESSIMIST: &str = r#"
-[[reply]]
-step = "relation_prune"
-contains = ["Q: How long?"]
-text = "{location.location.containedby (Score: 0.5)} {location.location.contains (Score: 0.3)} {location.location.time_zones (Score: 0.2)}"
-[[reply]]
-step = "entity_prune"
-contains = ["Q: How long?"]
-text = "Score: 0.6, 0.3, 0.1"
-[[reply]]
-step = "reasoning"
-contains = ["Q: How long?"]
-text = "{No}."
-[[reply]]
-step = "answer_own_knowledge"
-contains = ["Q: How long?"]
-text = "{forever}"
-"#;
+const PESSIMIST: &str = include_str!("../tests/data/never-sufficient.toml");
 
 /// Serves the scripted replies over HTTP after a fixed delay. The step is recognised from the
 /// template's opening words (the engine does not send it).

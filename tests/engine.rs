@@ -14,51 +14,13 @@ const LOU_SEAL: &str = "In which years did the team whose mascot is Lou Seal win
 const APPLE_TZ: &str = "In which time zone is the headquarters of Apple Inc.?";
 
 /// Replies that never find the paths sufficient, so a run goes to Dmax and makes every call.
-const PESSIMIST: &str = r#"
-[[reply]]
-step = "relation_prune"
-contains = ["Q: How long?"]
-text = "{location.location.containedby (Score: 0.5)} {location.location.contains (Score: 0.3)} {location.location.time_zones (Score: 0.2)}"
-[[reply]]
-step = "relation_prune_unified"
-contains = ["Q: How long?"]
-text = "{Canberra | location.location.containedby (Score: 0.5)}"
-[[reply]]
-step = "entity_prune"
-contains = ["Q: How long?"]
-text = "Score: 0.6, 0.3, 0.1"
-[[reply]]
-step = "entity_prune_unified"
-contains = ["Q: How long?"]
-text = "Group 1: 0.6, 0.4"
-[[reply]]
-step = "reasoning"
-contains = ["Q: How long?"]
-text = "{No}. Not enough."
-[[reply]]
-step = "answer_own_knowledge"
-contains = ["Q: How long?"]
-text = "From memory, the answer is {forever}."
-[[reply]]
-step = "answer"
-contains = ["Q: How long?"]
-text = "From the triplets, the answer is {a while}."
-"#;
+const PESSIMIST: &str = include_str!("data/never-sufficient.toml");
 
 #[tokio::test]
 async fn tog_beam_after_every_step() {
     let driver = demo_driver("");
     let mut run = new_run(&driver, CANBERRA, Topics::Extract, Settings::default());
-    let mut transcript = String::new();
-    while let Some(i) = driver.step(&mut run).await.unwrap() {
-        let e = &run.trace()[i];
-        transcript.push_str(&format!(
-            "== step {i} {}: {}\n{}",
-            e.phase().unwrap_or("-"),
-            e.summary,
-            render(run.beam())
-        ));
-    }
+    let transcript = step_transcript(&driver, &mut run).await;
     insta::assert_snapshot!("tog_canberra_steps", transcript);
     let answer = run.answer().unwrap();
     assert_eq!(answer.answers, vec!["Australian Labor Party"]);
@@ -75,16 +37,7 @@ async fn tog_r_keeps_relation_chains() {
     let driver = demo_driver("");
     let settings = Settings { method: Method::TogR, seed: 7, ..Settings::default() };
     let mut run = new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), settings);
-    let mut transcript = String::new();
-    while let Some(i) = driver.step(&mut run).await.unwrap() {
-        let e = &run.trace()[i];
-        transcript.push_str(&format!(
-            "== step {i} {}: {}\n{}",
-            e.phase().unwrap_or("-"),
-            e.summary,
-            render(run.beam())
-        ));
-    }
+    let transcript = step_transcript(&driver, &mut run).await;
     insta::assert_snapshot!("tog_r_lou_seal_steps", transcript);
     let answer = run.answer().unwrap();
     assert_eq!(answer.answers, vec!["2010", "2012", "2014"]);

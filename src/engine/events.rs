@@ -71,6 +71,21 @@ pub struct Event {
 }
 
 impl Event {
+    /// An event with nothing recorded yet.
+    pub fn new(index: usize, kind: EventKind, depth: u32, summary: String) -> Self {
+        Self {
+            index,
+            kind,
+            depth,
+            summary,
+            elapsed_ms: 0,
+            calls: Vec::new(),
+            lookups: Vec::new(),
+            decisions: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
     pub fn phase(&self) -> Option<&str> {
         match &self.kind {
             EventKind::Step { phase } => Some(phase),

@@ -416,17 +416,12 @@ impl Run {
         };
         let index = self.cx.trace.len();
         let depth = self.depth();
-        self.cx.trace.push(Event {
+        self.cx.trace.push(Event::new(
             index,
-            kind: EventKind::Override { description: description.clone() },
+            EventKind::Override { description: description.clone() },
             depth,
-            summary: description,
-            elapsed_ms: 0,
-            calls: Vec::new(),
-            lookups: Vec::new(),
-            decisions: Vec::new(),
-            notes: Vec::new(),
-        });
+            description,
+        ));
         self.snapshot();
         Ok(index)
     }
@@ -446,17 +441,13 @@ impl Run {
         self.pending = None;
         let index = self.cx.trace.len();
         let depth = self.depth();
-        self.cx.trace.push(Event {
+        let summary = format!("rewound to step {step}; {} later steps set aside", discarded.len());
+        self.cx.trace.push(Event::new(
             index,
-            kind: EventKind::Rewind { to: step, discarded: discarded.len() },
+            EventKind::Rewind { to: step, discarded: discarded.len() },
             depth,
-            summary: format!("rewound to step {step}; {} later steps set aside", discarded.len()),
-            elapsed_ms: 0,
-            calls: Vec::new(),
-            lookups: Vec::new(),
-            decisions: Vec::new(),
-            notes: Vec::new(),
-        });
+            summary,
+        ));
         self.snapshot();
         Ok(index)
     }

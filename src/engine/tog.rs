@@ -434,17 +434,7 @@ impl TogMachine {
         responses: Vec<Response>,
     ) -> Result<Event, EngineError> {
         let index = cx.next_index();
-        let mut ev = Event {
-            index,
-            kind: EventKind::Step { phase: self.phase_name().into() },
-            depth: self.depth,
-            summary: String::new(),
-            elapsed_ms: 0,
-            calls: Vec::new(),
-            lookups: Vec::new(),
-            decisions: Vec::new(),
-            notes: Vec::new(),
-        };
+        let mut ev = Event::new(index, EventKind::Step { phase: self.phase_name().into() }, self.depth, String::new());
         match self.phase {
             Phase::ExtractTopics => {
                 let c = completion(&responses, 0)?;

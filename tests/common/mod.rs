@@ -39,6 +39,21 @@ pub async fn run_to_end(driver: &Driver, run: &mut Run) {
     driver.run(run, |_, _| {}).await.expect("run");
 }
 
+/// Runs to the end, recording after every step its phase, summary and the whole beam.
+pub async fn step_transcript(driver: &Driver, run: &mut Run) -> String {
+    let mut transcript = String::new();
+    while let Some(i) = driver.step(run).await.expect("step") {
+        let e = &run.trace()[i];
+        transcript.push_str(&format!(
+            "== step {i} {}: {}\n{}",
+            e.phase().unwrap_or("-"),
+            e.summary,
+            render(run.beam())
+        ));
+    }
+    transcript
+}
+
 /// One line per node: indentation by depth, status symbol, what it is, score and path score.
 pub fn render(beam: &Beam) -> String {
     let mut out = String::new();
