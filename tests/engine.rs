@@ -483,3 +483,20 @@ text = "The answer is {Philadelphia Phillies}."
     let searches = run.trace().iter().rfind(|e| e.phase() == Some("relation_search")).unwrap();
     assert_eq!(searches.lookups.len(), 1, "only the newly kept entity was searched");
 }
+
+#[tokio::test]
+async fn the_protocol_refuses_misfed_results() {
+    use ongraph::engine::{EngineError, Poll, Response};
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, CANBERRA, named(&["Canberra"]), Settings::default());
+    assert_eq!(run.feed(vec![]), Err(EngineError::NotPolled));
+    let Poll::Need(requests) = run.poll() else { panic!("needs topic linking") };
+    assert_eq!(run.poll(), Poll::Need(requests.clone()), "polling again returns the same batch");
+    assert_eq!(run.feed(vec![]), Err(EngineError::BatchMismatch { expected: 1, got: 0 }));
+    // The wrong kind of result is refused and the batch stays pending.
+    let err = run.feed(vec![Response::Relations { relations: vec![] }]).unwrap_err();
+    assert!(matches!(err, EngineError::WrongResponse { index: 0, .. }), "{err:?}");
+    assert!(run.trace().is_empty(), "a refused step records nothing");
+    let responses = driver.perform(&requests).await.unwrap();
+    assert_eq!(run.feed(responses), Ok(0));
+}

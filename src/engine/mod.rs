@@ -213,6 +213,8 @@ pub enum EngineError {
     BadRewind(usize),
     #[error("the run is finished")]
     Finished,
+    #[error("results were fed without a poll asking for them (or after an override changed what is needed)")]
+    NotPolled,
 }
 
 fn suggest(s: &[String]) -> String {
@@ -348,11 +350,7 @@ impl Run {
     /// As [`Run::feed`], recording how long the driver took to get the results.
     pub fn feed_timed(&mut self, responses: Vec<Response>, elapsed: std::time::Duration) -> Result<usize, EngineError> {
         let Some(requests) = self.pending.take() else {
-            return Err(if self.cx.answer.is_some() {
-                EngineError::Finished
-            } else {
-                EngineError::BatchMismatch { expected: 0, got: responses.len() }
-            });
+            return Err(if self.cx.answer.is_some() { EngineError::Finished } else { EngineError::NotPolled });
         };
         if requests.len() != responses.len() {
             let err = EngineError::BatchMismatch { expected: requests.len(), got: responses.len() };
