@@ -93,12 +93,6 @@ pub enum Request {
     Embed { texts: Vec<String> },
 }
 
-impl Request {
-    pub fn is_llm(&self) -> bool {
-        matches!(self, Request::Llm(_))
-    }
-}
-
 /// The answer to one [`Request`], in the same position of the batch.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "got", rename_all = "snake_case")]

@@ -188,9 +188,6 @@ impl LocalGraph {
     pub fn triple_count(&self) -> usize {
         self.out_edges.len()
     }
-    pub fn term_count(&self) -> usize {
-        self.terms.len()
-    }
     /// Bytes held by the indexes and strings (not counting the lazily built label index).
     pub fn heap_bytes(&self) -> usize {
         self.terms.heap_bytes()

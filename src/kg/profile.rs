@@ -73,11 +73,6 @@ impl KgProfile {
         if self.dunder_relations && shown.starts_with("__") { shown[2..].replace("__", ".") } else { shown.to_string() }
     }
 
-    /// How an entity id is shown when it has no label.
-    pub fn display_id(&self, id: &str) -> String {
-        self.strip(id).to_string()
-    }
-
     /// The name derived from an id, when this profile allows it.
     pub fn label_from(&self, id: &str) -> Option<String> {
         self.label_from_id.then(|| self.strip(id).replace('_', " "))
