@@ -159,6 +159,22 @@ impl TogMachine {
             .collect()
     }
 
+    /// When relation node `rel` is the reverse of the edge that reached its entity, the entity
+    /// that edge came from: reaching it again would cross the same triple back.
+    fn triple_back(cx: &Context, rel: NodeId) -> Option<Term> {
+        let r = &cx.beam.nodes[rel];
+        let via = cx.beam.nodes.get(r.parent?)?.parent?;
+        let (
+            NodeKind::Relation { relation, direction, .. },
+            NodeKind::Relation { relation: came, direction: came_dir, .. },
+        ) = (&r.kind, &cx.beam.nodes[via].kind)
+        else {
+            return None;
+        };
+        (relation == came && direction != came_dir)
+            .then(|| cx.beam.nodes[cx.beam.nodes[via].parent?].term().cloned())?
+    }
+
     /// Frontier entities whose relations have not been searched yet (an entity searched
     /// speculatively, or before a rewind to a later point, is not searched again).
     fn unsearched_frontier(&self, cx: &Context) -> Vec<NodeId> {
@@ -686,11 +702,18 @@ impl TogMachine {
     }
 
     /// Adds the entities reached through relation node `rel`; samples (seeded) an oversized set.
-    /// Entities already on the path are offered too: some questions' paths come back to an
-    /// entity (PathQuestion's "nationality of the heir of X's father" returns to X).
+    /// Entities already on the path are offered too (some questions' paths come back to an
+    /// entity: "the nationality of the heir of X's father" is X's), except by crossing back the
+    /// very triple just crossed, which can add nothing.
     fn add_candidates(&mut self, cx: &mut Context, rel: NodeId, neighbours: Vec<Neighbour>, ev: &mut Event) -> usize {
+        let back = Self::triple_back(cx, rel);
         let mut added = Vec::new();
+        let mut skipped = 0;
         for nb in neighbours {
+            if back.as_ref() == Some(&nb.term) {
+                skipped += 1;
+                continue;
+            }
             let label = nb.label.or_else(|| match &nb.term {
                 Term::Literal(v) => Some(v.clone()),
                 Term::Entity(_) => None,
@@ -700,6 +723,9 @@ impl TogMachine {
                 NodeKind::Entity { term: nb.term, label },
                 Provenance::Kg { graph: cx.graph_name.clone() },
             ));
+        }
+        if skipped > 0 {
+            ev.notes.push(format!("{} leads back across the triple just crossed; skipped", cx.beam.path_text(rel)));
         }
         let s = &cx.settings;
         if added.len() >= s.sample_threshold && s.sample_size < added.len() {
