@@ -45,6 +45,10 @@ pub struct Defaults {
     pub prompts: Option<PathBuf>,
     /// Where the log file goes (default: the XDG state directory).
     pub log_file: Option<PathBuf>,
+    /// The correction store (default: `$XDG_DATA_HOME/ongraph/overlay`).
+    pub overlay: Option<PathBuf>,
+    /// Recorded as the author of corrections (default: `$USER`).
+    pub author: Option<String>,
 }
 
 impl Default for Defaults {
@@ -62,6 +66,8 @@ impl Default for Defaults {
             concurrency: 8,
             prompts: None,
             log_file: None,
+            overlay: None,
+            author: None,
         }
     }
 }

@@ -30,7 +30,9 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
     }
     let prompts_dir = s.prompts.clone().or_else(|| d.prompts.clone());
     let prompts = Arc::new(Prompts::load(prompts_dir.as_deref())?);
-    let (kg, report) = open_kg(s, config)?;
+    let (base, report) = open_kg(s, config)?;
+    let scope = super::overlay::kg_scope(s, config);
+    let (kg, corrections) = super::overlay::with_overlay(base, config, &scope, !args.no_overlay)?;
     let llm = open_llm(s, config)?;
     let mut driver = Driver::new(kg.clone(), llm.clone()).with_concurrency(s.concurrency.unwrap_or(d.concurrency));
     if let Some(embedder) = open_embedder(config)? {
@@ -54,6 +56,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
             settings: run.settings(),
             kg: kg.name(),
             kg_load: &report,
+            corrections,
             llm: llm.describe(),
             answer: run.answer(),
             costs: run.costs(),
@@ -64,7 +67,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
     } else {
-        print_human(&mut out, &run, &report, wall_ms)?;
+        print_human(&mut out, &run, &report, corrections, wall_ms)?;
     }
     Ok(if run.answer().is_some_and(|a| !a.answers.is_empty()) { 0 } else { 3 })
 }
@@ -75,6 +78,8 @@ struct JsonReport<'a> {
     settings: &'a Settings,
     kg: &'a str,
     kg_load: &'a crate::kg::load::LoadReport,
+    /// Active corrections applied from the overlay.
+    corrections: usize,
     llm: String,
     answer: Option<&'a crate::engine::Answer>,
     costs: crate::engine::events::Costs,
@@ -83,7 +88,13 @@ struct JsonReport<'a> {
     beam: &'a crate::engine::beam::Beam,
 }
 
-fn print_human(out: &mut impl Write, run: &Run, report: &crate::kg::load::LoadReport, wall_ms: u64) -> Result<()> {
+fn print_human(
+    out: &mut impl Write,
+    run: &Run,
+    report: &crate::kg::load::LoadReport,
+    corrections: usize,
+    wall_ms: u64,
+) -> Result<()> {
     if report.skipped > 0 {
         writeln!(out, "Skipped {} malformed KG line(s), e.g. {}", report.skipped, report.skipped_examples.join("; "))?;
     }
@@ -115,6 +126,9 @@ fn print_human(out: &mut impl Write, run: &Run, report: &crate::kg::load::LoadRe
         "Cost: {} LLM call(s) in {} round(s){saved}; {} prompt + {} completion tokens; {} KG lookup(s)",
         c.llm_calls, c.llm_rounds, c.usage.prompt_tokens, c.usage.completion_tokens, c.kg_lookups
     )?;
+    if corrections > 0 {
+        writeln!(out, "Corrections applied: {corrections} (see `ongraph fix list`; --no-overlay to ask without them)")?;
+    }
     writeln!(out, "Time: {:.2} s", wall_ms as f64 / 1000.0)?;
     Ok(())
 }

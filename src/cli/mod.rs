@@ -1,6 +1,9 @@
 //! The `ongraph` command line: one client of the engine (the TUI is another).
 
 mod ask;
+mod fix;
+mod kg;
+pub mod overlay;
 
 use crate::config::{Config, profile_named};
 use crate::engine::{Method, PruneTool};
@@ -32,6 +35,10 @@ pub struct Cli {
 pub enum Command {
     /// Answer one question and print the answer, its paths and what it cost.
     Ask(AskArgs),
+    /// Look at the knowledge graph as the engine sees it.
+    Kg(kg::KgArgs),
+    /// Correct the knowledge graph: retract, assert, relabel, list, undo, export, import.
+    Fix(fix::FixArgs),
 }
 
 #[derive(Debug, Args)]
@@ -47,6 +54,9 @@ pub struct AskArgs {
     /// Print the full trace as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Ask the knowledge graph as it is, without the correction overlay.
+    #[arg(long)]
+    pub no_overlay: bool,
 }
 
 /// What to reason with and over: shared by every command that runs a method.
@@ -96,6 +106,8 @@ pub struct SetupArgs {
 pub async fn run(cli: Cli, config: Config) -> Result<i32> {
     match cli.command {
         Command::Ask(args) => ask::ask(args, &config).await,
+        Command::Kg(args) => kg::kg(args, &config).await,
+        Command::Fix(args) => fix::fix(args, &config).await,
     }
 }
 

@@ -66,6 +66,8 @@ pub enum Provenance {
     Linked { name: String },
     /// Given by the user (topic entity, or added by an override).
     User,
+    /// Asserted by a correction in the overlay.
+    Correction { id: u64 },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

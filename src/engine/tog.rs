@@ -718,11 +718,11 @@ impl TogMachine {
                 Term::Literal(v) => Some(v.clone()),
                 Term::Entity(_) => None,
             });
-            added.push(cx.beam.add(
-                Some(rel),
-                NodeKind::Entity { term: nb.term, label },
-                Provenance::Kg { graph: cx.graph_name.clone() },
-            ));
+            let provenance = match nb.correction {
+                Some(id) => Provenance::Correction { id },
+                None => Provenance::Kg { graph: cx.graph_name.clone() },
+            };
+            added.push(cx.beam.add(Some(rel), NodeKind::Entity { term: nb.term, label }, provenance));
         }
         if skipped > 0 {
             ev.notes.push(format!("{} leads back across the triple just crossed; skipped", cx.beam.path_text(rel)));

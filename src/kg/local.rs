@@ -284,7 +284,7 @@ impl KnowledgeGraph for LocalGraph {
         let end = row.partition_point(|&(r, _)| r <= rel);
         Ok(row[start..end]
             .iter()
-            .map(|&(_, other)| Neighbour { term: self.term(other), label: self.label_of(other) })
+            .map(|&(_, other)| Neighbour { term: self.term(other), label: self.label_of(other), correction: None })
             .collect())
     }
 

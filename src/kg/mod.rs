@@ -81,6 +81,9 @@ impl fmt::Display for Term {
 pub struct Neighbour {
     pub term: Term,
     pub label: Option<String>,
+    /// The correction that asserted this fact, when it comes from the overlay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correction: Option<u64>,
 }
 
 /// An entity found by its label.

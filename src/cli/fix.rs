@@ -1,0 +1,234 @@
+//! `ongraph fix`: correct the knowledge graph through the overlay.
+
+use super::overlay::{kg_scope, open_store};
+use super::{SetupArgs, open_kg};
+use crate::config::Config;
+use crate::kg::{KnowledgeGraph, RelationRef, Term};
+use crate::overlay::export::{ExportFormat, export};
+use crate::overlay::store::CorrectionStore;
+use crate::overlay::{Correction, CorrectionContext, Draft, Op, OverlayKg, default_author, validate_id};
+use anyhow::{Context as _, Result, bail};
+use clap::{Args, Subcommand};
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Debug, Args)]
+pub struct FixArgs {
+    #[command(subcommand)]
+    pub action: FixAction,
+    #[command(flatten)]
+    pub setup: SetupArgs,
+}
+
+/// Why and where a correction is made.
+#[derive(Debug, Args, Clone)]
+pub struct Why {
+    /// Why the fact is wrong (recorded with the correction).
+    #[arg(long)]
+    pub reason: String,
+    /// The question being answered when the error was found.
+    #[arg(long)]
+    pub question: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FixAction {
+    /// Hide a wrong triple. OBJECT in double quotes is a literal: '"2014"'.
+    Retract {
+        subject: String,
+        relation: String,
+        object: String,
+        #[command(flatten)]
+        why: Why,
+    },
+    /// Add a missing triple (its entities may be new to the KG).
+    Assert {
+        subject: String,
+        relation: String,
+        object: String,
+        #[command(flatten)]
+        why: Why,
+    },
+    /// Show an entity under another name.
+    Relabel {
+        entity: String,
+        label: String,
+        #[command(flatten)]
+        why: Why,
+    },
+    /// List this KG's corrections (undone ones too).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Undo a correction (it stays in the history).
+    Undo { id: u64 },
+    /// Print the active corrections as a patch (nt, sparql-update) or all as JSON lines.
+    Export {
+        #[arg(long, value_enum, default_value = "sparql-update")]
+        format: ExportFormat,
+    },
+    /// Add the corrections in a JSON-lines export to this KG's overlay.
+    Import { file: PathBuf },
+}
+
+fn object_term(text: &str) -> Result<Term> {
+    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(value) => Ok(Term::Literal(value.to_string())),
+        None => {
+            validate_id("object", text).map_err(anyhow::Error::msg)?;
+            Ok(Term::Entity(text.to_string()))
+        }
+    }
+}
+
+fn triple(subject: &str, relation: &str, object: &str) -> Result<(String, String, Term)> {
+    validate_id("subject", subject).map_err(anyhow::Error::msg)?;
+    validate_id("relation", relation).map_err(anyhow::Error::msg)?;
+    Ok((subject.to_string(), relation.to_string(), object_term(object)?))
+}
+
+/// Whether the KG (through the current corrections) holds this triple.
+async fn holds(kg: &dyn KnowledgeGraph, s: &str, r: &str, o: &Term) -> Result<bool> {
+    Ok(kg.neighbours(s, &RelationRef::out(r)).await?.iter().any(|n| n.term == *o))
+}
+
+pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
+    let scope = kg_scope(&args.setup, config);
+    let author = default_author(config.defaults.author.as_deref());
+    let draft = |op: Op, why: &Why| Draft {
+        op,
+        reason: why.reason.trim().to_string(),
+        author: author.clone(),
+        context: why.question.clone().map(|q| CorrectionContext { question: Some(q), ..Default::default() }),
+        origin: None,
+    };
+    let mut out = std::io::stdout().lock();
+    match &args.action {
+        FixAction::Retract { subject, relation, object, why }
+        | FixAction::Assert { subject, relation, object, why } => {
+            let (s, r, o) = triple(subject, relation, object)?;
+            if why.reason.trim().is_empty() {
+                bail!("--reason must say why the fact is wrong");
+            }
+            let store = open_store(config)?;
+            let kg = current_view(&args.setup, config, &store, &scope)?;
+            let retract = matches!(args.action, FixAction::Retract { .. });
+            let present = holds(kg.as_ref(), &s, &r, &o).await?;
+            if retract && !present {
+                bail!("{} does not hold {s} {r} {o}: nothing to retract", kg.name());
+            }
+            if !retract && present {
+                bail!("{} already holds {s} {r} {o}: nothing to assert", kg.name());
+            }
+            let op = if retract {
+                Op::Retract { subject: s, relation: r, object: o }
+            } else {
+                Op::Assert { subject: s, relation: r, object: o }
+            };
+            let c = store.add(&scope, draft(op, why))?;
+            writeln!(out, "correction {}: {}", c.id, c.op.describe())?;
+        }
+        FixAction::Relabel { entity, label, why } => {
+            validate_id("entity", entity).map_err(anyhow::Error::msg)?;
+            if label.trim().is_empty() || why.reason.trim().is_empty() {
+                bail!("the new label and --reason must not be empty");
+            }
+            let store = open_store(config)?;
+            let kg = current_view(&args.setup, config, &store, &scope)?;
+            if kg.label(entity).await?.is_none() && kg.relations(entity).await?.is_empty() {
+                bail!("{} has no entity {entity}", kg.name());
+            }
+            let op = Op::Relabel { entity: entity.clone(), label: label.trim().to_string() };
+            let c = store.add(&scope, draft(op, why))?;
+            writeln!(out, "correction {}: {}", c.id, c.op.describe())?;
+        }
+        FixAction::List { json } => {
+            let list = super::overlay::corrections_for(config, &scope)?;
+            if *json {
+                serde_json::to_writer_pretty(&mut out, &list)?;
+                writeln!(out)?;
+            } else if list.is_empty() {
+                writeln!(out, "no corrections for {scope}")?;
+            } else {
+                for c in &list {
+                    let state = if c.active { "active" } else { "undone" };
+                    writeln!(
+                        out,
+                        "{:>5}  {state:<6}  {}  ({}; {} on {})",
+                        c.id,
+                        c.op.describe(),
+                        c.reason,
+                        c.author,
+                        c.created
+                    )?;
+                }
+            }
+        }
+        FixAction::Undo { id } => {
+            let c = open_store(config)?.undo(&scope, *id)?;
+            writeln!(out, "correction {} undone: {}", c.id, c.op.describe())?;
+        }
+        FixAction::Export { format } => {
+            let list = super::overlay::corrections_for(config, &scope)?;
+            let (kg, _) = open_kg(&args.setup, config)?;
+            write!(out, "{}", export(&list, *format, kg.profile()))?;
+        }
+        FixAction::Import { file } => {
+            let reader = std::io::BufReader::new(
+                std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?,
+            );
+            let store = open_store(config)?;
+            let mut count = 0;
+            for (i, line) in reader.lines().enumerate() {
+                let line = line.with_context(|| format!("{}:{}", file.display(), i + 1))?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let c: Correction = serde_json::from_str(&line)
+                    .with_context(|| format!("{}:{}: not a correction", file.display(), i + 1))?;
+                if !c.active {
+                    continue;
+                }
+                check_ids(&c.op).map_err(|e| anyhow::anyhow!("{}:{}: {e}", file.display(), i + 1))?;
+                let origin = format!("imported from {} (was {} in {})", file.display(), c.id, c.kg);
+                let added = store.add(
+                    &scope,
+                    Draft { op: c.op, reason: c.reason, author: c.author, context: c.context, origin: Some(origin) },
+                )?;
+                // Printed only once the correction is on disk.
+                writeln!(out, "imported {} as {}", c.id, added.id)?;
+                out.flush()?;
+                count += 1;
+            }
+            writeln!(out, "{count} correction(s) imported into {scope}")?;
+        }
+    }
+    Ok(0)
+}
+
+fn check_ids(op: &Op) -> Result<(), String> {
+    match op {
+        Op::Retract { subject, relation, object } | Op::Assert { subject, relation, object } => {
+            validate_id("subject", subject)?;
+            validate_id("relation", relation)?;
+            if let Term::Entity(o) = object {
+                validate_id("object", o)?;
+            }
+            Ok(())
+        }
+        Op::Relabel { entity, .. } => validate_id("entity", entity),
+    }
+}
+
+/// The KG as the user sees it now, through the store's current corrections.
+fn current_view(
+    setup: &SetupArgs,
+    config: &Config,
+    store: &dyn CorrectionStore,
+    scope: &str,
+) -> Result<Arc<dyn KnowledgeGraph>> {
+    let (kg, _) = open_kg(setup, config)?;
+    Ok(Arc::new(OverlayKg::new(kg, &store.list(scope)?)))
+}

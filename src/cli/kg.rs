@@ -1,0 +1,69 @@
+//! `ongraph kg`: look at the knowledge graph as the engine sees it (corrections applied).
+
+use super::overlay::{kg_scope, with_overlay};
+use super::{SetupArgs, open_kg};
+use crate::config::Config;
+use crate::kg::RelationRef;
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use std::io::Write;
+
+#[derive(Debug, Args)]
+pub struct KgArgs {
+    #[command(subcommand)]
+    pub action: KgAction,
+    #[command(flatten)]
+    pub setup: SetupArgs,
+    /// Show the graph without the correction overlay.
+    #[arg(long, global = true)]
+    pub no_overlay: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KgAction {
+    /// The relations around an entity, both directions.
+    Relations { entity: String },
+    /// The nodes reached from an entity through a relation.
+    #[command(alias = "neighbours")]
+    Neighbors {
+        entity: String,
+        relation: String,
+        /// Follow the relation backwards (the entity is the tail).
+        #[arg(long)]
+        incoming: bool,
+    },
+    /// Entities whose name matches LABEL (exact, then close).
+    Search {
+        label: String,
+        #[arg(long, default_value = "10")]
+        limit: usize,
+    },
+}
+
+pub async fn kg(args: KgArgs, config: &Config) -> Result<i32> {
+    let (base, _) = open_kg(&args.setup, config)?;
+    let (kg, _) = with_overlay(base, config, &kg_scope(&args.setup, config), !args.no_overlay)?;
+    let mut out = std::io::stdout().lock();
+    match args.action {
+        KgAction::Relations { entity } => {
+            for r in kg.relations(&entity).await? {
+                writeln!(out, "{} {}", r.direction.arrow(), r.relation)?;
+            }
+        }
+        KgAction::Neighbors { entity, relation, incoming } => {
+            let r = if incoming { RelationRef::incoming(relation) } else { RelationRef::out(relation) };
+            for n in kg.neighbours(&entity, &r).await? {
+                let label = n.label.as_deref().unwrap_or("(unnamed)");
+                let mark = n.correction.map(|id| format!("  [correction {id}]")).unwrap_or_default();
+                writeln!(out, "{}\t{label}{mark}", n.term)?;
+            }
+        }
+        KgAction::Search { label, limit } => {
+            for m in kg.find_entities(&label, limit).await? {
+                let how = if m.exact { "exact".to_string() } else { format!("{:.2}", m.score) };
+                writeln!(out, "{}\t{}\t{how}", m.id, m.label)?;
+            }
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,75 @@
+//! Opening the correction store and seeing a KG through it: shared by `ask`, `kg` and `fix`.
+
+use super::SetupArgs;
+use crate::config::Config;
+use crate::kg::KnowledgeGraph;
+use crate::overlay::store::{CorrectionStore, SledStore, StoreError};
+use crate::overlay::{Correction, OverlayKg};
+use anyhow::Result;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The store's location: the config's, else `$XDG_DATA_HOME/ongraph/overlay`.
+pub fn store_path(config: &Config) -> PathBuf {
+    config
+        .defaults
+        .overlay
+        .clone()
+        .unwrap_or_else(|| dirs::data_dir().unwrap_or_else(std::env::temp_dir).join("ongraph").join("overlay"))
+}
+
+/// Opens the store, waiting up to two seconds for another ongraph process to let go of it
+/// (readers hold it only for milliseconds).
+pub fn open_store(config: &Config) -> Result<SledStore, StoreError> {
+    let path = store_path(config);
+    let mut tries = 0;
+    loop {
+        match SledStore::open(&path) {
+            Err(StoreError::Locked { .. }) if tries < 20 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Which overlay scope a `--kg` value names: `demo`, a config name, or `file:` and the
+/// file's absolute path (so two files called kb.txt do not share corrections).
+pub fn kg_scope(setup: &SetupArgs, config: &Config) -> String {
+    let name = setup.kg.clone().unwrap_or_else(|| config.defaults.kg.clone());
+    if name == "demo" || config.kg.contains_key(&name) {
+        return name;
+    }
+    let path = std::fs::canonicalize(&name).unwrap_or_else(|_| PathBuf::from(&name));
+    format!("file:{}", path.display())
+}
+
+/// The active corrections for `scope`, read without creating a store that does not exist yet.
+pub fn corrections_for(config: &Config, scope: &str) -> Result<Vec<Correction>> {
+    if !store_path(config).exists() {
+        return Ok(Vec::new());
+    }
+    Ok(open_store(config)?.list(scope)?)
+}
+
+/// `kg` seen through its corrections (unless `enabled` is false).
+pub fn with_overlay(
+    kg: Arc<dyn KnowledgeGraph>,
+    config: &Config,
+    scope: &str,
+    enabled: bool,
+) -> Result<(Arc<dyn KnowledgeGraph>, usize)> {
+    if !enabled {
+        return Ok((kg, 0));
+    }
+    let corrections = corrections_for(config, scope)?;
+    if corrections.is_empty() {
+        return Ok((kg, 0));
+    }
+    let overlay = OverlayKg::new(kg, &corrections);
+    let active = overlay.active_corrections();
+    tracing::info!(scope, active, "correction overlay applied");
+    Ok((Arc::new(overlay), active))
+}

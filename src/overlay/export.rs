@@ -1,0 +1,148 @@
+//! Corrections as patches for a KG's maintainers (N-Triples, SPARQL Update) or as JSON lines
+//! (a backup that `fix import` reads back).
+
+use super::{Correction, Op};
+use crate::kg::{KgProfile, Term};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// Asserted triples and new names; retractions as comments (N-Triples cannot delete).
+    Nt,
+    /// `DELETE DATA` / `DELETE WHERE` / `INSERT DATA`: apply with any SPARQL 1.1 Update endpoint.
+    SparqlUpdate,
+    /// One correction per line, with its history: what `fix import` reads.
+    Jsonl,
+}
+
+/// An id or relation as an IRI: kept when it already is one (or a blank node), otherwise
+/// placed in the profile's namespace (Freebase's for `m.0abc`), else under `urn:ongraph:`.
+pub fn iri(id: &str, profile: &KgProfile) -> String {
+    if id.starts_with("_:") {
+        return id.to_string();
+    }
+    if id.contains("://") || id.starts_with("urn:") {
+        return format!("<{id}>");
+    }
+    let base = profile.strip_prefixes.first().map(String::as_str).unwrap_or("urn:ongraph:");
+    format!("<{base}{id}>")
+}
+
+/// A string as an N-Triples / SPARQL literal, escaped so it cannot end early.
+pub fn literal(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn term(t: &Term, profile: &KgProfile) -> String {
+    match t {
+        Term::Entity(id) => iri(id, profile),
+        Term::Literal(v) => literal(v),
+    }
+}
+
+/// Text that can follow `#` on one line without ending the comment.
+fn comment(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+}
+
+fn label_predicate(profile: &KgProfile) -> String {
+    iri(
+        profile.label_predicates.first().map(String::as_str).unwrap_or("http://www.w3.org/2000/01/rdf-schema#label"),
+        profile,
+    )
+}
+
+/// Renders `corrections` (nt and sparql-update: the active ones; jsonl: all, with history).
+pub fn export(corrections: &[Correction], format: ExportFormat, profile: &KgProfile) -> String {
+    let active: Vec<&Correction> = corrections.iter().filter(|c| c.active).collect();
+    let triple = |s: &str, r: &str, o: &Term| format!("{} {} {} .", iri(s, profile), iri(r, profile), term(o, profile));
+    let why = |c: &Correction| comment(&format!("correction {} by {} on {}: {}", c.id, c.author, c.created, c.reason));
+    let mut out = String::new();
+    match format {
+        ExportFormat::Jsonl => {
+            for c in corrections {
+                // A correction always serialises: its fields are strings, numbers and enums.
+                out.push_str(&serde_json::to_string(c).unwrap_or_default());
+                out.push('\n');
+            }
+        }
+        ExportFormat::Nt => {
+            for c in &active {
+                match &c.op {
+                    Op::Assert { subject, relation, object } => {
+                        out.push_str(&format!("# {}\n{}\n", why(c), triple(subject, relation, object)))
+                    }
+                    Op::Relabel { entity, label } => out.push_str(&format!(
+                        "# {} (replaces the old name)\n{} {} {} .\n",
+                        why(c),
+                        iri(entity, profile),
+                        label_predicate(profile),
+                        literal(label)
+                    )),
+                    Op::Retract { subject, relation, object } => out.push_str(&format!(
+                        "# {}\n# retracted: {}\n",
+                        why(c),
+                        comment(&triple(subject, relation, object))
+                    )),
+                }
+            }
+        }
+        ExportFormat::SparqlUpdate => {
+            let (mut delete, mut delete_where, mut insert) = (Vec::new(), Vec::new(), Vec::new());
+            for c in &active {
+                match &c.op {
+                    Op::Retract { subject, relation, object } => {
+                        delete.push(format!("  # {}\n  {}", why(c), triple(subject, relation, object)))
+                    }
+                    Op::Assert { subject, relation, object } => {
+                        insert.push(format!("  # {}\n  {}", why(c), triple(subject, relation, object)))
+                    }
+                    Op::Relabel { entity, label } => {
+                        let (s, p) = (iri(entity, profile), label_predicate(profile));
+                        delete_where.push(format!("DELETE WHERE {{\n  # {}\n  {s} {p} ?old .\n}}", why(c)));
+                        insert.push(format!("  # {}\n  {s} {p} {} .", why(c), literal(label)));
+                    }
+                }
+            }
+            let mut parts = Vec::new();
+            if !delete.is_empty() {
+                parts.push(format!("DELETE DATA {{\n{}\n}}", delete.join("\n")));
+            }
+            parts.extend(delete_where);
+            if !insert.is_empty() {
+                parts.push(format!("INSERT DATA {{\n{}\n}}", insert.join("\n")));
+            }
+            out = parts.join(" ;\n");
+            if !out.is_empty() {
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_and_comments_cannot_break_out() {
+        assert_eq!(literal("a\"} ; DROP ALL ; {\n"), "\"a\\\"} ; DROP ALL ; {\\n\"");
+        assert_eq!(comment("line\n} ; DROP ALL"), "line } ; DROP ALL");
+        assert_eq!(iri("m.0abc", &KgProfile::freebase()), "<http://rdf.freebase.com/ns/m.0abc>");
+        assert_eq!(iri("http://ex.org/a", &KgProfile::freebase()), "<http://ex.org/a>");
+    }
+}

@@ -1,0 +1,346 @@
+//! The correction overlay: what users fix in a knowledge graph, kept apart from the graph.
+//!
+//! [`OverlayKg`] wraps any [`KnowledgeGraph`] and consults the corrections first in every call:
+//! retracted triples never appear (in relations, neighbours or entity search), asserted triples
+//! appear even where the backend lacks them (new relations, new entities), relabels apply
+//! everywhere. A *scenario* (triples hidden to simulate an incomplete KG, as in GoG's IKG
+//! datasets) is a second, in-memory layer that is never written into the user's corrections.
+
+pub mod export;
+pub mod store;
+
+use crate::kg::{Direction, EntityMatch, KgError, KgProfile, KnowledgeGraph, Neighbour, RelationRef, Term};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// What a correction changes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// The triple is wrong: hide it.
+    Retract { subject: String, relation: String, object: Term },
+    /// The triple is missing: add it.
+    Assert { subject: String, relation: String, object: Term },
+    /// The entity's name is wrong: show this one.
+    Relabel { entity: String, label: String },
+}
+
+impl Op {
+    pub fn describe(&self) -> String {
+        match self {
+            Op::Retract { subject, relation, object } => format!("retract {subject} {relation} {object}"),
+            Op::Assert { subject, relation, object } => format!("assert {subject} {relation} {object}"),
+            Op::Relabel { entity, label } => format!("relabel {entity} as {label:?}"),
+        }
+    }
+}
+
+/// Where a correction was made, when it was made while answering a question.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CorrectionContext {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<usize>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    pub at: String,
+    pub what: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Correction {
+    pub id: u64,
+    /// The knowledge graph it applies to (its scope).
+    pub kg: String,
+    #[serde(flatten)]
+    pub op: Op,
+    pub reason: String,
+    pub author: String,
+    /// RFC 3339, UTC.
+    pub created: String,
+    pub active: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<CorrectionContext>,
+    pub history: Vec<HistoryEntry>,
+}
+
+/// A correction before the store gives it an id and a time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Draft {
+    pub op: Op,
+    pub reason: String,
+    pub author: String,
+    pub context: Option<CorrectionContext>,
+    /// The first history entry ("created" when `None`), e.g. "imported from FILE (was 12)".
+    pub origin: Option<String>,
+}
+
+pub(crate) fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// The author recorded on corrections: the configured one, else `$USER`, else "unknown".
+pub fn default_author(configured: Option<&str>) -> String {
+    configured
+        .map(str::to_string)
+        .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Checks an entity or relation id before it is stored: no spaces, no characters that cannot
+/// stand in an IRI (`<>"{}|^` and the backtick), not empty.
+pub fn validate_id(what: &str, id: &str) -> Result<(), String> {
+    if id.is_empty() {
+        return Err(format!("the {what} is empty"));
+    }
+    if let Some(c) = id.chars().find(|c| c.is_whitespace() || c.is_control() || "<>\"{}|^`\\".contains(*c)) {
+        return Err(format!("the {what} {id:?} is not a valid id or IRI (it contains {c:?})"));
+    }
+    Ok(())
+}
+
+/// The active corrections of one KG, indexed for lookups.
+#[derive(Clone, Debug, Default)]
+struct View {
+    hidden: HashSet<(String, String, Term)>,
+    /// Per node: the (relation, direction) pairs with a hidden triple, so relation search
+    /// knows which relations to re-check.
+    hidden_at: HashMap<String, HashSet<(String, Direction)>>,
+    /// subject → (relation, object, correction id)
+    asserted_out: HashMap<String, Vec<(String, Term, u64)>>,
+    /// object entity → (relation, subject, correction id)
+    asserted_in: HashMap<String, Vec<(String, String, u64)>>,
+    relabels: HashMap<String, String>,
+}
+
+impl View {
+    fn hide(&mut self, s: &str, r: &str, o: &Term) {
+        self.hidden.insert((s.to_string(), r.to_string(), o.clone()));
+        self.hidden_at.entry(s.to_string()).or_default().insert((r.to_string(), Direction::Out));
+        if let Term::Entity(o) = o {
+            self.hidden_at.entry(o.clone()).or_default().insert((r.to_string(), Direction::In));
+        }
+    }
+
+    fn apply(&mut self, c: &Correction) {
+        match &c.op {
+            Op::Retract { subject, relation, object } => self.hide(subject, relation, object),
+            Op::Assert { subject, relation, object } => {
+                self.asserted_out.entry(subject.clone()).or_default().push((relation.clone(), object.clone(), c.id));
+                if let Term::Entity(o) = object {
+                    self.asserted_in.entry(o.clone()).or_default().push((relation.clone(), subject.clone(), c.id));
+                }
+            }
+            Op::Relabel { entity, label } => {
+                self.relabels.insert(entity.clone(), label.clone());
+            }
+        }
+    }
+
+    fn is_hidden(&self, s: &str, r: &str, o: &Term) -> bool {
+        // Only allocate for the (rare) nodes that have something hidden.
+        self.hidden_at.contains_key(s) && self.hidden.contains(&(s.to_string(), r.to_string(), o.clone()))
+    }
+}
+
+/// A knowledge graph seen through corrections (and, optionally, a scenario).
+pub struct OverlayKg {
+    inner: Arc<dyn KnowledgeGraph>,
+    view: View,
+    corrections: usize,
+}
+
+impl OverlayKg {
+    /// Wraps `inner` with the active ones among `corrections`.
+    pub fn new(inner: Arc<dyn KnowledgeGraph>, corrections: &[Correction]) -> Self {
+        let mut view = View::default();
+        let active: Vec<&Correction> = corrections.iter().filter(|c| c.active).collect();
+        for c in &active {
+            view.apply(c);
+        }
+        Self { inner, view, corrections: active.len() }
+    }
+
+    /// Adds a scenario: triples hidden for this run only (never stored as corrections).
+    pub fn with_hidden(mut self, triples: &[(String, String, Term)]) -> Self {
+        for (s, r, o) in triples {
+            self.view.hide(s, r, o);
+        }
+        self
+    }
+
+    /// How many active corrections apply.
+    pub fn active_corrections(&self) -> usize {
+        self.corrections
+    }
+
+    /// A node's label as corrections see it: a relabel, else an asserted name, else the
+    /// backend's (unless that name triple was retracted).
+    async fn label_of(&self, entity: &str, backend: Option<String>) -> Option<String> {
+        if let Some(l) = self.view.relabels.get(entity) {
+            return Some(l.clone());
+        }
+        let predicates = &self.inner.profile().label_predicates;
+        if let Some(asserted) = self.view.asserted_out.get(entity) {
+            for (r, o, _) in asserted {
+                if let (true, Term::Literal(l)) = (predicates.contains(r), o) {
+                    return Some(l.clone());
+                }
+            }
+        }
+        let backend = backend?;
+        let retracted = predicates.iter().any(|p| self.view.is_hidden(entity, p, &Term::Literal(backend.clone())));
+        (!retracted).then_some(backend)
+    }
+}
+
+#[async_trait]
+impl KnowledgeGraph for OverlayKg {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn profile(&self) -> &KgProfile {
+        self.inner.profile()
+    }
+
+    async fn relations(&self, entity: &str) -> Result<Vec<RelationRef>, KgError> {
+        let mut out = Vec::new();
+        for r in self.inner.relations(entity).await? {
+            let touched =
+                self.view.hidden_at.get(entity).is_some_and(|set| set.contains(&(r.relation.clone(), r.direction)));
+            // A relation whose every triple is retracted disappears.
+            if touched && self.neighbours(entity, &r).await?.is_empty() {
+                continue;
+            }
+            out.push(r);
+        }
+        let profile = self.inner.profile();
+        let asserted_out =
+            self.view.asserted_out.get(entity).into_iter().flatten().map(|(r, _, _)| RelationRef::out(r));
+        let asserted_in =
+            self.view.asserted_in.get(entity).into_iter().flatten().map(|(r, _, _)| RelationRef::incoming(r));
+        for r in asserted_out.chain(asserted_in) {
+            if profile.is_informative(&r.relation) && !out.contains(&r) {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn neighbours(&self, entity: &str, relation: &RelationRef) -> Result<Vec<Neighbour>, KgError> {
+        let r = relation.relation.as_str();
+        let mut out: Vec<Neighbour> = Vec::new();
+        for n in self.inner.neighbours(entity, relation).await? {
+            let hidden = match relation.direction {
+                Direction::Out => self.view.is_hidden(entity, r, &n.term),
+                Direction::In => self.view.is_hidden(n.term.as_str(), r, &Term::Entity(entity.to_string())),
+            };
+            if !hidden {
+                out.push(n);
+            }
+        }
+        let asserted: Vec<(Term, u64)> = match relation.direction {
+            Direction::Out => self
+                .view
+                .asserted_out
+                .get(entity)
+                .into_iter()
+                .flatten()
+                .filter(|(rel, _, _)| rel == r)
+                .map(|(_, o, id)| (o.clone(), *id))
+                .collect(),
+            Direction::In => self
+                .view
+                .asserted_in
+                .get(entity)
+                .into_iter()
+                .flatten()
+                .filter(|(rel, _, _)| rel == r)
+                .map(|(_, s, id)| (Term::Entity(s.clone()), *id))
+                .collect(),
+        };
+        for (term, id) in asserted {
+            if let Some(existing) = out.iter_mut().find(|n| n.term == term) {
+                existing.correction.get_or_insert(id);
+                continue;
+            }
+            let label = match &term {
+                Term::Literal(v) => Some(v.clone()),
+                Term::Entity(e) => self.inner.label(e).await?,
+            };
+            out.push(Neighbour { term, label, correction: Some(id) });
+        }
+        for n in &mut out {
+            if let Term::Entity(e) = &n.term {
+                n.label = self.label_of(e, n.label.take()).await;
+            }
+        }
+        Ok(out)
+    }
+
+    async fn label(&self, entity: &str) -> Result<Option<String>, KgError> {
+        let backend = self.inner.label(entity).await?;
+        Ok(self.label_of(entity, backend).await)
+    }
+
+    async fn find_entities(&self, name: &str, limit: usize) -> Result<Vec<EntityMatch>, KgError> {
+        let wanted = name.trim().to_lowercase();
+        let mut found: Vec<EntityMatch> = Vec::new();
+        for mut m in self.inner.find_entities(name, limit.saturating_mul(2).max(limit + 5)).await? {
+            match self.label_of(&m.id, Some(m.label.clone())).await {
+                None => continue,
+                Some(label) if label != m.label => {
+                    // Relabelled: it matches only as well as its new name does.
+                    let similarity = strsim::jaro_winkler(&label.to_lowercase(), &wanted);
+                    m.exact = label.to_lowercase() == wanted;
+                    m.score = if m.exact { 1.0 } else { similarity * 0.99 };
+                    m.label = label;
+                    if !m.exact && similarity < 0.7 {
+                        continue;
+                    }
+                }
+                Some(_) => {}
+            }
+            found.push(m);
+        }
+        // Names that exist only in corrections.
+        let predicates = &self.inner.profile().label_predicates;
+        let overlay_names = self.view.relabels.iter().map(|(e, l)| (e.clone(), l.clone())).chain(
+            self.view.asserted_out.iter().flat_map(|(e, asserted)| {
+                asserted.iter().filter_map(move |(r, o, _)| match o {
+                    Term::Literal(l) if predicates.contains(r) => Some((e.clone(), l.clone())),
+                    _ => None,
+                })
+            }),
+        );
+        for (entity, label) in overlay_names {
+            if found.iter().any(|m| m.id == entity) {
+                continue;
+            }
+            let similarity = strsim::jaro_winkler(&label.to_lowercase(), &wanted);
+            let exact = label.to_lowercase() == wanted;
+            if exact || similarity >= 0.7 {
+                found.push(EntityMatch {
+                    id: entity,
+                    label,
+                    score: if exact { 1.0 } else { similarity * 0.99 },
+                    exact,
+                });
+            }
+        }
+        found.sort_by(|a, b| b.exact.cmp(&a.exact).then(b.score.total_cmp(&a.score)).then(a.id.cmp(&b.id)));
+        found.truncate(limit);
+        Ok(found)
+    }
+
+    fn lookups(&self) -> u64 {
+        self.inner.lookups()
+    }
+}

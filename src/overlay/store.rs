@@ -1,0 +1,219 @@
+//! Where corrections live: a small store trait with a versioned record format, and its sled
+//! implementation. Every write is flushed to disk before it returns, so a correction that was
+//! acknowledged survives a crash.
+
+use super::{Correction, Draft, HistoryEntry};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the correction store at {path} is in use by another ongraph process; close it and retry")]
+    Locked { path: String },
+    #[error(
+        "the correction store at {path} is corrupt ({detail}); move it aside to start afresh (your corrections can be re-imported from an export)"
+    )]
+    Corrupt { path: String, detail: String },
+    #[error("the correction store at {path}: {detail}")]
+    Io { path: String, detail: String },
+    #[error("no correction {id} for knowledge graph {kg:?}")]
+    UnknownId { kg: String, id: u64 },
+    #[error("correction {id} is already undone")]
+    AlreadyUndone { id: u64 },
+    #[error(
+        "correction record {key} was written in format v{version}, which this ongraph does not read (it reads v{CURRENT_VERSION})"
+    )]
+    Version { key: String, version: u32 },
+}
+
+/// The record format version written by this build.
+pub const CURRENT_VERSION: u32 = 1;
+
+/// What is stored per correction: the format version and the correction.
+#[derive(Serialize, Deserialize)]
+struct Record {
+    v: u32,
+    correction: Correction,
+}
+
+/// Persistent corrections, scoped per knowledge graph.
+pub trait CorrectionStore: Send + Sync {
+    /// Records a new, active correction; durable when this returns.
+    fn add(&self, kg: &str, draft: Draft) -> Result<Correction, StoreError>;
+    /// Marks a correction inactive (its history keeps the undo); durable when this returns.
+    fn undo(&self, kg: &str, id: u64) -> Result<Correction, StoreError>;
+    /// Every correction for `kg`, active or not, oldest first.
+    fn list(&self, kg: &str) -> Result<Vec<Correction>, StoreError>;
+}
+
+pub struct SledStore {
+    db: sled::Db,
+    path: PathBuf,
+    /// Writes made so far (also stored in the db, atomically with each record).
+    generation: std::sync::atomic::AtomicU64,
+}
+
+/// sled recovers a damaged log by stopping at the damage, silently: a store could lose
+/// corrections and still open. So every acknowledged write bumps a generation counter, kept
+/// both in the db (atomically with the record) and, after the flush, in this small file beside
+/// it; a db that holds fewer writes than were acknowledged is reported, never used.
+const ACK_FILE: &str = "acknowledged";
+
+impl SledStore {
+    /// Opens (creating if needed) the store at `path`. Another process holding it open is a
+    /// clear error, as is a damaged database.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let shown = path.display().to_string();
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| StoreError::Io { path: shown.clone(), detail: e.to_string() })?;
+        }
+        let db = sled::Config::new().path(path).open().map_err(|e| classify(&shown, e))?;
+        let on_disk = read_u64(db.get(GENERATION).map_err(|e| classify(&shown, e))?.as_deref());
+        let acknowledged = std::fs::read(path.join(ACK_FILE)).ok().map(|b| read_u64(Some(&b))).unwrap_or(0);
+        if on_disk < acknowledged {
+            return Err(StoreError::Corrupt {
+                path: shown,
+                detail: format!(
+                    "{acknowledged} writes were acknowledged but only {on_disk} are on disk: corrections were lost"
+                ),
+            });
+        }
+        Ok(Self { db, path: path.to_path_buf(), generation: std::sync::atomic::AtomicU64::new(on_disk) })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn err(&self, e: sled::Error) -> StoreError {
+        classify(&self.path.display().to_string(), e)
+    }
+
+    /// Ids count up from 1 per store, so people can type them. The store is locked to one
+    /// process, so reading and bumping the counter cannot race; a crash after the bump only
+    /// skips an id that was never acknowledged.
+    fn next_id(&self) -> Result<u64, StoreError> {
+        let bumped = self
+            .db
+            .update_and_fetch(NEXT_ID, |old| {
+                let n = read_u64(old);
+                Some((n + 1).to_be_bytes().to_vec())
+            })
+            .map_err(|e| self.err(e))?;
+        Ok(read_u64(bumped.as_deref()).max(1))
+    }
+
+    fn put(&self, correction: &Correction) -> Result<(), StoreError> {
+        let io = |e: std::io::Error| StoreError::Io { path: self.path.display().to_string(), detail: e.to_string() };
+        let record = Record { v: CURRENT_VERSION, correction: correction.clone() };
+        let bytes = serde_json::to_vec(&record).map_err(|e| io(e.into()))?;
+        let generation = self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let mut batch = sled::Batch::default();
+        batch.insert(key(&correction.kg, correction.id), bytes);
+        batch.insert(GENERATION, generation.to_be_bytes().to_vec());
+        self.db.apply_batch(batch).map_err(|e| self.err(e))?;
+        // Not durable until flushed: only then may the caller be told it is done.
+        self.db.flush().map_err(|e| self.err(e))?;
+        let mut ack = std::fs::File::create(self.path.join(ACK_FILE)).map_err(io)?;
+        std::io::Write::write_all(&mut ack, &generation.to_be_bytes()).map_err(io)?;
+        ack.sync_all().map_err(io)?;
+        Ok(())
+    }
+
+    fn read(&self, k: &[u8], bytes: &[u8]) -> Result<Correction, StoreError> {
+        let shown = String::from_utf8_lossy(k).replace('\0', "#");
+        #[derive(Deserialize)]
+        struct Version {
+            v: u32,
+        }
+        let version: Version = serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+            path: self.path.display().to_string(),
+            detail: format!("record {shown}: {e}"),
+        })?;
+        if version.v != CURRENT_VERSION {
+            return Err(StoreError::Version { key: shown, version: version.v });
+        }
+        let record: Record = serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+            path: self.path.display().to_string(),
+            detail: format!("record {shown}: {e}"),
+        })?;
+        Ok(record.correction)
+    }
+}
+
+/// The counters' keys start with a byte no scope name (UTF-8) can start with.
+const NEXT_ID: &[u8] = b"\xffnext_id";
+const GENERATION: &[u8] = b"\xffgeneration";
+
+/// A big-endian u64 counter; missing or malformed counts as 0.
+fn read_u64(bytes: Option<&[u8]>) -> u64 {
+    bytes.and_then(|b| <[u8; 8]>::try_from(b).ok()).map(u64::from_be_bytes).unwrap_or(0)
+}
+
+/// `kg NUL id` with the id big-endian, so a scope's corrections sort by id.
+fn key(kg: &str, id: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(kg.len() + 9);
+    k.extend_from_slice(kg.as_bytes());
+    k.push(0);
+    k.extend_from_slice(&id.to_be_bytes());
+    k
+}
+
+fn classify(path: &str, e: sled::Error) -> StoreError {
+    match e {
+        sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
+            StoreError::Locked { path: path.to_string() }
+        }
+        sled::Error::Corruption { at, .. } => {
+            StoreError::Corrupt { path: path.to_string(), detail: format!("damaged data at {at:?}") }
+        }
+        other => StoreError::Io { path: path.to_string(), detail: other.to_string() },
+    }
+}
+
+impl CorrectionStore for SledStore {
+    fn add(&self, kg: &str, draft: Draft) -> Result<Correction, StoreError> {
+        let id = self.next_id()?;
+        let now = super::now();
+        let correction = Correction {
+            id,
+            kg: kg.to_string(),
+            op: draft.op,
+            reason: draft.reason,
+            author: draft.author,
+            created: now.clone(),
+            active: true,
+            context: draft.context,
+            history: vec![HistoryEntry { at: now, what: draft.origin.unwrap_or_else(|| "created".into()) }],
+        };
+        self.put(&correction)?;
+        Ok(correction)
+    }
+
+    fn undo(&self, kg: &str, id: u64) -> Result<Correction, StoreError> {
+        let k = key(kg, id);
+        let bytes =
+            self.db.get(&k).map_err(|e| self.err(e))?.ok_or_else(|| StoreError::UnknownId { kg: kg.into(), id })?;
+        let mut correction = self.read(&k, &bytes)?;
+        if !correction.active {
+            return Err(StoreError::AlreadyUndone { id });
+        }
+        correction.active = false;
+        correction.history.push(HistoryEntry { at: super::now(), what: "undone".into() });
+        self.put(&correction)?;
+        Ok(correction)
+    }
+
+    fn list(&self, kg: &str) -> Result<Vec<Correction>, StoreError> {
+        let mut prefix = kg.as_bytes().to_vec();
+        prefix.push(0);
+        self.db
+            .scan_prefix(prefix)
+            .map(|item| {
+                let (k, v) = item.map_err(|e| self.err(e))?;
+                self.read(&k, &v)
+            })
+            .collect()
+    }
+}
