@@ -1,25 +1,16 @@
 //! The `ongraph` binary as a user runs it: answers, exit codes and one-line errors.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";
 
-/// Runs `ongraph` with a private config and state directory, so the user's own config and
-/// environment never leak in.
 fn ongraph(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ongraph"))
-        .args(args)
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_STATE_HOME", home.join("state"))
-        .env_remove("ONGRAPH_CONFIG")
-        .env_remove("ONGRAPH_LLM")
-        .env_remove("ONGRAPH_KG")
-        .env_remove("ONGRAPH_LOG")
-        .output()
-        .expect("the binary runs")
+    common::ongraph_cmd(home, args).output().expect("the binary runs")
 }
 
 fn stdout(o: &Output) -> String {

@@ -63,43 +63,43 @@ pub struct AskArgs {
 #[derive(Debug, Args, Clone)]
 pub struct SetupArgs {
     /// `demo`, a name from [kg.*] in the config, or a .nt / tab-separated triples file.
-    #[arg(long, env = "ONGRAPH_KG")]
+    #[arg(long, env = "ONGRAPH_KG", global = true)]
     pub kg: Option<String>,
     /// How to read a KG file: freebase, named-ids, or auto (named-ids when the file has no
     /// name triples).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", global = true)]
     pub kg_profile: String,
     /// Skip malformed KG lines (and count them) instead of stopping at the first.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub lenient: bool,
     /// `demo` (the offline scripted demo model), a name from [llm.*] in the config, or
     /// `scripted:FILE`.
-    #[arg(long, env = "ONGRAPH_LLM")]
+    #[arg(long, env = "ONGRAPH_LLM", global = true)]
     pub llm: Option<String>,
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, global = true)]
     pub method: Option<Method>,
     /// Beam width N.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub width: Option<usize>,
     /// Maximum depth Dmax.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub depth: Option<u32>,
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, global = true)]
     pub prune: Option<PruneTool>,
     /// One prompt per prune step for all frontier entities.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub unified: bool,
     /// Score the next hop's relations while the sufficiency check runs (fewer rounds of
     /// waiting; up to N extra calls when the check says "sufficient" early).
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub speculate: bool,
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub seed: Option<u64>,
     /// Requests in flight at once.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub concurrency: Option<usize>,
     /// A directory of prompt templates overriding the built-in ones.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub prompts: Option<PathBuf>,
 }
 

@@ -7,6 +7,8 @@ use ongraph::engine::{Run, Settings, Topics};
 use ongraph::kg::load::demo_graph;
 use ongraph::llm::scripted::ScriptedModel;
 use ongraph::prompts::Prompts;
+use std::path::Path;
+use std::process::Command;
 use std::sync::Arc;
 
 pub const DEMO_SCRIPT: &str = include_str!("../../sessions/demo-model.toml");
@@ -74,4 +76,19 @@ fn render_node(beam: &Beam, id: usize, indent: usize, out: &mut String) {
     for &c in &n.children {
         render_node(beam, c, indent + 1, out);
     }
+}
+
+/// The `ongraph` binary with private config, state and data directories under `home`, so the
+/// user's own config, logs and corrections never leak in.
+pub fn ongraph_cmd(home: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ongraph"));
+    cmd.args(args)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env_remove("ONGRAPH_CONFIG")
+        .env_remove("ONGRAPH_LLM")
+        .env_remove("ONGRAPH_KG")
+        .env_remove("ONGRAPH_LOG");
+    cmd
 }

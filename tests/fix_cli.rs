@@ -1,0 +1,196 @@
+//! `ongraph fix` and `ongraph kg` as a user runs them: the ToG paper's Figure 4 on the demo KG
+//! (answer, trace, correct, ask again), bad input, and a crash part-way through a batch.
+
+mod common;
+
+use common::ongraph_cmd;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+const PHANATIC: &str = "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?";
+const STADIUM: &str = "baseball.baseball_team.spring_training_stadium";
+
+fn run(home: &Path, args: &[&str]) -> Output {
+    ongraph_cmd(home, args).output().expect("the binary runs")
+}
+
+/// Runs and expects success; returns stdout.
+fn ok(home: &Path, args: &[&str]) -> String {
+    let out = run(home, args);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs and expects a one-line error containing `needle`.
+fn fails(home: &Path, args: &[&str], needle: &str) {
+    let out = run(home, args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(needle) && !err.contains("panicked"), "{needle:?} not in {err}");
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
+}
+
+#[test]
+fn figure_4_answer_correct_ask_again_undo() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    assert_eq!(first_line(&ok(h, &["ask", PHANATIC])), "Answer: Bright House Field");
+
+    // The user traces the answer to the outdated triple and fixes it: each command is a new
+    // process, so every later one sees the store as written to disk.
+    let retracted = ok(
+        h,
+        &[
+            "fix",
+            "retract",
+            "m.phillies",
+            STADIUM,
+            "m.bright_house_field",
+            "--reason",
+            "Renamed in 2017 and 2021",
+            "--question",
+            PHANATIC,
+        ],
+    );
+    assert_eq!(retracted, format!("correction 1: retract m.phillies {STADIUM} m.bright_house_field\n"));
+    ok(h, &["fix", "assert", "m.phillies", STADIUM, "m.baycare_ballpark", "--reason", "Current name"]);
+    ok(h, &["fix", "assert", "m.baycare_ballpark", "type.object.name", "\"BayCare Ballpark\"", "--reason", "Its name"]);
+    let seen = ok(h, &["kg", "neighbors", "m.phillies", STADIUM]);
+    assert_eq!(seen, "m.baycare_ballpark\tBayCare Ballpark  [correction 2]\n");
+    assert_eq!(
+        ok(h, &["kg", "neighbors", "m.phillies", STADIUM, "--no-overlay"]),
+        "m.bright_house_field\tBright House Field\n"
+    );
+
+    let again = ok(h, &["ask", PHANATIC]);
+    assert_eq!(first_line(&again), "Answer: BayCare Ballpark", "{again}");
+    assert!(again.contains("Corrections applied: 3"), "{again}");
+    assert_eq!(first_line(&ok(h, &["ask", PHANATIC, "--no-overlay"])), "Answer: Bright House Field");
+
+    let list: serde_json::Value = serde_json::from_str(&ok(h, &["fix", "list", "--json"])).unwrap();
+    assert_eq!(list[0]["op"], "retract");
+    assert_eq!(list[0]["context"]["question"], PHANATIC);
+    assert_eq!(list[0]["reason"], "Renamed in 2017 and 2021");
+
+    let patch = ok(h, &["fix", "export", "--format", "sparql-update"]);
+    assert!(patch.starts_with("DELETE DATA {\n"), "{patch}");
+    assert!(patch.contains("  <http://rdf.freebase.com/ns/m.phillies> <http://rdf.freebase.com/ns/baseball.baseball_team.spring_training_stadium> <http://rdf.freebase.com/ns/m.bright_house_field> .\n} ;\nINSERT DATA {\n"), "{patch}");
+    assert!(patch.contains("<http://rdf.freebase.com/ns/m.baycare_ballpark> <http://rdf.freebase.com/ns/type.object.name> \"BayCare Ballpark\" ."), "{patch}");
+
+    // Undo brings the old answer back; the history keeps the undo.
+    for id in ["3", "2", "1"] {
+        ok(h, &["fix", "undo", id]);
+    }
+    assert_eq!(first_line(&ok(h, &["ask", PHANATIC])), "Answer: Bright House Field");
+    let list = ok(h, &["fix", "list"]);
+    assert_eq!(list.lines().filter(|l| l.contains(" undone ")).count(), 3, "{list}");
+
+    // A relabel is the other way to fix a renamed stadium.
+    ok(h, &["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed"]);
+    assert_eq!(first_line(&ok(h, &["ask", PHANATIC])), "Answer: BayCare Ballpark");
+    assert!(
+        ok(h, &["kg", "search", "baycare ballpark"]).starts_with("m.bright_house_field\tBayCare Ballpark\texact\n")
+    );
+}
+
+#[test]
+fn corrections_are_scoped_per_kg() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let kb = h.join("kb.tsv");
+    std::fs::write(&kb, "m.phillies\tbaseball.baseball_team.spring_training_stadium\tm.bright_house_field\n").unwrap();
+    ok(h, &["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed"]);
+    // The same id in another KG keeps its name.
+    let other = ok(h, &["kg", "neighbors", "m.phillies", STADIUM, "--kg", kb.to_str().unwrap()]);
+    assert_eq!(other, "m.bright_house_field\tm.bright house field\n");
+    assert!(ok(h, &["fix", "list", "--kg", kb.to_str().unwrap()]).starts_with("no corrections for file:"));
+}
+
+#[test]
+fn bad_corrections_are_one_line_errors() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    fails(h, &["fix", "undo", "42"], "no correction 42 for knowledge graph \"demo\"");
+    fails(h, &["fix", "retract", "m.phillies", STADIUM, "m.nowhere", "--reason", "x"], "demo does not hold m.phillies");
+    fails(h, &["fix", "assert", "m.a> } ; DROP ALL ; {", STADIUM, "m.b", "--reason", "x"], "is not a valid id or IRI");
+    fails(h, &["fix", "assert", "m.phillies", STADIUM, "m.bright_house_field", "--reason", "x"], "already holds");
+    fails(h, &["fix", "relabel", "m.never_heard_of", "X", "--reason", "x"], "demo has no entity m.never_heard_of");
+    fails(h, &["fix", "relabel", "m.apple", "Apple", "--reason", " "], "must not be empty");
+    ok(h, &["fix", "relabel", "m.apple", "Apple Computer", "--reason", "old name"]);
+    ok(h, &["fix", "undo", "1"]);
+    fails(h, &["fix", "undo", "1"], "correction 1 is already undone");
+
+    // A hostile literal becomes a harmless, escaped literal in the patch.
+    ok(
+        h,
+        &[
+            "fix",
+            "assert",
+            "m.apple",
+            "common.topic.alias",
+            "\"x\" } ; DROP ALL ; { \"",
+            "--reason",
+            "line one\n} ; DROP ALL ; {",
+        ],
+    );
+    let patch = ok(h, &["fix", "export", "--format", "sparql-update"]);
+    assert!(patch.contains(r#""x\" } ; DROP ALL ; { " ."#), "{patch}");
+    assert!(patch.contains("line one } ; DROP ALL ; {"), "the reason stays inside its comment: {patch}");
+    assert_eq!(patch.matches("INSERT DATA {").count(), 1);
+
+    // A store held by another process is reported as such.
+    let store = h.join("data/ongraph/overlay");
+    let _held = ongraph::overlay::store::SledStore::open(&store).unwrap();
+    fails(h, &["fix", "relabel", "m.apple", "Apple", "--reason", "x"], "in use by another ongraph process");
+}
+
+#[test]
+fn every_acknowledged_correction_survives_a_kill() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let file = h.join("batch.jsonl");
+    let lines: Vec<String> = (0..1000)
+        .map(|i| {
+            serde_json::json!({
+                "id": i + 1, "kg": "elsewhere", "op": "relabel", "entity": format!("m.crash{i}"),
+                "label": format!("Crash {i}"), "reason": "crash test", "author": "test",
+                "created": "2026-11-22T00:00:00Z", "active": true, "history": []
+            })
+            .to_string()
+        })
+        .collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+
+    let mut child = ongraph_cmd(h, &["fix", "import", file.to_str().unwrap()]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut acknowledged: Vec<u64> = Vec::new();
+    let mut line = String::new();
+    while acknowledged.len() < 10 && reader.read_line(&mut line).unwrap() > 0 {
+        // "imported 3 as 3"
+        acknowledged.push(line.trim().rsplit(' ').next().unwrap().parse().unwrap());
+        line.clear();
+    }
+    assert!(child.try_wait().unwrap().is_none(), "the import must still be running when it is killed");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    // Whatever else the child printed before it died was acknowledged too.
+    for rest in reader.lines().map_while(Result::ok) {
+        if let Some(id) = rest.strip_prefix("imported ").and_then(|r| r.rsplit(' ').next()) {
+            acknowledged.push(id.parse().unwrap());
+        }
+    }
+
+    let list: Vec<serde_json::Value> = serde_json::from_str(&ok(h, &["fix", "list", "--json"])).unwrap();
+    let stored: Vec<u64> = list.iter().map(|c| c["id"].as_u64().unwrap()).collect();
+    assert!(stored.len() < 1000, "killed part-way: {} stored", stored.len());
+    for id in &acknowledged {
+        assert!(stored.contains(id), "acknowledged correction {id} was lost");
+    }
+    // The store opens cleanly and takes new corrections after the crash.
+    ok(h, &["fix", "relabel", "m.apple", "Apple Computer", "--reason", "after the crash"]);
+}
