@@ -12,7 +12,9 @@ pub mod store;
 use crate::kg::{Direction, EntityMatch, KgError, KgProfile, KnowledgeGraph, Neighbour, RelationRef, Term};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+// hashbrown's default hasher is several times faster than SipHash on these short keys, and
+// the overlay sits on every lookup's path.
+use hashbrown::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// What a correction changes.
@@ -106,47 +108,74 @@ pub fn validate_id(what: &str, id: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What the corrections say about one node. Everything is kept per node so a lookup costs one
+/// hash probe per node it touches, and nothing for the (vast majority of) untouched nodes.
+#[derive(Clone, Debug, Default)]
+struct Touch {
+    relabel: Option<String>,
+    /// A name asserted through a label predicate.
+    asserted_name: Option<String>,
+    /// (relation, direction) pairs with a hidden triple at this node.
+    hidden: HashSet<(String, Direction)>,
+    /// (relation, object, correction id) with this node as subject.
+    asserted_out: Vec<(String, Term, u64)>,
+    /// (relation, subject, correction id) with this node as object.
+    asserted_in: Vec<(String, String, u64)>,
+}
+
 /// The active corrections of one KG, indexed for lookups.
 #[derive(Clone, Debug, Default)]
 struct View {
+    nodes: HashMap<String, Touch>,
     hidden: HashSet<(String, String, Term)>,
-    /// Per node: the (relation, direction) pairs with a hidden triple, so relation search
-    /// knows which relations to re-check.
-    hidden_at: HashMap<String, HashSet<(String, Direction)>>,
-    /// subject → (relation, object, correction id)
-    asserted_out: HashMap<String, Vec<(String, Term, u64)>>,
-    /// object entity → (relation, subject, correction id)
-    asserted_in: HashMap<String, Vec<(String, String, u64)>>,
-    relabels: HashMap<String, String>,
 }
 
 impl View {
     fn hide(&mut self, s: &str, r: &str, o: &Term) {
         self.hidden.insert((s.to_string(), r.to_string(), o.clone()));
-        self.hidden_at.entry(s.to_string()).or_default().insert((r.to_string(), Direction::Out));
+        self.nodes.entry(s.to_string()).or_default().hidden.insert((r.to_string(), Direction::Out));
         if let Term::Entity(o) = o {
-            self.hidden_at.entry(o.clone()).or_default().insert((r.to_string(), Direction::In));
+            self.nodes.entry(o.clone()).or_default().hidden.insert((r.to_string(), Direction::In));
         }
     }
 
-    fn apply(&mut self, c: &Correction) {
+    fn apply(&mut self, c: &Correction, label_predicates: &[String]) {
         match &c.op {
             Op::Retract { subject, relation, object } => self.hide(subject, relation, object),
             Op::Assert { subject, relation, object } => {
-                self.asserted_out.entry(subject.clone()).or_default().push((relation.clone(), object.clone(), c.id));
+                let node = self.nodes.entry(subject.clone()).or_default();
+                match object {
+                    Term::Literal(name) if label_predicates.contains(relation) => {
+                        node.asserted_name = Some(name.clone())
+                    }
+                    _ => node.asserted_out.push((relation.clone(), object.clone(), c.id)),
+                }
                 if let Term::Entity(o) = object {
-                    self.asserted_in.entry(o.clone()).or_default().push((relation.clone(), subject.clone(), c.id));
+                    self.nodes.entry(o.clone()).or_default().asserted_in.push((
+                        relation.clone(),
+                        subject.clone(),
+                        c.id,
+                    ));
                 }
             }
             Op::Relabel { entity, label } => {
-                self.relabels.insert(entity.clone(), label.clone());
+                self.nodes.entry(entity.clone()).or_default().relabel = Some(label.clone())
             }
         }
     }
 
-    fn is_hidden(&self, s: &str, r: &str, o: &Term) -> bool {
-        // Only allocate for the (rare) nodes that have something hidden.
-        self.hidden_at.contains_key(s) && self.hidden.contains(&(s.to_string(), r.to_string(), o.clone()))
+    /// Whether (s, r, o) is hidden, given what the corrections say about `s`. `o` is built
+    /// only when `s` has something hidden through `r` (rare), so the common case allocates
+    /// nothing.
+    fn is_hidden(&self, touch: Option<&Touch>, s: &str, r: &str, dir: Direction, o: impl FnOnce() -> Term) -> bool {
+        touch.is_some_and(|t| t.hidden.iter().any(|(rel, d)| rel == r && *d == dir))
+            && match dir {
+                Direction::Out => self.hidden.contains(&(s.to_string(), r.to_string(), o())),
+                // For an incoming edge, `s` is the object: the stored triple is (o, r, s).
+                Direction::In => {
+                    self.hidden.contains(&(o().as_str().to_string(), r.to_string(), Term::Entity(s.to_string())))
+                }
+            }
     }
 }
 
@@ -162,8 +191,9 @@ impl OverlayKg {
     pub fn new(inner: Arc<dyn KnowledgeGraph>, corrections: &[Correction]) -> Self {
         let mut view = View::default();
         let active: Vec<&Correction> = corrections.iter().filter(|c| c.active).collect();
+        let predicates = inner.profile().label_predicates.clone();
         for c in &active {
-            view.apply(c);
+            view.apply(c, &predicates);
         }
         Self { inner, view, corrections: active.len() }
     }
@@ -183,20 +213,16 @@ impl OverlayKg {
 
     /// A node's label as corrections see it: a relabel, else an asserted name, else the
     /// backend's (unless that name triple was retracted).
-    async fn label_of(&self, entity: &str, backend: Option<String>) -> Option<String> {
-        if let Some(l) = self.view.relabels.get(entity) {
+    fn label_of(&self, entity: &str, touch: Option<&Touch>, backend: Option<String>) -> Option<String> {
+        let Some(t) = touch else { return backend };
+        if let Some(l) = t.relabel.as_ref().or(t.asserted_name.as_ref()) {
             return Some(l.clone());
         }
-        let predicates = &self.inner.profile().label_predicates;
-        if let Some(asserted) = self.view.asserted_out.get(entity) {
-            for (r, o, _) in asserted {
-                if let (true, Term::Literal(l)) = (predicates.contains(r), o) {
-                    return Some(l.clone());
-                }
-            }
-        }
         let backend = backend?;
-        let retracted = predicates.iter().any(|p| self.view.is_hidden(entity, p, &Term::Literal(backend.clone())));
+        let predicates = &self.inner.profile().label_predicates;
+        let retracted = predicates
+            .iter()
+            .any(|p| self.view.is_hidden(touch, entity, p, Direction::Out, || Term::Literal(backend.clone())));
         (!retracted).then_some(backend)
     }
 }
@@ -211,21 +237,20 @@ impl KnowledgeGraph for OverlayKg {
     }
 
     async fn relations(&self, entity: &str) -> Result<Vec<RelationRef>, KgError> {
-        let mut out = Vec::new();
-        for r in self.inner.relations(entity).await? {
-            let touched =
-                self.view.hidden_at.get(entity).is_some_and(|set| set.contains(&(r.relation.clone(), r.direction)));
+        let base = self.inner.relations(entity).await?;
+        let Some(touch) = self.view.nodes.get(entity) else { return Ok(base) };
+        let mut out = Vec::with_capacity(base.len());
+        for r in base {
             // A relation whose every triple is retracted disappears.
+            let touched = touch.hidden.iter().any(|(rel, d)| *rel == r.relation && *d == r.direction);
             if touched && self.neighbours(entity, &r).await?.is_empty() {
                 continue;
             }
             out.push(r);
         }
         let profile = self.inner.profile();
-        let asserted_out =
-            self.view.asserted_out.get(entity).into_iter().flatten().map(|(r, _, _)| RelationRef::out(r));
-        let asserted_in =
-            self.view.asserted_in.get(entity).into_iter().flatten().map(|(r, _, _)| RelationRef::incoming(r));
+        let asserted_out = touch.asserted_out.iter().map(|(r, _, _)| RelationRef::out(r));
+        let asserted_in = touch.asserted_in.iter().map(|(r, _, _)| RelationRef::incoming(r));
         for r in asserted_out.chain(asserted_in) {
             if profile.is_informative(&r.relation) && !out.contains(&r) {
                 out.push(r);
@@ -236,32 +261,21 @@ impl KnowledgeGraph for OverlayKg {
 
     async fn neighbours(&self, entity: &str, relation: &RelationRef) -> Result<Vec<Neighbour>, KgError> {
         let r = relation.relation.as_str();
-        let mut out: Vec<Neighbour> = Vec::new();
-        for n in self.inner.neighbours(entity, relation).await? {
-            let hidden = match relation.direction {
-                Direction::Out => self.view.is_hidden(entity, r, &n.term),
-                Direction::In => self.view.is_hidden(n.term.as_str(), r, &Term::Entity(entity.to_string())),
-            };
-            if !hidden {
-                out.push(n);
-            }
+        let dir = relation.direction;
+        let mut out = self.inner.neighbours(entity, relation).await?;
+        if self.view.nodes.is_empty() {
+            return Ok(out);
         }
-        let asserted: Vec<(Term, u64)> = match relation.direction {
-            Direction::Out => self
-                .view
-                .asserted_out
-                .get(entity)
-                .into_iter()
-                .flatten()
-                .filter(|(rel, _, _)| rel == r)
-                .map(|(_, o, id)| (o.clone(), *id))
-                .collect(),
-            Direction::In => self
-                .view
+        let here = self.view.nodes.get(entity);
+        out.retain(|n| !self.view.is_hidden(here, entity, r, dir, || n.term.clone()));
+        let asserted: Vec<(Term, u64)> = match (here, dir) {
+            (None, _) => Vec::new(),
+            (Some(t), Direction::Out) => {
+                t.asserted_out.iter().filter(|(rel, _, _)| rel == r).map(|(_, o, id)| (o.clone(), *id)).collect()
+            }
+            (Some(t), Direction::In) => t
                 .asserted_in
-                .get(entity)
-                .into_iter()
-                .flatten()
+                .iter()
                 .filter(|(rel, _, _)| rel == r)
                 .map(|(_, s, id)| (Term::Entity(s.clone()), *id))
                 .collect(),
@@ -278,8 +292,10 @@ impl KnowledgeGraph for OverlayKg {
             out.push(Neighbour { term, label, correction: Some(id) });
         }
         for n in &mut out {
-            if let Term::Entity(e) = &n.term {
-                n.label = self.label_of(e, n.label.take()).await;
+            if let Term::Entity(e) = &n.term
+                && let Some(touch) = self.view.nodes.get(e.as_str())
+            {
+                n.label = self.label_of(e, Some(touch), n.label.take());
             }
         }
         Ok(out)
@@ -287,14 +303,14 @@ impl KnowledgeGraph for OverlayKg {
 
     async fn label(&self, entity: &str) -> Result<Option<String>, KgError> {
         let backend = self.inner.label(entity).await?;
-        Ok(self.label_of(entity, backend).await)
+        Ok(self.label_of(entity, self.view.nodes.get(entity), backend))
     }
 
     async fn find_entities(&self, name: &str, limit: usize) -> Result<Vec<EntityMatch>, KgError> {
         let wanted = name.trim().to_lowercase();
         let mut found: Vec<EntityMatch> = Vec::new();
         for mut m in self.inner.find_entities(name, limit.saturating_mul(2).max(limit + 5)).await? {
-            match self.label_of(&m.id, Some(m.label.clone())).await {
+            match self.label_of(&m.id, self.view.nodes.get(m.id.as_str()), Some(m.label.clone())) {
                 None => continue,
                 Some(label) if label != m.label => {
                     // Relabelled: it matches only as well as its new name does.
@@ -311,15 +327,11 @@ impl KnowledgeGraph for OverlayKg {
             found.push(m);
         }
         // Names that exist only in corrections.
-        let predicates = &self.inner.profile().label_predicates;
-        let overlay_names = self.view.relabels.iter().map(|(e, l)| (e.clone(), l.clone())).chain(
-            self.view.asserted_out.iter().flat_map(|(e, asserted)| {
-                asserted.iter().filter_map(move |(r, o, _)| match o {
-                    Term::Literal(l) if predicates.contains(r) => Some((e.clone(), l.clone())),
-                    _ => None,
-                })
-            }),
-        );
+        let overlay_names = self
+            .view
+            .nodes
+            .iter()
+            .filter_map(|(e, t)| t.relabel.as_ref().or(t.asserted_name.as_ref()).map(|l| (e.clone(), l.clone())));
         for (entity, label) in overlay_names {
             if found.iter().any(|m| m.id == entity) {
                 continue;
