@@ -97,15 +97,36 @@ fn default_retries() -> u32 {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KgEntry {
-    /// An N-Triples (`.nt`) or tab-separated triples file.
-    pub path: PathBuf,
-    /// `freebase` (names from `type.object.name`; nameless ids are mediator nodes) or
-    /// `named-ids` (ids are names, as in PathQuestion and MetaQA).
+    /// An N-Triples (`.nt`) or tab-separated triples file…
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// …or a SPARQL 1.1 query endpoint, e.g. `http://127.0.0.1:8890/sparql`.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// `freebase` (names from `type.object.name`; nameless ids are mediator nodes),
+    /// `named-ids` (ids are names, as in PathQuestion and MetaQA; files only) or `rdf`
+    /// (names from `rdfs:label`).
     #[serde(default = "default_profile")]
     pub profile: String,
-    /// Skip malformed lines (counted) instead of stopping at the first.
+    /// Skip malformed lines (counted) instead of stopping at the first (files).
     #[serde(default)]
     pub lenient: bool,
+    /// Where short ids live at the endpoint (default for `freebase`: `http://rdf.freebase.com/ns/`).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Preferred language of names (endpoints).
+    #[serde(default = "default_language")]
+    pub language: String,
+    /// Seconds to wait for one query (endpoints).
+    #[serde(default = "default_query_timeout")]
+    pub timeout_secs: u64,
+}
+
+fn default_language() -> String {
+    "en".into()
+}
+fn default_query_timeout() -> u64 {
+    60
 }
 
 fn default_profile() -> String {
@@ -118,7 +139,7 @@ pub enum ConfigError {
     Read { path: String, message: String },
     #[error("{path}: {message}")]
     Parse { path: String, message: String },
-    #[error("unknown KG profile {0:?} (known: freebase, named-ids)")]
+    #[error("unknown KG profile {0:?} (known: freebase, named-ids, rdf)")]
     Profile(String),
 }
 
@@ -168,6 +189,7 @@ pub fn profile_named(name: &str) -> Result<KgProfile, ConfigError> {
     match name {
         "freebase" => Ok(KgProfile::freebase()),
         "named-ids" | "named_ids" => Ok(KgProfile::named_ids()),
+        "rdf" => Ok(KgProfile::rdf()),
         other => Err(ConfigError::Profile(other.into())),
     }
 }
@@ -204,5 +226,6 @@ mod tests {
         assert_eq!(c.defaults.method, Method::TogR);
         assert_eq!(c.llm["local"].timeout_secs, 120);
         assert_eq!(c.kg["pq"].profile, "named-ids");
+        assert_eq!(c.kg["pq"].language, "en");
     }
 }

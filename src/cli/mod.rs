@@ -119,8 +119,25 @@ pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeG
         let report = LoadReport { triples: g.triple_count(), ..LoadReport::default() };
         return Ok((Arc::new(g), report));
     }
+    if name.starts_with("http://") || name.starts_with("https://") {
+        let profile = if setup.kg_profile == "auto" { "rdf" } else { setup.kg_profile.as_str() };
+        return open_endpoint(&name, &name, profile, None, "en", 60);
+    }
     let (path, profile, lenient) = match config.kg.get(&name) {
-        Some(entry) => (entry.path.clone(), entry.profile.clone(), entry.lenient || setup.lenient),
+        Some(entry) => match (&entry.path, &entry.endpoint) {
+            (_, Some(endpoint)) => {
+                return open_endpoint(
+                    &name,
+                    endpoint,
+                    &entry.profile,
+                    entry.namespace.clone(),
+                    &entry.language,
+                    entry.timeout_secs,
+                );
+            }
+            (Some(path), None) => (path.clone(), entry.profile.clone(), entry.lenient || setup.lenient),
+            (None, None) => bail!("[kg.{name}] needs a `path` (a triples file) or an `endpoint` (SPARQL)"),
+        },
         None => {
             let path = PathBuf::from(&name);
             if !path.exists() {
@@ -131,6 +148,25 @@ pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeG
         }
     };
     load_kg(&path, &profile, lenient)
+}
+
+/// A SPARQL endpoint as a knowledge graph.
+fn open_endpoint(
+    name: &str,
+    endpoint: &str,
+    profile: &str,
+    namespace: Option<String>,
+    language: &str,
+    timeout_secs: u64,
+) -> Result<(Arc<dyn KnowledgeGraph>, LoadReport)> {
+    use crate::kg::sparql::SparqlKg;
+    use crate::kg::sparql::client::{SparqlClient, SparqlConfig};
+    let kg_profile = profile_named(profile)?;
+    let namespace = namespace.or_else(|| (profile == "freebase").then(|| "http://rdf.freebase.com/ns/".to_string()));
+    let mut config = SparqlConfig::new(endpoint);
+    config.timeout = Duration::from_secs(timeout_secs);
+    let kg = SparqlKg::new(name, SparqlClient::new(config)?, kg_profile, namespace, language)?;
+    Ok((Arc::new(kg), LoadReport::default()))
 }
 
 fn load_kg(path: &Path, profile: &str, lenient: bool) -> Result<(Arc<dyn KnowledgeGraph>, LoadReport)> {

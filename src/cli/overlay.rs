@@ -35,11 +35,11 @@ pub fn open_store(config: &Config) -> Result<SledStore, StoreError> {
     }
 }
 
-/// Which overlay scope a `--kg` value names: `demo`, a config name, or `file:` and the
-/// file's absolute path (so two files called kb.txt do not share corrections).
+/// Which overlay scope a `--kg` value names: `demo`, a config name, an endpoint URL, or
+/// `file:` and the file's absolute path (so two files called kb.txt do not share corrections).
 pub fn kg_scope(setup: &SetupArgs, config: &Config) -> String {
     let name = setup.kg.clone().unwrap_or_else(|| config.defaults.kg.clone());
-    if name == "demo" || config.kg.contains_key(&name) {
+    if name == "demo" || config.kg.contains_key(&name) || name.starts_with("http://") || name.starts_with("https://") {
         return name;
     }
     let path = std::fs::canonicalize(&name).unwrap_or_else(|_| PathBuf::from(&name));

@@ -4,6 +4,7 @@
 pub mod load;
 pub mod local;
 pub mod profile;
+pub mod sparql;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

@@ -49,6 +49,22 @@ impl KgProfile {
         }
     }
 
+    /// Any RDF store: names from `rdfs:label` (or SKOS), nothing filtered but `sameAs`.
+    pub fn rdf() -> Self {
+        Self {
+            label_predicates: vec![
+                "http://www.w3.org/2000/01/rdf-schema#label".into(),
+                "http://www.w3.org/2004/02/skos/core#prefLabel".into(),
+            ],
+            ignore_exact: Vec::new(),
+            ignore_prefixes: Vec::new(),
+            ignore_containing: vec!["sameAs".into()],
+            label_from_id: false,
+            dunder_relations: false,
+            strip_prefixes: Vec::new(),
+        }
+    }
+
     /// Graphs whose ids are their names (PathQuestion, MetaQA TSV knowledge bases).
     pub fn named_ids() -> Self {
         Self { label_from_id: true, dunder_relations: true, ..Self::freebase() }

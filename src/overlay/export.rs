@@ -27,24 +27,7 @@ pub fn iri(id: &str, profile: &KgProfile) -> String {
     format!("<{base}{id}>")
 }
 
-/// A string as an N-Triples / SPARQL literal, escaped so it cannot end early.
-pub fn literal(value: &str) -> String {
-    let mut out = String::with_capacity(value.len() + 2);
-    out.push('"');
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use crate::kg::sparql::syntax::literal;
 
 fn term(t: &Term, profile: &KgProfile) -> String {
     match t {

@@ -11,6 +11,8 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
+pub mod servers;
+
 pub const DEMO_SCRIPT: &str = include_str!("../../sessions/demo-model.toml");
 
 /// A driver over the demo graph with the demo script plus `extra` replies (checked first).

@@ -1,0 +1,146 @@
+//! The SPARQL 1.1 protocol over reqwest: GET for short queries, form-encoded POST for long ones
+//! (never a direct `application/sparql-query` POST, on which Virtuoso hangs), always asking for
+//! `application/sparql-results+json` (Virtuoso answers XML otherwise), results parsed by
+//! `sparesults` (which also reads SPARQL 1.0's `typed-literal`). Bounded retries with backoff,
+//! honouring `Retry-After`; a limit on queries in flight; a descriptive User-Agent (Wikidata's
+//! query service refuses requests without one).
+
+use crate::kg::KgError;
+use sparesults::{QueryResultsFormat, QueryResultsParser, QuerySolution, ReaderQueryResultsParserOutput};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// Queries longer than this (URL-encoded) go by POST.
+const MAX_GET_URL: usize = 2000;
+
+#[derive(Clone, Debug)]
+pub struct SparqlConfig {
+    pub endpoint: String,
+    pub timeout: Duration,
+    pub max_retries: u32,
+    pub backoff: Duration,
+    pub max_in_flight: usize,
+}
+
+impl SparqlConfig {
+    pub fn new(endpoint: impl Into<String>) -> Self {
+        Self {
+            endpoint: endpoint.into(),
+            timeout: Duration::from_secs(60),
+            max_retries: 3,
+            backoff: Duration::from_millis(500),
+            max_in_flight: 8,
+        }
+    }
+}
+
+pub struct SparqlClient {
+    config: SparqlConfig,
+    http: reqwest::Client,
+    in_flight: Semaphore,
+    queries: AtomicU64,
+}
+
+impl SparqlClient {
+    pub fn new(config: SparqlConfig) -> Result<Self, KgError> {
+        crate::llm::openai::install_crypto_provider();
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .user_agent(concat!(
+                "ongraph/",
+                env!("CARGO_PKG_VERSION"),
+                " (LLM reasoning over knowledge graphs; https://github.com/ongraph)"
+            ))
+            .build()
+            .map_err(|e| KgError::Other(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self { in_flight: Semaphore::new(config.max_in_flight.max(1)), config, http, queries: AtomicU64::new(0) })
+    }
+
+    pub fn endpoint(&self) -> &str {
+        &self.config.endpoint
+    }
+
+    /// How many queries were sent (retries not counted).
+    pub fn queries(&self) -> u64 {
+        self.queries.load(Ordering::Relaxed)
+    }
+
+    fn unreachable(&self, detail: impl std::fmt::Display) -> KgError {
+        KgError::Other(format!("SPARQL endpoint {}: {detail}", self.config.endpoint))
+    }
+
+    /// Runs a SELECT query and returns its solutions.
+    pub async fn select(&self, query: &str) -> Result<Vec<QuerySolution>, KgError> {
+        let _permit = self.in_flight.acquire().await.map_err(|e| self.unreachable(e))?;
+        self.queries.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(endpoint = %self.config.endpoint, %query, "SPARQL");
+        let use_get = self.config.endpoint.len() + urlencoded_len(query) + 7 <= MAX_GET_URL;
+        let mut attempt = 0;
+        loop {
+            let request = if use_get {
+                self.http.get(&self.config.endpoint).query(&[("query", query)])
+            } else {
+                self.http.post(&self.config.endpoint).form(&[("query", query)])
+            };
+            let request = request.header(reqwest::header::ACCEPT, "application/sparql-results+json");
+            let (error, wait) = match request.send().await {
+                Ok(response) => {
+                    let status = response.status();
+                    let retry_after = response
+                        .headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.trim().parse::<f64>().ok())
+                        .filter(|s| s.is_finite() && *s >= 0.0)
+                        .map(|s| Duration::from_secs_f64(s.min(60.0)));
+                    let body = response.bytes().await.map_err(|e| self.unreachable(e))?;
+                    if status.is_success() {
+                        return self.parse(&body);
+                    }
+                    let excerpt: String = String::from_utf8_lossy(&body).chars().take(200).collect();
+                    let error = self.unreachable(format!("HTTP {status}: {}", excerpt.trim()));
+                    if !(status.as_u16() == 429 || status.is_server_error()) {
+                        return Err(error);
+                    }
+                    (error, retry_after)
+                }
+                Err(e) if e.is_timeout() => {
+                    (self.unreachable(format!("no answer within {} s", self.config.timeout.as_secs())), None)
+                }
+                Err(e) => {
+                    let mut cause: &dyn std::error::Error = &e;
+                    while let Some(next) = cause.source() {
+                        cause = next;
+                    }
+                    (self.unreachable(format!("cannot connect ({cause})")), None)
+                }
+            };
+            if attempt >= self.config.max_retries {
+                return Err(error);
+            }
+            let wait = wait.unwrap_or(self.config.backoff * 2u32.saturating_pow(attempt));
+            tracing::warn!(endpoint = %self.config.endpoint, attempt, ?wait, %error, "SPARQL query failed; retrying");
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    fn parse(&self, body: &[u8]) -> Result<Vec<QuerySolution>, KgError> {
+        let bad = |detail: String| {
+            let start: String = String::from_utf8_lossy(body).chars().take(80).collect();
+            self.unreachable(format!("the reply is not SPARQL JSON results ({detail}); it starts {:?}", start.trim()))
+        };
+        let parser = QueryResultsParser::from_format(QueryResultsFormat::Json);
+        match parser.for_reader(body).map_err(|e| bad(e.to_string()))? {
+            ReaderQueryResultsParserOutput::Solutions(solutions) => {
+                solutions.collect::<Result<Vec<_>, _>>().map_err(|e| bad(e.to_string()))
+            }
+            ReaderQueryResultsParserOutput::Boolean(_) => Err(bad("a boolean, not solutions".into())),
+        }
+    }
+}
+
+fn urlencoded_len(text: &str) -> usize {
+    text.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { 1 } else { 3 }).sum()
+}

@@ -1,0 +1,267 @@
+//! Knowledge graphs behind a SPARQL 1.1 endpoint (Freebase in Virtuoso, any RDF store), behind
+//! the same [`KnowledgeGraph`] trait as the local graph, so the engine, the overlay and the CLI
+//! use them unchanged. Ids stay short in prompts and traces (`m.0abc`,
+//! `people.person.nationality`) and are expanded into the profile's namespace in queries.
+
+pub mod client;
+pub mod syntax;
+
+use super::{Direction, EntityMatch, KgError, KgProfile, KnowledgeGraph, Neighbour, RelationRef, Term};
+use async_trait::async_trait;
+use client::SparqlClient;
+use oxrdf::Term as RdfTerm;
+use sparesults::QuerySolution;
+
+/// Rows asked for at most; Virtuoso caps results at 10,000 by default without saying so.
+const ROW_CAP: usize = 10_000;
+
+pub struct SparqlKg {
+    name: String,
+    client: SparqlClient,
+    profile: KgProfile,
+    /// Where short ids live (`http://rdf.freebase.com/ns/` for Freebase); `None` when ids are
+    /// full IRIs.
+    namespace: Option<String>,
+    /// Preferred language of names.
+    language: String,
+    /// The label predicates as query text: `<a>|<b>`.
+    label_path: String,
+}
+
+impl SparqlKg {
+    pub fn new(
+        name: impl Into<String>,
+        client: SparqlClient,
+        profile: KgProfile,
+        namespace: Option<String>,
+        language: &str,
+    ) -> Result<Self, KgError> {
+        let language = syntax::language(language)
+            .ok_or_else(|| KgError::Other(format!("{language:?} is not a language tag")))?
+            .to_string();
+        let mut kg = Self { name: name.into(), client, profile, namespace, language, label_path: String::new() };
+        let mut predicates: Vec<String> = Vec::new();
+        for p in &kg.profile.label_predicates {
+            if let Ok(iri) = kg.iri(p)
+                && !predicates.contains(&iri)
+            {
+                predicates.push(iri);
+            }
+        }
+        if predicates.is_empty() {
+            return Err(KgError::Other("the profile names no usable label predicate".into()));
+        }
+        kg.label_path = predicates.join("|");
+        Ok(kg)
+    }
+
+    /// An id or relation as query text: expanded into the namespace when short, validated.
+    fn iri(&self, id: &str) -> Result<String, KgError> {
+        let full = match &self.namespace {
+            Some(ns) if !id.contains("://") && !id.starts_with("urn:") => format!("{ns}{id}"),
+            _ => id.to_string(),
+        };
+        syntax::iri(&full).map_err(KgError::Other)
+    }
+
+    /// An IRI from a result as an id: the namespace stripped when it applies.
+    fn short(&self, iri: &str) -> String {
+        match &self.namespace {
+            Some(ns) => iri.strip_prefix(ns.as_str()).unwrap_or(iri).to_string(),
+            None => iri.to_string(),
+        }
+    }
+
+    fn term(&self, t: &RdfTerm) -> Option<Term> {
+        match t {
+            RdfTerm::NamedNode(n) => Some(Term::Entity(self.short(n.as_str()))),
+            RdfTerm::Literal(l) => Some(Term::Literal(l.value().to_string())),
+            // Blank node labels are not stable across queries: they cannot be looked up again.
+            _ => None,
+        }
+    }
+
+    /// How good a name is: the preferred language first, then untagged, then any other.
+    fn name_rank(&self, t: &RdfTerm) -> Option<(u8, String)> {
+        let RdfTerm::Literal(l) = t else { return None };
+        let rank = match l.language() {
+            Some(lang) if lang.eq_ignore_ascii_case(&self.language) => 0,
+            None => 1,
+            Some(_) => 2,
+        };
+        Some((rank, l.value().to_string()))
+    }
+
+    /// Groups rows of (?x, ?name) by ?x in first-seen order, keeping each node's best name.
+    fn nodes_with_names(&self, rows: &[QuerySolution], node: &str) -> Vec<(Term, Option<String>)> {
+        let mut out: Vec<(Term, Option<(u8, String)>)> = Vec::new();
+        for row in rows {
+            let Some(term) = row.get(node).and_then(|t| self.term(t)) else { continue };
+            let name = row.get("name").and_then(|t| self.name_rank(t));
+            match out.iter_mut().find(|(t, _)| *t == term) {
+                Some((_, best)) => {
+                    if let Some(n) = name
+                        && best.as_ref().is_none_or(|b| n.0 < b.0)
+                    {
+                        *best = Some(n);
+                    }
+                }
+                None => out.push((term, name)),
+            }
+        }
+        out.into_iter().map(|(t, n)| (t, n.map(|n| n.1))).collect()
+    }
+
+    fn warn_cap(&self, rows: usize, what: &str) {
+        if rows >= ROW_CAP {
+            tracing::warn!(
+                endpoint = self.client.endpoint(),
+                what,
+                "result hit the {ROW_CAP}-row cap; later rows not seen"
+            );
+        }
+    }
+}
+
+#[async_trait]
+impl KnowledgeGraph for SparqlKg {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn profile(&self) -> &KgProfile {
+        &self.profile
+    }
+
+    async fn relations(&self, entity: &str) -> Result<Vec<RelationRef>, KgError> {
+        let e = self.iri(entity)?;
+        let query = format!(
+            "SELECT DISTINCT ?r ?dir WHERE {{ {{ {e} ?r ?x . BIND(\"out\" AS ?dir) }} UNION {{ ?x ?r {e} . BIND(\"in\" AS ?dir) }} }} LIMIT {ROW_CAP}"
+        );
+        let rows = self.client.select(&query).await?;
+        self.warn_cap(rows.len(), "relations");
+        let mut out: Vec<RelationRef> = rows
+            .iter()
+            .filter_map(|row| {
+                let RdfTerm::NamedNode(r) = row.get("r")? else { return None };
+                let direction = match row.get("dir")? {
+                    RdfTerm::Literal(l) if l.value() == "in" => Direction::In,
+                    _ => Direction::Out,
+                };
+                Some(RelationRef { relation: self.short(r.as_str()), direction })
+            })
+            .filter(|r| self.profile.is_informative(&r.relation))
+            .collect();
+        // Servers return rows in any order: sort so runs are reproducible.
+        out.sort_by(|a, b| a.direction.cmp(&b.direction).then_with(|| a.relation.cmp(&b.relation)));
+        out.dedup();
+        Ok(out)
+    }
+
+    async fn neighbours(&self, entity: &str, relation: &RelationRef) -> Result<Vec<Neighbour>, KgError> {
+        let (e, r) = (self.iri(entity)?, self.iri(&relation.relation)?);
+        let pattern = match relation.direction {
+            Direction::Out => format!("{e} {r} ?x ."),
+            Direction::In => format!("?x {r} {e} ."),
+        };
+        let query = format!(
+            "SELECT ?x ?name WHERE {{ {pattern} OPTIONAL {{ ?x {} ?name }} }} LIMIT {ROW_CAP}",
+            self.label_path
+        );
+        let rows = self.client.select(&query).await?;
+        self.warn_cap(rows.len(), "neighbours");
+        Ok(self
+            .nodes_with_names(&rows, "x")
+            .into_iter()
+            .map(|(term, name)| {
+                let label = match &term {
+                    Term::Literal(v) => Some(v.clone()),
+                    Term::Entity(_) => name,
+                };
+                Neighbour { term, label, correction: None }
+            })
+            .collect())
+    }
+
+    async fn label(&self, entity: &str) -> Result<Option<String>, KgError> {
+        let query = format!("SELECT ?name WHERE {{ {} {} ?name }} LIMIT 100", self.iri(entity)?, self.label_path);
+        let rows = self.client.select(&query).await?;
+        Ok(rows.iter().filter_map(|row| row.get("name").and_then(|t| self.name_rank(t))).min().map(|(_, n)| n))
+    }
+
+    async fn find_entities(&self, name: &str, limit: usize) -> Result<Vec<EntityMatch>, KgError> {
+        let name = name.trim();
+        let wanted = name.to_lowercase();
+        let mut variants = vec![name.to_string(), wanted.clone()];
+        let title: String = wanted
+            .split(' ')
+            .map(|w| {
+                let mut c = w.chars();
+                c.next().map(|f| f.to_uppercase().chain(c).collect::<String>()).unwrap_or_default()
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        variants.push(title);
+        variants.dedup();
+        let values: Vec<String> = variants
+            .iter()
+            .flat_map(|v| [syntax::literal(v), format!("{}@{}", syntax::literal(v), self.language)])
+            .collect();
+        let exact_query = format!(
+            "SELECT DISTINCT ?e ?name WHERE {{ VALUES ?name {{ {} }} ?e {} ?name }} LIMIT 100",
+            values.join(" "),
+            self.label_path
+        );
+        let mut found: Vec<EntityMatch> = Vec::new();
+        for (term, label) in self.nodes_with_names(&self.client.select(&exact_query).await?, "e") {
+            if let (Term::Entity(id), Some(label)) = (term, label) {
+                found.push(EntityMatch { id, label, score: 1.0, exact: true });
+            }
+        }
+        // An id typed verbatim.
+        if !name.contains(char::is_whitespace)
+            && self.iri(name).is_ok()
+            && !found.iter().any(|m| m.id == name)
+            && let Some(label) = self.label(name).await?
+        {
+            found.push(EntityMatch { id: name.to_string(), label, score: 1.0, exact: true });
+        }
+        if found.len() < limit {
+            // Close names: labels containing the start of the longest word, ranked here. This
+            // scans labels on the server, so it is bounded; on very large stores it is slow.
+            let key: String = wanted.split(' ').max_by_key(|w| w.len()).unwrap_or_default().chars().take(4).collect();
+            if key.chars().count() >= 3 {
+                let query = format!(
+                    "SELECT DISTINCT ?e ?name WHERE {{ ?e {} ?name . FILTER(CONTAINS(LCASE(STR(?name)), {})) }} LIMIT 500",
+                    self.label_path,
+                    syntax::literal(&key)
+                );
+                let mut close: Vec<EntityMatch> = self
+                    .nodes_with_names(&self.client.select(&query).await?, "e")
+                    .into_iter()
+                    .filter_map(|(term, label)| match (term, label) {
+                        (Term::Entity(id), Some(label)) => Some((id, label)),
+                        _ => None,
+                    })
+                    .filter(|(id, _)| !found.iter().any(|m| m.id == *id))
+                    .filter_map(|(id, label)| {
+                        let similarity = strsim::jaro_winkler(&label.to_lowercase(), &wanted);
+                        let score =
+                            if label.to_lowercase().contains(&wanted) { similarity.max(0.8) } else { similarity };
+                        (score >= 0.7).then_some(EntityMatch { id, label, score: score * 0.99, exact: false })
+                    })
+                    .collect();
+                close.sort_by(|a, b| {
+                    b.score.total_cmp(&a.score).then(a.label.len().cmp(&b.label.len())).then(a.id.cmp(&b.id))
+                });
+                found.extend(close);
+            }
+        }
+        found.sort_by(|a, b| b.exact.cmp(&a.exact).then(b.score.total_cmp(&a.score)).then(a.id.cmp(&b.id)));
+        found.truncate(limit);
+        Ok(found)
+    }
+
+    fn lookups(&self) -> u64 {
+        self.client.queries()
+    }
+}

@@ -1,0 +1,101 @@
+//! Real SPARQL servers for the integration tests: started on a free loopback port with a
+//! fixture loaded, stopped (by PID) when dropped. A missing server is a failure that says how to
+//! install it, never a skipped test.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Oxigraph {
+    pub url: String,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+fn oxigraph_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("ONGRAPH_OXIGRAPH") {
+        return PathBuf::from(p);
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/sparql-venv/bin/oxigraph");
+    if venv.exists() {
+        return venv;
+    }
+    panic!(
+        "the Oxigraph SPARQL server is not installed: run `bash scripts/install-sparql-servers` \
+         (python3 -m venv target/sparql-venv && target/sparql-venv/bin/pip install oxigraph==0.5.13), \
+         or set ONGRAPH_OXIGRAPH to an oxigraph binary"
+    )
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl Oxigraph {
+    /// Loads `fixture` (N-Triples) into a fresh store and serves it read-only.
+    pub fn start(fixture: &Path) -> Self {
+        Self::start_with(fixture, None)
+    }
+
+    /// As `start`, applying a SPARQL Update to the store before serving it.
+    pub fn start_with(fixture: &Path, update: Option<&str>) -> Self {
+        let bin = oxigraph_binary();
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        let status = Command::new(&bin)
+            .args(["load", "--location"])
+            .arg(&store)
+            .arg("--file")
+            .arg(fixture)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("oxigraph runs");
+        assert!(status.success(), "oxigraph load {} failed", fixture.display());
+        if let Some(update) = update {
+            let out = Command::new(&bin)
+                .args(["update", "--location"])
+                .arg(&store)
+                .args(["--update", update])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "oxigraph update failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let port = free_port();
+        let child = Command::new(&bin)
+            .args(["serve-read-only", "--location"])
+            .arg(&store)
+            .args(["--bind", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("oxigraph serve starts");
+        let server = Self { url: format!("http://127.0.0.1:{port}/query"), child, _dir: dir };
+        server.wait_ready();
+        server
+    }
+
+    /// Oxigraph listens only once its store is open, so an accepted connection means ready.
+    fn wait_ready(&self) {
+        let started = Instant::now();
+        let addr = self.url.trim_start_matches("http://").split('/').next().unwrap_or_default().to_string();
+        while started.elapsed() < Duration::from_secs(20) {
+            if std::net::TcpStream::connect(&addr).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the Oxigraph server at {} did not come up within 20 s", self.url);
+    }
+}
+
+impl Drop for Oxigraph {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+}

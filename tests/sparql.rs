@@ -1,0 +1,253 @@
+//! SPARQL endpoints as knowledge graphs, against a real Oxigraph server (started by the tests;
+//! install it with `bash scripts/install-sparql-servers`) and, for exact query text and
+//! failures, a loopback fake.
+
+mod common;
+
+use common::servers::{Oxigraph, fixture};
+use ongraph::kg::load::demo_graph;
+use ongraph::kg::sparql::SparqlKg;
+use ongraph::kg::sparql::client::{SparqlClient, SparqlConfig};
+use ongraph::kg::{KgProfile, KnowledgeGraph, RelationRef, Term};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const FREEBASE: &str = "http://rdf.freebase.com/ns/";
+
+fn freebase_kg(url: &str) -> SparqlKg {
+    let client = SparqlClient::new(SparqlConfig::new(url)).unwrap();
+    SparqlKg::new("ox", client, KgProfile::freebase(), Some(FREEBASE.into()), "en").unwrap()
+}
+
+#[tokio::test]
+async fn a_freebase_endpoint_answers_like_the_local_graph() {
+    let server = Oxigraph::start(&fixture("freebase-demo.nt"));
+    let remote = freebase_kg(&server.url);
+    let local = demo_graph();
+    for entity in ["m.lou_seal", "m.apple", "cvt.apple_hq", "m.canberra", "m.phillies", "m.australia"] {
+        let (r, l): (BTreeSet<_>, BTreeSet<_>) = (
+            remote.relations(entity).await.unwrap().into_iter().collect(),
+            local.relations(entity).await.unwrap().into_iter().collect(),
+        );
+        assert_eq!(r, l, "relations of {entity}");
+        for rel in l {
+            let names =
+                |v: Vec<ongraph::kg::Neighbour>| v.into_iter().map(|n| (n.term, n.label)).collect::<BTreeSet<_>>();
+            let (rn, ln) = (
+                names(remote.neighbours(entity, &rel).await.unwrap()),
+                names(local.neighbours(entity, &rel).await.unwrap()),
+            );
+            assert_eq!(rn, ln, "neighbours of {entity} through {rel:?}");
+        }
+    }
+    assert_eq!(remote.label("cvt.apple_hq").await.unwrap(), None, "a mediator node has no name");
+    assert_eq!(remote.label("m.apple").await.unwrap().as_deref(), Some("Apple Inc."));
+    let found = remote.find_entities("canberra", 3).await.unwrap();
+    assert_eq!((found[0].id.as_str(), found[0].exact), ("m.canberra", true));
+    let close = remote.find_entities("Canbera", 3).await.unwrap();
+    assert_eq!((close[0].label.as_str(), close[0].exact), ("Canberra", false));
+    assert_eq!(remote.find_entities("m.giants", 1).await.unwrap()[0].label, "San Francisco Giants");
+    assert!(remote.relations("m.does_not_exist").await.unwrap().is_empty());
+    assert!(remote.lookups() > 10, "queries are counted");
+}
+
+#[tokio::test]
+async fn an_rdf_endpoint_uses_labels_and_full_iris() {
+    let server = Oxigraph::start(&fixture("rdf-fixture.nt"));
+    let client = SparqlClient::new(SparqlConfig::new(&server.url)).unwrap();
+    let kg = SparqlKg::new("rdf", client, KgProfile::rdf(), None, "en").unwrap();
+    assert_eq!(kg.label("http://example.org/ada").await.unwrap().as_deref(), Some("Ada Lovelace"), "English first");
+    assert_eq!(kg.label("http://example.org/babbage").await.unwrap().as_deref(), Some("Charles Babbage"));
+    let rels = kg.relations("http://example.org/london").await.unwrap();
+    assert_eq!(rels, vec![RelationRef::incoming("http://example.org/bornIn")], "sameAs and labels are filtered");
+    let born =
+        kg.neighbours("http://example.org/ada", &RelationRef::out("http://example.org/birthYear")).await.unwrap();
+    assert_eq!(born[0].term, Term::Literal("1815".into()));
+    assert_eq!(kg.find_entities("analytical engine", 1).await.unwrap()[0].id, "http://example.org/engine");
+}
+
+/// A fake endpoint that records every query it receives and answers with no rows.
+async fn recording_endpoint() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(
+            r#"{"head":{"vars":["e","name"]},"results":{"bindings":[]}}"#,
+            "application/sparql-results+json",
+        ))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(
+            r#"{"head":{"vars":["e","name"]},"results":{"bindings":[]}}"#,
+            "application/sparql-results+json",
+        ))
+        .mount(&server)
+        .await;
+    server
+}
+
+async fn received(server: &MockServer) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in server.received_requests().await.unwrap_or_default() {
+        assert_eq!(r.headers.get("accept").unwrap(), "application/sparql-results+json");
+        assert!(r.headers.get("user-agent").unwrap().to_str().unwrap().starts_with("ongraph/"));
+        let query = if r.method == wiremock::http::Method::GET {
+            r.url.query_pairs().find(|(k, _)| k == "query").map(|(_, v)| v.into_owned())
+        } else {
+            assert_eq!(r.headers.get("content-type").unwrap(), "application/x-www-form-urlencoded");
+            url_form(&r.body)
+        };
+        out.push(query.expect("a query parameter"));
+    }
+    out
+}
+
+fn url_form(body: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(body);
+    let value = text.split('&').find_map(|kv| kv.strip_prefix("query="))?;
+    let bytes = value.replace('+', " ");
+    let mut out = Vec::new();
+    let b = bytes.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            out.push(u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).ok()?, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[tokio::test]
+async fn hostile_input_cannot_change_a_query() {
+    let server = recording_endpoint().await;
+    let kg = freebase_kg(&format!("{}/sparql", server.uri()));
+    // Ids and relations that would close the IRI are refused before anything is sent.
+    for hostile in ["m.x> } ; DROP ALL ; { <y", "m.a b", "m.\"x"] {
+        assert!(kg.relations(hostile).await.is_err(), "{hostile}");
+        assert!(kg.neighbours("m.ok", &RelationRef::out(hostile)).await.is_err(), "{hostile}");
+    }
+    assert!(received(&server).await.is_empty(), "nothing was sent");
+    // A hostile name becomes a harmless literal: the exact query text the server receives.
+    kg.find_entities("\"} UNION { ?s ?p ?o", 1).await.unwrap();
+    let queries = received(&server).await;
+    assert_eq!(
+        queries[0],
+        "SELECT DISTINCT ?e ?name WHERE { VALUES ?name { \"\\\"} UNION { ?s ?p ?o\" \"\\\"} UNION { ?s ?p ?o\"@en \"\\\"} union { ?s ?p ?o\" \"\\\"} union { ?s ?p ?o\"@en \"\\\"} Union { ?s ?p ?o\" \"\\\"} Union { ?s ?p ?o\"@en } ?e <http://rdf.freebase.com/ns/type.object.name>|<http://www.w3.org/2000/01/rdf-schema#label> ?name } LIMIT 100"
+    );
+    kg.relations("m.0f8l9c").await.unwrap();
+    assert_eq!(
+        received(&server).await.last().unwrap(),
+        "SELECT DISTINCT ?r ?dir WHERE { { <http://rdf.freebase.com/ns/m.0f8l9c> ?r ?x . BIND(\"out\" AS ?dir) } UNION { ?x ?r <http://rdf.freebase.com/ns/m.0f8l9c> . BIND(\"in\" AS ?dir) } } LIMIT 10000"
+    );
+}
+
+#[tokio::test]
+async fn long_queries_go_by_form_post() {
+    let server = recording_endpoint().await;
+    let kg = freebase_kg(&format!("{}/sparql", server.uri()));
+    let long_name = "x".repeat(900);
+    kg.find_entities(&long_name, 1).await.unwrap();
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests[0].method, wiremock::http::Method::POST);
+    assert!(received(&server).await[0].contains(&long_name));
+}
+
+#[tokio::test]
+async fn endpoint_failures_are_clear_errors() {
+    for (response, needle) in [
+        (ResponseTemplate::new(200).set_body_string("<html><body>Welcome</body></html>"), "not SPARQL JSON results"),
+        (ResponseTemplate::new(200).set_body_string("{\"head\": "), "not SPARQL JSON results"),
+        (
+            ResponseTemplate::new(400).set_body_string("Virtuoso 37000 Error SP030: syntax"),
+            "HTTP 400 Bad Request: Virtuoso 37000",
+        ),
+        (ResponseTemplate::new(200).set_delay(Duration::from_secs(3)), "no answer within 1 s"),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("GET")).respond_with(response).mount(&server).await;
+        let mut config = SparqlConfig::new(format!("{}/sparql", server.uri()));
+        config.timeout = Duration::from_secs(1);
+        config.max_retries = 0;
+        let kg =
+            SparqlKg::new("x", SparqlClient::new(config).unwrap(), KgProfile::freebase(), Some(FREEBASE.into()), "en")
+                .unwrap();
+        let err = kg.relations("m.x").await.unwrap_err().to_string();
+        assert!(err.contains(needle), "{needle:?} not in {err}");
+    }
+    // 503 is retried a bounded number of times.
+    let server = MockServer::start().await;
+    Mock::given(method("GET")).respond_with(ResponseTemplate::new(503)).expect(3).mount(&server).await;
+    let mut config = SparqlConfig::new(format!("{}/sparql", server.uri()));
+    config.max_retries = 2;
+    config.backoff = Duration::from_millis(5);
+    let kg = SparqlKg::new("x", SparqlClient::new(config).unwrap(), KgProfile::freebase(), Some(FREEBASE.into()), "en")
+        .unwrap();
+    assert!(kg.relations("m.x").await.unwrap_err().to_string().contains("HTTP 503"));
+}
+
+fn ongraph(home: &std::path::Path, args: &[&str]) -> String {
+    let out = common::ongraph_cmd(home, args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn figure_4_against_a_real_sparql_server() {
+    const Q: &str = "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?";
+    const STADIUM: &str = "baseball.baseball_team.spring_training_stadium";
+    let server = Oxigraph::start(&fixture("freebase-demo.nt"));
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let config = h.join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[defaults]\nkg = \"fb\"\n[kg.fb]\nendpoint = \"{}\"\nprofile = \"freebase\"\n", server.url),
+    )
+    .unwrap();
+    let c = config.to_str().unwrap();
+    assert!(ongraph(h, &["--config", c, "ask", Q]).starts_with("Answer: Bright House Field\n"));
+    ongraph(
+        h,
+        &["--config", c, "fix", "retract", "m.phillies", STADIUM, "m.bright_house_field", "--reason", "Renamed"],
+    );
+    ongraph(
+        h,
+        &["--config", c, "fix", "assert", "m.phillies", STADIUM, "m.baycare_ballpark", "--reason", "Current name"],
+    );
+    ongraph(
+        h,
+        &[
+            "--config",
+            c,
+            "fix",
+            "assert",
+            "m.baycare_ballpark",
+            "type.object.name",
+            "\"BayCare Ballpark\"",
+            "--reason",
+            "Its name",
+        ],
+    );
+    assert!(ongraph(h, &["--config", c, "ask", Q]).starts_with("Answer: BayCare Ballpark\n"));
+    ongraph(h, &["--config", c, "fix", "undo", "3"]);
+    ongraph(h, &["--config", c, "fix", "undo", "2"]);
+    ongraph(h, &["--config", c, "fix", "undo", "1"]);
+    assert!(ongraph(h, &["--config", c, "ask", Q]).starts_with("Answer: Bright House Field\n"));
+    // Redo the fix, export it, apply the patch to a copy of the endpoint's data: the corrected
+    // KG answers right with the overlay switched off.
+    ongraph(h, &["--config", c, "fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed"]);
+    let patch = ongraph(h, &["--config", c, "fix", "export", "--format", "sparql-update"]);
+    let patched = Oxigraph::start_with(&fixture("freebase-demo.nt"), Some(&patch));
+    std::fs::write(
+        &config,
+        format!("[defaults]\nkg = \"fb\"\n[kg.fb]\nendpoint = \"{}\"\nprofile = \"freebase\"\n", patched.url),
+    )
+    .unwrap();
+    assert!(ongraph(h, &["--config", c, "ask", Q, "--no-overlay"]).starts_with("Answer: BayCare Ballpark\n"));
+}
