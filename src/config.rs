@@ -49,6 +49,10 @@ pub struct Defaults {
     pub overlay: Option<PathBuf>,
     /// Recorded as the author of corrections (default: `$USER`).
     pub author: Option<String>,
+    /// Cache SPARQL results on disk, so asking again sends no query.
+    pub query_cache: bool,
+    /// Where (default: `$XDG_CACHE_HOME/ongraph/query-cache`).
+    pub query_cache_dir: Option<PathBuf>,
 }
 
 impl Default for Defaults {
@@ -68,6 +72,8 @@ impl Default for Defaults {
             log_file: None,
             overlay: None,
             author: None,
+            query_cache: true,
+            query_cache_dir: None,
         }
     }
 }
@@ -120,6 +126,13 @@ pub struct KgEntry {
     /// Seconds to wait for one query (endpoints).
     #[serde(default = "default_query_timeout")]
     pub timeout_secs: u64,
+    /// Answer a step's lookups with one `VALUES` query (endpoints; false: one query each).
+    #[serde(default = "default_true")]
+    pub batch: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_language() -> String {

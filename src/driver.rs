@@ -29,6 +29,13 @@ pub struct Driver {
     memo: Mutex<HashMap<MemoKey, Completion>>,
 }
 
+/// A unit of work in a batch: one request, or all of its lookups of one kind.
+enum Job {
+    One(usize),
+    Relations(Vec<usize>),
+    Neighbours(Vec<usize>),
+}
+
 /// What makes two calls the same call (the step name is only a label).
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct MemoKey {
@@ -92,12 +99,29 @@ impl Driver {
                 }
             }
         }
-        let unique: Vec<usize> = (0..requests.len()).filter(|&i| copy_of[i].is_none()).collect();
-        let done: Vec<(usize, Response)> = futures::stream::iter(unique)
-            .map(|i| async move { self.perform_one(&requests[i]).await.map(|r| (i, r)) })
+        // KG lookups of one kind go to the graph as one batch (one round trip per kind on an
+        // endpoint that batches); everything else is a job of its own.
+        let mut jobs: Vec<Job> = Vec::new();
+        let (mut relations, mut neighbours) = (Vec::new(), Vec::new());
+        for i in (0..requests.len()).filter(|&i| copy_of[i].is_none()) {
+            match &requests[i] {
+                Request::Relations { .. } => relations.push(i),
+                Request::Neighbours { .. } => neighbours.push(i),
+                _ => jobs.push(Job::One(i)),
+            }
+        }
+        if !relations.is_empty() {
+            jobs.insert(0, Job::Relations(relations));
+        }
+        if !neighbours.is_empty() {
+            jobs.insert(0, Job::Neighbours(neighbours));
+        }
+        let done: Vec<Vec<(usize, Response)>> = futures::stream::iter(jobs)
+            .map(|job| self.perform_job(requests, job))
             .buffered(self.concurrency)
             .try_collect()
             .await?;
+        let done = done.into_iter().flatten();
         let mut out: Vec<Option<Response>> = vec![None; requests.len()];
         for (i, r) in done {
             out[i] = Some(r);
@@ -110,6 +134,42 @@ impl Driver {
             }
         }
         Ok(out.into_iter().flatten().collect())
+    }
+
+    async fn perform_job(&self, requests: &[Request], job: Job) -> Result<Vec<(usize, Response)>, DriverError> {
+        match job {
+            Job::One(i) => Ok(vec![(i, self.perform_one(&requests[i]).await?)]),
+            Job::Relations(indices) => {
+                let entities: Vec<String> = indices
+                    .iter()
+                    .filter_map(|&i| match &requests[i] {
+                        Request::Relations { entity } => Some(entity.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                let found = self.kg.relations_many(&entities).await?;
+                Ok(indices
+                    .into_iter()
+                    .zip(found)
+                    .map(|(i, relations)| (i, Response::Relations { relations }))
+                    .collect())
+            }
+            Job::Neighbours(indices) => {
+                let pairs: Vec<(String, crate::kg::RelationRef)> = indices
+                    .iter()
+                    .filter_map(|&i| match &requests[i] {
+                        Request::Neighbours { entity, relation } => Some((entity.clone(), relation.clone())),
+                        _ => None,
+                    })
+                    .collect();
+                let found = self.kg.neighbours_many(&pairs).await?;
+                Ok(indices
+                    .into_iter()
+                    .zip(found)
+                    .map(|(i, neighbours)| (i, Response::Neighbours { neighbours }))
+                    .collect())
+            }
+        }
     }
 
     async fn perform_one(&self, request: &Request) -> Result<Response, DriverError> {

@@ -251,3 +251,78 @@ fn figure_4_against_a_real_sparql_server() {
     .unwrap();
     assert!(ongraph(h, &["--config", c, "ask", Q, "--no-overlay"]).starts_with("Answer: BayCare Ballpark\n"));
 }
+
+#[tokio::test]
+async fn batched_lookups_match_single_ones_in_fewer_queries() {
+    let server = Oxigraph::start(&fixture("freebase-demo.nt"));
+    let single = freebase_kg(&server.url);
+    let batched = freebase_kg(&server.url);
+    let entities: Vec<String> = ["m.lou_seal", "m.apple", "cvt.apple_hq", "m.canberra", "m.nowhere", "m.apple"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let many = batched.relations_many(&entities).await.unwrap();
+    for (e, got) in entities.iter().zip(&many) {
+        assert_eq!(*got, single.relations(e).await.unwrap(), "{e}");
+    }
+    let pairs: Vec<(String, RelationRef)> = vec![
+        ("m.lou_seal".into(), RelationRef::incoming("sports.sports_team.team_mascot")),
+        ("m.apple".into(), RelationRef::out("organization.organization.founders")),
+        ("m.apple".into(), RelationRef::out("organization.organization.date_founded")),
+        ("cvt.apple_hq".into(), RelationRef::out("location.mailing_address.citytown")),
+        ("m.canberra".into(), RelationRef::incoming("location.country.capital")),
+    ];
+    let many = batched.neighbours_many(&pairs).await.unwrap();
+    for ((e, r), got) in pairs.iter().zip(&many) {
+        let sorted = |mut v: Vec<ongraph::kg::Neighbour>| {
+            v.sort_by(|a, b| a.term.cmp(&b.term));
+            v
+        };
+        assert_eq!(sorted(got.clone()), sorted(single.neighbours(e, r).await.unwrap()), "{e} {r:?}");
+    }
+    // One query for the relations, one per direction for the neighbours.
+    assert_eq!(batched.network().queries, 3, "batched queries");
+    assert_eq!(single.network().queries, 11, "one query per lookup");
+}
+
+#[test]
+fn asking_again_is_answered_from_the_query_cache() {
+    const Q: &str = "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?";
+    let server = Oxigraph::start(&fixture("freebase-demo.nt"));
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let config = h.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[kg.fb]\nendpoint = \"{0}\"\nprofile = \"freebase\"\n[kg.unbatched]\nendpoint = \"{0}\"\nprofile = \"freebase\"\nbatch = false\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let c = config.to_str().unwrap();
+    let ask_kg = |kg: &str, extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["--config", c, "ask", Q, "--kg", kg, "--json"];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&ongraph(h, &args)).unwrap()
+    };
+    let ask = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["--config", c, "ask", Q, "--kg", "fb", "--json"];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&ongraph(h, &args)).unwrap()
+    };
+    let first = ask(&[]);
+    let sent = first["network"]["queries"].as_u64().unwrap();
+    assert!(sent > 0 && first["network"]["cache_hits"] == 0, "{}", first["network"]);
+    // Lookups are batched per step: fewer queries than one per lookup, same answer.
+    let unbatched = ask_kg("unbatched", &["--no-cache"]);
+    assert_eq!(unbatched["answer"], first["answer"]);
+    assert!(sent < unbatched["network"]["queries"].as_u64().unwrap(), "{sent} vs {}", unbatched["network"]);
+    let second = ask(&[]);
+    assert_eq!(second["network"]["queries"], 0, "a second ask sends no query");
+    assert_eq!(second["network"]["cache_hits"].as_u64().unwrap(), sent);
+    assert_eq!(second["answer"], first["answer"]);
+    assert_eq!(ask(&["--no-cache"])["network"]["queries"].as_u64().unwrap(), sent);
+    assert!(ongraph(h, &["--config", c, "cache", "clear"]).starts_with(&format!("removed {sent} cached result(s)")));
+    assert_eq!(ask(&[])["network"]["queries"].as_u64().unwrap(), sent, "after clearing, queries are sent again");
+}

@@ -60,6 +60,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
             llm: llm.describe(),
             answer: run.answer(),
             costs: run.costs(),
+            network: kg.network(),
             wall_ms,
             trace: run.trace(),
             beam: run.beam(),
@@ -67,7 +68,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
     } else {
-        print_human(&mut out, &run, &report, corrections, wall_ms)?;
+        print_human(&mut out, &run, &report, corrections, kg.network(), wall_ms)?;
     }
     Ok(if run.answer().is_some_and(|a| !a.answers.is_empty()) { 0 } else { 3 })
 }
@@ -83,6 +84,8 @@ struct JsonReport<'a> {
     llm: String,
     answer: Option<&'a crate::engine::Answer>,
     costs: crate::engine::events::Costs,
+    /// SPARQL queries sent and answered from the cache (zero for local graphs).
+    network: crate::kg::NetworkStats,
     wall_ms: u64,
     trace: &'a [crate::engine::events::Event],
     beam: &'a crate::engine::beam::Beam,
@@ -93,6 +96,7 @@ fn print_human(
     run: &Run,
     report: &crate::kg::load::LoadReport,
     corrections: usize,
+    network: crate::kg::NetworkStats,
     wall_ms: u64,
 ) -> Result<()> {
     if report.skipped > 0 {
@@ -126,6 +130,9 @@ fn print_human(
         "Cost: {} LLM call(s) in {} round(s){saved}; {} prompt + {} completion tokens; {} KG lookup(s)",
         c.llm_calls, c.llm_rounds, c.usage.prompt_tokens, c.usage.completion_tokens, c.kg_lookups
     )?;
+    if network.queries + network.cache_hits > 0 {
+        writeln!(out, "KG queries: {} sent, {} answered from the cache", network.queries, network.cache_hits)?;
+    }
     if corrections > 0 {
         writeln!(out, "Corrections applied: {corrections} (see `ongraph fix list`; --no-overlay to ask without them)")?;
     }

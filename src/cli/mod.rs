@@ -39,6 +39,40 @@ pub enum Command {
     Kg(kg::KgArgs),
     /// Correct the knowledge graph: retract, assert, relabel, list, undo, export, import.
     Fix(fix::FixArgs),
+    /// The SPARQL query cache.
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheAction {
+    /// Remove every cached result.
+    Clear,
+    /// How many results are cached, and where.
+    Stats,
+}
+
+/// The query cache's location: the config's, else `$XDG_CACHE_HOME/ongraph/query-cache`.
+pub fn cache_path(config: &Config) -> PathBuf {
+    config
+        .defaults
+        .query_cache_dir
+        .clone()
+        .unwrap_or_else(|| dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("ongraph").join("query-cache"))
+}
+
+fn cache_command(action: CacheAction, config: &Config) -> Result<i32> {
+    let path = cache_path(config);
+    let cache = crate::kg::sparql::cache::QueryCache::open(&path).ok_or_else(|| {
+        anyhow::anyhow!("cannot open the query cache at {} (in use by another ongraph process?)", path.display())
+    })?;
+    match action {
+        CacheAction::Clear => println!("removed {} cached result(s) from {}", cache.clear()?, path.display()),
+        CacheAction::Stats => println!("{} cached result(s) in {}", cache.len(), path.display()),
+    }
+    Ok(0)
 }
 
 #[derive(Debug, Args)]
@@ -101,6 +135,9 @@ pub struct SetupArgs {
     /// A directory of prompt templates overriding the built-in ones.
     #[arg(long, global = true)]
     pub prompts: Option<PathBuf>,
+    /// Send every SPARQL query to the endpoint, ignoring the query cache.
+    #[arg(long, global = true)]
+    pub no_cache: bool,
 }
 
 pub async fn run(cli: Cli, config: Config) -> Result<i32> {
@@ -108,6 +145,7 @@ pub async fn run(cli: Cli, config: Config) -> Result<i32> {
         Command::Ask(args) => ask::ask(args, &config).await,
         Command::Kg(args) => kg::kg(args, &config).await,
         Command::Fix(args) => fix::fix(args, &config).await,
+        Command::Cache { action } => cache_command(action, &config),
     }
 }
 
@@ -121,19 +159,19 @@ pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeG
     }
     if name.starts_with("http://") || name.starts_with("https://") {
         let profile = if setup.kg_profile == "auto" { "rdf" } else { setup.kg_profile.as_str() };
-        return open_endpoint(&name, &name, profile, None, "en", 60);
+        let endpoint = Endpoint { namespace: None, language: "en", timeout_secs: 60, batch: true };
+        return open_endpoint(&name, &name, profile, endpoint, query_cache(setup, config));
     }
     let (path, profile, lenient) = match config.kg.get(&name) {
         Some(entry) => match (&entry.path, &entry.endpoint) {
             (_, Some(endpoint)) => {
-                return open_endpoint(
-                    &name,
-                    endpoint,
-                    &entry.profile,
-                    entry.namespace.clone(),
-                    &entry.language,
-                    entry.timeout_secs,
-                );
+                let settings = Endpoint {
+                    namespace: entry.namespace.clone(),
+                    language: &entry.language,
+                    timeout_secs: entry.timeout_secs,
+                    batch: entry.batch,
+                };
+                return open_endpoint(&name, endpoint, &entry.profile, settings, query_cache(setup, config));
             }
             (Some(path), None) => (path.clone(), entry.profile.clone(), entry.lenient || setup.lenient),
             (None, None) => bail!("[kg.{name}] needs a `path` (a triples file) or an `endpoint` (SPARQL)"),
@@ -150,22 +188,38 @@ pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeG
     load_kg(&path, &profile, lenient)
 }
 
+/// The query cache, unless switched off.
+fn query_cache(setup: &SetupArgs, config: &Config) -> Option<crate::kg::sparql::cache::QueryCache> {
+    (config.defaults.query_cache && !setup.no_cache)
+        .then(|| crate::kg::sparql::cache::QueryCache::open(&cache_path(config)))
+        .flatten()
+}
+
+/// How to talk to an endpoint (from `[kg.NAME]`).
+struct Endpoint<'a> {
+    namespace: Option<String>,
+    language: &'a str,
+    timeout_secs: u64,
+    batch: bool,
+}
+
 /// A SPARQL endpoint as a knowledge graph.
 fn open_endpoint(
     name: &str,
     endpoint: &str,
     profile: &str,
-    namespace: Option<String>,
-    language: &str,
-    timeout_secs: u64,
+    settings: Endpoint<'_>,
+    cache: Option<crate::kg::sparql::cache::QueryCache>,
 ) -> Result<(Arc<dyn KnowledgeGraph>, LoadReport)> {
     use crate::kg::sparql::SparqlKg;
     use crate::kg::sparql::client::{SparqlClient, SparqlConfig};
     let kg_profile = profile_named(profile)?;
-    let namespace = namespace.or_else(|| (profile == "freebase").then(|| "http://rdf.freebase.com/ns/".to_string()));
+    let namespace =
+        settings.namespace.or_else(|| (profile == "freebase").then(|| "http://rdf.freebase.com/ns/".to_string()));
     let mut config = SparqlConfig::new(endpoint);
-    config.timeout = Duration::from_secs(timeout_secs);
-    let kg = SparqlKg::new(name, SparqlClient::new(config)?, kg_profile, namespace, language)?;
+    config.timeout = Duration::from_secs(settings.timeout_secs);
+    let client = SparqlClient::new(config)?.with_cache(cache);
+    let kg = SparqlKg::new(name, client, kg_profile, namespace, settings.language)?.with_batching(settings.batch);
     Ok((Arc::new(kg), LoadReport::default()))
 }
 

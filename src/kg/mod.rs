@@ -124,4 +124,39 @@ pub trait KnowledgeGraph: Send + Sync {
     async fn find_entities(&self, name: &str, limit: usize) -> Result<Vec<EntityMatch>, KgError>;
     /// How many lookups this graph has answered (for cost reports).
     fn lookups(&self) -> u64;
+
+    /// Queries sent to a remote endpoint, and answers taken from the query cache instead.
+    fn network(&self) -> NetworkStats {
+        NetworkStats::default()
+    }
+
+    /// The relations of several entities; backends that can answer in one round trip do.
+    async fn relations_many(&self, entities: &[String]) -> Result<Vec<Vec<RelationRef>>, KgError> {
+        let mut out = Vec::with_capacity(entities.len());
+        for e in entities {
+            out.push(self.relations(e).await?);
+        }
+        Ok(out)
+    }
+
+    /// The neighbours through several (entity, relation) pairs; backends that can answer in one
+    /// round trip per direction do.
+    async fn neighbours_many(&self, pairs: &[(String, RelationRef)]) -> Result<Vec<Vec<Neighbour>>, KgError> {
+        let mut out = Vec::with_capacity(pairs.len());
+        for (e, r) in pairs {
+            out.push(self.neighbours(e, r).await?);
+        }
+        Ok(out)
+    }
+}
+
+/// What a remote knowledge graph cost on the network.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkStats {
+    /// Queries sent to the endpoint.
+    pub queries: u64,
+    /// Queries answered from the local cache instead.
+    pub cache_hits: u64,
+    /// Queries the cache did not have (and that were then sent).
+    pub cache_misses: u64,
 }

@@ -211,33 +211,8 @@ impl OverlayKg {
         self.corrections
     }
 
-    /// A node's label as corrections see it: a relabel, else an asserted name, else the
-    /// backend's (unless that name triple was retracted).
-    fn label_of(&self, entity: &str, touch: Option<&Touch>, backend: Option<String>) -> Option<String> {
-        let Some(t) = touch else { return backend };
-        if let Some(l) = t.relabel.as_ref().or(t.asserted_name.as_ref()) {
-            return Some(l.clone());
-        }
-        let backend = backend?;
-        let predicates = &self.inner.profile().label_predicates;
-        let retracted = predicates
-            .iter()
-            .any(|p| self.view.is_hidden(touch, entity, p, Direction::Out, || Term::Literal(backend.clone())));
-        (!retracted).then_some(backend)
-    }
-}
-
-#[async_trait]
-impl KnowledgeGraph for OverlayKg {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn profile(&self) -> &KgProfile {
-        self.inner.profile()
-    }
-
-    async fn relations(&self, entity: &str) -> Result<Vec<RelationRef>, KgError> {
-        let base = self.inner.relations(entity).await?;
+    /// The backend's relations of `entity` as the corrections see them.
+    async fn adjust_relations(&self, entity: &str, base: Vec<RelationRef>) -> Result<Vec<RelationRef>, KgError> {
         let Some(touch) = self.view.nodes.get(entity) else { return Ok(base) };
         let mut out = Vec::with_capacity(base.len());
         for r in base {
@@ -259,10 +234,15 @@ impl KnowledgeGraph for OverlayKg {
         Ok(out)
     }
 
-    async fn neighbours(&self, entity: &str, relation: &RelationRef) -> Result<Vec<Neighbour>, KgError> {
+    /// The backend's neighbours through (entity, relation) as the corrections see them.
+    async fn adjust_neighbours(
+        &self,
+        entity: &str,
+        relation: &RelationRef,
+        mut out: Vec<Neighbour>,
+    ) -> Result<Vec<Neighbour>, KgError> {
         let r = relation.relation.as_str();
         let dir = relation.direction;
-        let mut out = self.inner.neighbours(entity, relation).await?;
         if self.view.nodes.is_empty() {
             return Ok(out);
         }
@@ -299,6 +279,58 @@ impl KnowledgeGraph for OverlayKg {
             }
         }
         Ok(out)
+    }
+
+    /// A node's label as corrections see it: a relabel, else an asserted name, else the
+    /// backend's (unless that name triple was retracted).
+    fn label_of(&self, entity: &str, touch: Option<&Touch>, backend: Option<String>) -> Option<String> {
+        let Some(t) = touch else { return backend };
+        if let Some(l) = t.relabel.as_ref().or(t.asserted_name.as_ref()) {
+            return Some(l.clone());
+        }
+        let backend = backend?;
+        let predicates = &self.inner.profile().label_predicates;
+        let retracted = predicates
+            .iter()
+            .any(|p| self.view.is_hidden(touch, entity, p, Direction::Out, || Term::Literal(backend.clone())));
+        (!retracted).then_some(backend)
+    }
+}
+
+#[async_trait]
+impl KnowledgeGraph for OverlayKg {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn profile(&self) -> &KgProfile {
+        self.inner.profile()
+    }
+
+    async fn relations(&self, entity: &str) -> Result<Vec<RelationRef>, KgError> {
+        let base = self.inner.relations(entity).await?;
+        self.adjust_relations(entity, base).await
+    }
+
+    /// Batches pass through to the backend; the corrections apply per entity.
+    async fn relations_many(&self, entities: &[String]) -> Result<Vec<Vec<RelationRef>>, KgError> {
+        let mut out = Vec::with_capacity(entities.len());
+        for (e, base) in entities.iter().zip(self.inner.relations_many(entities).await?) {
+            out.push(self.adjust_relations(e, base).await?);
+        }
+        Ok(out)
+    }
+
+    async fn neighbours_many(&self, pairs: &[(String, RelationRef)]) -> Result<Vec<Vec<Neighbour>>, KgError> {
+        let mut out = Vec::with_capacity(pairs.len());
+        for ((e, r), base) in pairs.iter().zip(self.inner.neighbours_many(pairs).await?) {
+            out.push(self.adjust_neighbours(e, r, base).await?);
+        }
+        Ok(out)
+    }
+
+    async fn neighbours(&self, entity: &str, relation: &RelationRef) -> Result<Vec<Neighbour>, KgError> {
+        let base = self.inner.neighbours(entity, relation).await?;
+        self.adjust_neighbours(entity, relation, base).await
     }
 
     async fn label(&self, entity: &str) -> Result<Option<String>, KgError> {
@@ -354,5 +386,9 @@ impl KnowledgeGraph for OverlayKg {
 
     fn lookups(&self) -> u64 {
         self.inner.lookups()
+    }
+
+    fn network(&self) -> crate::kg::NetworkStats {
+        self.inner.network()
     }
 }

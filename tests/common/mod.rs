@@ -88,6 +88,7 @@ pub fn ongraph_cmd(home: &Path, args: &[&str]) -> Command {
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env("XDG_STATE_HOME", home.join("state"))
         .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CACHE_HOME", home.join("cache"))
         .env_remove("ONGRAPH_CONFIG")
         .env_remove("ONGRAPH_LLM")
         .env_remove("ONGRAPH_KG")

@@ -40,6 +40,7 @@ pub struct SparqlClient {
     http: reqwest::Client,
     in_flight: Semaphore,
     queries: AtomicU64,
+    cache: Option<super::cache::QueryCache>,
 }
 
 impl SparqlClient {
@@ -54,7 +55,19 @@ impl SparqlClient {
             ))
             .build()
             .map_err(|e| KgError::Other(format!("cannot build the HTTP client: {e}")))?;
-        Ok(Self { in_flight: Semaphore::new(config.max_in_flight.max(1)), config, http, queries: AtomicU64::new(0) })
+        Ok(Self {
+            in_flight: Semaphore::new(config.max_in_flight.max(1)),
+            config,
+            http,
+            queries: AtomicU64::new(0),
+            cache: None,
+        })
+    }
+
+    /// Answers repeated queries from `cache` instead of the endpoint.
+    pub fn with_cache(mut self, cache: Option<super::cache::QueryCache>) -> Self {
+        self.cache = cache;
+        self
     }
 
     pub fn endpoint(&self) -> &str {
@@ -66,12 +79,33 @@ impl SparqlClient {
         self.queries.load(Ordering::Relaxed)
     }
 
+    pub fn stats(&self) -> crate::kg::NetworkStats {
+        crate::kg::NetworkStats {
+            queries: self.queries(),
+            cache_hits: self.cache.as_ref().map_or(0, |c| c.hits()),
+            cache_misses: self.cache.as_ref().map_or(0, |c| c.misses()),
+        }
+    }
+
     fn unreachable(&self, detail: impl std::fmt::Display) -> KgError {
         KgError::Other(format!("SPARQL endpoint {}: {detail}", self.config.endpoint))
     }
 
-    /// Runs a SELECT query and returns its solutions.
+    /// Runs a SELECT query and returns its solutions (from the cache when it has them).
     pub async fn select(&self, query: &str) -> Result<Vec<QuerySolution>, KgError> {
+        if let Some(body) = self.cache.as_ref().and_then(|c| c.get(&self.config.endpoint, query)) {
+            return self.parse(&body);
+        }
+        let body = self.fetch(query).await?;
+        let solutions = self.parse(&body)?;
+        if let Some(cache) = &self.cache {
+            cache.put(&self.config.endpoint, query, &body);
+        }
+        Ok(solutions)
+    }
+
+    /// Sends a query and returns the raw successful reply.
+    async fn fetch(&self, query: &str) -> Result<Vec<u8>, KgError> {
         let _permit = self.in_flight.acquire().await.map_err(|e| self.unreachable(e))?;
         self.queries.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(endpoint = %self.config.endpoint, %query, "SPARQL");
@@ -96,7 +130,7 @@ impl SparqlClient {
                         .map(|s| Duration::from_secs_f64(s.min(60.0)));
                     let body = response.bytes().await.map_err(|e| self.unreachable(e))?;
                     if status.is_success() {
-                        return self.parse(&body);
+                        return Ok(body.to_vec());
                     }
                     let excerpt: String = String::from_utf8_lossy(&body).chars().take(200).collect();
                     let error = self.unreachable(format!("HTTP {status}: {}", excerpt.trim()));

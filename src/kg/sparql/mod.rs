@@ -3,6 +3,7 @@
 //! use them unchanged. Ids stay short in prompts and traces (`m.0abc`,
 //! `people.person.nationality`) and are expanded into the profile's namespace in queries.
 
+pub mod cache;
 pub mod client;
 pub mod syntax;
 
@@ -15,6 +16,9 @@ use sparesults::QuerySolution;
 /// Rows asked for at most; Virtuoso caps results at 10,000 by default without saying so.
 const ROW_CAP: usize = 10_000;
 
+/// Entities (or entity-relation pairs) per batched query.
+const BATCH: usize = 50;
+
 pub struct SparqlKg {
     name: String,
     client: SparqlClient,
@@ -26,6 +30,8 @@ pub struct SparqlKg {
     language: String,
     /// The label predicates as query text: `<a>|<b>`.
     label_path: String,
+    /// Answer batches of lookups with one `VALUES` query (off: one query per lookup).
+    batching: bool,
 }
 
 impl SparqlKg {
@@ -39,7 +45,8 @@ impl SparqlKg {
         let language = syntax::language(language)
             .ok_or_else(|| KgError::Other(format!("{language:?} is not a language tag")))?
             .to_string();
-        let mut kg = Self { name: name.into(), client, profile, namespace, language, label_path: String::new() };
+        let mut kg =
+            Self { name: name.into(), client, profile, namespace, language, label_path: String::new(), batching: true };
         let mut predicates: Vec<String> = Vec::new();
         for p in &kg.profile.label_predicates {
             if let Ok(iri) = kg.iri(p)
@@ -53,6 +60,13 @@ impl SparqlKg {
         }
         kg.label_path = predicates.join("|");
         Ok(kg)
+    }
+
+    /// With `false`, every lookup is its own query (for comparison, or for endpoints that
+    /// handle `VALUES` badly).
+    pub fn with_batching(mut self, batching: bool) -> Self {
+        self.batching = batching;
+        self
     }
 
     /// An id or relation as query text: expanded into the namespace when short, validated.
@@ -93,7 +107,11 @@ impl SparqlKg {
     }
 
     /// Groups rows of (?x, ?name) by ?x in first-seen order, keeping each node's best name.
-    fn nodes_with_names(&self, rows: &[QuerySolution], node: &str) -> Vec<(Term, Option<String>)> {
+    fn nodes_with_names<'a>(
+        &self,
+        rows: impl IntoIterator<Item = &'a QuerySolution>,
+        node: &str,
+    ) -> Vec<(Term, Option<String>)> {
         let mut out: Vec<(Term, Option<(u8, String)>)> = Vec::new();
         for row in rows {
             let Some(term) = row.get(node).and_then(|t| self.term(t)) else { continue };
@@ -110,6 +128,37 @@ impl SparqlKg {
             }
         }
         out.into_iter().map(|(t, n)| (t, n.map(|n| n.1))).collect()
+    }
+
+    /// A relations row (?r, ?dir) as a relation of the entity, if it is one to offer.
+    fn relation_row(&self, row: &QuerySolution) -> Option<RelationRef> {
+        let RdfTerm::NamedNode(r) = row.get("r")? else { return None };
+        let direction = match row.get("dir")? {
+            RdfTerm::Literal(l) if l.value() == "in" => Direction::In,
+            _ => Direction::Out,
+        };
+        let r = RelationRef { relation: self.short(r.as_str()), direction };
+        self.profile.is_informative(&r.relation).then_some(r)
+    }
+
+    /// Servers return rows in any order: sort so runs are reproducible.
+    fn tidy(mut relations: Vec<RelationRef>) -> Vec<RelationRef> {
+        relations.sort_by(|a, b| a.direction.cmp(&b.direction).then_with(|| a.relation.cmp(&b.relation)));
+        relations.dedup();
+        relations
+    }
+
+    fn neighbours_from(&self, nodes: Vec<(Term, Option<String>)>) -> Vec<Neighbour> {
+        nodes
+            .into_iter()
+            .map(|(term, name)| {
+                let label = match &term {
+                    Term::Literal(v) => Some(v.clone()),
+                    Term::Entity(_) => name,
+                };
+                Neighbour { term, label, correction: None }
+            })
+            .collect()
     }
 
     fn warn_cap(&self, rows: usize, what: &str) {
@@ -139,22 +188,7 @@ impl KnowledgeGraph for SparqlKg {
         );
         let rows = self.client.select(&query).await?;
         self.warn_cap(rows.len(), "relations");
-        let mut out: Vec<RelationRef> = rows
-            .iter()
-            .filter_map(|row| {
-                let RdfTerm::NamedNode(r) = row.get("r")? else { return None };
-                let direction = match row.get("dir")? {
-                    RdfTerm::Literal(l) if l.value() == "in" => Direction::In,
-                    _ => Direction::Out,
-                };
-                Some(RelationRef { relation: self.short(r.as_str()), direction })
-            })
-            .filter(|r| self.profile.is_informative(&r.relation))
-            .collect();
-        // Servers return rows in any order: sort so runs are reproducible.
-        out.sort_by(|a, b| a.direction.cmp(&b.direction).then_with(|| a.relation.cmp(&b.relation)));
-        out.dedup();
-        Ok(out)
+        Ok(Self::tidy(rows.iter().filter_map(|row| self.relation_row(row)).collect()))
     }
 
     async fn neighbours(&self, entity: &str, relation: &RelationRef) -> Result<Vec<Neighbour>, KgError> {
@@ -169,17 +203,90 @@ impl KnowledgeGraph for SparqlKg {
         );
         let rows = self.client.select(&query).await?;
         self.warn_cap(rows.len(), "neighbours");
-        Ok(self
-            .nodes_with_names(&rows, "x")
-            .into_iter()
-            .map(|(term, name)| {
-                let label = match &term {
-                    Term::Literal(v) => Some(v.clone()),
-                    Term::Entity(_) => name,
+        Ok(self.neighbours_from(self.nodes_with_names(&rows, "x")))
+    }
+
+    /// One `VALUES` query per chunk of entities instead of one query each.
+    async fn relations_many(&self, entities: &[String]) -> Result<Vec<Vec<RelationRef>>, KgError> {
+        if entities.len() == 1 || !self.batching {
+            let mut out = Vec::with_capacity(entities.len());
+            for e in entities {
+                out.push(self.relations(e).await?);
+            }
+            return Ok(out);
+        }
+        let mut out = vec![Vec::new(); entities.len()];
+        for (chunk_no, chunk) in entities.chunks(BATCH).enumerate() {
+            let iris = chunk.iter().map(|e| self.iri(e)).collect::<Result<Vec<_>, _>>()?;
+            let query = format!(
+                "SELECT DISTINCT ?e ?r ?dir WHERE {{ VALUES ?e {{ {} }} {{ ?e ?r ?x . BIND(\"out\" AS ?dir) }} UNION {{ ?x ?r ?e . BIND(\"in\" AS ?dir) }} }} LIMIT {ROW_CAP}",
+                iris.join(" ")
+            );
+            let rows = self.client.select(&query).await?;
+            if rows.len() >= ROW_CAP {
+                // Capped: some entity's rows may be missing, so ask one at a time instead.
+                for (i, e) in chunk.iter().enumerate() {
+                    out[chunk_no * BATCH + i] = self.relations(e).await?;
+                }
+                continue;
+            }
+            for row in &rows {
+                let (Some(RdfTerm::NamedNode(e)), Some(r)) = (row.get("e"), self.relation_row(row)) else { continue };
+                let id = self.short(e.as_str());
+                for (i, wanted) in chunk.iter().enumerate() {
+                    if *wanted == id {
+                        out[chunk_no * BATCH + i].push(r.clone());
+                    }
+                }
+            }
+        }
+        Ok(out.into_iter().map(Self::tidy).collect())
+    }
+
+    /// One `VALUES` query per direction (and chunk) instead of one query per pair.
+    async fn neighbours_many(&self, pairs: &[(String, RelationRef)]) -> Result<Vec<Vec<Neighbour>>, KgError> {
+        if pairs.len() == 1 || !self.batching {
+            let mut out = Vec::with_capacity(pairs.len());
+            for (e, r) in pairs {
+                out.push(self.neighbours(e, r).await?);
+            }
+            return Ok(out);
+        }
+        let mut out = vec![Vec::new(); pairs.len()];
+        for direction in [Direction::Out, Direction::In] {
+            let wanted: Vec<usize> = (0..pairs.len()).filter(|&i| pairs[i].1.direction == direction).collect();
+            for chunk in wanted.chunks(BATCH) {
+                let mut values = Vec::with_capacity(chunk.len());
+                for &i in chunk {
+                    values.push(format!("({} {})", self.iri(&pairs[i].0)?, self.iri(&pairs[i].1.relation)?));
+                }
+                let pattern = match direction {
+                    Direction::Out => "?e ?r ?x .",
+                    Direction::In => "?x ?r ?e .",
                 };
-                Neighbour { term, label, correction: None }
-            })
-            .collect())
+                let query = format!(
+                    "SELECT ?e ?r ?x ?name WHERE {{ VALUES (?e ?r) {{ {} }} {pattern} OPTIONAL {{ ?x {} ?name }} }} LIMIT {ROW_CAP}",
+                    values.join(" "),
+                    self.label_path
+                );
+                let rows = self.client.select(&query).await?;
+                if rows.len() >= ROW_CAP {
+                    for &i in chunk {
+                        out[i] = self.neighbours(&pairs[i].0, &pairs[i].1).await?;
+                    }
+                    continue;
+                }
+                for &i in chunk {
+                    let (e, r) = (&pairs[i].0, &pairs[i].1.relation);
+                    let mine = rows.iter().filter(|row| {
+                        matches!((row.get("e"), row.get("r")), (Some(RdfTerm::NamedNode(re)), Some(RdfTerm::NamedNode(rr)))
+                            if self.short(re.as_str()) == *e && self.short(rr.as_str()) == *r)
+                    });
+                    out[i] = self.neighbours_from(self.nodes_with_names(mine, "x"));
+                }
+            }
+        }
+        Ok(out)
     }
 
     async fn label(&self, entity: &str) -> Result<Option<String>, KgError> {
@@ -217,17 +324,19 @@ impl KnowledgeGraph for SparqlKg {
                 found.push(EntityMatch { id, label, score: 1.0, exact: true });
             }
         }
-        // An id typed verbatim.
-        if !name.contains(char::is_whitespace)
+        // An id typed verbatim (only when no name matched: it costs a query).
+        if found.is_empty()
+            && !name.contains(char::is_whitespace)
             && self.iri(name).is_ok()
             && !found.iter().any(|m| m.id == name)
             && let Some(label) = self.label(name).await?
         {
             found.push(EntityMatch { id: name.to_string(), label, score: 1.0, exact: true });
         }
-        if found.len() < limit {
-            // Close names: labels containing the start of the longest word, ranked here. This
-            // scans labels on the server, so it is bounded; on very large stores it is slow.
+        if found.is_empty() {
+            // Close names, only when nothing matched exactly: labels containing the start of
+            // the longest word, ranked here. This scans labels on the server, so it is
+            // bounded; on very large stores it is slow.
             let key: String = wanted.split(' ').max_by_key(|w| w.len()).unwrap_or_default().chars().take(4).collect();
             if key.chars().count() >= 3 {
                 let query = format!(
@@ -263,5 +372,9 @@ impl KnowledgeGraph for SparqlKg {
 
     fn lookups(&self) -> u64 {
         self.client.queries()
+    }
+
+    fn network(&self) -> super::NetworkStats {
+        self.client.stats()
     }
 }
