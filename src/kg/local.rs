@@ -282,10 +282,14 @@ impl KnowledgeGraph for LocalGraph {
         let row = self.row(node, relation.direction);
         let start = row.partition_point(|&(r, _)| r < rel);
         let end = row.partition_point(|&(r, _)| r <= rel);
-        Ok(row[start..end]
+        let mut out: Vec<Neighbour> = row[start..end]
             .iter()
             .map(|&(_, other)| Neighbour { term: self.term(other), label: self.label_of(other), correction: None })
-            .collect())
+            .collect();
+        // In term order, as every backend returns them: the same graph gives the same prompts
+        // whichever store serves it.
+        out.sort_by(|a, b| a.term.cmp(&b.term));
+        Ok(out)
     }
 
     async fn label(&self, entity: &str) -> Result<Option<String>, KgError> {

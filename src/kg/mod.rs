@@ -115,7 +115,7 @@ pub trait KnowledgeGraph: Send + Sync {
     fn profile(&self) -> &KgProfile;
     /// Distinct relations around an entity, both directions, uninformative ones filtered out.
     async fn relations(&self, entity: &str) -> Result<Vec<RelationRef>, KgError>;
-    /// The nodes on the other side of `relation` from `entity`, with their labels.
+    /// The nodes on the other side of `relation` from `entity`, with their labels, in term order.
     async fn neighbours(&self, entity: &str, relation: &RelationRef) -> Result<Vec<Neighbour>, KgError>;
     /// The label of an entity, `None` for unnamed (mediator) nodes.
     async fn label(&self, entity: &str) -> Result<Option<String>, KgError>;

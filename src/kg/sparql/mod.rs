@@ -148,7 +148,9 @@ impl SparqlKg {
         relations
     }
 
-    fn neighbours_from(&self, nodes: Vec<(Term, Option<String>)>) -> Vec<Neighbour> {
+    /// Neighbours in term order (servers return rows in any order).
+    fn neighbours_from(&self, mut nodes: Vec<(Term, Option<String>)>) -> Vec<Neighbour> {
+        nodes.sort_by(|a, b| a.0.cmp(&b.0));
         nodes
             .into_iter()
             .map(|(term, name)| {
@@ -243,7 +245,9 @@ impl KnowledgeGraph for SparqlKg {
         Ok(out.into_iter().map(Self::tidy).collect())
     }
 
-    /// One `VALUES` query per direction (and chunk) instead of one query per pair.
+    /// One query per chunk of pairs instead of one per pair: each direction is a `UNION`
+    /// branch with its own `VALUES`, so both are answered together and neither branch is
+    /// evaluated unconstrained.
     async fn neighbours_many(&self, pairs: &[(String, RelationRef)]) -> Result<Vec<Vec<Neighbour>>, KgError> {
         if pairs.len() == 1 || !self.batching {
             let mut out = Vec::with_capacity(pairs.len());
@@ -253,37 +257,47 @@ impl KnowledgeGraph for SparqlKg {
             return Ok(out);
         }
         let mut out = vec![Vec::new(); pairs.len()];
-        for direction in [Direction::Out, Direction::In] {
-            let wanted: Vec<usize> = (0..pairs.len()).filter(|&i| pairs[i].1.direction == direction).collect();
-            for chunk in wanted.chunks(BATCH) {
-                let mut values = Vec::with_capacity(chunk.len());
-                for &i in chunk {
+        let indices: Vec<usize> = (0..pairs.len()).collect();
+        for chunk in indices.chunks(BATCH) {
+            let mut branches = Vec::new();
+            for (direction, pattern, tag) in
+                [(Direction::Out, "?e ?r ?x .", "out"), (Direction::In, "?x ?r ?e .", "in")]
+            {
+                let mut values = Vec::new();
+                for &i in chunk.iter().filter(|&&i| pairs[i].1.direction == direction) {
                     values.push(format!("({} {})", self.iri(&pairs[i].0)?, self.iri(&pairs[i].1.relation)?));
                 }
-                let pattern = match direction {
-                    Direction::Out => "?e ?r ?x .",
-                    Direction::In => "?x ?r ?e .",
-                };
-                let query = format!(
-                    "SELECT ?e ?r ?x ?name WHERE {{ VALUES (?e ?r) {{ {} }} {pattern} OPTIONAL {{ ?x {} ?name }} }} LIMIT {ROW_CAP}",
-                    values.join(" "),
-                    self.label_path
-                );
-                let rows = self.client.select(&query).await?;
-                if rows.len() >= ROW_CAP {
-                    for &i in chunk {
-                        out[i] = self.neighbours(&pairs[i].0, &pairs[i].1).await?;
-                    }
-                    continue;
+                if !values.is_empty() {
+                    branches.push(format!(
+                        "{{ VALUES (?e ?r) {{ {} }} {pattern} BIND(\"{tag}\" AS ?dir) }}",
+                        values.join(" ")
+                    ));
                 }
+            }
+            let query = format!(
+                "SELECT ?e ?r ?dir ?x ?name WHERE {{ {} OPTIONAL {{ ?x {} ?name }} }} LIMIT {ROW_CAP}",
+                branches.join(" UNION "),
+                self.label_path
+            );
+            let rows = self.client.select(&query).await?;
+            if rows.len() >= ROW_CAP {
+                // Capped: some pair's rows may be missing, so ask one at a time instead.
                 for &i in chunk {
-                    let (e, r) = (&pairs[i].0, &pairs[i].1.relation);
-                    let mine = rows.iter().filter(|row| {
-                        matches!((row.get("e"), row.get("r")), (Some(RdfTerm::NamedNode(re)), Some(RdfTerm::NamedNode(rr)))
-                            if self.short(re.as_str()) == *e && self.short(rr.as_str()) == *r)
-                    });
-                    out[i] = self.neighbours_from(self.nodes_with_names(mine, "x"));
+                    out[i] = self.neighbours(&pairs[i].0, &pairs[i].1).await?;
                 }
+                continue;
+            }
+            for &i in chunk {
+                let (e, r) = (&pairs[i].0, &pairs[i].1.relation);
+                let tag = if pairs[i].1.direction == Direction::Out { "out" } else { "in" };
+                let mine = rows.iter().filter(|row| {
+                    matches!(
+                        (row.get("e"), row.get("r"), row.get("dir")),
+                        (Some(RdfTerm::NamedNode(re)), Some(RdfTerm::NamedNode(rr)), Some(RdfTerm::Literal(d)))
+                            if self.short(re.as_str()) == *e && self.short(rr.as_str()) == *r && d.value() == tag
+                    )
+                });
+                out[i] = self.neighbours_from(self.nodes_with_names(mine, "x"));
             }
         }
         Ok(out)
