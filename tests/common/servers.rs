@@ -99,3 +99,85 @@ impl Drop for Oxigraph {
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
 }
+
+/// Virtuoso 7 (Debian's `virtuoso-opensource`), the server ToG itself used, with its own ini,
+/// loopback ports and a temporary database.
+pub struct Virtuoso {
+    pub url: String,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(program)).find(|p| p.is_file())
+}
+
+impl Virtuoso {
+    pub fn start(fixture: &Path) -> Self {
+        let (Some(server), Some(isql)) = (which("virtuoso-t"), which("isql-vt")) else {
+            panic!(
+                "Virtuoso is not installed: run `bash scripts/install-sparql-servers` as root, or \
+                 `apt-get install -y --no-install-recommends virtuoso-opensource`"
+            )
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (db, data) = (dir.path().join("db"), dir.path().join("data"));
+        std::fs::create_dir_all(&db).unwrap();
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::copy(fixture, data.join("fixture.nt")).unwrap();
+        let (sql_port, http_port) = (free_port(), free_port());
+        let ini = dir.path().join("virtuoso.ini");
+        let d = db.display();
+        std::fs::write(
+            &ini,
+            format!(
+                "[Database]\nDatabaseFile = {d}/virtuoso.db\nErrorLogFile = {d}/virtuoso.log\nLockFile = {d}/virtuoso.lck\n\
+                 TransactionFile = {d}/virtuoso.trx\nxa_persistent_file = {d}/virtuoso.pxa\nFileExtend = 200\nStriping = 0\n\
+                 TempStorage = TempDatabase\n[TempDatabase]\nDatabaseFile = {d}/virtuoso-temp.db\n\
+                 TransactionFile = {d}/virtuoso-temp.trx\n[Parameters]\nServerPort = 127.0.0.1:{sql_port}\n\
+                 DisableUnixSocket = 1\nDirsAllowed = ., {}\nNumberOfBuffers = 10000\nMaxDirtyBuffers = 6000\n\
+                 CheckpointInterval = 0\n[HTTPServer]\nServerPort = 127.0.0.1:{http_port}\n\
+                 ServerRoot = /var/lib/virtuoso-opensource-7/vsp\nServerThreads = 4\nMaxClientConnections = 4\n\
+                 [SPARQL]\nResultSetMaxRows = 10000\nMaxQueryExecutionTime = 60\n",
+                data.display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new(server)
+            .arg("+configfile")
+            .arg(&ini)
+            .arg("+foreground")
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("virtuoso-t starts");
+        let server = Self { url: format!("http://127.0.0.1:{http_port}/sparql"), child, _dir: dir };
+        let isql_run = |sql: &str| {
+            Command::new(&isql)
+                .args([&format!("127.0.0.1:{sql_port}"), "dba", "dba", &format!("exec={sql}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let started = Instant::now();
+        while !isql_run("select 1;") {
+            assert!(started.elapsed() < Duration::from_secs(60), "Virtuoso did not come up within 60 s");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let load = format!(
+            "ld_dir('{}', '*.nt', 'http://ongraph.test/fixture'); rdf_loader_run(); checkpoint;",
+            data.display()
+        );
+        assert!(isql_run(&load), "loading the fixture into Virtuoso failed");
+        server
+    }
+}
+
+impl Drop for Virtuoso {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
