@@ -1,3 +1,4 @@
+#![allow(dead_code)] // shared by several test binaries and a benchmark; each uses a part
 //! Real SPARQL servers for the integration tests: started on a free loopback port with a
 //! fixture loaded, stopped (by PID) when dropped. A missing server is a failure that says how to
 //! install it, never a skipped test.
