@@ -194,3 +194,52 @@ fn every_acknowledged_correction_survives_a_kill() {
     // The store opens cleanly and takes new corrections after the crash.
     ok(h, &["fix", "relabel", "m.apple", "Apple Computer", "--reason", "after the crash"]);
 }
+
+#[test]
+fn a_scenario_hides_triples_for_one_run_only() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let mascot = "sports.sports_team.team_mascot";
+    let tsv = h.join("hide.tsv");
+    std::fs::write(&tsv, format!("m.giants\t{mascot}\tm.lou_seal\n")).unwrap();
+    let gog = h.join("ikg.json");
+    std::fs::write(
+        &gog,
+        format!(r#"[{{"ID": "WebQTest-832_c3", "index": 0, "mid_crucial_triples": [["m.giants", "{mascot}", "m.lou_seal"]]}}]"#),
+    )
+    .unwrap();
+    let full = ok(h, &["kg", "relations", "m.lou_seal"]);
+    assert!(full.contains(&format!("<- {mascot}")), "{full}");
+    for args in [
+        vec!["kg", "relations", "m.lou_seal", "--scenario", tsv.to_str().unwrap()],
+        vec!["kg", "relations", "m.lou_seal", "--scenario", gog.to_str().unwrap(), "--scenario-id", "WebQTest-832_c3"],
+        vec!["kg", "relations", "m.lou_seal", "--scenario", gog.to_str().unwrap(), "--scenario-id", "0"],
+    ] {
+        assert_eq!(ok(h, &args), "-> sports.mascot.debut\n", "{args:?}");
+    }
+    // Nothing was written: the next run sees the whole graph, and no correction exists.
+    assert_eq!(ok(h, &["kg", "relations", "m.lou_seal"]), full);
+    assert_eq!(ok(h, &["fix", "list"]), "no corrections for demo\n");
+    fails(h, &["kg", "relations", "m.lou_seal", "--scenario", gog.to_str().unwrap()], "say which with --scenario-id");
+    fails(
+        h,
+        &["kg", "relations", "m.lou_seal", "--scenario", gog.to_str().unwrap(), "--scenario-id", "7"],
+        "no question \"7\"",
+    );
+}
+
+#[test]
+fn unknown_entities_and_relations_are_errors() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    fails(h, &["kg", "relations", "m.nope"], "demo has no entity m.nope");
+    fails(
+        h,
+        &["kg", "neighbors", "m.apple", "made.up.relation"],
+        "demo has no outgoing relation made.up.relation at m.apple",
+    );
+    assert_eq!(
+        ok(h, &["kg", "neighbors", "m.lou_seal", "sports.sports_team.team_mascot", "--incoming"]),
+        "m.giants\tSan Francisco Giants\n"
+    );
+}

@@ -31,8 +31,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
     let prompts_dir = s.prompts.clone().or_else(|| d.prompts.clone());
     let prompts = Arc::new(Prompts::load(prompts_dir.as_deref())?);
     let (base, report) = open_kg(s, config)?;
-    let scope = super::overlay::kg_scope(s, config);
-    let (kg, corrections) = super::overlay::with_overlay(base, config, &scope, !args.no_overlay)?;
+    let (kg, corrections) = super::overlay::with_overlay(base, config, s, !args.no_overlay)?;
     let llm = open_llm(s, config)?;
     let mut driver = Driver::new(kg.clone(), llm.clone()).with_concurrency(s.concurrency.unwrap_or(d.concurrency));
     if let Some(embedder) = open_embedder(config)? {

@@ -1,6 +1,6 @@
 //! `ongraph kg`: look at the knowledge graph as the engine sees it (corrections applied).
 
-use super::overlay::{kg_scope, with_overlay};
+use super::overlay::with_overlay;
 use super::{SetupArgs, open_kg};
 use crate::config::Config;
 use crate::kg::RelationRef;
@@ -42,17 +42,30 @@ pub enum KgAction {
 
 pub async fn kg(args: KgArgs, config: &Config) -> Result<i32> {
     let (base, _) = open_kg(&args.setup, config)?;
-    let (kg, _) = with_overlay(base, config, &kg_scope(&args.setup, config), !args.no_overlay)?;
+    let (kg, _) = with_overlay(base, config, &args.setup, !args.no_overlay)?;
     let mut out = std::io::stdout().lock();
     match args.action {
         KgAction::Relations { entity } => {
-            for r in kg.relations(&entity).await? {
+            let relations = kg.relations(&entity).await?;
+            if relations.is_empty() && kg.label(&entity).await?.is_none() {
+                anyhow::bail!("{} has no entity {entity} (search by name with `ongraph kg search`)", kg.name());
+            }
+            for r in relations {
                 writeln!(out, "{} {}", r.direction.arrow(), r.relation)?;
             }
         }
         KgAction::Neighbors { entity, relation, incoming } => {
             let r = if incoming { RelationRef::incoming(relation) } else { RelationRef::out(relation) };
-            for n in kg.neighbours(&entity, &r).await? {
+            let found = kg.neighbours(&entity, &r).await?;
+            if found.is_empty() && !kg.relations(&entity).await?.contains(&r) {
+                anyhow::bail!(
+                    "{} has no {} relation {} at {entity}",
+                    kg.name(),
+                    if incoming { "incoming" } else { "outgoing" },
+                    r.relation
+                );
+            }
+            for n in found {
                 let label = n.label.as_deref().unwrap_or("(unnamed)");
                 let mark = n.correction.map(|id| format!("  [correction {id}]")).unwrap_or_default();
                 writeln!(out, "{}\t{label}{mark}", n.term)?;

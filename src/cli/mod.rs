@@ -138,6 +138,13 @@ pub struct SetupArgs {
     /// Send every SPARQL query to the endpoint, ignoring the query cache.
     #[arg(long, global = true)]
     pub no_cache: bool,
+    /// Hide triples for this run, to simulate an incomplete KG: a GoG incomplete-KG file
+    /// (`.json`, with --scenario-id) or a tab-separated file of triples. Never stored.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+    /// Which question of a GoG file: its ID or its index.
+    #[arg(long, global = true, value_name = "ID")]
+    pub scenario_id: Option<String>,
 }
 
 pub async fn run(cli: Cli, config: Config) -> Result<i32> {

@@ -54,22 +54,26 @@ pub fn corrections_for(config: &Config, scope: &str) -> Result<Vec<Correction>> 
     Ok(open_store(config)?.list(scope)?)
 }
 
-/// `kg` seen through its corrections (unless `enabled` is false).
+/// `kg` seen through its corrections (unless `enabled` is false) and the run's scenario.
 pub fn with_overlay(
     kg: Arc<dyn KnowledgeGraph>,
     config: &Config,
-    scope: &str,
+    setup: &SetupArgs,
     enabled: bool,
 ) -> Result<(Arc<dyn KnowledgeGraph>, usize)> {
-    if !enabled {
+    let hidden = match &setup.scenario {
+        Some(path) => crate::overlay::scenario::load(path, setup.scenario_id.as_deref())?,
+        None => Vec::new(),
+    };
+    let corrections = if enabled { corrections_for(config, &kg_scope(setup, config))? } else { Vec::new() };
+    if corrections.is_empty() && hidden.is_empty() {
         return Ok((kg, 0));
     }
-    let corrections = corrections_for(config, scope)?;
-    if corrections.is_empty() {
-        return Ok((kg, 0));
+    if !hidden.is_empty() {
+        tracing::info!(hidden = hidden.len(), "scenario: triples hidden for this run");
     }
-    let overlay = OverlayKg::new(kg, &corrections);
+    let overlay = OverlayKg::new(kg, &corrections).with_hidden(&hidden);
     let active = overlay.active_corrections();
-    tracing::info!(scope, active, "correction overlay applied");
+    tracing::info!(active, "correction overlay applied");
     Ok((Arc::new(overlay), active))
 }

@@ -7,6 +7,7 @@
 //! datasets) is a second, in-memory layer that is never written into the user's corrections.
 
 pub mod export;
+pub mod scenario;
 pub mod store;
 
 use crate::kg::{Direction, EntityMatch, KgError, KgProfile, KnowledgeGraph, Neighbour, RelationRef, Term};
