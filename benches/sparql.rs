@@ -10,9 +10,9 @@ mod servers;
 
 use ongraph::driver::Driver;
 use ongraph::engine::{Run, Settings, Topics};
-use ongraph::kg::sparql::SparqlKg;
 use ongraph::kg::sparql::cache::QueryCache;
 use ongraph::kg::sparql::client::{SparqlClient, SparqlConfig};
+use ongraph::kg::sparql::{Namespaces, SparqlKg};
 use ongraph::kg::{KgProfile, KnowledgeGraph};
 use ongraph::llm::scripted::ScriptedModel;
 use ongraph::prompts::Prompts;
@@ -23,7 +23,7 @@ const QUESTION: &str = "What is the majority party now in the country where Canb
 
 async fn ask(url: &str, batching: bool, cache: Option<QueryCache>) -> (u64, u64, u64, f64, String) {
     let client = SparqlClient::new(SparqlConfig::new(url)).expect("client").with_cache(cache);
-    let kg = SparqlKg::new("ox", client, KgProfile::freebase(), Some("http://rdf.freebase.com/ns/".into()), "en")
+    let kg = SparqlKg::new("ox", client, KgProfile::freebase(), Namespaces::freebase(), "en")
         .expect("kg")
         .with_batching(batching);
     let kg: Arc<dyn KnowledgeGraph> = Arc::new(kg);

@@ -110,16 +110,24 @@ pub struct KgEntry {
     #[serde(default)]
     pub endpoint: Option<String>,
     /// `freebase` (names from `type.object.name`; nameless ids are mediator nodes),
-    /// `named-ids` (ids are names, as in PathQuestion and MetaQA; files only) or `rdf`
+    /// `named-ids` (ids are names, as in PathQuestion and MetaQA; files only), `wikidata`
+    /// (Q ids, `wdt:`/`p:`/`ps:`/`pq:` relations named after their properties) or `rdf`
     /// (names from `rdfs:label`).
     #[serde(default = "default_profile")]
     pub profile: String,
     /// Skip malformed lines (counted) instead of stopping at the first (files).
     #[serde(default)]
     pub lenient: bool,
-    /// Where short ids live at the endpoint (default for `freebase`: `http://rdf.freebase.com/ns/`).
+    /// Where bare ids live at the endpoint (default for `freebase`: `http://rdf.freebase.com/ns/`,
+    /// for `wikidata`: `http://www.wikidata.org/entity/`).
     #[serde(default)]
     pub namespace: Option<String>,
+    /// Prefixes for writing and showing ids, e.g. `{ ex = "http://example.org/" }`: `ex:ada`.
+    #[serde(default)]
+    pub prefixes: BTreeMap<String, String>,
+    /// Predicates that give names, instead of the profile's (full IRIs or prefixed ids).
+    #[serde(default)]
+    pub label_predicates: Option<Vec<String>>,
     /// Preferred language of names (endpoints).
     #[serde(default = "default_language")]
     pub language: String,
@@ -152,7 +160,7 @@ pub enum ConfigError {
     Read { path: String, message: String },
     #[error("{path}: {message}")]
     Parse { path: String, message: String },
-    #[error("unknown KG profile {0:?} (known: freebase, named-ids, rdf)")]
+    #[error("unknown KG profile {0:?} (known: freebase, named-ids, rdf, wikidata)")]
     Profile(String),
 }
 
@@ -203,6 +211,7 @@ pub fn profile_named(name: &str) -> Result<KgProfile, ConfigError> {
         "freebase" => Ok(KgProfile::freebase()),
         "named-ids" | "named_ids" => Ok(KgProfile::named_ids()),
         "rdf" => Ok(KgProfile::rdf()),
+        "wikidata" => Ok(KgProfile::wikidata()),
         other => Err(ConfigError::Profile(other.into())),
     }
 }

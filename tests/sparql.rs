@@ -6,19 +6,17 @@ mod common;
 
 use common::servers::{Oxigraph, Virtuoso, fixture};
 use ongraph::kg::load::demo_graph;
-use ongraph::kg::sparql::SparqlKg;
 use ongraph::kg::sparql::client::{SparqlClient, SparqlConfig};
+use ongraph::kg::sparql::{Namespaces, SparqlKg};
 use ongraph::kg::{KgProfile, KnowledgeGraph, RelationRef, Term};
 use std::collections::BTreeSet;
 use std::time::Duration;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-const FREEBASE: &str = "http://rdf.freebase.com/ns/";
-
 fn freebase_kg(url: &str) -> SparqlKg {
     let client = SparqlClient::new(SparqlConfig::new(url)).unwrap();
-    SparqlKg::new("ox", client, KgProfile::freebase(), Some(FREEBASE.into()), "en").unwrap()
+    SparqlKg::new("ox", client, KgProfile::freebase(), Namespaces::freebase(), "en").unwrap()
 }
 
 #[tokio::test]
@@ -74,7 +72,7 @@ async fn assert_parity_with_local(url: &str) {
 async fn an_rdf_endpoint_uses_labels_and_full_iris() {
     let server = Oxigraph::start(&fixture("rdf-fixture.nt"));
     let client = SparqlClient::new(SparqlConfig::new(&server.url)).unwrap();
-    let kg = SparqlKg::new("rdf", client, KgProfile::rdf(), None, "en").unwrap();
+    let kg = SparqlKg::new("rdf", client, KgProfile::rdf(), Namespaces::default(), "en").unwrap();
     assert_eq!(kg.label("http://example.org/ada").await.unwrap().as_deref(), Some("Ada Lovelace"), "English first");
     assert_eq!(kg.label("http://example.org/babbage").await.unwrap().as_deref(), Some("Charles Babbage"));
     let rels = kg.relations("http://example.org/london").await.unwrap();
@@ -192,7 +190,7 @@ async fn endpoint_failures_are_clear_errors() {
         config.timeout = Duration::from_secs(1);
         config.max_retries = 0;
         let kg =
-            SparqlKg::new("x", SparqlClient::new(config).unwrap(), KgProfile::freebase(), Some(FREEBASE.into()), "en")
+            SparqlKg::new("x", SparqlClient::new(config).unwrap(), KgProfile::freebase(), Namespaces::freebase(), "en")
                 .unwrap();
         let err = kg.relations("m.x").await.unwrap_err().to_string();
         assert!(err.contains(needle), "{needle:?} not in {err}");
@@ -203,8 +201,9 @@ async fn endpoint_failures_are_clear_errors() {
     let mut config = SparqlConfig::new(format!("{}/sparql", server.uri()));
     config.max_retries = 2;
     config.backoff = Duration::from_millis(5);
-    let kg = SparqlKg::new("x", SparqlClient::new(config).unwrap(), KgProfile::freebase(), Some(FREEBASE.into()), "en")
-        .unwrap();
+    let kg =
+        SparqlKg::new("x", SparqlClient::new(config).unwrap(), KgProfile::freebase(), Namespaces::freebase(), "en")
+            .unwrap();
     assert!(kg.relations("m.x").await.unwrap_err().to_string().contains("HTTP 503"));
 }
 
@@ -386,4 +385,96 @@ fn figure_4_against_virtuoso() {
     );
     assert!(ongraph(h, &["--config", c, "ask", Q]).starts_with("Answer: BayCare Ballpark\n"));
     assert!(ongraph(h, &["--config", c, "ask", Q, "--no-overlay"]).starts_with("Answer: Bright House Field\n"));
+}
+
+#[tokio::test]
+async fn a_wikidata_endpoint_names_relations_after_their_properties() {
+    let server = Oxigraph::start(&fixture("wikidata-fixture.nt"));
+    let client = SparqlClient::new(SparqlConfig::new(&server.url)).unwrap();
+    let kg = SparqlKg::new("wd", client, KgProfile::wikidata(), Namespaces::wikidata(), "en").unwrap();
+    let rels = kg.relations("Q42").await.unwrap();
+    let named: Vec<(String, Option<String>)> = rels.iter().map(|r| (r.relation.clone(), r.label.clone())).collect();
+    assert_eq!(
+        named,
+        vec![
+            ("p:P69".to_string(), Some("educated at".to_string())),
+            ("wdt:P31".to_string(), Some("instance of".to_string())),
+            ("wdt:P69".to_string(), Some("educated at".to_string())),
+        ],
+        "labels, descriptions and other schema triples are not offered"
+    );
+    assert_eq!(kg.label("Q42").await.unwrap().as_deref(), Some("Douglas Adams"));
+    let class = kg.neighbours("Q42", &RelationRef::out("wdt:P31")).await.unwrap();
+    assert_eq!((class[0].term.clone(), class[0].label.as_deref()), (Term::Entity("Q5".into()), Some("human")));
+    // A statement node: traversable, unnamed, with its value and qualifier behind it.
+    let statement = kg.neighbours("Q42", &RelationRef::out("p:P69")).await.unwrap();
+    assert_eq!((statement[0].term.clone(), statement[0].label.clone()), (Term::Entity("wds:Q42-SJC".into()), None));
+    let value = kg.neighbours("wds:Q42-SJC", &RelationRef::out("ps:P69")).await.unwrap();
+    assert_eq!(value[0].label.as_deref(), Some("St John's College"));
+    let end = kg.neighbours("wds:Q42-SJC", &RelationRef::out("pq:P582")).await.unwrap();
+    assert_eq!(end[0].term, Term::Literal("1974-01-01T00:00:00Z".into()));
+    let statement_rels = kg.relations("wds:Q42-SJC").await.unwrap();
+    assert!(statement_rels.iter().any(|r| r.relation == "pq:P582" && r.label.as_deref() == Some("end time")));
+    assert_eq!(kg.find_entities("douglas adams", 1).await.unwrap()[0].id, "Q42");
+    // Batched relation search names properties too.
+    let many = kg.relations_many(&["Q42".into(), "Q691283".into()]).await.unwrap();
+    assert_eq!(many[1][0].label.as_deref(), Some("located in the administrative territorial entity"));
+}
+
+#[test]
+fn asking_wikidata_shows_property_names_and_rdf_ids_use_prefixes() {
+    let server = Oxigraph::start(&fixture("wikidata-fixture.nt"));
+    let rdf = Oxigraph::start(&fixture("rdf-fixture.nt"));
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let config = h.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[kg.wd]\nendpoint = \"{}\"\nprofile = \"wikidata\"\n[kg.mine]\nendpoint = \"{}\"\nprofile = \"rdf\"\nprefixes = {{ ex = \"http://example.org/\" }}\n",
+            server.url, rdf.url
+        ),
+    )
+    .unwrap();
+    let script = h.join("script.toml");
+    std::fs::write(
+        &script,
+        r#"
+[[reply]]
+step = "relation_prune"
+contains = ["Topic Entity: Douglas Adams\n", "Relations: educated at [p:P69]; instance of; educated at [wdt:P69]"]
+text = "{educated at [wdt:P69] (Score: 0.9)} {instance of (Score: 0.1)}"
+[[reply]]
+step = "entity_prune"
+text = "Score: 1.0"
+[[reply]]
+step = "reasoning"
+contains = ["Douglas Adams, educated at, St John's College"]
+text = "{Yes}. The answer is {St John's College}."
+"#,
+    )
+    .unwrap();
+    let c = config.to_str().unwrap();
+    let s = format!("scripted:{}", script.display());
+    let out = ongraph(
+        h,
+        &[
+            "--config",
+            c,
+            "ask",
+            "Where did Douglas Adams study?",
+            "--kg",
+            "wd",
+            "--topic",
+            "Douglas Adams",
+            "--llm",
+            &s,
+        ],
+    );
+    assert!(out.starts_with("Answer: St John's College\n"), "{out}");
+    assert!(out.contains("Douglas Adams -> educated at -> St John's College"), "{out}");
+    assert_eq!(
+        ongraph(h, &["--config", c, "kg", "relations", "ex:ada", "--kg", "mine"]),
+        "-> ex:birthYear\n-> ex:bornIn\n-> ex:collaboratedWith\n"
+    );
 }

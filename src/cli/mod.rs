@@ -166,7 +166,14 @@ pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeG
     }
     if name.starts_with("http://") || name.starts_with("https://") {
         let profile = if setup.kg_profile == "auto" { "rdf" } else { setup.kg_profile.as_str() };
-        let endpoint = Endpoint { namespace: None, language: "en", timeout_secs: 60, batch: true };
+        let endpoint = Endpoint {
+            namespace: None,
+            prefixes: Default::default(),
+            label_predicates: None,
+            language: "en",
+            timeout_secs: 60,
+            batch: true,
+        };
         return open_endpoint(&name, &name, profile, endpoint, query_cache(setup, config));
     }
     let (path, profile, lenient) = match config.kg.get(&name) {
@@ -174,6 +181,8 @@ pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeG
             (_, Some(endpoint)) => {
                 let settings = Endpoint {
                     namespace: entry.namespace.clone(),
+                    prefixes: entry.prefixes.clone(),
+                    label_predicates: entry.label_predicates.clone(),
                     language: &entry.language,
                     timeout_secs: entry.timeout_secs,
                     batch: entry.batch,
@@ -205,6 +214,8 @@ fn query_cache(setup: &SetupArgs, config: &Config) -> Option<crate::kg::sparql::
 /// How to talk to an endpoint (from `[kg.NAME]`).
 struct Endpoint<'a> {
     namespace: Option<String>,
+    prefixes: std::collections::BTreeMap<String, String>,
+    label_predicates: Option<Vec<String>>,
     language: &'a str,
     timeout_secs: u64,
     batch: bool,
@@ -218,15 +229,26 @@ fn open_endpoint(
     settings: Endpoint<'_>,
     cache: Option<crate::kg::sparql::cache::QueryCache>,
 ) -> Result<(Arc<dyn KnowledgeGraph>, LoadReport)> {
+    use crate::kg::sparql::Namespaces;
     use crate::kg::sparql::SparqlKg;
     use crate::kg::sparql::client::{SparqlClient, SparqlConfig};
-    let kg_profile = profile_named(profile)?;
-    let namespace =
-        settings.namespace.or_else(|| (profile == "freebase").then(|| "http://rdf.freebase.com/ns/".to_string()));
+    let mut kg_profile = profile_named(profile)?;
+    if let Some(predicates) = settings.label_predicates {
+        kg_profile.label_predicates = predicates;
+    }
+    let mut names = match profile {
+        "freebase" => Namespaces::freebase(),
+        "wikidata" => Namespaces::wikidata(),
+        _ => Namespaces::default(),
+    };
+    if settings.namespace.is_some() {
+        names.bare = settings.namespace;
+    }
+    names.prefixes.extend(settings.prefixes);
     let mut config = SparqlConfig::new(endpoint);
     config.timeout = Duration::from_secs(settings.timeout_secs);
     let client = SparqlClient::new(config)?.with_cache(cache);
-    let kg = SparqlKg::new(name, client, kg_profile, namespace, settings.language)?.with_batching(settings.batch);
+    let kg = SparqlKg::new(name, client, kg_profile, names, settings.language)?.with_batching(settings.batch);
     Ok((Arc::new(kg), LoadReport::default()))
 }
 

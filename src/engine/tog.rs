@@ -318,7 +318,7 @@ impl TogMachine {
                     let entity = cx.beam.nodes[rel.parent?].term()?.as_str().to_string();
                     Some(Request::Neighbours {
                         entity,
-                        relation: RelationRef { relation: relation.clone(), direction: *direction },
+                        relation: RelationRef { relation: relation.clone(), direction: *direction, label: None },
                     })
                 })
                 .collect(),
@@ -479,7 +479,7 @@ impl TogMachine {
                         results: relations.len(),
                     });
                     for r in relations {
-                        let shown = cx.profile.display_relation(&r.relation);
+                        let shown = r.label.clone().unwrap_or_else(|| cx.profile.display_relation(&r.relation));
                         cx.beam.add(
                             Some(node),
                             NodeKind::Relation { relation: r.relation.clone(), direction: r.direction, shown },
@@ -1145,22 +1145,35 @@ fn last_step(cx: &Context) -> Option<&str> {
     cx.trace.iter().rev().find_map(|e| e.phase())
 }
 
-/// How a group's candidates are listed to the model: their shown names, except that a relation
-/// present in both directions shows its incoming copy as `name (incoming)` so the two differ.
+/// How a group's candidates are listed to the model: their shown names, told apart where two
+/// would read the same: a relation present in both directions shows its incoming copy as
+/// `name (incoming)`; two relations with the same name (Wikidata's `wdt:P69` and `p:P69`, both
+/// "educated at") show their ids, `name [id]`.
 fn candidate_names(cx: &Context, group: &Group) -> Vec<String> {
-    let shown: Vec<&str> = group.candidates.iter().map(|&c| cx.beam.nodes[c].shown()).collect();
-    group
-        .candidates
+    let nodes: Vec<&super::beam::BeamNode> = group.candidates.iter().map(|&c| &cx.beam.nodes[c]).collect();
+    nodes
         .iter()
         .enumerate()
-        .map(|(i, &c)| {
-            let node = &cx.beam.nodes[c];
-            let twin = shown.iter().enumerate().any(|(j, s)| j != i && *s == shown[i]);
+        .map(|(i, node)| {
+            let shown = node.shown();
+            let twins: Vec<&&super::beam::BeamNode> =
+                nodes.iter().enumerate().filter(|(j, n)| *j != i && n.shown() == shown).map(|(_, n)| n).collect();
             match &node.kind {
-                NodeKind::Relation { direction: crate::kg::Direction::In, .. } if twin => {
-                    format!("{} (incoming)", shown[i])
+                NodeKind::Relation { relation, direction, .. } if !twins.is_empty() => {
+                    let same_id = twins
+                        .iter()
+                        .any(|t| matches!(&t.kind, NodeKind::Relation { relation: r, .. } if r == relation));
+                    if same_id {
+                        if *direction == crate::kg::Direction::In {
+                            format!("{shown} (incoming)")
+                        } else {
+                            shown.to_string()
+                        }
+                    } else {
+                        format!("{shown} [{relation}]")
+                    }
                 }
-                _ => shown[i].to_string(),
+                _ => shown.to_string(),
             }
         })
         .collect()

@@ -266,7 +266,11 @@ impl KnowledgeGraph for LocalGraph {
             let mut last = None;
             for &(rel, _) in self.row(node, dir) {
                 if last != Some(rel) && self.informative[rel as usize] {
-                    out.push(RelationRef { relation: self.relations.get(rel).to_string(), direction: dir });
+                    out.push(RelationRef {
+                        relation: self.relations.get(rel).to_string(),
+                        direction: dir,
+                        label: None,
+                    });
                 }
                 last = Some(rel);
             }

@@ -31,19 +31,46 @@ impl Direction {
     }
 }
 
-/// A relation as seen from one entity: its id and the direction it is traversed in.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// A relation as seen from one entity: its id and the direction it is traversed in, with a
+/// human name when the graph has one (Wikidata's "instance of" for `wdt:P31`). The name is for
+/// display only: two refs with the same id and direction are the same relation.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RelationRef {
     pub relation: String,
     pub direction: Direction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+impl PartialEq for RelationRef {
+    fn eq(&self, other: &Self) -> bool {
+        self.relation == other.relation && self.direction == other.direction
+    }
+}
+impl Eq for RelationRef {}
+impl std::hash::Hash for RelationRef {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.relation.hash(state);
+        self.direction.hash(state);
+    }
+}
+impl PartialOrd for RelationRef {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for RelationRef {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (&self.relation, self.direction).cmp(&(&other.relation, other.direction))
+    }
 }
 
 impl RelationRef {
     pub fn out(relation: impl Into<String>) -> Self {
-        Self { relation: relation.into(), direction: Direction::Out }
+        Self { relation: relation.into(), direction: Direction::Out, label: None }
     }
     pub fn incoming(relation: impl Into<String>) -> Self {
-        Self { relation: relation.into(), direction: Direction::In }
+        Self { relation: relation.into(), direction: Direction::In, label: None }
     }
 }
 

@@ -23,6 +23,9 @@ pub struct KgProfile {
     pub dunder_relations: bool,
     /// Namespace prefixes stripped from IRIs when showing them (N-Triples input).
     pub strip_prefixes: Vec<String>,
+    /// When not empty, only relations whose id starts with one of these are offered (Wikidata:
+    /// `wdt:`, `p:`, `ps:`, `pq:`, leaving out labels, descriptions and schema triples).
+    pub keep_prefixes: Vec<String>,
 }
 
 impl Default for KgProfile {
@@ -46,6 +49,23 @@ impl KgProfile {
             label_from_id: false,
             dunder_relations: false,
             strip_prefixes: vec!["http://rdf.freebase.com/ns/".into()],
+            keep_prefixes: Vec::new(),
+        }
+    }
+
+    /// Wikidata (its query service or a copy): Q ids, direct claims `wdt:` and statement nodes
+    /// (`p:` to the statement, `ps:` to its value, `pq:` to its qualifiers), names from
+    /// `rdfs:label`.
+    pub fn wikidata() -> Self {
+        Self {
+            label_predicates: vec!["http://www.w3.org/2000/01/rdf-schema#label".into()],
+            ignore_exact: Vec::new(),
+            ignore_prefixes: Vec::new(),
+            ignore_containing: Vec::new(),
+            label_from_id: false,
+            dunder_relations: false,
+            strip_prefixes: Vec::new(),
+            keep_prefixes: vec!["wdt:".into(), "p:".into(), "ps:".into(), "pq:".into()],
         }
     }
 
@@ -62,6 +82,7 @@ impl KgProfile {
             label_from_id: false,
             dunder_relations: false,
             strip_prefixes: Vec::new(),
+            keep_prefixes: Vec::new(),
         }
     }
 
@@ -72,6 +93,9 @@ impl KgProfile {
 
     /// Whether relation search should offer this relation to the model.
     pub fn is_informative(&self, relation: &str) -> bool {
+        if !self.keep_prefixes.is_empty() && !self.keep_prefixes.iter().any(|p| relation.starts_with(p.as_str())) {
+            return false;
+        }
         let shown = self.strip(relation);
         !(self.ignore_exact.iter().any(|r| r == shown || r == relation)
             || self.label_predicates.iter().any(|p| p == relation)

@@ -19,13 +19,84 @@ const ROW_CAP: usize = 10_000;
 /// Entities (or entity-relation pairs) per batched query.
 const BATCH: usize = 50;
 
+/// How ids are written: bare ids in a default namespace (Freebase's `m.0abc`, Wikidata's
+/// `Q42`) and `prefix:rest` for the named prefixes (`wdt:P31`); anything else is a full IRI.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Namespaces {
+    pub bare: Option<String>,
+    pub prefixes: Vec<(String, String)>,
+}
+
+impl Namespaces {
+    pub fn freebase() -> Self {
+        Self { bare: Some("http://rdf.freebase.com/ns/".into()), prefixes: Vec::new() }
+    }
+
+    pub fn wikidata() -> Self {
+        let p = |a: &str, b: &str| (a.to_string(), b.to_string());
+        Self {
+            bare: Some("http://www.wikidata.org/entity/".into()),
+            prefixes: vec![
+                p("wdt", "http://www.wikidata.org/prop/direct/"),
+                p("p", "http://www.wikidata.org/prop/"),
+                p("ps", "http://www.wikidata.org/prop/statement/"),
+                p("pq", "http://www.wikidata.org/prop/qualifier/"),
+                p("wds", "http://www.wikidata.org/entity/statement/"),
+            ],
+        }
+    }
+
+    /// `prefix:rest` for a known prefix, the bare namespace, or `id` itself (a full IRI).
+    fn expand(&self, id: &str) -> String {
+        if let Some((prefix, rest)) = id.split_once(':')
+            && let Some((_, iri)) = self.prefixes.iter().find(|(p, _)| p == prefix)
+        {
+            return format!("{iri}{rest}");
+        }
+        match &self.bare {
+            Some(ns) if !id.contains("://") && !id.starts_with("urn:") => format!("{ns}{id}"),
+            _ => id.to_string(),
+        }
+    }
+
+    /// The shortest way to write `iri`: the longest matching prefix wins.
+    fn shorten(&self, iri: &str) -> String {
+        let named = self
+            .prefixes
+            .iter()
+            .filter(|(_, ns)| iri.starts_with(ns.as_str()))
+            .max_by_key(|(_, ns)| ns.len())
+            .map(|(p, ns)| (ns.len(), format!("{p}:{}", &iri[ns.len()..])));
+        let bare = self
+            .bare
+            .as_ref()
+            .filter(|ns| iri.starts_with(ns.as_str()))
+            .map(|ns| (ns.len(), iri[ns.len()..].to_string()));
+        match (named, bare) {
+            (Some(n), Some(b)) => {
+                if b.0 > n.0 {
+                    b.1
+                } else {
+                    n.1
+                }
+            }
+            (Some(n), None) => n.1,
+            (None, Some(b)) => b.1,
+            (None, None) => iri.to_string(),
+        }
+    }
+}
+
+/// Wikidata's links from a property entity to its predicates, for property names.
+const WIKIBASE_PROPERTY_LINKS: &str = "<http://wikiba.se/ontology#directClaim>|<http://wikiba.se/ontology#claim>|<http://wikiba.se/ontology#statementProperty>|<http://wikiba.se/ontology#qualifier>";
+
 pub struct SparqlKg {
     name: String,
     client: SparqlClient,
     profile: KgProfile,
-    /// Where short ids live (`http://rdf.freebase.com/ns/` for Freebase); `None` when ids are
-    /// full IRIs.
-    namespace: Option<String>,
+    names: Namespaces,
+    /// Name relations after their Wikibase property entities (`wdt:P31` → "instance of").
+    property_labels: bool,
     /// Preferred language of names.
     language: String,
     /// The label predicates as query text: `<a>|<b>`.
@@ -39,14 +110,23 @@ impl SparqlKg {
         name: impl Into<String>,
         client: SparqlClient,
         profile: KgProfile,
-        namespace: Option<String>,
+        names: Namespaces,
         language: &str,
     ) -> Result<Self, KgError> {
         let language = syntax::language(language)
             .ok_or_else(|| KgError::Other(format!("{language:?} is not a language tag")))?
             .to_string();
-        let mut kg =
-            Self { name: name.into(), client, profile, namespace, language, label_path: String::new(), batching: true };
+        let property_labels = names == Namespaces::wikidata();
+        let mut kg = Self {
+            name: name.into(),
+            client,
+            profile,
+            names,
+            property_labels,
+            language,
+            label_path: String::new(),
+            batching: true,
+        };
         let mut predicates: Vec<String> = Vec::new();
         for p in &kg.profile.label_predicates {
             if let Ok(iri) = kg.iri(p)
@@ -71,19 +151,24 @@ impl SparqlKg {
 
     /// An id or relation as query text: expanded into the namespace when short, validated.
     fn iri(&self, id: &str) -> Result<String, KgError> {
-        let full = match &self.namespace {
-            Some(ns) if !id.contains("://") && !id.starts_with("urn:") => format!("{ns}{id}"),
-            _ => id.to_string(),
-        };
-        syntax::iri(&full).map_err(KgError::Other)
+        syntax::iri(&self.names.expand(id)).map_err(KgError::Other)
     }
 
-    /// An IRI from a result as an id: the namespace stripped when it applies.
+    /// An IRI from a result as an id: abbreviated with the namespaces.
     fn short(&self, iri: &str) -> String {
-        match &self.namespace {
-            Some(ns) => iri.strip_prefix(ns.as_str()).unwrap_or(iri).to_string(),
-            None => iri.to_string(),
+        self.names.shorten(iri)
+    }
+
+    /// The clause that fetches ?rl, a relation's name, when the graph names its properties.
+    fn property_label_clause(&self) -> String {
+        if !self.property_labels {
+            return String::new();
         }
+        format!(
+            " OPTIONAL {{ ?prop {WIKIBASE_PROPERTY_LINKS} ?r . ?prop {} ?rl . FILTER(LANGMATCHES(LANG(?rl), {})) }}",
+            self.label_path,
+            syntax::literal(&self.language)
+        )
     }
 
     fn term(&self, t: &RdfTerm) -> Option<Term> {
@@ -137,7 +222,11 @@ impl SparqlKg {
             RdfTerm::Literal(l) if l.value() == "in" => Direction::In,
             _ => Direction::Out,
         };
-        let r = RelationRef { relation: self.short(r.as_str()), direction };
+        let label = match row.get("rl") {
+            Some(RdfTerm::Literal(l)) => Some(l.value().to_string()),
+            _ => None,
+        };
+        let r = RelationRef { relation: self.short(r.as_str()), direction, label };
         self.profile.is_informative(&r.relation).then_some(r)
     }
 
@@ -186,7 +275,9 @@ impl KnowledgeGraph for SparqlKg {
     async fn relations(&self, entity: &str) -> Result<Vec<RelationRef>, KgError> {
         let e = self.iri(entity)?;
         let query = format!(
-            "SELECT DISTINCT ?r ?dir WHERE {{ {{ {e} ?r ?x . BIND(\"out\" AS ?dir) }} UNION {{ ?x ?r {e} . BIND(\"in\" AS ?dir) }} }} LIMIT {ROW_CAP}"
+            "SELECT DISTINCT ?r ?dir{rl} WHERE {{ {{ {e} ?r ?x . BIND(\"out\" AS ?dir) }} UNION {{ ?x ?r {e} . BIND(\"in\" AS ?dir) }}{clause} }} LIMIT {ROW_CAP}",
+            rl = if self.property_labels { " ?rl" } else { "" },
+            clause = self.property_label_clause()
         );
         let rows = self.client.select(&query).await?;
         self.warn_cap(rows.len(), "relations");
@@ -221,8 +312,10 @@ impl KnowledgeGraph for SparqlKg {
         for (chunk_no, chunk) in entities.chunks(BATCH).enumerate() {
             let iris = chunk.iter().map(|e| self.iri(e)).collect::<Result<Vec<_>, _>>()?;
             let query = format!(
-                "SELECT DISTINCT ?e ?r ?dir WHERE {{ VALUES ?e {{ {} }} {{ ?e ?r ?x . BIND(\"out\" AS ?dir) }} UNION {{ ?x ?r ?e . BIND(\"in\" AS ?dir) }} }} LIMIT {ROW_CAP}",
-                iris.join(" ")
+                "SELECT DISTINCT ?e ?r ?dir{rl} WHERE {{ VALUES ?e {{ {} }} {{ ?e ?r ?x . BIND(\"out\" AS ?dir) }} UNION {{ ?x ?r ?e . BIND(\"in\" AS ?dir) }}{clause} }} LIMIT {ROW_CAP}",
+                iris.join(" "),
+                rl = if self.property_labels { " ?rl" } else { "" },
+                clause = self.property_label_clause()
             );
             let rows = self.client.select(&query).await?;
             if rows.len() >= ROW_CAP {
