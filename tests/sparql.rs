@@ -65,6 +65,12 @@ async fn assert_parity_with_local(url: &str) {
     assert_eq!((close[0].label.as_str(), close[0].exact), ("Canberra", false));
     assert_eq!(remote.find_entities("m.giants", 1).await.unwrap()[0].label, "San Francisco Giants");
     assert!(remote.relations("m.does_not_exist").await.unwrap().is_empty());
+    // No name, but an owl:sameAs link: the name falls back to it (as ToG does).
+    let airports =
+        remote.neighbours("m.oracle_park", &RelationRef::out("location.location.nearby_airports")).await.unwrap();
+    assert_eq!(airports[0].label.as_deref(), Some("San Francisco International Airport"));
+    assert_eq!(remote.label("m.0sfo").await.unwrap().as_deref(), Some("San Francisco International Airport"));
+    assert_eq!(remote.label("cvt.apple_hq").await.unwrap(), None, "still unnamed without a sameAs");
     assert!(remote.lookups() > 10, "queries are counted");
 }
 

@@ -97,6 +97,8 @@ pub struct SparqlKg {
     names: Namespaces,
     /// Name relations after their Wikibase property entities (`wdt:P31` → "instance of").
     property_labels: bool,
+    /// Fall back to `owl:sameAs` for nodes with no name (Freebase, as ToG does).
+    same_as_names: bool,
     /// Preferred language of names.
     language: String,
     /// The label predicates as query text: `<a>|<b>`.
@@ -117,12 +119,14 @@ impl SparqlKg {
             .ok_or_else(|| KgError::Other(format!("{language:?} is not a language tag")))?
             .to_string();
         let property_labels = names == Namespaces::wikidata();
+        let same_as_names = names == Namespaces::freebase();
         let mut kg = Self {
             name: name.into(),
             client,
             profile,
             names,
             property_labels,
+            same_as_names,
             language,
             label_path: String::new(),
             batching: true,
@@ -180,6 +184,29 @@ impl SparqlKg {
         }
     }
 
+    /// The optional clause (and variable) that fetches ?same, an `owl:sameAs` fallback name.
+    fn same_as_clause(&self, node: &str) -> String {
+        if self.same_as_names {
+            format!(" OPTIONAL {{ ?{node} <http://www.w3.org/2002/07/owl#sameAs> ?same }}")
+        } else {
+            String::new()
+        }
+    }
+
+    /// A fallback name from an `owl:sameAs` value, ranked below every real name: a literal's
+    /// value, or an IRI's last segment (`…/San_Francisco_International_Airport`).
+    fn same_as_rank(t: &RdfTerm) -> Option<(u8, String)> {
+        let text = match t {
+            RdfTerm::Literal(l) => l.value().to_string(),
+            RdfTerm::NamedNode(n) => {
+                let last = n.as_str().rsplit(['/', '#']).next().unwrap_or_default();
+                last.replace('_', " ")
+            }
+            _ => return None,
+        };
+        (!text.trim().is_empty()).then(|| (9, text.trim().to_string()))
+    }
+
     /// How good a name is: the preferred language first, then untagged, then any other.
     fn name_rank(&self, t: &RdfTerm) -> Option<(u8, String)> {
         let RdfTerm::Literal(l) = t else { return None };
@@ -200,7 +227,10 @@ impl SparqlKg {
         let mut out: Vec<(Term, Option<(u8, String)>)> = Vec::new();
         for row in rows {
             let Some(term) = row.get(node).and_then(|t| self.term(t)) else { continue };
-            let name = row.get("name").and_then(|t| self.name_rank(t));
+            let name = row
+                .get("name")
+                .and_then(|t| self.name_rank(t))
+                .or_else(|| row.get("same").and_then(Self::same_as_rank));
             match out.iter_mut().find(|(t, _)| *t == term) {
                 Some((_, best)) => {
                     if let Some(n) = name
@@ -291,8 +321,10 @@ impl KnowledgeGraph for SparqlKg {
             Direction::In => format!("?x {r} {e} ."),
         };
         let query = format!(
-            "SELECT ?x ?name WHERE {{ {pattern} OPTIONAL {{ ?x {} ?name }} }} LIMIT {ROW_CAP}",
-            self.label_path
+            "SELECT ?x ?name{same} WHERE {{ {pattern} OPTIONAL {{ ?x {} ?name }}{clause} }} LIMIT {ROW_CAP}",
+            self.label_path,
+            same = if self.same_as_names { " ?same" } else { "" },
+            clause = self.same_as_clause("x")
         );
         let rows = self.client.select(&query).await?;
         self.warn_cap(rows.len(), "neighbours");
@@ -368,9 +400,11 @@ impl KnowledgeGraph for SparqlKg {
                 }
             }
             let query = format!(
-                "SELECT ?e ?r ?dir ?x ?name WHERE {{ {} OPTIONAL {{ ?x {} ?name }} }} LIMIT {ROW_CAP}",
+                "SELECT ?e ?r ?dir ?x ?name{same} WHERE {{ {} OPTIONAL {{ ?x {} ?name }}{clause} }} LIMIT {ROW_CAP}",
                 branches.join(" UNION "),
-                self.label_path
+                self.label_path,
+                same = if self.same_as_names { " ?same" } else { "" },
+                clause = self.same_as_clause("x")
             );
             let rows = self.client.select(&query).await?;
             if rows.len() >= ROW_CAP {
@@ -397,9 +431,23 @@ impl KnowledgeGraph for SparqlKg {
     }
 
     async fn label(&self, entity: &str) -> Result<Option<String>, KgError> {
-        let query = format!("SELECT ?name WHERE {{ {} {} ?name }} LIMIT 100", self.iri(entity)?, self.label_path);
+        let e = self.iri(entity)?;
+        let query = if self.same_as_names {
+            format!(
+                "SELECT ?name ?same WHERE {{ {{ {e} {} ?name }} UNION {{ {e} <http://www.w3.org/2002/07/owl#sameAs> ?same }} }} LIMIT 100",
+                self.label_path
+            )
+        } else {
+            format!("SELECT ?name WHERE {{ {e} {} ?name }} LIMIT 100", self.label_path)
+        };
         let rows = self.client.select(&query).await?;
-        Ok(rows.iter().filter_map(|row| row.get("name").and_then(|t| self.name_rank(t))).min().map(|(_, n)| n))
+        Ok(rows
+            .iter()
+            .filter_map(|row| {
+                row.get("name").and_then(|t| self.name_rank(t)).or_else(|| row.get("same").and_then(Self::same_as_rank))
+            })
+            .min()
+            .map(|(_, n)| n))
     }
 
     async fn find_entities(&self, name: &str, limit: usize) -> Result<Vec<EntityMatch>, KgError> {
