@@ -14,9 +14,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// same text (an IRI or TSV id cannot start with a double quote).
 const LITERAL_MARK: char = '"';
 
-/// Labels less similar than this to a searched name are not offered as fuzzy matches.
-const FUZZY_MIN: f64 = 0.7;
-
 /// A string interner that stores each string once in one arena.
 #[derive(Default)]
 pub struct Interner {
@@ -333,9 +330,8 @@ impl KnowledgeGraph for LocalGraph {
                 .iter()
                 .filter(|(label, _)| **label != wanted)
                 .filter_map(|(label, ids)| {
-                    let jw = strsim::jaro_winkler(label, &wanted);
-                    let score = if wanted.len() >= 3 && label.contains(&wanted) { jw.max(0.8) } else { jw };
-                    (score >= FUZZY_MIN).then_some((score, label, ids))
+                    let score = super::name_similarity(label, &wanted);
+                    (score >= super::CLOSE_NAME_MIN).then_some((score, label, ids))
                 })
                 .collect();
             ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.len().cmp(&b.1.len())).then(a.1.cmp(b.1)));

@@ -134,6 +134,18 @@ pub enum KgError {
     Other(String),
 }
 
+/// Labels less similar than this to a searched name are not offered as close matches.
+pub const CLOSE_NAME_MIN: f64 = 0.7;
+
+/// How close a label is to a searched name (both compared in lower case), from 0 to 1:
+/// Jaro-Winkler, lifted to at least 0.8 when the label contains the name ("Lou Seal" in
+/// "Lou Seal (mascot)"). Every backend ranks close names with this, so they agree.
+pub fn name_similarity(label: &str, wanted: &str) -> f64 {
+    let (label, wanted) = (label.to_lowercase(), wanted.trim().to_lowercase());
+    let jw = strsim::jaro_winkler(&label, &wanted);
+    if wanted.chars().count() >= 3 && label.contains(&wanted) { jw.max(0.8) } else { jw }
+}
+
 /// What every knowledge graph offers the reasoning engine.
 #[async_trait]
 pub trait KnowledgeGraph: Send + Sync {

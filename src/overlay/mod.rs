@@ -347,11 +347,11 @@ impl KnowledgeGraph for OverlayKg {
                 None => continue,
                 Some(label) if label != m.label => {
                     // Relabelled: it matches only as well as its new name does.
-                    let similarity = strsim::jaro_winkler(&label.to_lowercase(), &wanted);
+                    let similarity = crate::kg::name_similarity(&label, &wanted);
                     m.exact = label.to_lowercase() == wanted;
                     m.score = if m.exact { 1.0 } else { similarity * 0.99 };
                     m.label = label;
-                    if !m.exact && similarity < 0.7 {
+                    if !m.exact && similarity < crate::kg::CLOSE_NAME_MIN {
                         continue;
                     }
                 }
@@ -369,9 +369,9 @@ impl KnowledgeGraph for OverlayKg {
             if found.iter().any(|m| m.id == entity) {
                 continue;
             }
-            let similarity = strsim::jaro_winkler(&label.to_lowercase(), &wanted);
+            let similarity = crate::kg::name_similarity(&label, &wanted);
             let exact = label.to_lowercase() == wanted;
-            if exact || similarity >= 0.7 {
+            if exact || similarity >= crate::kg::CLOSE_NAME_MIN {
                 found.push(EntityMatch {
                     id: entity,
                     label,

@@ -508,10 +508,13 @@ impl KnowledgeGraph for SparqlKg {
                     })
                     .filter(|(id, _)| !found.iter().any(|m| m.id == *id))
                     .filter_map(|(id, label)| {
-                        let similarity = strsim::jaro_winkler(&label.to_lowercase(), &wanted);
-                        let score =
-                            if label.to_lowercase().contains(&wanted) { similarity.max(0.8) } else { similarity };
-                        (score >= 0.7).then_some(EntityMatch { id, label, score: score * 0.99, exact: false })
+                        let score = super::name_similarity(&label, &wanted);
+                        (score >= super::CLOSE_NAME_MIN).then_some(EntityMatch {
+                            id,
+                            label,
+                            score: score * 0.99,
+                            exact: false,
+                        })
                     })
                     .collect();
                 close.sort_by(|a, b| {
