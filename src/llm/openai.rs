@@ -105,7 +105,7 @@ impl OpenAiClient {
             if attempt >= self.config.max_retries {
                 return Err(error);
             }
-            let backoff = self.config.backoff * 2u32.saturating_pow(attempt);
+            let backoff = crate::llm::backoff(self.config.backoff, attempt);
             let wait = wait.map(|w| w.min(self.config.max_retry_after)).unwrap_or(backoff);
             tracing::warn!(%url, attempt, ?wait, %error, "LLM call failed; retrying");
             tokio::time::sleep(wait).await;

@@ -153,7 +153,7 @@ impl SparqlClient {
             if attempt >= self.config.max_retries {
                 return Err(error);
             }
-            let wait = wait.unwrap_or(self.config.backoff * 2u32.saturating_pow(attempt));
+            let wait = wait.unwrap_or_else(|| crate::llm::backoff(self.config.backoff, attempt));
             tracing::warn!(endpoint = %self.config.endpoint, attempt, ?wait, %error, "SPARQL query failed; retrying");
             tokio::time::sleep(wait).await;
             attempt += 1;
