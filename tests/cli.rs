@@ -102,6 +102,14 @@ fn bad_inputs_are_one_line_errors() {
     assert_one_line_error(&out, "config.toml:2: unknown field `widht`");
 
     assert_one_line_error(&ongraph(dir, &["ask", "q?", "--llm", "nope"]), "no LLM named \"nope\"");
+    std::fs::write(
+        dir.join("zero.toml"),
+        "[llm.x]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\ntimeout_secs = 0\n",
+    )
+    .unwrap();
+    let zero = dir.join("zero.toml");
+    let out = ongraph(dir, &["--config", zero.to_str().unwrap(), "ask", CANBERRA, "--llm", "x"]);
+    assert_one_line_error(&out, "LLM \"x\": timeout_secs must be at least 1");
     assert_one_line_error(&ongraph(dir, &["ask", "q?", "--width", "0"]), "--width and --depth must be at least 1");
 }
 

@@ -245,6 +245,9 @@ fn open_endpoint(
         names.bare = settings.namespace;
     }
     names.prefixes.extend(settings.prefixes);
+    if settings.timeout_secs == 0 {
+        bail!("[kg.{name}] timeout_secs must be at least 1");
+    }
     let mut config = SparqlConfig::new(endpoint);
     config.timeout = Duration::from_secs(settings.timeout_secs);
     let client = SparqlClient::new(config)?.with_cache(cache);
@@ -286,6 +289,9 @@ pub fn open_embedder(config: &Config) -> Result<Option<Arc<dyn Embedder>>> {
 }
 
 fn openai_client(entry: &crate::config::LlmEntry) -> Result<OpenAiClient> {
+    if entry.timeout_secs == 0 {
+        bail!("timeout_secs must be at least 1");
+    }
     let mut c = OpenAiConfig::new(&entry.base_url, &entry.model);
     c.api_key_env = entry.api_key_env.clone();
     c.timeout = Duration::from_secs(entry.timeout_secs);
