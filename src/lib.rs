@@ -12,3 +12,4 @@ pub mod kg;
 pub mod llm;
 pub mod overlay;
 pub mod prompts;
+pub mod tui;

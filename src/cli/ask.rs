@@ -1,8 +1,7 @@
 //! `ongraph ask`: one question, run to the answer.
 
-use super::{AskArgs, open_embedder, open_kg, open_llm};
+use super::AskArgs;
 use crate::config::Config;
-use crate::driver::Driver;
 use crate::engine::{AnswerSource, Run, Settings, Topics};
 use crate::prompts::Prompts;
 use anyhow::{Context as _, Result};
@@ -13,30 +12,11 @@ use std::time::Instant;
 
 pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
     let started = Instant::now();
-    let d = &config.defaults;
     let s = &args.setup;
-    let settings = Settings {
-        method: s.method.unwrap_or(d.method),
-        width: s.width.unwrap_or(d.width),
-        depth: s.depth.unwrap_or(d.depth),
-        prune: s.prune.unwrap_or(d.prune),
-        unified: s.unified || d.unified,
-        speculate: s.speculate || d.speculate,
-        seed: s.seed.unwrap_or(d.seed),
-        ..Settings::default()
-    };
-    if settings.width == 0 || settings.depth == 0 {
-        anyhow::bail!("--width and --depth must be at least 1");
-    }
-    let prompts_dir = s.prompts.clone().or_else(|| d.prompts.clone());
+    let settings = super::settings(s, config)?;
+    let prompts_dir = s.prompts.clone().or_else(|| config.defaults.prompts.clone());
     let prompts = Arc::new(Prompts::load(prompts_dir.as_deref())?);
-    let (base, report) = open_kg(s, config)?;
-    let (kg, corrections) = super::overlay::with_overlay(base, config, s, !args.no_overlay)?;
-    let llm = open_llm(s, config)?;
-    let mut driver = Driver::new(kg.clone(), llm.clone()).with_concurrency(s.concurrency.unwrap_or(d.concurrency));
-    if let Some(embedder) = open_embedder(config)? {
-        driver = driver.with_embedder(embedder);
-    }
+    let super::Opened { kg, report, corrections, llm, driver } = super::open_driver(s, config, !args.no_overlay)?;
     let topics = if args.topics.is_empty() { Topics::Extract } else { Topics::Named(args.topics.clone()) };
     let mut run = Run::new(&args.question, topics, settings, prompts, kg.profile().clone(), kg.name())?;
     driver

@@ -27,12 +27,15 @@ pub struct Cli {
     /// Log file (default: $XDG_STATE_HOME/ongraph/ongraph.log). Logs never go to the terminal.
     #[arg(long, global = true, env = "ONGRAPH_LOG")]
     pub log: Option<PathBuf>,
+    /// Without a command, the terminal UI opens.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Watch and steer the reasoning in the terminal UI (the default).
+    Tui(TuiArgs),
     /// Answer one question and print the answer, its paths and what it cost.
     Ask(AskArgs),
     /// Look at the knowledge graph as the engine sees it.
@@ -75,6 +78,14 @@ fn cache_command(action: CacheAction, config: &Config) -> Result<i32> {
     Ok(0)
 }
 
+#[derive(Debug, Args, Default)]
+pub struct TuiArgs {
+    /// A question to start with (it is asked at once).
+    pub question: Option<String>,
+    #[command(flatten)]
+    pub setup: SetupArgs,
+}
+
 #[derive(Debug, Args)]
 pub struct AskArgs {
     /// The question.
@@ -94,7 +105,7 @@ pub struct AskArgs {
 }
 
 /// What to reason with and over: shared by every command that runs a method.
-#[derive(Debug, Args, Clone)]
+#[derive(Debug, Args, Clone, Default)]
 pub struct SetupArgs {
     /// `demo`, a name from [kg.*] in the config, or a .nt / tab-separated triples file.
     #[arg(long, env = "ONGRAPH_KG", global = true)]
@@ -148,12 +159,69 @@ pub struct SetupArgs {
 }
 
 pub async fn run(cli: Cli, config: Config) -> Result<i32> {
-    match cli.command {
+    match cli.command.unwrap_or(Command::Tui(TuiArgs::default())) {
+        Command::Tui(args) => tui(args, &config).await,
         Command::Ask(args) => ask::ask(args, &config).await,
         Command::Kg(args) => kg::kg(args, &config).await,
         Command::Fix(args) => fix::fix(args, &config).await,
         Command::Cache { action } => cache_command(action, &config),
     }
+}
+
+/// The engine settings from the flags, else the config's defaults.
+pub fn settings(s: &SetupArgs, config: &Config) -> Result<crate::engine::Settings> {
+    let d = &config.defaults;
+    let settings = crate::engine::Settings {
+        method: s.method.unwrap_or(d.method),
+        width: s.width.unwrap_or(d.width),
+        depth: s.depth.unwrap_or(d.depth),
+        prune: s.prune.unwrap_or(d.prune),
+        unified: s.unified || d.unified,
+        speculate: s.speculate || d.speculate,
+        seed: s.seed.unwrap_or(d.seed),
+        ..crate::engine::Settings::default()
+    };
+    if settings.width == 0 || settings.depth == 0 {
+        bail!("--width and --depth must be at least 1");
+    }
+    Ok(settings)
+}
+
+/// What a command that runs a method works with.
+pub struct Opened {
+    /// The KG as the engine sees it (through its corrections and scenario).
+    pub kg: Arc<dyn KnowledgeGraph>,
+    pub report: LoadReport,
+    /// Active corrections applied.
+    pub corrections: usize,
+    pub llm: Arc<dyn LanguageModel>,
+    pub driver: crate::driver::Driver,
+}
+
+/// The KG (through its corrections), the model and a driver for them, as `--kg`/`--llm` say.
+pub fn open_driver(s: &SetupArgs, config: &Config, with_corrections: bool) -> Result<Opened> {
+    let (base, report) = open_kg(s, config)?;
+    let (kg, corrections) = overlay::with_overlay(base, config, s, with_corrections)?;
+    let llm = open_llm(s, config)?;
+    let mut driver = crate::driver::Driver::new(kg.clone(), llm.clone())
+        .with_concurrency(s.concurrency.unwrap_or(config.defaults.concurrency));
+    if let Some(embedder) = open_embedder(config)? {
+        driver = driver.with_embedder(embedder);
+    }
+    Ok(Opened { kg, report, corrections, llm, driver })
+}
+
+async fn tui(args: TuiArgs, config: &Config) -> Result<i32> {
+    let s = &args.setup;
+    let settings = settings(s, config)?;
+    let prompts = Arc::new(crate::prompts::Prompts::load(s.prompts.as_deref().or(config.defaults.prompts.as_deref()))?);
+    let Opened { kg, llm, driver, .. } = open_driver(s, config, true)?;
+    let mut app = crate::tui::app::App::new(settings, prompts, kg.profile().clone(), kg.name(), &llm.describe());
+    if let Some(q) = args.question {
+        app.question = q;
+    }
+    crate::tui::run(app, Arc::new(driver)).await?;
+    Ok(0)
 }
 
 /// Opens the knowledge graph named by `--kg` (or the config's default).
