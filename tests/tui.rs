@@ -174,3 +174,92 @@ async fn keys_collapse_edit_and_quit() {
     update(&mut app, key(KeyCode::Char('q')));
     assert!(app.quit);
 }
+
+/// Corrections for tests: a real sled store in a temporary directory, the demo graph seen
+/// through it.
+struct TempCorrections {
+    store: ongraph::overlay::store::SledStore,
+    script: &'static str,
+}
+
+impl ongraph::tui::Corrections for TempCorrections {
+    fn record(&self, drafts: Vec<ongraph::overlay::Draft>) -> anyhow::Result<(Vec<u64>, Driver)> {
+        use ongraph::overlay::store::CorrectionStore;
+        let ids = drafts.into_iter().map(|d| self.store.add("demo", d).map(|c| c.id)).collect::<Result<Vec<_>, _>>()?;
+        let overlay =
+            ongraph::overlay::OverlayKg::new(Arc::new(ongraph::kg::load::demo_graph()), &self.store.list("demo")?);
+        let model = ongraph::llm::scripted::ScriptedModel::from_toml(
+            "t",
+            &format!("{}\n{}", self.script, common::DEMO_SCRIPT),
+        )?;
+        Ok((ids, Driver::new(Arc::new(overlay), Arc::new(model))))
+    }
+}
+
+#[tokio::test]
+async fn flag_a_triple_then_ask_again() {
+    const PHANATIC: &str = "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?";
+    let dir = tempfile::tempdir().unwrap();
+    let corrections: Arc<dyn ongraph::tui::Corrections> = Arc::new(TempCorrections {
+        store: ongraph::overlay::store::SledStore::open(&dir.path().join("overlay")).unwrap(),
+        script: "",
+    });
+    let mut driver = Arc::new(demo_driver(""));
+    let mut app = new_app(&driver);
+    app.author = "tester".into();
+    ask(&mut app, &driver, PHANATIC).await;
+    press(&mut app, &driver, KeyCode::Char('r')).await;
+    assert_eq!(app.run.as_ref().unwrap().answer().unwrap().answers, vec!["Bright House Field"]);
+
+    // Trace the answer to its stadium node and flag the triple that reached it.
+    let rows = app.visible_rows();
+    let run = app.run.as_ref().unwrap();
+    let at = rows.iter().position(|&(id, _)| run.beam().nodes[id].shown() == "Bright House Field").unwrap();
+    app.selected = at;
+    update(&mut app, key(KeyCode::Char('f')));
+    let form = app.flag.clone().expect("the flag form opens");
+    assert_eq!(
+        form.triple.line(),
+        "Philadelphia Phillies, baseball.baseball_team.spring_training_stadium, Bright House Field"
+    );
+    insta::assert_snapshot!("tui_flag_form_80x24", screen(&app, 80, 24));
+    assert!(update(&mut app, key(KeyCode::Enter)).is_empty(), "a reason is required");
+    for c in "Renamed in 2021".chars() {
+        update(&mut app, key(KeyCode::Char(c)));
+    }
+    update(&mut app, key(KeyCode::Tab));
+    for c in "BayCare Ballpark".chars() {
+        update(&mut app, key(KeyCode::Char(c)));
+    }
+    let effects = update(&mut app, key(KeyCode::Enter));
+    let [Effect::Correct { drafts }] = &effects[..] else { panic!("one correction effect: {effects:?}") };
+    let ops: Vec<String> = drafts.iter().map(|d| d.op.describe()).collect();
+    assert_eq!(
+        ops,
+        vec![
+            "retract m.phillies baseball.baseball_team.spring_training_stadium m.bright_house_field",
+            "assert m.phillies baseball.baseball_team.spring_training_stadium new.baycare_ballpark",
+            "assert new.baycare_ballpark type.object.name \"BayCare Ballpark\"",
+        ]
+    );
+    assert_eq!(drafts[0].reason, "Renamed in 2021");
+    assert_eq!(drafts[0].context.as_ref().unwrap().question.as_deref(), Some(PHANATIC));
+
+    // The executor stores them (durably, in sled) and swaps in a driver that sees them.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for effect in effects {
+        ongraph::tui::execute(effect, &mut driver, &corrections, &tx);
+    }
+    let corrected = rx.recv().await.unwrap();
+    update(&mut app, corrected);
+    assert_eq!(app.message.as_deref(), Some("correction 1, 2, 3 recorded; a: ask again with it"));
+
+    // Re-ask: the new answer, and the old one beside it.
+    press(&mut app, &driver, KeyCode::Char('a')).await;
+    let answer = app.run.as_ref().unwrap().answer().unwrap();
+    assert_eq!(answer.answers, vec!["BayCare Ballpark"]);
+    assert_eq!(app.message.as_deref(), Some("answer changed: Bright House Field → BayCare Ballpark"));
+    let text = screen(&app, 120, 40);
+    assert!(text.contains("before the correction: Bright House Field"), "{text}");
+    assert!(text.contains("✎"), "facts from corrections are marked in the tree: {text}");
+}

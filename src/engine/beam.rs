@@ -120,7 +120,10 @@ pub struct Beam {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TripleView {
     pub head: String,
+    /// The relation as shown.
     pub relation: String,
+    /// The relation's id in the KG.
+    pub relation_id: String,
     pub tail: String,
     pub head_term: Term,
     pub tail_term: Term,
@@ -211,7 +214,7 @@ impl Beam {
         let mut out = Vec::new();
         for window in path.windows(3) {
             let (from, rel, to) = (&self.nodes[window[0]], &self.nodes[window[1]], &self.nodes[window[2]]);
-            let (NodeKind::Relation { direction, shown, .. }, Some(from_term), Some(to_term)) =
+            let (NodeKind::Relation { direction, shown, relation }, Some(from_term), Some(to_term)) =
                 (&rel.kind, from.term(), to.term())
             else {
                 // Windows centred on an entity (relation, entity, relation) carry no triple.
@@ -228,6 +231,7 @@ impl Beam {
             out.push(TripleView {
                 head: head.shown().to_string(),
                 relation: shown.clone(),
+                relation_id: relation.clone(),
                 tail: tail.shown().to_string(),
                 head_term: head_term.clone(),
                 tail_term: tail_term.clone(),

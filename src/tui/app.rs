@@ -2,9 +2,10 @@
 //! out. No I/O happens here (the effects executor performs KG lookups and LLM calls), so every
 //! interaction is unit-testable and a saved session can drive it.
 
-use crate::engine::beam::{NodeId, NodeKind};
+use crate::engine::beam::{NodeId, NodeKind, TripleView};
 use crate::engine::{Override, Poll, Request, Response, Run, Settings, Topics};
-use crate::kg::KgProfile;
+use crate::kg::{KgProfile, Term};
+use crate::overlay::{CorrectionContext, Draft, Op};
 use crate::prompts::Prompts;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::collections::HashSet;
@@ -19,6 +20,8 @@ pub enum Action {
         generation: u64,
         result: Result<Vec<Response>, String>,
     },
+    /// The executor stored corrections (their ids), or could not.
+    Corrected(Result<Vec<u64>, String>),
     Resize,
 }
 
@@ -27,6 +30,28 @@ pub enum Action {
 pub enum Effect {
     /// Perform these requests and answer with `Action::Performed` for this generation.
     Perform { generation: u64, requests: Vec<Request> },
+    /// Store these corrections durably, then see the KG through them; answer with
+    /// `Action::Corrected`.
+    Correct { drafts: Vec<Draft> },
+}
+
+/// The form for flagging a wrong triple.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlagForm {
+    pub triple: TripleView,
+    pub reason: String,
+    /// The right object, if the user knows it: a name (a new entity is made for it, unless it
+    /// is an id the answer already showed) or, for a literal, the right value.
+    pub object: String,
+    /// Which field is being typed in: false = reason, true = object.
+    pub on_object: bool,
+}
+
+/// An answer to compare with after a re-ask.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Earlier {
+    pub answers: Vec<String>,
+    pub paths: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +88,11 @@ pub struct App {
     pub llm_name: String,
     /// `NO_COLOR` is set: states are told by symbols and modifiers only.
     pub no_color: bool,
+    pub flag: Option<FlagForm>,
+    /// The answer before the last re-ask, to show what changed.
+    pub earlier: Option<Earlier>,
+    /// Who corrections are recorded as made by.
+    pub author: String,
 }
 
 impl App {
@@ -85,6 +115,9 @@ impl App {
             kg_name: kg_name.to_string(),
             llm_name: llm_name.to_string(),
             no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+            flag: None,
+            earlier: None,
+            author: crate::overlay::default_author(None),
         }
     }
 
@@ -176,6 +209,112 @@ impl App {
         self.apply(if live { Override::Drop { node: id } } else { Override::Keep { node: id } })
     }
 
+    /// Opens the flag form on the triple that reached the selected entity.
+    fn open_flag(&mut self) {
+        let (Some(run), Some(id)) = (&self.run, self.selected_node()) else { return };
+        match run.beam().triples(id).pop() {
+            Some(triple) if run.beam().nodes[id].term().is_some() => {
+                self.flag = Some(FlagForm { triple, reason: String::new(), object: String::new(), on_object: false });
+            }
+            _ => self.message = Some("select an entity reached through a relation to flag its triple".into()),
+        }
+    }
+
+    /// The corrections a filled-in form stands for: retract the triple, and assert the right
+    /// object when one was given (a new entity gets an id and a name).
+    fn flag_drafts(&self, form: &FlagForm) -> Vec<Draft> {
+        let t = &form.triple;
+        let context = Some(CorrectionContext {
+            question: Some(self.question.clone()),
+            session: None,
+            step: self.run.as_ref().map(|r| r.trace().len()),
+        });
+        let draft = |op: Op| Draft {
+            op,
+            reason: form.reason.trim().to_string(),
+            author: self.author.clone(),
+            context: context.clone(),
+            origin: Some("flagged in the terminal UI".into()),
+        };
+        let (Term::Entity(head), tail) = (&t.head_term, &t.tail_term) else { return Vec::new() };
+        let mut drafts =
+            vec![draft(Op::Retract { subject: head.clone(), relation: t.relation_id.clone(), object: tail.clone() })];
+        let object = form.object.trim();
+        if object.is_empty() {
+            return drafts;
+        }
+        match tail {
+            Term::Literal(_) => drafts.push(draft(Op::Assert {
+                subject: head.clone(),
+                relation: t.relation_id.clone(),
+                object: Term::Literal(object.to_string()),
+            })),
+            Term::Entity(_) => {
+                let id = new_entity_id(object);
+                drafts.push(draft(Op::Assert {
+                    subject: head.clone(),
+                    relation: t.relation_id.clone(),
+                    object: Term::Entity(id.clone()),
+                }));
+                if let Some(name) = self.profile.label_predicates.first() {
+                    drafts.push(draft(Op::Assert {
+                        subject: id,
+                        relation: name.clone(),
+                        object: Term::Literal(object.to_string()),
+                    }));
+                }
+            }
+        }
+        drafts
+    }
+
+    fn on_flag_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        let Some(form) = &mut self.flag else { return Vec::new() };
+        match key.code {
+            KeyCode::Esc => self.flag = None,
+            KeyCode::Tab | KeyCode::BackTab => form.on_object = !form.on_object,
+            KeyCode::Backspace => {
+                if form.on_object {
+                    form.object.pop()
+                } else {
+                    form.reason.pop()
+                };
+            }
+            KeyCode::Char(c) => {
+                if form.on_object {
+                    form.object.push(c)
+                } else {
+                    form.reason.push(c)
+                }
+            }
+            KeyCode::Enter if form.reason.trim().is_empty() => {
+                self.message = Some("say why the triple is wrong (the reason is recorded)".into());
+            }
+            KeyCode::Enter => {
+                let form = form.clone();
+                let drafts = self.flag_drafts(&form);
+                self.flag = None;
+                self.message = Some("recording the correction…".into());
+                return vec![Effect::Correct { drafts }];
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// Asks the same question again (through whatever corrections now apply), keeping the
+    /// current answer to compare with.
+    fn reask(&mut self) -> Vec<Effect> {
+        if let Some(answer) = self.run.as_ref().and_then(|r| r.answer()) {
+            self.earlier = Some(Earlier {
+                answers: answer.answers.clone(),
+                paths: answer.paths.iter().map(|p| p.text.clone()).collect(),
+            });
+        }
+        self.auto = true;
+        self.start()
+    }
+
     fn rewind_one(&mut self) -> Vec<Effect> {
         let Some(run) = &mut self.run else { return Vec::new() };
         let steps: Vec<usize> = run.trace().iter().filter(|e| e.phase().is_some()).map(|e| e.index).collect();
@@ -212,6 +351,13 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                     if run.is_finished() {
                         app.bottom = Bottom::Answer;
                         app.auto = false;
+                        if let (Some(earlier), Some(now)) = (&app.earlier, run.answer()) {
+                            app.message = Some(if earlier.answers == now.answers {
+                                format!("same answer as before: {}", now.answers.join(" | "))
+                            } else {
+                                format!("answer changed: {} → {}", earlier.answers.join(" | "), now.answers.join(" | "))
+                            });
+                        }
                     }
                     if app.auto { app.step() } else { Vec::new() }
                 }
@@ -222,8 +368,25 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                 }
             }
         }
+        Action::Corrected(Ok(ids)) => {
+            let list = ids.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+            app.message = Some(format!("correction {list} recorded; a: ask again with it"));
+            Vec::new()
+        }
+        Action::Corrected(Err(e)) => {
+            app.message = Some(format!("the correction was not recorded: {e}"));
+            Vec::new()
+        }
+        Action::Key(key) if app.flag.is_some() => app.on_flag_key(key),
         Action::Key(key) => on_key(app, key),
     }
+}
+
+/// An id for an entity a user names in a correction: `new.` and the name in lower case with
+/// `_` for anything but letters and digits (`BayCare Ballpark` → `new.baycare_ballpark`).
+pub fn new_entity_id(name: &str) -> String {
+    let slug: String = name.trim().to_lowercase().chars().map(|c| if c.is_alphanumeric() { c } else { '_' }).collect();
+    format!("new.{}", slug.trim_matches('_'))
 }
 
 fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
@@ -294,6 +457,8 @@ fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
                 KeyCode::Char('s') => return app.apply(Override::ForceSufficient),
                 KeyCode::Char('c') => return app.apply(Override::ForceContinue),
                 KeyCode::Char('b') => return app.rewind_one(),
+                KeyCode::Char('f') => app.open_flag(),
+                KeyCode::Char('a') if app.run.is_some() => return app.reask(),
                 KeyCode::Tab => {
                     app.bottom = if app.bottom == Bottom::Transcript { Bottom::Answer } else { Bottom::Transcript }
                 }

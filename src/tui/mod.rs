@@ -7,6 +7,7 @@ pub mod app;
 pub mod view;
 
 use crate::driver::Driver;
+use crate::overlay::Draft;
 use anyhow::Result;
 use app::{Action, App, Effect, update};
 use crossterm::event::{Event, EventStream, KeyEventKind};
@@ -14,16 +15,59 @@ use futures::StreamExt;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
+/// Where the UI's corrections go: stored durably, then a driver that sees the KG through them.
+/// The CLI provides the real one (the sled store of `--kg`'s scope); tests provide their own.
+pub trait Corrections: Send + Sync {
+    fn record(&self, drafts: Vec<Draft>) -> Result<(Vec<u64>, Driver)>;
+}
+
 /// Runs the UI until the user quits. The terminal is restored on quit, on error and on panic
 /// (ratatui's init installs the panic hook).
-pub async fn run(mut app: App, driver: Arc<Driver>) -> Result<()> {
+pub async fn run(mut app: App, driver: Arc<Driver>, corrections: Arc<dyn Corrections>) -> Result<()> {
     let mut terminal = ratatui::init();
-    let result = event_loop(&mut terminal, &mut app, driver).await;
+    let result = event_loop(&mut terminal, &mut app, driver, corrections).await;
     ratatui::restore();
     result
 }
 
-async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App, driver: Arc<Driver>) -> Result<()> {
+/// Performs one effect in the background; its result comes back as an action on `tx`. A
+/// correction also replaces the driver, so later steps see the KG through it.
+pub fn execute(
+    effect: Effect,
+    driver: &mut Arc<Driver>,
+    corrections: &Arc<dyn Corrections>,
+    tx: &mpsc::UnboundedSender<Action>,
+) {
+    match effect {
+        Effect::Perform { generation, requests } => {
+            let (driver, tx) = (driver.clone(), tx.clone());
+            tokio::spawn(async move {
+                let result = driver.perform(&requests).await.map_err(|e| e.to_string());
+                let _ = tx.send(Action::Performed { generation, result });
+            });
+        }
+        Effect::Correct { drafts } => {
+            // A durable write is a short blocking call; the next steps must see it, so it is
+            // done before anything else is performed.
+            match corrections.record(drafts) {
+                Ok((ids, new_driver)) => {
+                    *driver = Arc::new(new_driver);
+                    let _ = tx.send(Action::Corrected(Ok(ids)));
+                }
+                Err(e) => {
+                    let _ = tx.send(Action::Corrected(Err(format!("{e:#}"))));
+                }
+            }
+        }
+    }
+}
+
+async fn event_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    app: &mut App,
+    mut driver: Arc<Driver>,
+    corrections: Arc<dyn Corrections>,
+) -> Result<()> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
     let mut events = EventStream::new();
     terminal.draw(|f| view::draw(f, app))?;
@@ -39,15 +83,7 @@ async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App, driv
             Some(action) = rx.recv() => action,
         };
         for effect in update(app, action) {
-            match effect {
-                Effect::Perform { generation, requests } => {
-                    let (driver, tx) = (driver.clone(), tx.clone());
-                    tokio::spawn(async move {
-                        let result = driver.perform(&requests).await.map_err(|e| e.to_string());
-                        let _ = tx.send(Action::Performed { generation, result });
-                    });
-                }
-            }
+            execute(effect, &mut driver, &corrections, &tx);
         }
         if app.quit {
             return Ok(());

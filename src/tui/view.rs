@@ -8,7 +8,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, List, ListItem, ListState, Paragraph, Wrap};
+use ratatui::widgets::{Block, Clear, List, ListItem, ListState, Paragraph, Wrap};
 
 /// Below this the layout is replaced by a message.
 pub const MIN_SIZE: (u16, u16) = (60, 16);
@@ -37,6 +37,50 @@ pub fn draw(frame: &mut Frame, app: &App) {
         Bottom::Answer => draw_answer(frame, app, bottom),
     }
     draw_status(frame, app, status);
+    if app.flag.is_some() {
+        draw_flag(frame, app, area);
+    }
+}
+
+/// The flag form, over the middle of the screen.
+fn draw_flag(frame: &mut Frame, app: &App, area: Rect) {
+    let Some(form) = &app.flag else { return };
+    let width = area.width.saturating_sub(8).min(90);
+    // Room for the triple and its ids wrapped on two lines each at 80 columns.
+    let height = 13.min(area.height.saturating_sub(2));
+    let popup = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height.saturating_sub(height)) / 2,
+        width,
+        height,
+    };
+    let field = |label: &str, value: &str, active: bool| {
+        let cursor = if active { "▏" } else { "" };
+        let style = if active { Style::new().add_modifier(Modifier::BOLD) } else { Style::new() };
+        Line::from(vec![Span::styled(format!("{label}: "), style), Span::raw(format!("{value}{cursor}"))])
+    };
+    let t = &form.triple;
+    let lines = vec![
+        Line::from(Span::styled("This triple is wrong:", Style::new().add_modifier(Modifier::BOLD))),
+        Line::from(t.line()),
+        Line::from(Span::styled(
+            format!("({} {} {})", t.head_term, t.relation_id, t.tail_term),
+            Style::new().add_modifier(Modifier::DIM),
+        )),
+        Line::from(""),
+        field("Why", &form.reason, !form.on_object),
+        field("Right object (optional)", &form.object, form.on_object),
+        Line::from(""),
+        Line::from(Span::styled(
+            "Enter: record · Tab: next field · Esc: cancel",
+            Style::new().add_modifier(Modifier::DIM),
+        )),
+    ];
+    frame.render_widget(Clear, popup);
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::bordered().title(" Flag a triple ")).wrap(Wrap { trim: false }),
+        popup,
+    );
 }
 
 fn focused(app: &App, pane: Focus, title: &str) -> Block<'static> {
@@ -190,6 +234,12 @@ fn draw_answer(frame: &mut Frame, app: &App, area: Rect) {
         )),
         Line::from(answer.source.describe()),
     ];
+    if let Some(earlier) = &app.earlier {
+        lines.push(Line::from(Span::styled(
+            format!("before the correction: {}", earlier.answers.join(" | ")),
+            Style::new().add_modifier(Modifier::DIM),
+        )));
+    }
     lines.extend(answer.paths.iter().take(4).map(|p| Line::from(format!("[{:.3}] {}", p.score, p.text))));
     frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
 }
