@@ -121,7 +121,7 @@ fn status_style(app: &App, status: Status) -> Style {
 }
 
 fn draw_tree(frame: &mut Frame, app: &App, area: Rect) {
-    let block = focused(app, Focus::Tree, " Beam ");
+    let block = focused(app, Focus::Tree, &format!(" Beam · {} · {} ", app.kg_name, app.llm_name));
     let Some(run) = &app.run else {
         frame.render_widget(Paragraph::new("No question yet.").block(block), area);
         return;
@@ -244,6 +244,8 @@ fn draw_answer(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
 }
 
+/// The status bar: the latest message on the left (it says what just happened), the run's
+/// counters on the right.
 fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     let s = &app.settings;
     let (depth, next, costs) = match &app.run {
@@ -251,17 +253,19 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         None => (0, "-", Default::default()),
     };
     let flight = if app.in_flight { " ⟳" } else { "" };
-    let text = format!(
-        " {:?} d{depth}/{} N={} │ next: {next}{flight} │ LLM {} calls {} tok │ KG {} │ {} · {} │ {}",
+    let counters = format!(
+        "{:?} d{depth}/{} N={} │ next: {next}{flight} │ LLM {} calls {} tok │ KG {} ",
         s.method,
         s.depth,
         s.width,
         costs.llm_calls,
         costs.usage.prompt_tokens + costs.usage.completion_tokens,
         costs.kg_lookups,
-        app.kg_name,
-        app.llm_name,
-        app.message.as_deref().unwrap_or("")
     );
-    frame.render_widget(Paragraph::new(text).style(Style::new().add_modifier(Modifier::REVERSED)), area);
+    // The counters fit whole at 120 columns; the message keeps at least 30.
+    let width = (counters.chars().count() as u16).min(area.width.saturating_sub(30));
+    let [left, right] = Layout::horizontal([Constraint::Min(0), Constraint::Length(width)]).areas(area);
+    let style = Style::new().add_modifier(Modifier::REVERSED);
+    frame.render_widget(Paragraph::new(format!(" {}", app.message.as_deref().unwrap_or(""))).style(style), left);
+    frame.render_widget(Paragraph::new(counters).style(style), right);
 }

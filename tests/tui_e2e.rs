@@ -1,0 +1,90 @@
+//! The real binary in a real terminal (tmux): open the demo, ask the Phillie Phanatic question,
+//! run to the answer, flag the stadium triple with the right name, ask again, and read
+//! "BayCare Ballpark" on the screen. Needs tmux (`bash scripts/install-test-tools`).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+struct Tmux {
+    session: String,
+}
+
+impl Tmux {
+    fn start(home: &Path) -> Self {
+        assert!(
+            Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success()),
+            "tmux is not installed: run `bash scripts/install-test-tools` (or `apt-get install -y tmux`)"
+        );
+        let session = format!("ongraph-e2e-{}", std::process::id());
+        let command = format!(
+            "env XDG_CONFIG_HOME={0}/config XDG_STATE_HOME={0}/state XDG_DATA_HOME={0}/data XDG_CACHE_HOME={0}/cache {1}",
+            home.display(),
+            env!("CARGO_BIN_EXE_ongraph")
+        );
+        let ok = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &session, "-x", "120", "-y", "36", &command])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "tmux could not start a session");
+        Self { session }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", self.session.as_str()];
+        args.extend_from_slice(keys);
+        assert!(Command::new("tmux").args(&args).status().is_ok_and(|s| s.success()));
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux").args(["capture-pane", "-p", "-t", &self.session]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until `text` is on screen (the UI works in the background; this is not a timing test).
+    fn wait_for(&self, text: &str) -> String {
+        let started = Instant::now();
+        loop {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(started.elapsed() < Duration::from_secs(20), "{text:?} never appeared; the screen:\n{screen}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["kill-session", "-t", &self.session]).status();
+    }
+}
+
+#[test]
+fn flag_and_fix_in_the_real_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    let tmux = Tmux::start(home.path());
+    tmux.wait_for("Type a question");
+    tmux.keys(&["Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?", "Enter"]);
+    tmux.wait_for("topic_linking");
+    tmux.keys(&["r"]);
+    tmux.wait_for("from knowledge-graph paths");
+    let screen = tmux.screen();
+    assert!(screen.contains("│Bright House Field"), "{screen}");
+    // Select the stadium: each tree row is one screen line, from the topic entity down.
+    let lines: Vec<&str> = screen.lines().collect();
+    let first = lines.iter().position(|l| l.contains("+ Phillie Phanatic")).expect("the tree is on screen");
+    let stadium = lines.iter().position(|l| l.contains("+ Bright House Field")).expect("the stadium is in the tree");
+    for _ in first..stadium {
+        tmux.keys(&["j"]);
+    }
+    tmux.keys(&["f"]);
+    tmux.wait_for("Flag a triple");
+    tmux.keys(&["Renamed in 2021", "Tab", "BayCare Ballpark", "Enter"]);
+    tmux.wait_for("recorded; a: ask again");
+    tmux.keys(&["a"]);
+    let screen = tmux.wait_for("before the correction: Bright House Field");
+    assert!(screen.contains("│BayCare Ballpark"), "{screen}");
+    tmux.keys(&["q"]);
+}
