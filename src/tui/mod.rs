@@ -70,6 +70,9 @@ async fn event_loop(
 ) -> Result<()> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
     let mut events = EventStream::new();
+    // SIGTERM ends the UI like `q` does, so the terminal is restored (Ctrl-C is a key in raw
+    // mode; panics and errors restore through `run`).
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     terminal.draw(|f| view::draw(f, app))?;
     loop {
         let action = tokio::select! {
@@ -81,6 +84,7 @@ async fn event_loop(
                 None => return Ok(()),
             },
             Some(action) = rx.recv() => action,
+            _ = terminate.recv() => return Ok(()),
         };
         for effect in update(app, action) {
             execute(effect, &mut driver, &corrections, &tx);
