@@ -8,7 +8,6 @@ use hashbrown::HashTable;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Literals are interned with this first byte so they never collide with an entity id of the
 /// same text (an IRI or TSV id cannot start with a double quote).
@@ -123,7 +122,6 @@ impl GraphBuilder {
             informative,
             label_relations,
             label_index: OnceLock::new(),
-            lookups: AtomicU64::new(0),
         }
     }
 }
@@ -163,7 +161,6 @@ pub struct LocalGraph {
     label_relations: Vec<u32>,
     /// Lower-cased label → entities, built on the first search by name.
     label_index: OnceLock<HashMap<String, Vec<u32>>>,
-    lookups: AtomicU64,
 }
 
 impl LocalGraph {
@@ -256,7 +253,6 @@ impl KnowledgeGraph for LocalGraph {
     }
 
     async fn relations(&self, entity: &str) -> Result<Vec<RelationRef>, KgError> {
-        self.lookups.fetch_add(1, Ordering::Relaxed);
         let Some(node) = self.terms.lookup(entity) else { return Ok(Vec::new()) };
         let mut out = Vec::new();
         for dir in [Direction::Out, Direction::In] {
@@ -276,7 +272,6 @@ impl KnowledgeGraph for LocalGraph {
     }
 
     async fn neighbours(&self, entity: &str, relation: &RelationRef) -> Result<Vec<Neighbour>, KgError> {
-        self.lookups.fetch_add(1, Ordering::Relaxed);
         let (Some(node), Some(rel)) = (self.terms.lookup(entity), self.relations.lookup(&relation.relation)) else {
             return Ok(Vec::new());
         };
@@ -294,12 +289,10 @@ impl KnowledgeGraph for LocalGraph {
     }
 
     async fn label(&self, entity: &str) -> Result<Option<String>, KgError> {
-        self.lookups.fetch_add(1, Ordering::Relaxed);
         Ok(self.terms.lookup(entity).and_then(|n| self.label_of(n)))
     }
 
     async fn find_entities(&self, name: &str, limit: usize) -> Result<Vec<EntityMatch>, KgError> {
-        self.lookups.fetch_add(1, Ordering::Relaxed);
         let wanted = name.trim().to_lowercase();
         let index = self.label_index();
         let mut found: Vec<EntityMatch> = index
@@ -354,9 +347,5 @@ impl KnowledgeGraph for LocalGraph {
         }
         found.truncate(limit);
         Ok(found)
-    }
-
-    fn lookups(&self) -> u64 {
-        self.lookups.load(Ordering::Relaxed)
     }
 }

@@ -161,9 +161,6 @@ pub trait KnowledgeGraph: Send + Sync {
     /// Entities whose label matches `name`: exact (case-insensitive) matches first, then fuzzy
     /// ones, best first, at most `limit`.
     async fn find_entities(&self, name: &str, limit: usize) -> Result<Vec<EntityMatch>, KgError>;
-    /// How many lookups this graph has answered (for cost reports).
-    fn lookups(&self) -> u64;
-
     /// Queries sent to a remote endpoint, and answers taken from the query cache instead.
     fn network(&self) -> NetworkStats {
         NetworkStats::default()

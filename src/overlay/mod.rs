@@ -385,10 +385,6 @@ impl KnowledgeGraph for OverlayKg {
         Ok(found)
     }
 
-    fn lookups(&self) -> u64 {
-        self.inner.lookups()
-    }
-
     fn network(&self) -> crate::kg::NetworkStats {
         self.inner.network()
     }

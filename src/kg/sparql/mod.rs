@@ -528,10 +528,6 @@ impl KnowledgeGraph for SparqlKg {
         Ok(found)
     }
 
-    fn lookups(&self) -> u64 {
-        self.client.queries()
-    }
-
     fn network(&self) -> super::NetworkStats {
         self.client.stats()
     }
