@@ -213,6 +213,13 @@ async fn endpoint_failures_are_clear_errors() {
     assert!(kg.relations("m.x").await.unwrap_err().to_string().contains("HTTP 503"));
 }
 
+/// Writes `toml` as the config file in `h` and returns its path.
+fn config_file(h: &std::path::Path, toml: &str) -> String {
+    let path = h.join("config.toml");
+    std::fs::write(&path, toml).unwrap();
+    path.display().to_string()
+}
+
 fn ongraph(home: &std::path::Path, args: &[&str]) -> String {
     let out = common::ongraph_cmd(home, args).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -242,13 +249,11 @@ fn figure_4_against_a_real_sparql_server() {
     let server = Oxigraph::start(&fixture("freebase-demo.nt"));
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
-    let config = h.join("config.toml");
-    std::fs::write(
-        &config,
-        format!("[defaults]\nkg = \"fb\"\n[kg.fb]\nendpoint = \"{}\"\nprofile = \"freebase\"\n", server.url),
-    )
-    .unwrap();
-    let c = config.to_str().unwrap();
+    let config = config_file(
+        h,
+        &format!("[defaults]\nkg = \"fb\"\n[kg.fb]\nendpoint = \"{}\"\nprofile = \"freebase\"\n", server.url),
+    );
+    let c = config.as_str();
     ask_fix_ask(h, c);
     ongraph(h, &["--config", c, "fix", "undo", "3"]);
     ongraph(h, &["--config", c, "fix", "undo", "2"]);
@@ -259,11 +264,10 @@ fn figure_4_against_a_real_sparql_server() {
     ongraph(h, &["--config", c, "fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed"]);
     let patch = ongraph(h, &["--config", c, "fix", "export", "--format", "sparql-update"]);
     let patched = Oxigraph::start_with(&fixture("freebase-demo.nt"), Some(&patch));
-    std::fs::write(
-        &config,
-        format!("[defaults]\nkg = \"fb\"\n[kg.fb]\nendpoint = \"{}\"\nprofile = \"freebase\"\n", patched.url),
-    )
-    .unwrap();
+    config_file(
+        h,
+        &format!("[defaults]\nkg = \"fb\"\n[kg.fb]\nendpoint = \"{}\"\nprofile = \"freebase\"\n", patched.url),
+    );
     assert!(ongraph(h, &["--config", c, "ask", PHANATIC_Q, "--no-overlay"]).starts_with("Answer: BayCare Ballpark\n"));
 }
 
@@ -305,16 +309,14 @@ fn asking_again_is_answered_from_the_query_cache() {
     let server = Oxigraph::start(&fixture("freebase-demo.nt"));
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
-    let config = h.join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let config = config_file(
+        h,
+        &format!(
             "[kg.fb]\nendpoint = \"{0}\"\nprofile = \"freebase\"\n[kg.unbatched]\nendpoint = \"{0}\"\nprofile = \"freebase\"\nbatch = false\n",
             server.url
         ),
-    )
-    .unwrap();
-    let c = config.to_str().unwrap();
+    );
+    let c = config.as_str();
     let ask_kg = |kg: &str, extra: &[&str]| -> serde_json::Value {
         let mut args = vec!["--config", c, "ask", PHANATIC_Q, "--kg", kg, "--json"];
         args.extend_from_slice(extra);
@@ -342,16 +344,14 @@ fn figure_4_against_virtuoso() {
     let server = Virtuoso::start(&fixture("freebase-demo.nt"));
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
-    let config = h.join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let config = config_file(
+        h,
+        &format!(
             "[defaults]\nkg = \"virtuoso\"\n[kg.virtuoso]\nendpoint = \"{}\"\nprofile = \"freebase\"\n",
             server.url
         ),
-    )
-    .unwrap();
-    let c = config.to_str().unwrap();
+    );
+    let c = config.as_str();
     ask_fix_ask(h, c);
     assert!(
         ongraph(h, &["--config", c, "ask", PHANATIC_Q, "--no-overlay"]).starts_with("Answer: Bright House Field\n")
@@ -398,15 +398,13 @@ fn asking_wikidata_shows_property_names_and_rdf_ids_use_prefixes() {
     let rdf = Oxigraph::start(&fixture("rdf-fixture.nt"));
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
-    let config = h.join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let config = config_file(
+        h,
+        &format!(
             "[kg.wd]\nendpoint = \"{}\"\nprofile = \"wikidata\"\n[kg.mine]\nendpoint = \"{}\"\nprofile = \"rdf\"\nprefixes = {{ ex = \"http://example.org/\" }}\n",
             server.url, rdf.url
         ),
-    )
-    .unwrap();
+    );
     let script = h.join("script.toml");
     std::fs::write(
         &script,
@@ -425,7 +423,7 @@ text = "{Yes}. The answer is {St John's College}."
 "#,
     )
     .unwrap();
-    let c = config.to_str().unwrap();
+    let c = config.as_str();
     let s = format!("scripted:{}", script.display());
     let out = ongraph(
         h,
