@@ -22,6 +22,10 @@ pub struct Config {
     /// The endpoint used by `--prune embedding`.
     #[serde(default)]
     pub embedding: Option<LlmEntry>,
+    /// The terminal UI's key bindings: command name → keys (`step = ["n", "space"]`); the
+    /// help (`?`) lists the command names.
+    #[serde(default)]
+    pub keys: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -53,6 +57,9 @@ pub struct Defaults {
     pub query_cache: bool,
     /// Where (default: `$XDG_CACHE_HOME/ongraph/query-cache`).
     pub query_cache_dir: Option<PathBuf>,
+    /// The terminal UI's theme: dark, light, high-contrast, or one in
+    /// `$XDG_CONFIG_HOME/ongraph/themes`.
+    pub theme: Option<String>,
 }
 
 impl Default for Defaults {
@@ -74,6 +81,7 @@ impl Default for Defaults {
             author: None,
             query_cache: true,
             query_cache_dir: None,
+            theme: None,
         }
     }
 }

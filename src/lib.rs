@@ -1,7 +1,7 @@
 //! ongraph: watch, steer and correct an LLM while it reasons over a knowledge graph.
 //!
 //! Layers, each usable alone: [`kg`] (knowledge graphs), [`llm`] (language models),
-//! [`overlay`] (user corrections), [`prompts`] (templates), [`engine`] (the reasoning methods, sans I/O), [`driver`] (performs
+//! [`overlay`] (user corrections), [`prompts`] (templates), [`session`] (saved sittings, replayed offline), [`engine`] (the reasoning methods, sans I/O), [`driver`] (performs
 //! what the engine asks for), [`config`] and [`cli`] (the `ongraph` command).
 
 pub mod cli;
@@ -12,4 +12,5 @@ pub mod kg;
 pub mod llm;
 pub mod overlay;
 pub mod prompts;
+pub mod session;
 pub mod tui;

@@ -53,6 +53,8 @@ pub enum PromptError {
 #[derive(Clone, Debug)]
 struct Template {
     parts: Vec<Part>,
+    /// The text it was parsed from (saved with sessions, so a replay renders the same prompts).
+    source: String,
 }
 
 #[derive(Clone, Debug)]
@@ -91,7 +93,7 @@ impl Template {
                 return Err(PromptError::Missing { file: file.into(), name: (*name).into() });
             }
         }
-        Ok(Self { parts })
+        Ok(Self { parts, source: text.to_string() })
     }
 
     fn render(&self, values: &[(&str, &str)]) -> String {
@@ -131,16 +133,31 @@ impl Prompts {
                     continue;
                 }
                 let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
-                if !TEMPLATES.iter().any(|(n, _)| *n == stem) {
-                    return Err(PromptError::UnknownTemplate {
-                        file: path.display().to_string(),
-                        known: TEMPLATES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
-                    });
-                }
                 let text = std::fs::read_to_string(&path)
                     .map_err(|e| PromptError::Io { file: path.display().to_string(), message: e.to_string() })?;
                 overrides.insert(stem, (path.display().to_string(), text));
             }
+        }
+        Self::from_overrides(overrides)
+    }
+
+    /// The templates as saved by [`Prompts::texts`] (e.g. in a session file).
+    pub fn from_texts(texts: &BTreeMap<String, String>) -> Result<Self, PromptError> {
+        Self::from_overrides(texts.iter().map(|(k, v)| (k.clone(), (format!("{k} (saved)"), v.clone()))).collect())
+    }
+
+    /// Every template's text by name.
+    pub fn texts(&self) -> BTreeMap<String, String> {
+        self.templates.iter().map(|(k, t)| (k.to_string(), t.source.clone())).collect()
+    }
+
+    /// The defaults, with `overrides` (name → (where it came from, text)) in their place.
+    fn from_overrides(overrides: BTreeMap<String, (String, String)>) -> Result<Self, PromptError> {
+        if let Some((_, (file, _))) = overrides.iter().find(|(name, _)| !TEMPLATES.iter().any(|(n, _)| n == name)) {
+            return Err(PromptError::UnknownTemplate {
+                file: file.clone(),
+                known: TEMPLATES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+            });
         }
         let mut templates = BTreeMap::new();
         for (name, required) in TEMPLATES {

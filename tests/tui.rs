@@ -1,57 +1,156 @@
-//! The terminal UI's `update` driven by key messages (effects performed by the real driver on
-//! the demo KG with the demo script), and its screens as `TestBackend` snapshots.
+//! The terminal UI's `update` driven by key messages, with effects performed by the real
+//! executor (the demo KG and script, corrections in a temporary sled store), and its screens as
+//! `TestBackend` snapshots.
 
 mod common;
 
 use common::demo_driver;
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ongraph::driver::Driver;
 use ongraph::engine::Settings;
 use ongraph::engine::beam::{NodeKind, Status};
+use ongraph::overlay::store::{CorrectionStore, SledStore};
 use ongraph::prompts::Prompts;
+use ongraph::session::Session;
 use ongraph::tui::app::{Action, App, Bottom, Effect, Focus, update};
-use ongraph::tui::view;
+use ongraph::tui::{Corrections, Executor, view};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tokio::sync::mpsc;
 
 const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";
+const PHANATIC: &str = "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?";
 
-fn new_app(driver: &Driver) -> App {
-    let kg = driver.kg();
-    let mut app =
-        App::new(Settings::default(), Arc::new(Prompts::builtin()), kg.profile().clone(), kg.name(), "scripted demo");
-    app.no_color = true;
-    app
+/// Corrections for tests: a real sled store in a temporary directory, the demo graph seen
+/// through it.
+struct TempCorrections {
+    store: SledStore,
 }
 
-fn key(code: KeyCode) -> Action {
-    Action::Key(KeyEvent::new(code, KeyModifiers::NONE))
-}
-
-/// Performs effects the way the executor does, until none are left.
-async fn settle(app: &mut App, driver: &Driver, mut effects: Vec<Effect>) {
-    while let Some(Effect::Perform { generation, requests }) = effects.pop() {
-        let result = driver.perform(&requests).await.map_err(|e| e.to_string());
-        effects.extend(update(app, Action::Performed { generation, result }));
+impl TempCorrections {
+    fn driver(&self) -> anyhow::Result<Driver> {
+        let overlay =
+            ongraph::overlay::OverlayKg::new(Arc::new(ongraph::kg::load::demo_graph()), &self.store.list("demo")?);
+        let model = ongraph::llm::scripted::ScriptedModel::from_toml("t", common::DEMO_SCRIPT)?;
+        Ok(Driver::new(Arc::new(overlay), Arc::new(model)))
     }
 }
 
-async fn press(app: &mut App, driver: &Driver, code: KeyCode) {
-    let effects = update(app, key(code));
-    settle(app, driver, effects).await;
-}
-
-async fn ask(app: &mut App, driver: &Driver, question: &str) {
-    for c in question.chars() {
-        assert!(update(app, key(KeyCode::Char(c))).is_empty(), "typing has no effects");
+impl Corrections for TempCorrections {
+    fn record(&self, drafts: Vec<ongraph::overlay::Draft>) -> anyhow::Result<(Vec<u64>, Driver)> {
+        let ids = drafts.into_iter().map(|d| self.store.add("demo", d).map(|c| c.id)).collect::<Result<Vec<_>, _>>()?;
+        Ok((ids, self.driver()?))
     }
-    press(app, driver, KeyCode::Enter).await;
+    fn undo(&self, id: u64) -> anyhow::Result<Driver> {
+        self.store.undo("demo", id)?;
+        self.driver()
+    }
+    fn list(&self) -> anyhow::Result<Vec<ongraph::overlay::Correction>> {
+        Ok(self.store.list("demo")?)
+    }
+    fn export(&self, path: Option<&Path>) -> anyhow::Result<(PathBuf, usize)> {
+        let path = path.unwrap().to_path_buf();
+        let list = self.list()?;
+        std::fs::write(&path, serde_json::to_string(&list)?)?;
+        Ok((path, list.len()))
+    }
 }
 
-async fn step_until(app: &mut App, driver: &Driver, phase: &str) {
-    while app.run.as_ref().is_some_and(|r| r.next_phase() != phase && !r.is_finished()) {
-        press(app, driver, KeyCode::Char('n')).await;
+/// An app and a real executor over the demo KG, with corrections in a temporary sled store.
+struct Ui {
+    app: App,
+    executor: Executor,
+    rx: mpsc::UnboundedReceiver<Action>,
+    _dir: tempfile::TempDir,
+}
+
+impl Ui {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let corrections = TempCorrections { store: SledStore::open(&dir.path().join("overlay")).unwrap() };
+        let driver = demo_driver("");
+        let kg = driver.kg().clone();
+        let mut app = App::new(
+            Settings::default(),
+            Arc::new(Prompts::builtin()),
+            kg.profile().clone(),
+            kg.name(),
+            "scripted demo",
+        );
+        app.set_plain(true);
+        app.author = "tester".into();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let executor = Executor {
+            driver: Some(Arc::new(driver)),
+            corrections: Some(Arc::new(corrections)),
+            history: Some(dir.path().join("history")),
+            tx,
+        };
+        Self { app, executor, rx, _dir: dir }
+    }
+
+    /// Performs effects as the UI's loop does, until none are left.
+    async fn settle(&mut self, effects: Vec<Effect>) {
+        let mut waiting = 0;
+        for effect in effects {
+            waiting += usize::from(!matches!(effect, Effect::Remember { .. }));
+            self.executor.execute(effect);
+        }
+        while waiting > 0 {
+            let action = self.rx.recv().await.unwrap();
+            waiting -= 1;
+            for effect in update(&mut self.app, action) {
+                waiting += usize::from(!matches!(effect, Effect::Remember { .. }));
+                self.executor.execute(effect);
+            }
+        }
+    }
+
+    async fn press(&mut self, code: KeyCode) {
+        self.press_with(code, KeyModifiers::NONE).await;
+    }
+
+    async fn press_with(&mut self, code: KeyCode, modifiers: KeyModifiers) {
+        let effects = update(&mut self.app, Action::Key(KeyEvent::new(code, modifiers)));
+        self.settle(effects).await;
+    }
+
+    async fn typed(&mut self, text: &str) {
+        for c in text.chars() {
+            self.press(KeyCode::Char(c)).await;
+        }
+    }
+
+    async fn ask(&mut self, question: &str) {
+        self.typed(question).await;
+        self.press(KeyCode::Enter).await;
+    }
+
+    async fn step_until(&mut self, phase: &str) {
+        while self.app.run.as_ref().is_some_and(|r| r.next_phase() != phase && !r.is_finished()) {
+            self.press(KeyCode::Char('n')).await;
+        }
+    }
+
+    fn run(&self) -> &ongraph::engine::Run {
+        self.app.run.as_ref().unwrap()
+    }
+
+    /// Selects the first tree row whose node is shown as `shown`.
+    fn select(&mut self, shown: &str) {
+        let rows = self.app.visible_rows();
+        let at = rows
+            .iter()
+            .position(|r| self.app.node(r.node).is_some_and(|n| n.shown() == shown))
+            .unwrap_or_else(|| panic!("{shown} is not in the tree"));
+        self.app.focus = Focus::Tree;
+        self.app.selected = at;
+    }
+
+    fn screen(&self, width: u16, height: u16) -> String {
+        screen(&self.app, width, height)
     }
 }
 
@@ -61,177 +160,292 @@ fn screen(app: &App, width: u16, height: u16) -> String {
     terminal.backend().to_string()
 }
 
+fn key(code: KeyCode) -> Action {
+    Action::Key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
 #[tokio::test]
-async fn start_screen_and_a_tiny_terminal() {
-    let driver = demo_driver("");
-    let app = new_app(&driver);
-    insta::assert_snapshot!("tui_start_80x24", screen(&app, 80, 24));
-    let tiny = screen(&app, 40, 10);
+async fn start_screen_help_and_a_tiny_terminal() {
+    let mut ui = Ui::new();
+    insta::assert_snapshot!("tui_start_80x24", ui.screen(80, 24));
+    insta::assert_snapshot!("tui_start_120x40", ui.screen(120, 40));
+    let tiny = ui.screen(40, 10);
     assert!(tiny.contains("terminal too small: 40×10"), "{tiny}");
+
+    // `?` is text in the question box; from the tree it opens the help for the tree.
+    ui.ask(CANBERRA).await;
+    ui.press(KeyCode::Char('?')).await;
+    assert!(ui.app.help);
+    let help = ui.screen(120, 40);
+    assert!(help.contains("Keys in the beam tree"), "{help}");
+    assert!(help.contains("keep a pruned candidate"), "the tree's own keys are listed: {help}");
+    insta::assert_snapshot!("tui_help_120x40", help);
+    insta::assert_snapshot!("tui_help_80x24", ui.screen(80, 24));
+    ui.press(KeyCode::Char('j')).await;
+    assert!(ui.app.help && ui.app.help_scroll > 0, "j scrolls the help");
+    ui.press(KeyCode::Char('x')).await;
+    assert!(!ui.app.help, "any key closes the help");
+    assert_eq!(ui.run().trace().len(), 1, "…and does nothing else");
+
+    // The help follows the focused pane and the live keymap.
+    ui.app.keymap = ongraph::tui::keymap::Keymap::with_overrides(&std::collections::BTreeMap::from([(
+        "undo".to_string(),
+        vec!["ctrl-z".to_string()],
+    )]))
+    .unwrap();
+    ui.press(KeyCode::Tab).await;
+    ui.press(KeyCode::Tab).await;
+    ui.press(KeyCode::Tab).await;
+    assert_eq!(ui.app.focus, Focus::Corrections);
+    ui.press(KeyCode::Char('?')).await;
+    let help = ui.screen(120, 40);
+    assert!(
+        help.contains("Keys in the corrections") && help.contains("ctrl-z  undo the selected correction"),
+        "{help}"
+    );
 }
 
 #[tokio::test]
 async fn stepping_shows_the_beam_with_scores() {
-    let driver = demo_driver("");
-    let mut app = new_app(&driver);
-    ask(&mut app, &driver, CANBERRA).await;
-    assert_eq!(app.focus, Focus::Tree);
-    assert_eq!(app.run.as_ref().unwrap().trace().len(), 1, "Enter takes the first step (topic extraction)");
-    step_until(&mut app, &driver, "entity_search").await;
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    assert_eq!(ui.app.focus, Focus::Tree);
+    assert_eq!(ui.run().trace().len(), 1, "enter takes the first step (topic extraction)");
+    ui.step_until("entity_search").await;
     // The first prune's scores are on screen, kept and pruned relations alike.
-    insta::assert_snapshot!("tui_first_prune_120x40", screen(&app, 120, 40));
-    insta::assert_snapshot!("tui_first_prune_80x24", screen(&app, 80, 24));
+    insta::assert_snapshot!("tui_first_prune_120x40", ui.screen(120, 40));
+    insta::assert_snapshot!("tui_first_prune_80x24", ui.screen(80, 24));
+    // The transcript: every call with its parse, reply and prompt.
+    ui.press(KeyCode::Tab).await;
+    assert_eq!((ui.app.focus, ui.app.bottom), (Focus::Transcript, Bottom::Transcript));
+    ui.press(KeyCode::Char('G')).await;
+    let text = ui.screen(120, 40);
+    assert!(text.contains("parsed: "), "{text}");
+    insta::assert_snapshot!("tui_transcript_120x40", text);
+    insta::assert_snapshot!("tui_transcript_80x24", ui.screen(80, 24));
 }
 
 #[tokio::test]
-async fn run_to_the_answer() {
-    let driver = demo_driver("");
-    let mut app = new_app(&driver);
-    ask(&mut app, &driver, CANBERRA).await;
-    press(&mut app, &driver, KeyCode::Char('r')).await;
-    let run = app.run.as_ref().unwrap();
-    assert_eq!(run.answer().unwrap().answers, vec!["Australian Labor Party"]);
-    assert_eq!(app.bottom, Bottom::Answer);
-    let text = screen(&app, 120, 40);
-    assert!(text.contains("Australian Labor Party"), "{text}");
-    assert!(text.contains("from knowledge-graph paths"));
+async fn run_to_the_answer_and_trace_it_back() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.press(KeyCode::Char('r')).await;
+    assert_eq!(ui.run().answer().unwrap().answers, vec!["Australian Labor Party"]);
+    assert_eq!(ui.app.bottom, Bottom::Answer);
+    // `t` selects the leaf of the first supporting path and marks the path.
+    ui.press(KeyCode::Char('t')).await;
+    let leaf = ui.run().answer().unwrap().paths[0].leaf;
+    assert_eq!(ui.app.selected_node(), Some(leaf));
+    let text = ui.screen(120, 40);
+    assert!(text.contains("»"), "the path behind the answer is marked: {text}");
+    assert!(text.contains("path 1/"), "{text}");
+    insta::assert_snapshot!("tui_answer_traced_120x40", text);
+    insta::assert_snapshot!("tui_answer_traced_80x24", ui.screen(80, 24));
 }
 
 #[tokio::test]
-async fn overriding_a_prune_from_the_tree() {
-    let driver = demo_driver("");
-    let mut app = new_app(&driver);
-    ask(&mut app, &driver, CANBERRA).await;
-    step_until(&mut app, &driver, "entity_search").await;
-    // Select the kept `containedby` relation and drop it with `x`.
-    let rows = app.visible_rows();
-    let run = app.run.as_ref().unwrap();
-    let at = rows
+async fn overriding_pinning_and_adding_from_the_tree() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("entity_search").await;
+    // Drop the kept `containedby` relation with `x`.
+    ui.select("location.location.containedby");
+    let id = ui.app.selected_node().unwrap();
+    ui.press(KeyCode::Char('x')).await;
+    assert_eq!(ui.run().beam().nodes[id].status, Status::PrunedByUser);
+    insta::assert_snapshot!("tui_dropped_by_user_80x24", ui.screen(80, 24));
+    // Keep it again, then pin it.
+    ui.press(KeyCode::Char('x')).await;
+    ui.press(KeyCode::Char('p')).await;
+    assert_eq!(ui.run().beam().nodes[id].status, Status::PinnedByUser);
+    insta::assert_snapshot!("tui_pinned_120x40", ui.screen(120, 40));
+
+    // Bring in a relation the model did not choose, picked from the KG's real candidates with
+    // fuzzy search.
+    ui.press(KeyCode::Char('g')).await;
+    ui.press(KeyCode::Char('+')).await;
+    let picker = ui.app.picker.as_ref().expect("the picker opens");
+    assert!(!picker.loading && !picker.items.is_empty(), "{picker:?}");
+    ui.typed("timezon").await;
+    let chosen = ui.app.picker.as_ref().unwrap().chosen().unwrap().clone();
+    assert!(chosen.detail.contains("time_zones"), "{chosen:?}");
+    insta::assert_snapshot!("tui_picker_80x24", ui.screen(80, 24));
+    ui.press(KeyCode::Enter).await;
+    assert!(ui.app.picker.is_none());
+    let zones = ui
+        .run()
+        .beam()
+        .nodes
         .iter()
-        .position(|&(id, _)| matches!(&run.beam().nodes[id].kind, NodeKind::Relation { shown, .. } if shown == "location.location.containedby"))
-        .unwrap();
-    let id = rows[at].0;
-    for _ in 0..at {
-        update(&mut app, key(KeyCode::Down));
-    }
-    assert_eq!(app.selected_node(), Some(id));
-    press(&mut app, &driver, KeyCode::Char('x')).await;
-    assert_eq!(app.run.as_ref().unwrap().beam().nodes[id].status, Status::PrunedByUser);
-    insta::assert_snapshot!("tui_dropped_by_user_80x24", screen(&app, 80, 24));
-    press(&mut app, &driver, KeyCode::Char('r')).await;
-    let answer = app.run.as_ref().unwrap().answer().unwrap();
-    assert!(!answer.paths[0].text.contains("-> location.location.containedby ->"), "{}", answer.paths[0].text);
+        .find(|n| matches!(&n.kind, NodeKind::Relation { relation, .. } if relation.contains("time_zones")))
+        .expect("the relation is in the tree");
+    assert!(zones.status.is_live(), "{:?}: {:?}", zones.status, ui.app.message);
+
     // The root cannot be dropped: the error is shown, nothing panics.
-    update(&mut app, key(KeyCode::Char('g')));
-    update(&mut app, key(KeyCode::Char('x')));
-    assert!(app.message.as_deref().unwrap_or_default().starts_with("cannot apply"), "{:?}", app.message);
+    ui.press(KeyCode::Char('g')).await;
+    ui.press(KeyCode::Char('x')).await;
+    assert!(ui.app.message.as_deref().unwrap_or_default().starts_with("cannot apply"), "{:?}", ui.app.message);
 }
 
 #[tokio::test]
-async fn a_cancelled_step_is_ignored_and_rewind_goes_back() {
-    let driver = demo_driver("");
-    let mut app = new_app(&driver);
-    ask(&mut app, &driver, CANBERRA).await;
-    let effects = update(&mut app, key(KeyCode::Char('n')));
-    assert!(app.in_flight);
+async fn a_cancelled_step_is_ignored_and_going_back_keeps_the_old_branch_in_view() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    let effects = update(&mut ui.app, key(KeyCode::Char('n')));
+    assert!(ui.app.in_flight.is_some());
     let Some(Effect::Perform { generation, requests }) = effects.into_iter().next() else {
         panic!("a step was asked for")
     };
-    update(&mut app, key(KeyCode::Esc));
-    assert!(!app.in_flight);
-    let before = app.run.as_ref().unwrap().trace().len();
-    let result = driver.perform(&requests).await.map_err(|e| e.to_string());
-    assert!(update(&mut app, Action::Performed { generation, result }).is_empty());
-    assert_eq!(app.run.as_ref().unwrap().trace().len(), before, "the late result was discarded");
+    update(&mut ui.app, key(KeyCode::Esc));
+    assert!(ui.app.in_flight.is_none());
+    let before = ui.run().trace().len();
+    let result = demo_driver("").perform(&requests).await.map_err(|e| e.to_string());
+    assert!(update(&mut ui.app, Action::Performed { generation, result, elapsed_ms: 1 }).is_empty());
+    assert_eq!(ui.run().trace().len(), before, "the late result was discarded");
 
-    step_until(&mut app, &driver, "entity_prune").await;
-    let steps = app.run.as_ref().unwrap().trace().len();
-    press(&mut app, &driver, KeyCode::Char('b')).await;
-    let run = app.run.as_ref().unwrap();
-    assert_eq!(run.trace().len(), steps - 1 + 1, "back one step, plus the rewind entry");
-    assert_eq!(run.abandoned().len(), 1);
+    ui.step_until("entity_prune").await;
+    let rows_before = ui.app.visible_rows().len();
+    let steps = ui.run().trace().len();
+    ui.press(KeyCode::Char('b')).await;
+    assert_eq!(ui.run().trace().len(), steps - 1 + 1, "back one step, plus the rewind entry");
+    assert_eq!(ui.run().abandoned().len(), 1);
+    // The set-aside nodes stay in the tree, marked, until cleared.
+    let rows = ui.app.visible_rows();
+    assert_eq!(rows.len(), rows_before, "the abandoned entity candidates are still shown");
+    assert!(rows.iter().any(|r| r.node.branch == Some(0)));
+    assert!(ui.screen(120, 40).contains("↶"));
+    // Going on grows a new branch beside the old one.
+    ui.press(KeyCode::Char('n')).await;
+    assert!(ui.app.visible_rows().iter().filter(|r| r.node.branch.is_none()).count() > rows_before / 2);
+    ui.press(KeyCode::Char('B')).await;
+    assert!(ui.app.visible_rows().iter().all(|r| r.node.branch.is_none()));
+
+    // From the transcript, enter goes back to any step.
+    ui.press(KeyCode::Tab).await;
+    ui.press(KeyCode::Char('g')).await;
+    ui.press(KeyCode::Char('j')).await;
+    ui.press(KeyCode::Enter).await;
+    assert_eq!(ui.run().next_phase(), "relation_search", "{:?}", ui.app.message);
+    assert_eq!(ui.run().abandoned().len(), 2);
 }
 
 #[tokio::test]
-async fn keys_collapse_edit_and_quit() {
-    let driver = demo_driver("");
-    let mut app = new_app(&driver);
-    ask(&mut app, &driver, CANBERRA).await;
-    step_until(&mut app, &driver, "relation_prune").await;
-    let rows = app.visible_rows().len();
-    assert!(rows > 5);
-    update(&mut app, key(KeyCode::Char('h')));
-    assert_eq!(app.visible_rows().len(), 1, "the topic entity collapsed");
-    update(&mut app, key(KeyCode::Char('l')));
-    assert_eq!(app.visible_rows().len(), rows);
-    update(&mut app, key(KeyCode::Tab));
-    assert_eq!(app.bottom, Bottom::Answer);
-    update(&mut app, key(KeyCode::Char('e')));
-    assert_eq!(app.focus, Focus::Question);
-    update(&mut app, key(KeyCode::Char('q')));
-    assert!(!app.quit, "q types in the question box");
-    update(&mut app, key(KeyCode::Esc));
-    update(&mut app, key(KeyCode::Char('q')));
-    assert!(app.quit);
-}
-
-/// Corrections for tests: a real sled store in a temporary directory, the demo graph seen
-/// through it.
-struct TempCorrections {
-    store: ongraph::overlay::store::SledStore,
-    script: &'static str,
-}
-
-impl ongraph::tui::Corrections for TempCorrections {
-    fn record(&self, drafts: Vec<ongraph::overlay::Draft>) -> anyhow::Result<(Vec<u64>, Driver)> {
-        use ongraph::overlay::store::CorrectionStore;
-        let ids = drafts.into_iter().map(|d| self.store.add("demo", d).map(|c| c.id)).collect::<Result<Vec<_>, _>>()?;
-        let overlay =
-            ongraph::overlay::OverlayKg::new(Arc::new(ongraph::kg::load::demo_graph()), &self.store.list("demo")?);
-        let model = ongraph::llm::scripted::ScriptedModel::from_toml(
-            "t",
-            &format!("{}\n{}", self.script, common::DEMO_SCRIPT),
-        )?;
-        Ok((ids, Driver::new(Arc::new(overlay), Arc::new(model))))
+async fn fuzzy_search_finds_nodes_and_n_jumps() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("entity_search").await;
+    ui.press(KeyCode::Char('/')).await;
+    ui.typed("cntainedby").await;
+    let matches = ui.app.search.as_ref().unwrap().matches.clone();
+    assert!(!matches.is_empty(), "fuzzy: a letter missing still matches");
+    ui.press(KeyCode::Enter).await;
+    let first = ui.app.selected_node().unwrap();
+    assert_eq!(first, matches[0]);
+    assert!(ui.run().beam().nodes[first].shown().contains("containedby"));
+    assert!(ui.app.message.as_deref().unwrap().contains("match 1/"), "{:?}", ui.app.message);
+    // While the search is on, n goes to the next match instead of stepping.
+    let steps = ui.run().trace().len();
+    ui.press(KeyCode::Char('n')).await;
+    assert_eq!(ui.run().trace().len(), steps);
+    if matches.len() > 1 {
+        assert_eq!(ui.app.selected_node(), Some(matches[1]));
     }
+    ui.press(KeyCode::Char('N')).await;
+    assert_eq!(ui.app.selected_node(), Some(matches[0]));
+    ui.press(KeyCode::Esc).await;
+    assert!(ui.app.search.is_none());
+    ui.press(KeyCode::Char('n')).await;
+    assert_eq!(ui.run().trace().len(), steps + 1, "after esc, n steps again");
 }
 
 #[tokio::test]
-async fn flag_a_triple_then_ask_again() {
-    const PHANATIC: &str = "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?";
-    let dir = tempfile::tempdir().unwrap();
-    let corrections: Arc<dyn ongraph::tui::Corrections> = Arc::new(TempCorrections {
-        store: ongraph::overlay::store::SledStore::open(&dir.path().join("overlay")).unwrap(),
-        script: "",
+async fn question_history_palette_and_themes() {
+    let mut ui = Ui::new();
+    ui.app.themes = ongraph::tui::theme::load_all(None).0;
+    ui.ask("Where is Canberra?").await;
+    // A multi-line question (alt-enter), then the history brings the first back.
+    ui.press(KeyCode::Char('i')).await;
+    ui.press_with(KeyCode::Char('u'), KeyModifiers::CONTROL).await;
+    ui.typed("Line one").await;
+    ui.press_with(KeyCode::Enter, KeyModifiers::ALT).await;
+    ui.typed("line two").await;
+    assert_eq!(ui.app.question(), "Line one\nline two", "ctrl-u cleared the old question");
+    ui.press(KeyCode::Up).await; // moves within the text first
+    ui.press(KeyCode::Up).await;
+    assert_eq!(ui.app.question(), "Where is Canberra?");
+    ui.press(KeyCode::Esc).await;
+    // The palette runs commands by name, with arguments.
+    ui.press(KeyCode::Char(':')).await;
+    ui.typed("theme light").await;
+    ui.press(KeyCode::Enter).await;
+    assert_eq!(ui.app.theme.name, "light");
+    ui.press(KeyCode::Char(':')).await;
+    ui.typed("method").await;
+    insta::assert_snapshot!("tui_palette_80x24", ui.screen(80, 24));
+    ui.press(KeyCode::Enter).await;
+    assert_eq!(ui.app.settings.method, ongraph::engine::Method::TogR);
+    ui.press(KeyCode::Char(':')).await;
+    ui.typed("no-such-thing").await;
+    ui.press(KeyCode::Enter).await;
+    assert!(ui.app.message.as_deref().unwrap().contains("no such command"), "{:?}", ui.app.message);
+    // The asked question went to the history file.
+    assert_eq!(ongraph::tui::load_history(&ui._dir.path().join("history")), vec!["Where is Canberra?"]);
+}
+
+#[tokio::test]
+async fn the_mouse_selects_scrolls_and_folds() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("entity_search").await;
+    update(&mut ui.app, Action::Resize(120, 40));
+    let tree = ui.app.areas().tree;
+    let click = |row: u16| {
+        Action::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: tree.x + 4,
+            row: tree.y + 1 + row,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    update(&mut ui.app, click(2));
+    assert_eq!(ui.app.selected, 2);
+    let rows = ui.app.visible_rows().len();
+    update(&mut ui.app, click(0));
+    update(&mut ui.app, click(0));
+    assert_eq!(ui.app.visible_rows().len(), 1, "a click on the selected root folds it");
+    update(&mut ui.app, click(0));
+    assert_eq!(ui.app.visible_rows().len(), rows);
+    let scroll = Action::Mouse(MouseEvent {
+        kind: MouseEventKind::ScrollDown,
+        column: tree.x + 4,
+        row: tree.y + 3,
+        modifiers: KeyModifiers::NONE,
     });
-    let mut driver = Arc::new(demo_driver(""));
-    let mut app = new_app(&driver);
-    app.author = "tester".into();
-    ask(&mut app, &driver, PHANATIC).await;
-    press(&mut app, &driver, KeyCode::Char('r')).await;
-    assert_eq!(app.run.as_ref().unwrap().answer().unwrap().answers, vec!["Bright House Field"]);
+    update(&mut ui.app, scroll);
+    assert_eq!(ui.app.selected, 3);
+}
 
-    // Trace the answer to its stadium node and flag the triple that reached it.
-    let rows = app.visible_rows();
-    let run = app.run.as_ref().unwrap();
-    let at = rows.iter().position(|&(id, _)| run.beam().nodes[id].shown() == "Bright House Field").unwrap();
-    app.selected = at;
-    update(&mut app, key(KeyCode::Char('f')));
-    let form = app.flag.clone().expect("the flag form opens");
-    assert_eq!(
-        form.triple.line(),
-        "Philadelphia Phillies, baseball.baseball_team.spring_training_stadium, Bright House Field"
-    );
-    insta::assert_snapshot!("tui_flag_form_80x24", screen(&app, 80, 24));
-    assert!(update(&mut app, key(KeyCode::Enter)).is_empty(), "a reason is required");
-    for c in "Renamed in 2021".chars() {
-        update(&mut app, key(KeyCode::Char(c)));
-    }
-    update(&mut app, key(KeyCode::Tab));
-    for c in "BayCare Ballpark".chars() {
-        update(&mut app, key(KeyCode::Char(c)));
-    }
-    let effects = update(&mut app, key(KeyCode::Enter));
+#[tokio::test]
+async fn flag_relabel_undo_and_ask_again() {
+    let mut ui = Ui::new();
+    ui.ask(PHANATIC).await;
+    ui.press(KeyCode::Char('r')).await;
+    assert_eq!(ui.run().answer().unwrap().answers, vec!["Bright House Field"]);
+
+    // Flag the triple that reached the stadium.
+    ui.select("Bright House Field");
+    ui.press(KeyCode::Char('f')).await;
+    let form = ui.app.form.clone().expect("the flag form opens");
+    assert!(matches!(&form.kind, ongraph::tui::modal::FormKind::Flag { triple, .. }
+        if triple.line() == "Philadelphia Phillies, baseball.baseball_team.spring_training_stadium, Bright House Field"));
+    insta::assert_snapshot!("tui_flag_form_80x24", ui.screen(80, 24));
+    insta::assert_snapshot!("tui_flag_form_120x40", ui.screen(120, 40));
+    ui.press(KeyCode::Enter).await;
+    assert!(ui.app.form.as_ref().unwrap().problem.is_some(), "a reason is required");
+    ui.typed("Renamed in 2021").await;
+    ui.press(KeyCode::Tab).await;
+    ui.typed("BayCare Ballpark").await;
+    let effects = update(&mut ui.app, key(KeyCode::Enter));
     let [Effect::Correct { drafts }] = &effects[..] else { panic!("one correction effect: {effects:?}") };
     let ops: Vec<String> = drafts.iter().map(|d| d.op.describe()).collect();
     assert_eq!(
@@ -243,23 +457,207 @@ async fn flag_a_triple_then_ask_again() {
         ]
     );
     assert_eq!(drafts[0].reason, "Renamed in 2021");
+    assert_eq!(drafts[0].author, "tester");
     assert_eq!(drafts[0].context.as_ref().unwrap().question.as_deref(), Some(PHANATIC));
+    // The executor stores them durably in sled and swaps in a driver that sees them.
+    ui.settle(effects).await;
+    assert_eq!(ui.app.message.as_deref(), Some("correction 1, 2, 3 recorded; a: ask again with it"));
+    assert_eq!(ui.app.corrections.len(), 3, "the corrections pane lists them");
+    let flagged = ui.screen(120, 40);
+    assert!(flagged.contains("⚑"), "the retracted triple is marked: {flagged}");
+    insta::assert_snapshot!("tui_flagged_120x40", flagged);
 
-    // The executor stores them (durably, in sled) and swaps in a driver that sees them.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    for effect in effects {
-        ongraph::tui::execute(effect, &mut driver, &corrections, &tx);
-    }
-    let corrected = rx.recv().await.unwrap();
-    update(&mut app, corrected);
-    assert_eq!(app.message.as_deref(), Some("correction 1, 2, 3 recorded; a: ask again with it"));
-
-    // Re-ask: the new answer, and the old one beside it.
-    press(&mut app, &driver, KeyCode::Char('a')).await;
-    let answer = app.run.as_ref().unwrap().answer().unwrap();
-    assert_eq!(answer.answers, vec!["BayCare Ballpark"]);
-    assert_eq!(app.message.as_deref(), Some("answer changed: Bright House Field → BayCare Ballpark"));
-    let text = screen(&app, 120, 40);
-    assert!(text.contains("before the correction: Bright House Field"), "{text}");
+    // Re-ask: the new answer, the old one beside it, the paths that went and came.
+    ui.press(KeyCode::Char('a')).await;
+    assert_eq!(ui.run().answer().unwrap().answers, vec!["BayCare Ballpark"]);
+    assert_eq!(ui.app.message.as_deref(), Some("answer changed: Bright House Field → BayCare Ballpark"));
+    let text = ui.screen(120, 40);
+    assert!(text.contains("before: Bright House Field"), "{text}");
+    assert!(text.contains("− Phillie Phanatic") && text.contains("+ Phillie Phanatic"), "{text}");
     assert!(text.contains("✎"), "facts from corrections are marked in the tree: {text}");
+    insta::assert_snapshot!("tui_reasked_120x40", text);
+
+    // Relabel an entity from the UI.
+    ui.select("Philadelphia Phillies");
+    ui.press(KeyCode::Char('e')).await;
+    ui.press_with(KeyCode::Char('u'), KeyModifiers::CONTROL).await;
+    ui.typed("The Phillies").await;
+    ui.press(KeyCode::Tab).await;
+    ui.typed("Common name").await;
+    ui.press(KeyCode::Enter).await;
+    assert_eq!(ui.app.corrections.len(), 4);
+    assert_eq!(ui.app.corrections[3].op.describe(), "relabel m.phillies as \"The Phillies\"");
+
+    // Undo the retraction from the corrections pane: asking again gives the old answer.
+    ui.press(KeyCode::Tab).await;
+    ui.press(KeyCode::Tab).await;
+    ui.press(KeyCode::Tab).await;
+    assert_eq!(ui.app.focus, Focus::Corrections);
+    ui.press(KeyCode::Char('g')).await;
+    ui.press(KeyCode::Char('u')).await;
+    ui.press(KeyCode::Char('j')).await;
+    ui.press(KeyCode::Char('u')).await;
+    assert!(!ui.app.corrections[0].active && !ui.app.corrections[1].active, "corrections 1 and 2 undone");
+    assert!(ui.app.corrections[2].active);
+    ui.press(KeyCode::Char('a')).await;
+    assert_eq!(ui.run().answer().unwrap().answers, vec!["Bright House Field"]);
+    assert_eq!(ui.app.message.as_deref(), Some("answer changed: BayCare Ballpark → Bright House Field"));
+}
+
+#[tokio::test]
+async fn flag_with_the_right_object_picked_from_the_kg() {
+    let mut ui = Ui::new();
+    ui.ask(PHANATIC).await;
+    ui.press(KeyCode::Char('r')).await;
+    ui.select("Bright House Field");
+    ui.press(KeyCode::Char('f')).await;
+    ui.typed("Wrong team").await;
+    ui.press(KeyCode::Tab).await;
+    ui.typed("Citizens Bank").await;
+    ui.press_with(KeyCode::Char('f'), KeyModifiers::CONTROL).await;
+    let picker = ui.app.picker.as_ref().expect("the KG picker opens");
+    assert!(picker.items.iter().any(|i| i.text == "Citizens Bank Park"), "{:?}", picker.items);
+    ui.press(KeyCode::Enter).await;
+    let effects = update(&mut ui.app, key(KeyCode::Enter));
+    let [Effect::Correct { drafts }] = &effects[..] else { panic!("{effects:?}") };
+    assert_eq!(drafts.len(), 2, "an existing entity needs no name: {drafts:?}");
+    assert!(drafts[1].op.describe().ends_with("m.citizens_bank_park"), "{}", drafts[1].op.describe());
+}
+
+#[tokio::test]
+async fn save_load_and_replay_give_the_same_trace() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("entity_search").await;
+    ui.select("location.location.containedby");
+    ui.press(KeyCode::Char('p')).await; // an override, recorded
+    ui.press(KeyCode::Char('r')).await;
+    let path = ui._dir.path().join("saved.json");
+    ui.press(KeyCode::Char(':')).await;
+    ui.typed(&format!("save-as {}", path.display())).await;
+    ui.press(KeyCode::Enter).await;
+    assert!(ui.app.message.as_deref().unwrap().starts_with("session saved"), "{:?}", ui.app.message);
+    let trace = ui.run().trace().to_vec();
+
+    // Headless replay reproduces the trace exactly, with no KG and no model.
+    let session = Session::load(&path).unwrap();
+    assert_eq!(session.runs.len(), 1);
+    assert_eq!(session.runs[0].trace, trace);
+    assert_eq!(session.replay(0).unwrap().trace(), &trace[..]);
+
+    // In the UI, offline: each n is one recorded moment; the override is replayed in order.
+    let mut app = App::replaying(session, false).unwrap();
+    app.set_plain(true);
+    assert!(update(&mut app, key(KeyCode::Enter)).is_empty(), "replayed steps need no effects");
+    while !app.run.as_ref().unwrap().is_finished() {
+        assert!(update(&mut app, key(KeyCode::Char('n'))).is_empty());
+    }
+    assert_eq!(app.run.as_ref().unwrap().trace(), &trace[..]);
+    assert!(app.run.as_ref().unwrap().trace().iter().any(|e| e.summary.starts_with("pinned")), "the override replayed");
+
+    // Branching off offline: go back, force an early answer, and run: the answer prompt was
+    // never recorded, so the replay says how to go on live.
+    for _ in 0..20 {
+        if app.run.as_ref().unwrap().depth() == 1 {
+            break;
+        }
+        update(&mut app, key(KeyCode::Char('b')));
+    }
+    assert_eq!(app.run.as_ref().unwrap().depth(), 1, "{:?}", app.message);
+    update(&mut app, key(KeyCode::Char('s')));
+    assert!(update(&mut app, key(KeyCode::Char('r'))).is_empty(), "offline: nothing is performed");
+    assert!(app.message.as_deref().unwrap().contains("--live"), "{:?}", app.message);
+    assert!(!app.replay.as_ref().unwrap().on_track);
+}
+
+#[test]
+fn bad_session_files_give_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let err =
+        Session::load(&write("cut.json", "{\"format\": \"ongraph-session\", \"version\": 1, \"runs\": [")).unwrap_err();
+    assert!(err.to_string().contains("cut.json is corrupt") && err.to_string().contains("line 1"), "{err}");
+    let err = Session::load(&write("newer.json", "{\"format\": \"ongraph-session\", \"version\": 99}")).unwrap_err();
+    assert!(err.to_string().contains("newer ongraph (session format v99"), "{err}");
+    let err = Session::load(&write("other.json", "{\"hello\": 1}")).unwrap_err();
+    assert!(err.to_string().contains("is not an ongraph session"), "{err}");
+    let err = Session::load(&write("fields.json", "{\"format\": \"ongraph-session\", \"version\": 1, \"kg\": 3}"))
+        .unwrap_err();
+    assert!(err.to_string().contains("fields.json is corrupt"), "{err}");
+    let err = Session::load(&dir.path().join("missing.json")).unwrap_err();
+    assert!(err.to_string().contains("cannot read"), "{err}");
+    // A session whose recording was tampered with does not replay into a wrong trace.
+    let mut session = Session::load(Path::new("sessions/canberra.json")).unwrap();
+    if let Some(ongraph::session::Moment::Exchange { requests, .. }) = session.runs[0].moments.get_mut(1) {
+        requests.clear();
+    }
+    let Err(err) = session.replay(0) else { panic!("a tampered session replayed") };
+    assert!(err.to_string().contains("other requests than were recorded"), "{err}");
+}
+
+/// The shipped demo sessions replay offline to their saved traces and answers.
+#[test]
+fn demo_sessions_replay() {
+    let canberra = Session::load(Path::new("sessions/canberra.json")).unwrap();
+    let run = canberra.replay(0).unwrap();
+    assert_eq!(run.trace(), &canberra.runs[0].trace[..]);
+    assert_eq!(run.answer().unwrap().answers, vec!["Australian Labor Party"]);
+
+    let phanatic = Session::load(Path::new("sessions/phillie-phanatic.json")).unwrap();
+    assert_eq!(phanatic.runs.len(), 2, "asked, corrected, asked again");
+    assert_eq!(phanatic.replay(0).unwrap().answer().unwrap().answers, vec!["Bright House Field"]);
+    assert_eq!(phanatic.replay(1).unwrap().answer().unwrap().answers, vec!["BayCare Ballpark"]);
+    assert_eq!(phanatic.corrections.len(), 3);
+    assert_eq!(phanatic.corrections[0].after_runs, 1);
+}
+
+/// Writes the demo sessions (`UPDATE_SESSIONS=1 cargo test --test tui demo`) by driving the UI
+/// the way a user would; otherwise checks the shipped files are what this build records.
+#[tokio::test]
+async fn demo_sessions_are_what_the_ui_records() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.press(KeyCode::Char('r')).await;
+    let canberra = ui.app.session();
+
+    let mut ui = Ui::new();
+    ui.ask(PHANATIC).await;
+    ui.press(KeyCode::Char('r')).await;
+    ui.select("Bright House Field");
+    ui.press(KeyCode::Char('f')).await;
+    ui.typed("Renamed BayCare Ballpark in 2017").await;
+    ui.press(KeyCode::Tab).await;
+    ui.typed("BayCare Ballpark").await;
+    ui.press(KeyCode::Enter).await;
+    ui.press(KeyCode::Char('a')).await;
+    let phanatic = ui.app.session();
+
+    for (name, mut session) in [("canberra", canberra), ("phillie-phanatic", phanatic)] {
+        let path = PathBuf::from(format!("sessions/{name}.json"));
+        // Times and the author vary from machine to machine and run to run.
+        session.saved_at = "2026-11-22T00:00:00Z".into();
+        for c in &mut session.corrections {
+            c.draft.author = "demo".into();
+        }
+        for run in &mut session.runs {
+            for m in &mut run.moments {
+                if let ongraph::session::Moment::Exchange { elapsed_ms, .. } = m {
+                    *elapsed_ms = 0;
+                }
+            }
+            for e in &mut run.trace {
+                e.elapsed_ms = 0;
+            }
+        }
+        if std::env::var_os("UPDATE_SESSIONS").is_some() {
+            session.save(&path).unwrap();
+        }
+        let shipped = Session::load(&path).unwrap();
+        assert_eq!(shipped.runs, session.runs, "{name}: rerun with UPDATE_SESSIONS=1 and review the diff");
+        assert_eq!(shipped.corrections, session.corrections);
+    }
 }

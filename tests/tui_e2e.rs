@@ -80,11 +80,11 @@ fn flag_and_fix_in_the_real_terminal() {
         tmux.keys(&["j"]);
     }
     tmux.keys(&["f"]);
-    tmux.wait_for("Flag a triple");
+    tmux.wait_for("Flag a wrong triple");
     tmux.keys(&["Renamed in 2021", "Tab", "BayCare Ballpark", "Enter"]);
     tmux.wait_for("recorded; a: ask again");
     tmux.keys(&["a"]);
-    let screen = tmux.wait_for("before the correction: Bright House Field");
+    let screen = tmux.wait_for("before: Bright House Field");
     assert!(screen.contains("│BayCare Ballpark"), "{screen}");
     tmux.keys(&["q"]);
 }

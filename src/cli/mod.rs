@@ -4,6 +4,7 @@ mod ask;
 mod fix;
 mod kg;
 pub mod overlay;
+mod tui;
 
 use crate::config::{Config, profile_named};
 use crate::engine::{Method, PruneTool};
@@ -42,6 +43,9 @@ pub enum Command {
     Kg(kg::KgArgs),
     /// Correct the knowledge graph: retract, assert, relabel, list, undo, export, import.
     Fix(fix::FixArgs),
+    /// Replay a saved session in the terminal UI: offline, from the recording alone, or
+    /// `--live` to branch off it with the KG and model configured.
+    Replay(tui::ReplayArgs),
     /// The SPARQL query cache.
     Cache {
         #[command(subcommand)]
@@ -160,7 +164,8 @@ pub struct SetupArgs {
 
 pub async fn run(cli: Cli, config: Config) -> Result<i32> {
     match cli.command.unwrap_or(Command::Tui(TuiArgs::default())) {
-        Command::Tui(args) => tui(args, &config).await,
+        Command::Tui(args) => tui::tui(args, &config).await,
+        Command::Replay(args) => tui::replay(args, &config).await,
         Command::Ask(args) => ask::ask(args, &config).await,
         Command::Kg(args) => kg::kg(args, &config).await,
         Command::Fix(args) => fix::fix(args, &config).await,
@@ -209,57 +214,6 @@ pub fn open_driver(s: &SetupArgs, config: &Config, with_corrections: bool) -> Re
         driver = driver.with_embedder(embedder);
     }
     Ok(Opened { kg, report, corrections, llm, driver })
-}
-
-async fn tui(args: TuiArgs, config: &Config) -> Result<i32> {
-    let s = &args.setup;
-    let settings = settings(s, config)?;
-    let prompts = Arc::new(crate::prompts::Prompts::load(s.prompts.as_deref().or(config.defaults.prompts.as_deref()))?);
-    let (base, _) = open_kg(s, config)?;
-    let llm = open_llm(s, config)?;
-    let corrections = StoreCorrections { base, llm: llm.clone(), config: config.clone(), setup: s.clone() };
-    let driver = corrections.driver()?;
-    let kg = driver.kg().clone();
-    let mut app = crate::tui::app::App::new(settings, prompts, kg.profile().clone(), kg.name(), &llm.describe());
-    app.author = crate::overlay::default_author(config.defaults.author.as_deref());
-    if let Some(q) = args.question {
-        app.question = q;
-    }
-    crate::tui::run(app, Arc::new(driver), Arc::new(corrections)).await?;
-    Ok(0)
-}
-
-/// The UI's corrections: written to the sled store of `--kg`'s scope, then a driver over the
-/// same (already loaded) graph seen through every active correction.
-struct StoreCorrections {
-    base: Arc<dyn KnowledgeGraph>,
-    llm: Arc<dyn LanguageModel>,
-    config: Config,
-    setup: SetupArgs,
-}
-
-impl StoreCorrections {
-    fn driver(&self) -> Result<crate::driver::Driver> {
-        let (kg, _) = overlay::with_overlay(self.base.clone(), &self.config, &self.setup, true)?;
-        let mut driver = crate::driver::Driver::new(kg, self.llm.clone())
-            .with_concurrency(self.setup.concurrency.unwrap_or(self.config.defaults.concurrency));
-        if let Some(embedder) = open_embedder(&self.config)? {
-            driver = driver.with_embedder(embedder);
-        }
-        Ok(driver)
-    }
-}
-
-impl crate::tui::Corrections for StoreCorrections {
-    fn record(&self, drafts: Vec<crate::overlay::Draft>) -> Result<(Vec<u64>, crate::driver::Driver)> {
-        use crate::overlay::store::CorrectionStore;
-        let scope = overlay::kg_scope(&self.setup, &self.config);
-        let ids = {
-            let store = overlay::open_store(&self.config)?;
-            drafts.into_iter().map(|d| store.add(&scope, d).map(|c| c.id)).collect::<Result<Vec<_>, _>>()?
-        };
-        Ok((ids, self.driver()?))
-    }
 }
 
 /// Opens the knowledge graph named by `--kg` (or the config's default).

@@ -265,6 +265,9 @@ struct Snapshot {
 #[derive(Clone, Debug, Serialize)]
 pub struct Abandoned {
     pub after_step: usize,
+    /// Nodes `0..shared` are the ones the branch shares with the run after the rewind; the
+    /// branch's own nodes come after.
+    pub shared: usize,
     pub events: Vec<Event>,
     pub beam: Beam,
 }
@@ -281,7 +284,8 @@ pub struct Run {
 }
 
 /// Who names the topic entities.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "by", content = "topics", rename_all = "snake_case")]
 pub enum Topics {
     /// Names (or ids) the caller gives; each must match a KG label exactly.
     Named(Vec<String>),
@@ -423,7 +427,12 @@ impl Run {
     pub fn rewind(&mut self, step: usize) -> Result<usize, EngineError> {
         let snapshot = self.history.get(step).cloned().ok_or(EngineError::BadRewind(step))?;
         let discarded: Vec<Event> = self.cx.trace[step + 1..].to_vec();
-        self.abandoned.push(Abandoned { after_step: step, events: discarded.clone(), beam: self.cx.beam.clone() });
+        self.abandoned.push(Abandoned {
+            after_step: step,
+            shared: snapshot.context.beam.nodes.len(),
+            events: discarded.clone(),
+            beam: self.cx.beam.clone(),
+        });
         self.machine = snapshot.machine;
         // What was spent on the abandoned branch was spent: costs are not rewound.
         let costs = self.cx.costs;

@@ -75,7 +75,7 @@ pub struct Correction {
 }
 
 /// A correction before the store gives it an id and a time.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Draft {
     pub op: Op,
     pub reason: String,

@@ -1,0 +1,193 @@
+//! `ongraph` / `ongraph tui` and `ongraph replay`: set up the terminal UI's app and executor.
+
+use super::{SetupArgs, TuiArgs, open_embedder, open_kg, open_llm, overlay, settings};
+use crate::config::Config;
+use crate::driver::Driver;
+use crate::kg::KnowledgeGraph;
+use crate::llm::LanguageModel;
+use crate::overlay::Correction;
+use crate::overlay::store::CorrectionStore;
+use crate::session::Session;
+use crate::tui::app::{Action, App};
+use crate::tui::{Corrections, Executor};
+use anyhow::{Context as _, Result};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A session saved from the UI (ctrl-s), e.g. sessions/canberra.json.
+    pub file: PathBuf,
+    /// Open the configured KG and model too, so steps the recording lacks (after an override
+    /// of your own, say) are performed live.
+    #[arg(long)]
+    pub live: bool,
+    /// Replay every run without the UI, check each reproduces its saved trace, print the
+    /// answers; exit 1 if one does not.
+    #[arg(long, conflicts_with = "live")]
+    pub check: bool,
+    #[command(flatten)]
+    pub setup: SetupArgs,
+}
+
+/// Where the question history lives.
+fn history_path() -> PathBuf {
+    dirs::state_dir().or_else(dirs::data_dir).unwrap_or_else(std::env::temp_dir).join("ongraph").join("history")
+}
+
+/// Applies the config's keys and theme to `app`.
+fn configure(mut app: App, config: &Config) -> Result<App> {
+    app.keymap = crate::tui::keymap::Keymap::with_overrides(&config.keys).map_err(anyhow::Error::msg)?;
+    let (themes, problems) = crate::tui::theme::load_all(crate::tui::theme::user_dir().as_deref());
+    for p in &problems {
+        tracing::warn!("theme not loaded: {p}");
+    }
+    let mut app = app.with_themes(themes, config.defaults.theme.as_deref()).map_err(anyhow::Error::msg)?;
+    app.author = crate::overlay::default_author(config.defaults.author.as_deref());
+    app.history = crate::tui::load_history(&history_path());
+    if let Some(p) = problems.first() {
+        app.message = Some(format!("theme not loaded: {p}"));
+    }
+    Ok(app)
+}
+
+pub async fn tui(args: TuiArgs, config: &Config) -> Result<i32> {
+    let s = &args.setup;
+    let settings = settings(s, config)?;
+    let prompts = Arc::new(crate::prompts::Prompts::load(s.prompts.as_deref().or(config.defaults.prompts.as_deref()))?);
+    let (base, _) = open_kg(s, config)?;
+    let llm = open_llm(s, config)?;
+    let corrections = StoreCorrections { base, llm: llm.clone(), config: config.clone(), setup: s.clone() };
+    let driver = corrections.driver()?;
+    let kg = driver.kg().clone();
+    let mut app = configure(App::new(settings, prompts, kg.profile().clone(), kg.name(), &llm.describe()), config)?;
+    app.message = Some(if kg.name() == "demo" && llm.describe().contains("scripted") {
+        "embedded default: the demo KG and the offline scripted model (configure [llm] to reason live) · ?: keys".into()
+    } else {
+        "type a question and press enter · ?: keys".into()
+    });
+    let (tx, rx) = mpsc::unbounded_channel();
+    let executor = Executor {
+        driver: Some(Arc::new(driver)),
+        corrections: Some(Arc::new(corrections)),
+        history: Some(history_path()),
+        tx: tx.clone(),
+    };
+    if let Some(q) = args.question {
+        app.set_question(&q);
+        let _ = tx.send(Action::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Enter)));
+    }
+    crate::tui::run(app, executor, rx).await?;
+    Ok(0)
+}
+
+pub async fn replay(args: ReplayArgs, config: &Config) -> Result<i32> {
+    let session = Session::load(&args.file)?;
+    if args.check {
+        return check(&session, &args.file);
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut executor = Executor { driver: None, corrections: None, history: None, tx: tx.clone() };
+    if args.live {
+        let s = &args.setup;
+        let (base, _) = open_kg(s, config)?;
+        let llm = open_llm(s, config)?;
+        let corrections = StoreCorrections { base, llm, config: config.clone(), setup: s.clone() };
+        executor.driver = Some(Arc::new(corrections.driver()?));
+        executor.corrections = Some(Arc::new(corrections));
+    }
+    let mut app = configure(App::replaying(session, args.live)?, config)?;
+    app.message = Some(format!(
+        "replaying {}{}: enter asks the recorded question, then n steps through it",
+        args.file.display(),
+        if args.live { " (live: steps not recorded are performed)" } else { " offline" }
+    ));
+    crate::tui::run(app, executor, rx).await?;
+    Ok(0)
+}
+
+/// `replay --check`: every run reproduces its saved trace.
+fn check(session: &Session, file: &Path) -> Result<i32> {
+    let mut failed = 0;
+    for (i, record) in session.runs.iter().enumerate() {
+        let run = session.replay(i).with_context(|| format!("replaying {}", file.display()))?;
+        let same = run.trace() == record.trace.as_slice();
+        let answer = run.answer().map(|a| a.answers.join(" | ")).unwrap_or_else(|| "(not answered)".into());
+        println!(
+            "run {}: {} → {answer} · {} steps · {}",
+            i + 1,
+            record.question,
+            run.trace().len(),
+            if same { "same trace" } else { "TRACE DIFFERS" }
+        );
+        failed += usize::from(!same);
+    }
+    for c in &session.corrections {
+        println!("correction {}: {} ({})", c.id, c.draft.op.describe(), c.draft.reason);
+    }
+    Ok(if failed == 0 { 0 } else { 1 })
+}
+
+/// The UI's corrections: written to the sled store of `--kg`'s scope, then a driver over the
+/// same (already loaded) graph seen through every active correction.
+struct StoreCorrections {
+    base: Arc<dyn KnowledgeGraph>,
+    llm: Arc<dyn LanguageModel>,
+    config: Config,
+    setup: SetupArgs,
+}
+
+impl StoreCorrections {
+    fn driver(&self) -> Result<Driver> {
+        let (kg, _) = overlay::with_overlay(self.base.clone(), &self.config, &self.setup, true)?;
+        let mut driver = Driver::new(kg, self.llm.clone())
+            .with_concurrency(self.setup.concurrency.unwrap_or(self.config.defaults.concurrency));
+        if let Some(embedder) = open_embedder(&self.config)? {
+            driver = driver.with_embedder(embedder);
+        }
+        Ok(driver)
+    }
+
+    fn scope(&self) -> String {
+        overlay::kg_scope(&self.setup, &self.config)
+    }
+}
+
+impl Corrections for StoreCorrections {
+    fn record(&self, drafts: Vec<crate::overlay::Draft>) -> Result<(Vec<u64>, Driver)> {
+        let scope = self.scope();
+        let ids = {
+            let store = overlay::open_store(&self.config)?;
+            drafts.into_iter().map(|d| store.add(&scope, d).map(|c| c.id)).collect::<Result<Vec<_>, _>>()?
+        };
+        Ok((ids, self.driver()?))
+    }
+
+    fn undo(&self, id: u64) -> Result<Driver> {
+        overlay::open_store(&self.config)?.undo(&self.scope(), id)?;
+        self.driver()
+    }
+
+    fn list(&self) -> Result<Vec<Correction>> {
+        if !overlay::store_path(&self.config).exists() {
+            return Ok(Vec::new());
+        }
+        Ok(overlay::open_store(&self.config)?.list(&self.scope())?)
+    }
+
+    fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)> {
+        let list = self.list()?;
+        let path = path
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| crate::session::default_dir().with_file_name("corrections.jsonl"));
+        let text =
+            crate::overlay::export::export(&list, crate::overlay::export::ExportFormat::Jsonl, self.base.profile());
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        Ok((path, list.len()))
+    }
+}

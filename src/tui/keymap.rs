@@ -1,0 +1,278 @@
+//! The UI's commands and the keys bound to them. The help screen and the command palette are
+//! generated from this table, so they always show the keys actually in force, including the
+//! user's own bindings from the config file's `[keys]` table (`step = ["n", "space"]`).
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use std::collections::BTreeMap;
+
+/// Where a command works.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pane {
+    /// Everywhere but text input.
+    Any,
+    Tree,
+    Transcript,
+    Answer,
+    Corrections,
+    /// While a search has matches.
+    Matches,
+}
+
+macro_rules! commands {
+    ($( $variant:ident, $name:literal, $pane:ident, [$($key:literal),*], $help:literal; )*) => {
+        /// Everything the user can ask the UI to do.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Command { $($variant,)* }
+
+        impl Command {
+            pub const ALL: &'static [Command] = &[$(Command::$variant,)*];
+            /// The name used in the config file and the palette.
+            pub fn name(self) -> &'static str { match self { $(Command::$variant => $name,)* } }
+            pub fn help(self) -> &'static str { match self { $(Command::$variant => $help,)* } }
+            pub fn pane(self) -> Pane { match self { $(Command::$variant => Pane::$pane,)* } }
+            fn default_keys(self) -> &'static [&'static str] { match self { $(Command::$variant => &[$($key),*],)* } }
+        }
+    };
+}
+
+commands! {
+    Step, "step", Any, ["n", "space"], "take one step (one phase of the method)";
+    Run, "run", Any, ["r"], "run to the answer";
+    Cancel, "cancel", Any, ["esc"], "cancel what is in flight, stop running, clear the search";
+    Ask, "ask", Any, ["i"], "edit the question (Enter asks, Alt-Enter: new line, Up/Down: history)";
+    Reask, "re-ask", Any, ["a"], "ask the same question again, through the corrections made since";
+    Down, "down", Any, ["j", "down"], "next row";
+    Up, "up", Any, ["k", "up"], "previous row";
+    PageDown, "page-down", Any, ["pagedown", "ctrl-d"], "half a screen down";
+    PageUp, "page-up", Any, ["pageup", "ctrl-u"], "half a screen up";
+    Top, "top", Any, ["g", "home"], "first row";
+    Bottom, "bottom", Any, ["G", "end"], "last row";
+    NextPane, "next-pane", Any, ["tab"], "focus the next pane: tree, transcript, answer, corrections";
+    PrevPane, "previous-pane", Any, ["backtab"], "focus the previous pane";
+    Collapse, "collapse", Tree, ["h", "left"], "fold the subtree";
+    Expand, "expand", Tree, ["l", "right"], "unfold the subtree";
+    Toggle, "keep-or-drop", Tree, ["x"], "keep a pruned candidate, or drop a kept one";
+    Add, "add", Tree, ["+"], "add a relation or entity the model never proposed (fuzzy-picked from the KG)";
+    Pin, "pin", Tree, ["p"], "pin the path: it stays in front of the model";
+    PrunePath, "prune-path", Tree, ["d"], "prune the path and everything below it";
+    Sufficient, "sufficient", Any, ["s"], "force \"sufficient\": answer now from the paths";
+    Continue, "continue", Any, ["c"], "force \"continue\": explore one more depth";
+    Back, "back", Any, ["b"], "go back one step (the later steps stay visible, set aside)";
+    ClearAbandoned, "clear-abandoned", Any, ["B"], "clear the branches set aside by going back";
+    Flag, "flag", Tree, ["f"], "flag the triple that reached this entity as wrong";
+    Relabel, "relabel", Tree, ["e"], "correct this entity's name";
+    Trace, "trace", Any, ["t"], "jump to the triples the answer rests on (again: the next path)";
+    Rewind, "rewind-here", Transcript, ["enter"], "go back to the selected step and go on from there";
+    Jump, "show-path", Answer, ["enter"], "show the selected path in the tree";
+    Undo, "undo", Corrections, ["u"], "undo the selected correction";
+    Search, "search", Any, ["/"], "fuzzy search the beam and the KG's labels";
+    SearchNext, "next-match", Matches, ["n"], "next match of the search (esc ends the search)";
+    SearchPrev, "previous-match", Matches, ["N"], "previous match of the search";
+    Save, "save", Any, ["ctrl-s"], "save the session (question, trace, replies, corrections)";
+    Palette, "palette", Any, [":", "ctrl-p"], "command palette: every command by name";
+    Help, "help", Any, ["?", "f1"], "this help";
+    Quit, "quit", Any, ["q"], "quit";
+    ExportCorrections, "export-corrections", Any, [], "write this KG's corrections as JSON lines (palette: export-corrections [FILE])";
+    SaveAs, "save-as", Any, [], "save the session to a file (palette: save-as FILE)";
+    Open, "open", Any, [], "open a saved session and replay it (palette: open FILE)";
+    NextTheme, "theme", Any, [], "switch to the next theme (palette: theme [NAME])";
+    SwitchMethod, "method", Any, [], "switch the method for the next question: tog, tog-r";
+}
+
+/// A key with its modifiers, as written in the config: `n`, `G`, `ctrl-s`, `space`, `enter`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub code: KeyCode,
+    pub modifiers: KeyModifiers,
+}
+
+impl Key {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut modifiers = KeyModifiers::NONE;
+        let mut rest = text;
+        loop {
+            if let Some(r) = rest.strip_prefix("ctrl-") {
+                modifiers |= KeyModifiers::CONTROL;
+                rest = r;
+            } else if let Some(r) = rest.strip_prefix("alt-") {
+                modifiers |= KeyModifiers::ALT;
+                rest = r;
+            } else {
+                break;
+            }
+        }
+        let code = match rest {
+            "space" => KeyCode::Char(' '),
+            "enter" => KeyCode::Enter,
+            "esc" => KeyCode::Esc,
+            "tab" => KeyCode::Tab,
+            "backtab" => KeyCode::BackTab,
+            "up" => KeyCode::Up,
+            "down" => KeyCode::Down,
+            "left" => KeyCode::Left,
+            "right" => KeyCode::Right,
+            "home" => KeyCode::Home,
+            "end" => KeyCode::End,
+            "pageup" => KeyCode::PageUp,
+            "pagedown" => KeyCode::PageDown,
+            "backspace" => KeyCode::Backspace,
+            "delete" => KeyCode::Delete,
+            f if f.len() > 1 && f.starts_with('f') && f[1..].parse::<u8>().is_ok_and(|n| (1..=12).contains(&n)) => {
+                KeyCode::F(f[1..].parse().unwrap_or(1))
+            }
+            c if c.chars().count() == 1 => KeyCode::Char(c.chars().next().unwrap_or(' ')),
+            _ => return Err(format!("unknown key {text:?} (e.g. n, G, ?, space, enter, ctrl-s, alt-x, f1, pagedown)")),
+        };
+        Ok(Self { code, modifiers })
+    }
+
+    /// The key as typed: crossterm reports Shift on upper-case letters and some symbols, which
+    /// the letter itself already says.
+    pub fn of(event: KeyEvent) -> Self {
+        let mut modifiers = event.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT);
+        let code = match event.code {
+            KeyCode::Char(c) if modifiers.contains(KeyModifiers::CONTROL) => KeyCode::Char(c.to_ascii_lowercase()),
+            other => other,
+        };
+        if matches!(code, KeyCode::BackTab) {
+            modifiers = KeyModifiers::NONE;
+        }
+        Self { code, modifiers }
+    }
+
+    pub fn label(&self) -> String {
+        let base = match self.code {
+            KeyCode::Char(' ') => "space".to_string(),
+            KeyCode::Char(c) => c.to_string(),
+            KeyCode::Enter => "enter".into(),
+            KeyCode::Esc => "esc".into(),
+            KeyCode::Tab => "tab".into(),
+            KeyCode::BackTab => "shift-tab".into(),
+            KeyCode::Up => "↑".into(),
+            KeyCode::Down => "↓".into(),
+            KeyCode::Left => "←".into(),
+            KeyCode::Right => "→".into(),
+            KeyCode::Home => "home".into(),
+            KeyCode::End => "end".into(),
+            KeyCode::PageUp => "pgup".into(),
+            KeyCode::PageDown => "pgdn".into(),
+            KeyCode::F(n) => format!("f{n}"),
+            other => format!("{other:?}").to_lowercase(),
+        };
+        let mut out = String::new();
+        if self.modifiers.contains(KeyModifiers::CONTROL) {
+            out.push_str("ctrl-");
+        }
+        if self.modifiers.contains(KeyModifiers::ALT) {
+            out.push_str("alt-");
+        }
+        out + &base
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Keymap {
+    bindings: Vec<(Key, Command)>,
+}
+
+impl Default for Keymap {
+    fn default() -> Self {
+        let bindings = Command::ALL
+            .iter()
+            .flat_map(|&c| c.default_keys().iter().filter_map(move |k| Key::parse(k).ok().map(|k| (k, c))))
+            .collect();
+        Self { bindings }
+    }
+}
+
+impl Keymap {
+    /// The defaults, with the config's `[keys]` table (command name → keys) replacing the keys
+    /// of the commands it names.
+    pub fn with_overrides(overrides: &BTreeMap<String, Vec<String>>) -> Result<Self, String> {
+        let mut map = Self::default();
+        for (name, keys) in overrides {
+            let command = Command::ALL.iter().copied().find(|c| c.name() == name).ok_or_else(|| {
+                format!(
+                    "[keys]: unknown command {name:?} (commands: {})",
+                    Command::ALL.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
+                )
+            })?;
+            let keys = keys
+                .iter()
+                .map(|k| Key::parse(k))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("[keys] {name}: {e}"))?;
+            map.bindings.retain(|(_, c)| *c != command);
+            map.bindings.extend(keys.into_iter().map(|k| (k, command)));
+        }
+        Ok(map)
+    }
+
+    /// The command `key` means in `panes` (most specific first), else globally.
+    pub fn lookup(&self, panes: &[Pane], key: KeyEvent) -> Option<Command> {
+        let key = Key::of(key);
+        panes
+            .iter()
+            .chain([&Pane::Any])
+            .find_map(|&pane| self.bindings.iter().find(|&&(k, c)| k == key && c.pane() == pane).map(|&(_, c)| c))
+    }
+
+    /// The keys bound to `command`, as shown to people (`n, space`).
+    pub fn keys_for(&self, command: Command) -> String {
+        self.bindings.iter().filter(|(_, c)| *c == command).map(|(k, _)| k.label()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// The help for `panes`: their own commands first, then the global ones; (keys, name, help).
+    pub fn help(&self, panes: &[Pane]) -> Vec<(String, &'static str, &'static str)> {
+        let own = Command::ALL.iter().filter(|c| c.pane() != Pane::Any && panes.contains(&c.pane()));
+        let global = Command::ALL.iter().filter(|c| c.pane() == Pane::Any);
+        own.chain(global).map(|&c| (self.keys_for(c), c.name(), c.help())).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_default_key_parses_and_no_two_commands_share_a_key_in_a_pane() {
+        for c in Command::ALL {
+            for k in c.default_keys() {
+                Key::parse(k).unwrap();
+            }
+        }
+        let map = Keymap::default();
+        for (i, (k, c)) in map.bindings.iter().enumerate() {
+            for (k2, c2) in &map.bindings[i + 1..] {
+                assert!(!(k == k2 && c.pane() == c2.pane()), "{k:?} is bound to {c:?} and {c2:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn config_overrides_replace_a_commands_keys() {
+        let map = Keymap::with_overrides(&BTreeMap::from([("step".to_string(), vec!["ctrl-n".to_string()])])).unwrap();
+        let ctrl_n = KeyEvent::new(KeyCode::Char('n'), KeyModifiers::CONTROL);
+        assert_eq!(map.lookup(&[Pane::Tree], ctrl_n), Some(Command::Step));
+        assert_eq!(map.lookup(&[Pane::Tree], KeyEvent::new(KeyCode::Char('n'), KeyModifiers::NONE)), None);
+        assert_eq!(map.keys_for(Command::Step), "ctrl-n");
+        let err = Keymap::with_overrides(&BTreeMap::from([("stpe".to_string(), vec![])])).unwrap_err();
+        assert!(err.contains("unknown command \"stpe\""), "{err}");
+        let err = Keymap::with_overrides(&BTreeMap::from([("step".to_string(), vec!["hyper-x".into()])])).unwrap_err();
+        assert!(err.contains("unknown key"), "{err}");
+    }
+
+    #[test]
+    fn shifted_letters_and_pane_bindings() {
+        let map = Keymap::default();
+        let shift_g = KeyEvent::new(KeyCode::Char('G'), KeyModifiers::SHIFT);
+        assert_eq!(map.lookup(&[Pane::Tree], shift_g), Some(Command::Bottom));
+        let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+        assert_eq!(map.lookup(&[Pane::Transcript], enter), Some(Command::Rewind));
+        assert_eq!(map.lookup(&[Pane::Answer], enter), Some(Command::Jump));
+        assert_eq!(map.lookup(&[Pane::Tree], enter), None);
+        let n = KeyEvent::new(KeyCode::Char('n'), KeyModifiers::NONE);
+        assert_eq!(map.lookup(&[Pane::Matches, Pane::Tree], n), Some(Command::SearchNext));
+        assert_eq!(map.lookup(&[Pane::Tree], n), Some(Command::Step));
+    }
+}
