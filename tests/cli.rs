@@ -195,3 +195,35 @@ fn llm_endpoint_failures_are_one_line_errors() {
         assert_one_line_error(&out, needle);
     }
 }
+
+#[test]
+fn replay_check_reproduces_the_demo_sessions_and_bad_files_say_why() {
+    let home = tempfile::tempdir().unwrap();
+    let out = ongraph(home.path(), &["replay", "--check", "sessions/phillie-phanatic.json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("run 1: ") && text.contains("→ Bright House Field") && text.contains("same trace"), "{text}");
+    assert!(text.contains("run 2: ") && text.contains("→ BayCare Ballpark"), "{text}");
+    assert!(text.contains("correction 1: retract m.phillies"), "{text}");
+
+    let corrupt = home.path().join("corrupt.json");
+    std::fs::write(&corrupt, "{\"format\": \"ongraph-session\", \"version\": 1, \"runs\": [{\"question\": ").unwrap();
+    let out = ongraph(home.path(), &["replay", corrupt.to_str().unwrap()]);
+    assert_one_line_error(&out, "corrupt.json is corrupt");
+    let newer = home.path().join("newer.json");
+    std::fs::write(&newer, "{\"format\": \"ongraph-session\", \"version\": 7}").unwrap();
+    let out = ongraph(home.path(), &["replay", "--check", newer.to_str().unwrap()]);
+    assert_one_line_error(&out, "saved by a newer ongraph");
+}
+
+#[test]
+fn a_bad_key_binding_or_theme_in_the_config_is_a_clear_error() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(&config, "[keys]\nstep = [\"hyper-q\"]\n").unwrap();
+    let out = ongraph(home.path(), &["--config", config.to_str().unwrap(), "tui"]);
+    assert_one_line_error(&out, "[keys] step: unknown key \"hyper-q\"");
+    std::fs::write(&config, "[defaults]\ntheme = \"solarized\"\n").unwrap();
+    let out = ongraph(home.path(), &["--config", config.to_str().unwrap(), "tui"]);
+    assert_one_line_error(&out, "no theme \"solarized\" (themes: dark, light, high-contrast)");
+}
