@@ -254,11 +254,13 @@ async fn overriding_pinning_and_adding_from_the_tree() {
     ui.press(KeyCode::Char('x')).await;
     assert_eq!(ui.run().beam().nodes[id].status, Status::PrunedByUser);
     insta::assert_snapshot!("tui_dropped_by_user_80x24", ui.screen(80, 24));
+    insta::assert_snapshot!("tui_dropped_by_user_120x40", ui.screen(120, 40));
     // Keep it again, then pin it.
     ui.press(KeyCode::Char('x')).await;
     ui.press(KeyCode::Char('p')).await;
     assert_eq!(ui.run().beam().nodes[id].status, Status::PinnedByUser);
     insta::assert_snapshot!("tui_pinned_120x40", ui.screen(120, 40));
+    insta::assert_snapshot!("tui_pinned_80x24", ui.screen(80, 24));
 
     // Bring in a relation the model did not choose, picked from the KG's real candidates with
     // fuzzy search.
@@ -466,6 +468,7 @@ async fn flag_relabel_undo_and_ask_again() {
     let flagged = ui.screen(120, 40);
     assert!(flagged.contains("⚑"), "the retracted triple is marked: {flagged}");
     insta::assert_snapshot!("tui_flagged_120x40", flagged);
+    insta::assert_snapshot!("tui_flagged_80x24", ui.screen(80, 24));
 
     // Re-ask: the new answer, the old one beside it, the paths that went and came.
     ui.press(KeyCode::Char('a')).await;

@@ -143,7 +143,7 @@ fn remember(path: &Path, question: &str) -> std::io::Result<()> {
 }
 
 /// Runs the UI until the user quits. The terminal is restored on quit, on error, on panic
-/// (ratatui's init installs the panic hook) and on SIGTERM.
+/// (ratatui's init installs the panic hook) and on SIGTERM or SIGINT.
 pub async fn run(mut app: App, mut executor: Executor, rx: mpsc::UnboundedReceiver<Action>) -> Result<()> {
     let mut terminal = ratatui::init();
     let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
@@ -160,9 +160,11 @@ async fn event_loop(
     mut rx: mpsc::UnboundedReceiver<Action>,
 ) -> Result<()> {
     let mut events = EventStream::new();
-    // SIGTERM ends the UI like `q` does, so the terminal is restored (Ctrl-C is a key in raw
-    // mode; panics and errors restore through `run`).
+    // SIGTERM ends the UI like `q` does, so the terminal is restored (panics and errors
+    // restore through `run`).
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    // SIGINT from outside (`kill -INT`; the keyboard's Ctrl-C arrives as a key in raw mode).
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let size = terminal.size()?;
     update(app, Action::Resize(size.width, size.height));
     if executor.corrections.is_some() {
@@ -194,6 +196,7 @@ async fn event_loop(
                 continue;
             }
             _ = terminate.recv() => return Ok(()),
+            _ = interrupt.recv() => return Ok(()),
         };
         for effect in update(app, action) {
             executor.execute(effect);
