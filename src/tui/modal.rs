@@ -189,19 +189,30 @@ impl Picker {
     }
 
     pub fn on_key(&mut self, key: KeyEvent) -> Outcome {
-        match key.code {
-            KeyCode::Esc => return Outcome::Cancelled,
-            KeyCode::Enter if self.chosen().is_some() => return Outcome::Submitted,
-            KeyCode::Down => self.selected = (self.selected + 1).min(self.shown().len().saturating_sub(1)),
-            KeyCode::Up => self.selected = self.selected.saturating_sub(1),
-            _ => {
-                if edit(&mut self.query, key) {
-                    self.selected = 0;
-                }
+        if key.code == KeyCode::Enter && self.chosen().is_none() {
+            return Outcome::Editing;
+        }
+        let outcome = filtered_list_key(&mut self.query, &mut self.selected, key);
+        self.selected = self.selected.min(self.shown().len().saturating_sub(1));
+        outcome
+    }
+}
+
+/// Keys of a fuzzy-filtered list: type to filter, ↑/↓ to choose, Enter, Esc. The caller keeps
+/// `selected` within the filtered list.
+fn filtered_list_key(query: &mut String, selected: &mut usize, key: KeyEvent) -> Outcome {
+    match key.code {
+        KeyCode::Esc => return Outcome::Cancelled,
+        KeyCode::Enter => return Outcome::Submitted,
+        KeyCode::Down => *selected += 1,
+        KeyCode::Up => *selected = selected.saturating_sub(1),
+        _ => {
+            if edit(query, key) {
+                *selected = 0;
             }
         }
-        Outcome::Editing
     }
+    Outcome::Editing
 }
 
 /// The command palette: every command by name, fuzzy-filtered; text after the name is its
@@ -224,18 +235,7 @@ impl Palette {
     }
 
     pub fn on_key(&mut self, key: KeyEvent) -> Outcome {
-        match key.code {
-            KeyCode::Esc => return Outcome::Cancelled,
-            KeyCode::Enter => return Outcome::Submitted,
-            KeyCode::Down => self.selected += 1,
-            KeyCode::Up => self.selected = self.selected.saturating_sub(1),
-            _ => {
-                if edit(&mut self.query, key) {
-                    self.selected = 0;
-                }
-            }
-        }
-        Outcome::Editing
+        filtered_list_key(&mut self.query, &mut self.selected, key)
     }
 }
 
