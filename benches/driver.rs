@@ -54,6 +54,7 @@ impl Respond for ScriptServer {
             prompt,
             temperature: 0.0,
             max_tokens: 0,
+            sample: 0,
         };
         match self.0.reply_for(&chat) {
             Some(reply) => ResponseTemplate::new(200)

@@ -140,6 +140,7 @@ async fn main() {
                 prompt: format!("call {i}"),
                 temperature: 0.0,
                 max_tokens: 16,
+                sample: 0,
             })
         })
         .collect();

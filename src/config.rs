@@ -43,6 +43,8 @@ pub struct Defaults {
     /// Score the next hop's relations while the sufficiency check runs.
     pub speculate: bool,
     pub seed: u64,
+    /// `sc`: chain-of-thought samples that vote.
+    pub samples: usize,
     /// Requests in flight at once.
     pub concurrency: usize,
     /// A directory of prompt templates overriding the built-in ones.
@@ -74,6 +76,7 @@ impl Default for Defaults {
             unified: false,
             speculate: false,
             seed: 0,
+            samples: 5,
             concurrency: 8,
             prompts: None,
             log_file: None,

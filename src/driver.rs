@@ -43,6 +43,7 @@ struct MemoKey {
     prompt: String,
     temperature_bits: u64,
     max_tokens: u32,
+    sample: u32,
 }
 
 impl From<&ChatRequest> for MemoKey {
@@ -52,6 +53,7 @@ impl From<&ChatRequest> for MemoKey {
             prompt: r.prompt.clone(),
             temperature_bits: r.temperature.to_bits(),
             max_tokens: r.max_tokens,
+            sample: r.sample,
         }
     }
 }

@@ -17,6 +17,8 @@ pub const TEMPLATES: &[(&str, &[&str])] = &[
     ("answer", &["question", "triples"]),
     ("answer_own_knowledge", &["question"]),
     ("topic_entities", &["question"]),
+    ("io", &["question"]),
+    ("cot", &["question"]),
 ];
 
 fn default_text(name: &str) -> &'static str {
@@ -31,6 +33,8 @@ fn default_text(name: &str) -> &'static str {
         "answer" => include_str!("../prompts/answer.txt"),
         "answer_own_knowledge" => include_str!("../prompts/answer_own_knowledge.txt"),
         "topic_entities" => include_str!("../prompts/topic_entities.txt"),
+        "io" => include_str!("../prompts/io.txt"),
+        "cot" => include_str!("../prompts/cot.txt"),
         _ => "",
     }
 }

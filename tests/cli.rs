@@ -227,3 +227,15 @@ fn a_bad_key_binding_or_theme_in_the_config_is_a_clear_error() {
     let out = ongraph(home.path(), &["--config", config.to_str().unwrap(), "tui"]);
     assert_one_line_error(&out, "no theme \"solarized\" (themes: dark, light, high-contrast)");
 }
+
+#[test]
+fn baselines_from_the_command_line() {
+    let home = tempfile::tempdir().unwrap();
+    let out = ongraph(home.path(), &["ask", "--method", "sc", "--samples", "3", CANBERRA]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("Answer: Australian Labor Party"), "{text}");
+    assert!(text.contains("from the LLM alone") && text.contains("3 LLM call(s) in 1 round(s)"), "{text}");
+    let out = ongraph(home.path(), &["ask", "--method", "sc", "--samples", "0", CANBERRA]);
+    assert_one_line_error(&out, "--samples must be at least 1");
+}

@@ -14,6 +14,7 @@ fn request() -> ChatRequest {
         prompt: "Q: Where is Canberra?\nA:".into(),
         temperature: 0.4,
         max_tokens: 256,
+        sample: 0,
     }
 }
 

@@ -209,6 +209,7 @@ async fn the_driver_respects_its_concurrency_limit_and_makes_duplicates_once() {
             prompt: p.into(),
             temperature: 0.0,
             max_tokens: 8,
+            sample: 0,
         })
     };
     let batch: Vec<Request> = (0..10).map(|i| call(&"x".repeat(i + 1))).chain([call("x"), call("x")]).collect();

@@ -664,3 +664,22 @@ async fn demo_sessions_are_what_the_ui_records() {
         assert_eq!(shipped.corrections, session.corrections);
     }
 }
+
+#[tokio::test]
+async fn a_prompt_only_baseline_in_the_ui() {
+    let mut ui = Ui::new();
+    ui.app.focus = Focus::Tree;
+    ui.press(KeyCode::Char(':')).await;
+    ui.typed("method sc").await;
+    ui.press(KeyCode::Enter).await;
+    assert_eq!(ui.app.settings.method, ongraph::engine::Method::Sc);
+    ui.press(KeyCode::Char('i')).await;
+    ui.ask(CANBERRA).await;
+    assert!(ui.run().is_finished(), "one step: the samples, all at once");
+    assert_eq!(ui.run().answer().unwrap().answers, vec!["Australian Labor Party"]);
+    let text = ui.screen(120, 40);
+    assert!(text.contains("SC is a prompt-only method: no beam"), "{text}");
+    assert!(text.contains("from the LLM alone"), "{text}");
+    ui.press(KeyCode::Char('s')).await;
+    assert!(ui.app.message.as_deref().unwrap().contains("no beam to change"), "{:?}", ui.app.message);
+}

@@ -144,6 +144,9 @@ pub struct SetupArgs {
     pub speculate: bool,
     #[arg(long, global = true)]
     pub seed: Option<u64>,
+    /// `--method sc`: how many chain-of-thought samples vote (default 5).
+    #[arg(long, global = true)]
+    pub samples: Option<usize>,
     /// Requests in flight at once.
     #[arg(long, global = true)]
     pub concurrency: Option<usize>,
@@ -184,8 +187,12 @@ pub fn settings(s: &SetupArgs, config: &Config) -> Result<crate::engine::Setting
         unified: s.unified || d.unified,
         speculate: s.speculate || d.speculate,
         seed: s.seed.unwrap_or(d.seed),
+        samples: s.samples.unwrap_or(d.samples),
         ..crate::engine::Settings::default()
     };
+    if settings.samples == 0 {
+        bail!("--samples must be at least 1");
+    }
     if settings.width == 0 || settings.depth == 0 {
         bail!("--width and --depth must be at least 1");
     }

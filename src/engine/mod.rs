@@ -4,6 +4,7 @@
 //! may override the last decision, pin or prune a path, force the sufficiency verdict, or rewind
 //! to an earlier step. The same seed and the same replies always give the same trace.
 
+mod baseline;
 pub mod beam;
 pub mod events;
 pub mod lexical;
@@ -27,6 +28,25 @@ pub enum Method {
     Tog,
     /// ToG-R: relation chains; entities sampled (seeded) instead of scored.
     TogR,
+    /// Baseline: the model answers directly, no KG.
+    Io,
+    /// Baseline: chain of thought with exemplars, no KG.
+    Cot,
+    /// Baseline: self-consistency, the majority answer of `--samples` chain-of-thought samples.
+    Sc,
+}
+
+impl Method {
+    /// The name people know it by.
+    pub fn label(self) -> &'static str {
+        match self {
+            Method::Tog => "ToG",
+            Method::TogR => "ToG-R",
+            Method::Io => "IO",
+            Method::Cot => "CoT",
+            Method::Sc => "SC",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -61,6 +81,20 @@ pub struct Settings {
     pub sample_threshold: usize,
     /// …down to this many (seeded).
     pub sample_size: usize,
+    /// Self-consistency: how many chain-of-thought samples vote.
+    #[serde(default = "default_samples")]
+    pub samples: usize,
+    /// Self-consistency: the sampling temperature.
+    #[serde(default = "default_sample_temperature")]
+    pub sample_temperature: f64,
+}
+
+fn default_samples() -> usize {
+    5
+}
+
+fn default_sample_temperature() -> f64 {
+    0.7
 }
 
 impl Default for Settings {
@@ -78,6 +112,8 @@ impl Default for Settings {
             max_tokens: 256,
             sample_threshold: 20,
             sample_size: 5,
+            samples: default_samples(),
+            sample_temperature: default_sample_temperature(),
         }
     }
 }
@@ -121,6 +157,8 @@ pub enum AnswerSource {
     PartialPaths,
     /// Dmax reached without "sufficient": answered from the model's own knowledge.
     OwnKnowledge,
+    /// A prompt-only baseline: the KG was never consulted.
+    ModelOnly,
 }
 
 impl AnswerSource {
@@ -129,6 +167,7 @@ impl AnswerSource {
             AnswerSource::KgPaths => "from knowledge-graph paths",
             AnswerSource::PartialPaths => "from partial knowledge-graph paths (the beam ran dry)",
             AnswerSource::OwnKnowledge => "from the LLM's own knowledge (no sufficient KG path within the depth limit)",
+            AnswerSource::ModelOnly => "from the LLM alone (a prompt-only baseline: no KG)",
         }
     }
 }
@@ -242,6 +281,7 @@ impl Context {
             prompt,
             temperature,
             max_tokens: self.settings.max_tokens,
+            sample: 0,
         })
     }
 
@@ -253,6 +293,7 @@ impl Context {
 #[derive(Clone, Debug)]
 enum Machine {
     Tog(tog::TogMachine),
+    Baseline(baseline::BaselineMachine),
 }
 
 #[derive(Clone, Debug)]
@@ -320,7 +361,11 @@ impl Run {
             trace: Vec::new(),
             answer: None,
         };
-        let machine = Machine::Tog(tog::TogMachine::new(&mut cx, topics)?);
+        let machine = match cx.settings.method {
+            Method::Tog | Method::TogR => Machine::Tog(tog::TogMachine::new(&mut cx, topics)?),
+            // The baselines never look at the KG: topic entities do not matter to them.
+            Method::Io | Method::Cot | Method::Sc => Machine::Baseline(baseline::BaselineMachine::default()),
+        };
         Ok(Self { machine, cx, pending: None, history: Vec::new(), abandoned: Vec::new() })
     }
 
@@ -334,6 +379,7 @@ impl Run {
         }
         let requests = match &mut self.machine {
             Machine::Tog(m) => m.requests(&mut self.cx),
+            Machine::Baseline(m) => m.requests(&self.cx),
         };
         self.pending = Some(requests.clone());
         Poll::Need(requests)
@@ -359,6 +405,7 @@ impl Run {
         self.account(&requests, &responses);
         let result = match &mut self.machine {
             Machine::Tog(m) => m.absorb(&mut self.cx, &requests, responses),
+            Machine::Baseline(m) => m.absorb(&mut self.cx, &requests, responses),
         };
         match result {
             Ok(mut event) => {
@@ -409,6 +456,7 @@ impl Run {
         self.pending = None;
         let description = match &mut self.machine {
             Machine::Tog(m) => m.apply(&mut self.cx, &o)?,
+            Machine::Baseline(m) => m.apply(&o)?,
         };
         let index = self.cx.trace.len();
         let depth = self.depth();
@@ -481,18 +529,21 @@ impl Run {
     pub fn depth(&self) -> u32 {
         match &self.machine {
             Machine::Tog(m) => m.depth(),
+            Machine::Baseline(_) => 0,
         }
     }
     /// The phase the next step will perform, e.g. `relation_prune`.
     pub fn next_phase(&self) -> &'static str {
         match &self.machine {
             Machine::Tog(m) => m.phase_name(),
+            Machine::Baseline(m) => m.phase_name(),
         }
     }
     /// The live paths now in front of the model, best first.
     pub fn live_paths(&self) -> Vec<PathView> {
         match &self.machine {
             Machine::Tog(m) => m.live_paths(&self.cx),
+            Machine::Baseline(_) => Vec::new(),
         }
     }
 }

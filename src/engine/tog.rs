@@ -337,15 +337,17 @@ impl TogMachine {
                 self.plan_scoring(cx, groups, "entity")
             }
             Phase::Reasoning => {
-                let (step, prompt) = match s.method {
-                    Method::Tog => (
-                        "reasoning",
-                        cx.prompts.render("reasoning", &[("question", &q), ("triples", &self.triples_text(cx))]),
-                    ),
-                    Method::TogR => (
+                // This machine runs ToG and ToG-R only (the baselines have their own).
+                let (step, prompt) = if s.method == Method::TogR {
+                    (
                         "reasoning",
                         cx.prompts.render("reasoning_tog_r", &[("question", &q), ("chains", &self.chains_text(cx))]),
-                    ),
+                    )
+                } else {
+                    (
+                        "reasoning",
+                        cx.prompts.render("reasoning", &[("question", &q), ("triples", &self.triples_text(cx))]),
+                    )
                 };
                 let mut requests = vec![cx.llm(step, prompt, s.reason_temperature)];
                 if self.pending_verdict {
@@ -1231,7 +1233,7 @@ fn summarise_groups(cx: &Context, plan: &[Group], per_group: &[Vec<(usize, f64)>
         .join("; ")
 }
 
-fn record(request: &Request, c: &Completion, parsed: String) -> CallRecord {
+pub(super) fn record(request: &Request, c: &Completion, parsed: String) -> CallRecord {
     let (step, prompt, temperature) = match request {
         Request::Llm(r) => (r.step.clone(), r.prompt.clone(), r.temperature),
         _ => (String::new(), String::new(), 0.0),
@@ -1256,7 +1258,7 @@ fn wrong(index: usize, expected: &'static str, got: Option<&Response>) -> Engine
     }
 }
 
-fn completion(responses: &[Response], i: usize) -> Result<&Completion, EngineError> {
+pub(super) fn completion(responses: &[Response], i: usize) -> Result<&Completion, EngineError> {
     match responses.get(i) {
         Some(Response::Llm { completion }) => Ok(completion),
         other => Err(wrong(i, "completion", other)),

@@ -17,6 +17,14 @@ pub struct ChatRequest {
     pub prompt: String,
     pub temperature: f64,
     pub max_tokens: u32,
+    /// Which of several deliberate samples of the same prompt this is (self-consistency): part
+    /// of the call's identity, so samples are not answered from one another's memo.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sample: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,6 +6,7 @@
 //! [[reply]]
 //! step = "relation_prune"                 # optional: the engine step that asks
 //! contains = ["Topic Entity: Canberra"]   # all must occur in the prompt
+//! sample = 2                             # optional: only this self-consistency sample
 //! text = "{location.location.containedby (Score: 0.8)} ..."
 //! ```
 
@@ -22,6 +23,9 @@ pub struct ScriptedReply {
     pub step: Option<String>,
     #[serde(default)]
     pub contains: Vec<String>,
+    /// Only for this sample of a self-consistency run (0-based).
+    #[serde(default)]
+    pub sample: Option<u32>,
     pub text: String,
 }
 
@@ -71,6 +75,7 @@ impl ScriptedModel {
     pub fn reply_for(&self, request: &ChatRequest) -> Option<&ScriptedReply> {
         self.replies.iter().find(|r| {
             r.step.as_deref().is_none_or(|s| s == request.step)
+                && r.sample.is_none_or(|n| n == request.sample)
                 && r.contains.iter().all(|c| request.prompt.contains(c.as_str()))
         })
     }

@@ -1240,14 +1240,30 @@ impl App {
             }
             Command::SwitchMethod => {
                 use crate::engine::Method;
-                self.settings.method = match arg.as_deref() {
-                    Some("tog") => Method::Tog,
-                    Some("tog-r") => Method::TogR,
-                    _ if self.settings.method == Method::Tog => Method::TogR,
-                    _ => Method::Tog,
+                use clap::ValueEnum;
+                let methods = Method::value_variants();
+                let chosen = match arg.as_deref() {
+                    Some(name) => Method::from_str(name, true).ok(),
+                    None => methods
+                        .iter()
+                        .position(|m| *m == self.settings.method)
+                        .map(|i| methods[(i + 1) % methods.len()]),
                 };
-                self.recording.settings.method = self.settings.method;
-                self.message = Some(format!("method for the next question: {:?}", self.settings.method));
+                match chosen {
+                    Some(method) => {
+                        self.settings.method = method;
+                        self.recording.settings.method = method;
+                        self.message = Some(format!("method for the next question: {}", method.label()));
+                    }
+                    None => {
+                        let names: Vec<String> = methods
+                            .iter()
+                            .filter_map(|m| m.to_possible_value())
+                            .map(|v| v.get_name().to_string())
+                            .collect();
+                        self.message = Some(format!("no such method (methods: {})", names.join(", ")));
+                    }
+                }
             }
             Command::Palette => self.palette = Some(Palette::default()),
             Command::Help => {

@@ -76,7 +76,7 @@ commands! {
     SaveAs, "save-as", Any, [], "save the session to a file (palette: save-as FILE)";
     Open, "open", Any, [], "open a saved session and replay it (palette: open FILE)";
     NextTheme, "theme", Any, [], "switch to the next theme (palette: theme [NAME])";
-    SwitchMethod, "method", Any, [], "switch the method for the next question: tog, tog-r";
+    SwitchMethod, "method", Any, [], "switch the method for the next question (palette: method tog|tog-r|io|cot|sc)";
 }
 
 /// A key with its modifiers, as written in the config: `n`, `G`, `ctrl-s`, `space`, `enter`.

@@ -297,6 +297,19 @@ fn draw_tree(frame: &mut Frame, app: &App, area: Rect) {
         return;
     };
     let rows = app.visible_rows();
+    if rows.is_empty() && run.beam().nodes.is_empty() && run.trace().len() <= 1 && !run.is_finished() {
+        let text = format!("No beam yet: n takes the next step ({}).", run.next_phase());
+        frame.render_widget(Paragraph::new(text).block(block).wrap(Wrap { trim: true }), area);
+        return;
+    }
+    if rows.is_empty() {
+        let text = format!(
+            "{} is a prompt-only method: no beam. The transcript shows its calls, the answer pane the result.",
+            run.settings().method.label()
+        );
+        frame.render_widget(Paragraph::new(text).block(block).wrap(Wrap { trim: true }), area);
+        return;
+    }
     let height = area.height.saturating_sub(2) as usize;
     let selected = app.selected.min(rows.len().saturating_sub(1));
     let offset = window(selected, rows.len(), height);
@@ -625,10 +638,7 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         None => String::new(),
     };
     let overlay = app.corrections.iter().filter(|c| c.active).count();
-    let method = match s.method {
-        crate::engine::Method::Tog => "ToG",
-        crate::engine::Method::TogR => "ToG-R",
-    };
+    let method = s.method.label();
     // Most important first; the tail is dropped when the message would get under 30 columns.
     let mut segments = vec![
         format!("{method} d{depth}/{} N={}", s.depth, s.width),

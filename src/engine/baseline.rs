@@ -1,0 +1,135 @@
+//! The prompt-only baselines the papers compare against: IO (answer directly), CoT (think step
+//! by step after exemplars, answer in braces) and self-consistency (k chain-of-thought samples at
+//! a sampling temperature, the majority answer). They never touch the KG; answers are read and
+//! costs counted exactly as for the graph methods, so the numbers compare.
+
+use super::events::{Event, EventKind};
+use super::parse::parse_answers;
+use super::tog::{completion, record};
+use super::{Answer, AnswerSource, Context, EngineError, Method, Override, Request, Response};
+use crate::llm::ChatRequest;
+
+#[derive(Clone, Debug, Default)]
+pub struct BaselineMachine {
+    done: bool,
+}
+
+impl BaselineMachine {
+    pub fn phase_name(&self) -> &'static str {
+        if self.done { "done" } else { "answer" }
+    }
+
+    /// One call (IO, CoT), or k samples of the chain-of-thought prompt, all at once (SC).
+    pub fn requests(&self, cx: &Context) -> Vec<Request> {
+        if self.done {
+            return Vec::new();
+        }
+        let s = &cx.settings;
+        let question = cx.question.as_str();
+        match s.method {
+            Method::Io => vec![cx.llm("io", cx.prompts.render("io", &[("question", question)]), s.reason_temperature)],
+            Method::Sc => {
+                let prompt = cx.prompts.render("cot", &[("question", question)]);
+                (0..s.samples.max(1) as u32)
+                    .map(|sample| {
+                        Request::Llm(ChatRequest {
+                            step: "cot".into(),
+                            system: cx.prompts.system(),
+                            prompt: prompt.clone(),
+                            temperature: s.sample_temperature,
+                            max_tokens: s.max_tokens,
+                            sample,
+                        })
+                    })
+                    .collect()
+            }
+            _ => vec![cx.llm("cot", cx.prompts.render("cot", &[("question", question)]), s.reason_temperature)],
+        }
+    }
+
+    pub fn absorb(
+        &mut self,
+        cx: &mut Context,
+        requests: &[Request],
+        responses: Vec<Response>,
+    ) -> Result<Event, EngineError> {
+        if self.done {
+            return Err(EngineError::Finished);
+        }
+        let mut ev = Event::new(cx.next_index(), EventKind::Step { phase: "answer".into() }, 0, String::new());
+        let mut votes: Vec<Vec<String>> = Vec::new();
+        for (i, request) in requests.iter().enumerate() {
+            let c = completion(&responses, i)?;
+            let answers = parse_answers(&c.text).unwrap_or_default();
+            let parsed = if answers.is_empty() { "(no answer)".to_string() } else { answers.join(" | ") };
+            ev.calls.push(record(request, c, parsed));
+            votes.push(answers);
+        }
+        let unanswered = votes.iter().filter(|v| v.is_empty()).count();
+        if unanswered > 0 {
+            ev.notes.push(format!("{unanswered} of {} replies gave no answer in braces", votes.len()));
+        }
+        let (answers, agreeing) = majority(&votes);
+        let reply = match agreeing.first() {
+            Some(&i) => ev.calls[i].reply.clone(),
+            None => ev.calls.first().map(|c| c.reply.clone()).unwrap_or_default(),
+        };
+        ev.summary = match (answers.first(), votes.len()) {
+            (None, _) => "no answer".into(),
+            (Some(a), 1) => format!("answer {a}"),
+            (Some(a), n) => format!("answer {a} ({} of {n} samples agree)", agreeing.len()),
+        };
+        cx.answer = Some(Answer { answers, source: AnswerSource::ModelOnly, reply, paths: Vec::new() });
+        self.done = true;
+        Ok(ev)
+    }
+
+    pub fn apply(&self, o: &Override) -> Result<String, EngineError> {
+        Err(EngineError::BadOverride {
+            what: format!("{o:?}"),
+            why: "a prompt-only baseline has no beam to change".into(),
+        })
+    }
+}
+
+/// The answer most samples give (compared lower-cased, without spaces or punctuation at the
+/// ends, as in the papers' metric); a tie goes to the answer given first. Returns the winning
+/// sample's answers and the indices of the samples that agree with it.
+pub fn majority(votes: &[Vec<String>]) -> (Vec<String>, Vec<usize>) {
+    let key = |a: &str| -> String {
+        a.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase().chars().filter(|c| !c.is_whitespace()).collect()
+    };
+    let mut tallies: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, answers) in votes.iter().enumerate() {
+        let Some(first) = answers.first() else { continue };
+        let k = key(first);
+        match tallies.iter_mut().find(|(t, _)| *t == k) {
+            Some((_, who)) => who.push(i),
+            None => tallies.push((k, vec![i])),
+        }
+    }
+    // `max_by_key` keeps the last of equals; the first given should win a tie.
+    let best = tallies.iter().rev().max_by_key(|(_, who)| who.len());
+    match best {
+        Some((_, who)) => (votes[who[0]].clone(), who.clone()),
+        None => (Vec::new(), Vec::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(items: &[&[&str]]) -> Vec<Vec<String>> {
+        items.iter().map(|a| a.iter().map(|s| s.to_string()).collect()).collect()
+    }
+
+    #[test]
+    fn the_majority_wins_normalised_and_ties_go_to_the_first() {
+        let votes = v(&[&["Liberal Party"], &["Australian Labor Party"], &["australian labor party."], &[]]);
+        assert_eq!(majority(&votes), (vec!["Australian Labor Party".to_string()], vec![1, 2]));
+        let tie = v(&[&["A"], &["B"], &["B"], &["A"]]);
+        assert_eq!(majority(&tie).0, vec!["A"]);
+        assert_eq!(majority(&v(&[&[], &[]])), (Vec::new(), Vec::new()));
+    }
+}
