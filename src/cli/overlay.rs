@@ -46,7 +46,8 @@ pub fn kg_scope(setup: &SetupArgs, config: &Config) -> String {
     format!("file:{}", path.display())
 }
 
-/// The active corrections for `scope`, read without creating a store that does not exist yet.
+/// The corrections for `scope` (undone ones too; the overlay applies only the active ones), read
+/// without creating a store that does not exist yet.
 pub fn corrections_for(config: &Config, scope: &str) -> Result<Vec<Correction>> {
     if !store_path(config).exists() {
         return Ok(Vec::new());

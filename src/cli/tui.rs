@@ -171,10 +171,7 @@ impl Corrections for StoreCorrections {
     }
 
     fn list(&self) -> Result<Vec<Correction>> {
-        if !overlay::store_path(&self.config).exists() {
-            return Ok(Vec::new());
-        }
-        Ok(overlay::open_store(&self.config)?.list(&self.scope())?)
+        overlay::corrections_for(&self.config, &self.scope())
     }
 
     fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)> {

@@ -7,7 +7,6 @@ use super::events::{Event, EventKind};
 use super::parse::parse_answers;
 use super::tog::{completion, record};
 use super::{Answer, AnswerSource, Context, EngineError, Method, Override, Request, Response};
-use crate::llm::ChatRequest;
 
 #[derive(Clone, Debug, Default)]
 pub struct BaselineMachine {
@@ -31,16 +30,7 @@ impl BaselineMachine {
             Method::Sc => {
                 let prompt = cx.prompts.render("cot", &[("question", question)]);
                 (0..s.samples.max(1) as u32)
-                    .map(|sample| {
-                        Request::Llm(ChatRequest {
-                            step: "cot".into(),
-                            system: cx.prompts.system(),
-                            prompt: prompt.clone(),
-                            temperature: s.sample_temperature,
-                            max_tokens: s.max_tokens,
-                            sample,
-                        })
-                    })
+                    .map(|sample| cx.llm_sample("cot", prompt.clone(), s.sample_temperature, sample))
                     .collect()
             }
             _ => vec![cx.llm("cot", cx.prompts.render("cot", &[("question", question)]), s.reason_temperature)],

@@ -275,13 +275,18 @@ pub(crate) struct Context {
 
 impl Context {
     pub fn llm(&self, step: &str, prompt: String, temperature: f64) -> Request {
+        self.llm_sample(step, prompt, temperature, 0)
+    }
+
+    /// Sample `sample` of a call made several times on purpose (self-consistency).
+    pub fn llm_sample(&self, step: &str, prompt: String, temperature: f64, sample: u32) -> Request {
         Request::Llm(ChatRequest {
             step: step.into(),
             system: self.prompts.system(),
             prompt,
             temperature,
             max_tokens: self.settings.max_tokens,
-            sample: 0,
+            sample,
         })
     }
 

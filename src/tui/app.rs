@@ -739,12 +739,12 @@ impl App {
     /// Fills the open picker (or the search) with looked-up candidates.
     fn looked(&mut self, responses: Vec<Response>) {
         if let Some(search) = self.search.as_mut().filter(|s| !s.typing) {
-            if let Some(Response::Entities { matches }) = responses.into_iter().next() {
-                search.kg = matches.into_iter().map(|m| (m.id, m.label)).collect();
-                if !search.kg.is_empty() {
-                    let names: Vec<String> = search.kg.iter().take(5).map(|(id, l)| format!("{l} ({id})")).collect();
-                    self.message = Some(format!("{} · in the KG: {}", search_status(search), names.join(", ")));
-                }
+            // The KG's matching labels are said, not kept: they are not in the beam to jump to.
+            if let Some(Response::Entities { matches }) = responses.into_iter().next()
+                && !matches.is_empty()
+            {
+                let names: Vec<String> = matches.iter().take(5).map(|m| format!("{} ({})", m.label, m.id)).collect();
+                self.message = Some(format!("{} · in the KG: {}", search_status(search), names.join(", ")));
             }
             return;
         }

@@ -239,7 +239,8 @@ impl Palette {
     }
 }
 
-/// A fuzzy search over the beam's nodes (and the KG's labels, once they arrive).
+/// A fuzzy search over the beam's nodes (the KG's matching labels are reported in the status
+/// bar when they arrive).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Search {
     pub query: String,
@@ -248,6 +249,4 @@ pub struct Search {
     /// Matching nodes of the current beam, best first.
     pub matches: Vec<NodeId>,
     pub current: usize,
-    /// Entities in the KG whose labels match: (id, label).
-    pub kg: Vec<(String, String)>,
 }
