@@ -5,7 +5,7 @@
 
 use super::events::{Event, EventKind};
 use super::parse::parse_answers;
-use super::tog::{completion, record};
+use super::step::{completion, record};
 use super::{Answer, AnswerSource, Context, EngineError, Method, Override, Request, Response};
 
 #[derive(Clone, Debug, Default)]

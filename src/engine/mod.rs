@@ -9,7 +9,9 @@ pub mod beam;
 pub mod events;
 pub mod lexical;
 pub mod parse;
+mod step;
 mod tog;
+mod topics;
 
 use crate::kg::{EntityMatch, KgProfile, Neighbour, RelationRef, Term};
 use crate::llm::{ChatRequest, Completion};

@@ -8,24 +8,20 @@
 //! the search cleanly; explored paths are kept and shown with an own-knowledge answer.
 
 use super::beam::{NodeId, NodeKind, Provenance, Status};
-use super::events::{CallRecord, Decision, Event, EventKind, LookupRecord};
+use super::events::{Decision, Event, EventKind, LookupRecord};
 use super::lexical::{bm25, cosine};
 use super::parse;
+use super::step::{completion, neighbours, plural_s, plural_y, record, relations, wrong};
+use super::topics::TopicLinker;
 use super::{
     Answer, AnswerSource, Context, EngineError, Method, Override, PathView, PruneTool, Request, Response, Topics,
 };
-use crate::kg::{EntityMatch, Neighbour, RelationRef, Term};
-use crate::llm::Completion;
+use crate::kg::{Neighbour, RelationRef, Term};
 use rand::Rng;
-
-/// The least similarity at which a name the model extracted is linked to a KG label that is
-/// not an exact match (names the user typed must match exactly).
-const FUZZY_LINK_MIN: f64 = 0.85;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
-    ExtractTopics,
-    LinkTopics,
+    Topics,
     RelationSearch,
     RelationPrune,
     EntitySearch,
@@ -52,10 +48,7 @@ pub(crate) struct TogMachine {
     phase: Phase,
     /// The hop being explored (1-based); 0 before the topic entities are linked.
     depth: u32,
-    /// Names to link to KG entities, and whether a fuzzy match is acceptable (model-extracted
-    /// names) or only an exact one (names the user typed).
-    names: Vec<String>,
-    fuzzy_ok: bool,
+    linker: TopicLinker,
     /// The groups the last `requests` planned, so `absorb` reads replies against them.
     plan: Vec<Group>,
     /// The last sufficiency verdict (overrides of the verdict need it).
@@ -67,41 +60,16 @@ pub(crate) struct TogMachine {
 
 impl TogMachine {
     pub fn new(cx: &mut Context, topics: Topics) -> Result<Self, EngineError> {
-        let mut m = Self {
-            phase: Phase::LinkTopics,
-            depth: 0,
-            names: Vec::new(),
-            fuzzy_ok: false,
+        let linker = TopicLinker::new(cx, topics)?;
+        let linked = linker.done();
+        Ok(Self {
+            phase: if linked { Phase::RelationSearch } else { Phase::Topics },
+            depth: u32::from(linked),
+            linker,
             plan: Vec::new(),
             last_verdict: None,
             pending_verdict: false,
-        };
-        match topics {
-            Topics::Named(names) => {
-                let names: Vec<String> =
-                    names.into_iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
-                if names.is_empty() {
-                    return Err(EngineError::NoTopic);
-                }
-                m.names = names;
-            }
-            Topics::Linked(ids) => {
-                if ids.is_empty() {
-                    return Err(EngineError::NoTopic);
-                }
-                for (id, label) in ids {
-                    let node = cx.beam.add(None, NodeKind::Entity { term: Term::Entity(id), label }, Provenance::User);
-                    cx.beam.set_status(node, Status::Kept, Some("topic entity"), 0);
-                }
-                m.phase = Phase::RelationSearch;
-                m.depth = 1;
-            }
-            Topics::Extract => {
-                m.phase = Phase::ExtractTopics;
-                m.fuzzy_ok = true;
-            }
-        }
-        Ok(m)
+        })
     }
 
     pub fn depth(&self) -> u32 {
@@ -110,8 +78,7 @@ impl TogMachine {
 
     pub fn phase_name(&self) -> &'static str {
         match self.phase {
-            Phase::ExtractTopics => "topic_extraction",
-            Phase::LinkTopics => "topic_linking",
+            Phase::Topics => self.linker.phase_name(),
             Phase::RelationSearch => "relation_search",
             Phase::RelationPrune => "relation_prune",
             Phase::EntitySearch => "entity_search",
@@ -291,13 +258,7 @@ impl TogMachine {
         let s = cx.settings.clone();
         let q = cx.question.clone();
         match self.phase {
-            Phase::ExtractTopics => {
-                let prompt = cx.prompts.render("topic_entities", &[("question", &q)]);
-                vec![cx.llm("topic_entities", prompt, s.reason_temperature)]
-            }
-            Phase::LinkTopics => {
-                self.names.iter().map(|name| Request::FindEntities { name: name.clone(), limit: 5 }).collect()
-            }
+            Phase::Topics => self.linker.requests(cx),
             Phase::RelationSearch => self
                 .unsearched_frontier(cx)
                 .into_iter()
@@ -454,23 +415,13 @@ impl TogMachine {
         let index = cx.next_index();
         let mut ev = Event::new(index, EventKind::Step { phase: self.phase_name().into() }, self.depth, String::new());
         match self.phase {
-            Phase::ExtractTopics => {
-                let c = completion(&responses, 0)?;
-                let names = parse::parse_names(&c.text);
-                ev.calls.push(record(&requests[0], c, names.join("; ")));
-                if names.is_empty() {
-                    return Err(EngineError::NoTopic);
+            Phase::Topics => {
+                self.linker.absorb(cx, requests, &responses, &mut ev)?;
+                if self.linker.done() {
+                    self.phase = Phase::RelationSearch;
+                    self.depth = 1;
                 }
-                ev.summary = format!(
-                    "the model named {} topic entit{}: {}",
-                    names.len(),
-                    plural_y(names.len()),
-                    names.join(", ")
-                );
-                self.names = names;
-                self.phase = Phase::LinkTopics;
             }
-            Phase::LinkTopics => self.absorb_links(cx, &responses, &mut ev)?,
             Phase::RelationSearch => {
                 let frontier = self.unsearched_frontier(cx);
                 let mut found = 0;
@@ -644,63 +595,6 @@ impl TogMachine {
         } else {
             Phase::Answer(AnswerSource::PartialPaths)
         }
-    }
-
-    fn absorb_links(&mut self, cx: &mut Context, responses: &[Response], ev: &mut Event) -> Result<(), EngineError> {
-        let mut linked = Vec::new();
-        for (i, name) in self.names.clone().iter().enumerate() {
-            let mut matches: Vec<EntityMatch> = match responses.get(i) {
-                Some(Response::Entities { matches }) => matches.clone(),
-                other => return Err(wrong(i, "entity matches", other)),
-            };
-            ev.lookups.push(LookupRecord { what: format!("entities named {name:?}"), results: matches.len() });
-            // Best first, then by id: the same graph always gives the same choice.
-            matches.sort_by(|a, b| b.exact.cmp(&a.exact).then(b.score.total_cmp(&a.score)).then(a.id.cmp(&b.id)));
-            let chosen = match matches.first() {
-                Some(m) if m.exact || (self.fuzzy_ok && m.score >= FUZZY_LINK_MIN) => m.clone(),
-                _ => {
-                    return Err(EngineError::UnknownTopic {
-                        name: name.clone(),
-                        suggestions: matches.iter().map(|m| m.label.clone()).collect(),
-                    });
-                }
-            };
-            let rivals: Vec<String> = matches
-                .iter()
-                .skip(1)
-                .filter(|m| m.exact == chosen.exact)
-                .map(|m| format!("{} ({})", m.label, m.id))
-                .collect();
-            if !rivals.is_empty() {
-                ev.notes.push(format!(
-                    "{name:?} is ambiguous; chose {} ({}) over {}",
-                    chosen.label,
-                    chosen.id,
-                    rivals.join(", ")
-                ));
-            }
-            if !chosen.exact {
-                ev.notes.push(format!("{name:?} linked by fuzzy match to {} ({})", chosen.label, chosen.id));
-            }
-            if cx.beam.roots().any(|r| r.term().is_some_and(|t| t.as_str() == chosen.id)) {
-                continue;
-            }
-            let provenance = if self.fuzzy_ok { Provenance::Linked { name: name.clone() } } else { Provenance::User };
-            let node = cx.beam.add(
-                None,
-                NodeKind::Entity { term: Term::Entity(chosen.id.clone()), label: Some(chosen.label.clone()) },
-                provenance,
-            );
-            cx.beam.set_status(node, Status::Kept, Some("topic entity"), ev.index);
-            linked.push(format!("{} ({})", chosen.label, chosen.id));
-        }
-        if linked.is_empty() {
-            return Err(EngineError::NoTopic);
-        }
-        ev.summary = format!("topic entit{}: {}", plural_y(linked.len()), linked.join(", "));
-        self.phase = Phase::RelationSearch;
-        self.depth = 1;
-        Ok(())
     }
 
     /// Adds the entities reached through relation node `rel`; samples (seeded) an oversized set.
@@ -1233,55 +1127,3 @@ fn summarise_groups(cx: &Context, plan: &[Group], per_group: &[Vec<(usize, f64)>
         .join("; ")
 }
 
-pub(super) fn record(request: &Request, c: &Completion, parsed: String) -> CallRecord {
-    let (step, prompt, temperature) = match request {
-        Request::Llm(r) => (r.step.clone(), r.prompt.clone(), r.temperature),
-        _ => (String::new(), String::new(), 0.0),
-    };
-    CallRecord {
-        step,
-        prompt,
-        reply: c.text.clone(),
-        parsed,
-        usage: c.usage,
-        latency_ms: c.latency_ms,
-        cached: c.cached,
-        temperature,
-    }
-}
-
-fn wrong(index: usize, expected: &'static str, got: Option<&Response>) -> EngineError {
-    EngineError::WrongResponse {
-        index,
-        expected,
-        got: got.map(|r| format!("{r:?}").chars().take(40).collect()).unwrap_or_else(|| "missing result".into()),
-    }
-}
-
-pub(super) fn completion(responses: &[Response], i: usize) -> Result<&Completion, EngineError> {
-    match responses.get(i) {
-        Some(Response::Llm { completion }) => Ok(completion),
-        other => Err(wrong(i, "completion", other)),
-    }
-}
-
-fn relations(responses: &[Response], i: usize) -> Result<Vec<RelationRef>, EngineError> {
-    match responses.get(i) {
-        Some(Response::Relations { relations }) => Ok(relations.clone()),
-        other => Err(wrong(i, "relation list", other)),
-    }
-}
-
-fn neighbours(responses: &[Response], i: usize) -> Result<Vec<Neighbour>, EngineError> {
-    match responses.get(i) {
-        Some(Response::Neighbours { neighbours }) => Ok(neighbours.clone()),
-        other => Err(wrong(i, "neighbour list", other)),
-    }
-}
-
-fn plural_s(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-fn plural_y(n: usize) -> &'static str {
-    if n == 1 { "y" } else { "ies" }
-}

@@ -1,0 +1,67 @@
+//! What every method's steps share: reading the results of a batch back (each in the position
+//! its request had) and recording the LLM calls a step made.
+
+use super::events::CallRecord;
+use super::{EngineError, Request, Response};
+use crate::kg::{EntityMatch, Neighbour, RelationRef};
+use crate::llm::Completion;
+
+pub(super) fn record(request: &Request, c: &Completion, parsed: String) -> CallRecord {
+    let (step, prompt, temperature) = match request {
+        Request::Llm(r) => (r.step.clone(), r.prompt.clone(), r.temperature),
+        _ => (String::new(), String::new(), 0.0),
+    };
+    CallRecord {
+        step,
+        prompt,
+        reply: c.text.clone(),
+        parsed,
+        usage: c.usage,
+        latency_ms: c.latency_ms,
+        cached: c.cached,
+        temperature,
+    }
+}
+
+pub(super) fn wrong(index: usize, expected: &'static str, got: Option<&Response>) -> EngineError {
+    EngineError::WrongResponse {
+        index,
+        expected,
+        got: got.map(|r| format!("{r:?}").chars().take(40).collect()).unwrap_or_else(|| "missing result".into()),
+    }
+}
+
+pub(super) fn completion(responses: &[Response], i: usize) -> Result<&Completion, EngineError> {
+    match responses.get(i) {
+        Some(Response::Llm { completion }) => Ok(completion),
+        other => Err(wrong(i, "completion", other)),
+    }
+}
+
+pub(super) fn relations(responses: &[Response], i: usize) -> Result<Vec<RelationRef>, EngineError> {
+    match responses.get(i) {
+        Some(Response::Relations { relations }) => Ok(relations.clone()),
+        other => Err(wrong(i, "relation list", other)),
+    }
+}
+
+pub(super) fn neighbours(responses: &[Response], i: usize) -> Result<Vec<Neighbour>, EngineError> {
+    match responses.get(i) {
+        Some(Response::Neighbours { neighbours }) => Ok(neighbours.clone()),
+        other => Err(wrong(i, "neighbour list", other)),
+    }
+}
+
+pub(super) fn plural_s(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+pub(super) fn plural_y(n: usize) -> &'static str {
+    if n == 1 { "y" } else { "ies" }
+}
+
+pub(super) fn entity_matches(responses: &[Response], i: usize) -> Result<Vec<EntityMatch>, EngineError> {
+    match responses.get(i) {
+        Some(Response::Entities { matches }) => Ok(matches.clone()),
+        other => Err(wrong(i, "entity matches", other)),
+    }
+}
