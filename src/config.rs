@@ -45,6 +45,16 @@ pub struct Defaults {
     pub seed: u64,
     /// `sc`: chain-of-thought samples that vote.
     pub samples: usize,
+    /// `pog`, `pog-e`: pruning strategy (fuzzy, fuzzy-branch, fuzzy-precise, all).
+    pub pog_pruning: crate::engine::pog::PogPruning,
+    /// `pog`, `pog-e`: W1, the paths fuzzy selection keeps.
+    pub fuzzy_width: usize,
+    /// `pog`, `pog-e`: summarise the selected paths before each sufficiency check.
+    pub path_summary: bool,
+    /// `gog`: most Thought/Action/Observation steps.
+    pub gog_steps: usize,
+    /// `gog`: samples per Generate action (verification when more than 1).
+    pub generate_samples: usize,
     /// Requests in flight at once.
     pub concurrency: usize,
     /// A directory of prompt templates overriding the built-in ones.
@@ -77,6 +87,11 @@ impl Default for Defaults {
             speculate: false,
             seed: 0,
             samples: 5,
+            pog_pruning: Default::default(),
+            fuzzy_width: 80,
+            path_summary: true,
+            gog_steps: 6,
+            generate_samples: 3,
             concurrency: 8,
             prompts: None,
             log_file: None,

@@ -19,6 +19,14 @@ pub const TEMPLATES: &[(&str, &[&str])] = &[
     ("topic_entities", &["question"]),
     ("io", &["question"]),
     ("cot", &["question"]),
+    ("pog_analysis", &["question", "topics"]),
+    ("pog_precise", &["question", "indicator", "width", "candidates"]),
+    ("pog_branch", &["question", "indicator", "width", "candidates"]),
+    ("pog_summary", &["question", "paths"]),
+    ("pog_sufficiency", &["question", "paths", "summary"]),
+    ("pog_supplement", &["question", "topics", "paths"]),
+    ("pog_answer", &["question", "paths"]),
+    ("pog_answer_own", &["question", "paths"]),
 ];
 
 fn default_text(name: &str) -> &'static str {
@@ -35,6 +43,14 @@ fn default_text(name: &str) -> &'static str {
         "topic_entities" => include_str!("../prompts/topic_entities.txt"),
         "io" => include_str!("../prompts/io.txt"),
         "cot" => include_str!("../prompts/cot.txt"),
+        "pog_analysis" => include_str!("../prompts/pog_analysis.txt"),
+        "pog_precise" => include_str!("../prompts/pog_precise.txt"),
+        "pog_branch" => include_str!("../prompts/pog_branch.txt"),
+        "pog_summary" => include_str!("../prompts/pog_summary.txt"),
+        "pog_sufficiency" => include_str!("../prompts/pog_sufficiency.txt"),
+        "pog_supplement" => include_str!("../prompts/pog_supplement.txt"),
+        "pog_answer" => include_str!("../prompts/pog_answer.txt"),
+        "pog_answer_own" => include_str!("../prompts/pog_answer_own.txt"),
         _ => "",
     }
 }

@@ -147,6 +147,22 @@ pub struct SetupArgs {
     /// `--method sc`: how many chain-of-thought samples vote (default 5).
     #[arg(long, global = true)]
     pub samples: Option<usize>,
+    /// `--method pog|pog-e`: which pruning steps run (default fuzzy-precise, the paper's).
+    #[arg(long, value_enum, global = true)]
+    pub pog_pruning: Option<crate::engine::pog::PogPruning>,
+    /// `--method pog|pog-e`: paths fuzzy selection keeps, W1 (default 80).
+    #[arg(long, global = true, value_name = "W1")]
+    pub fuzzy_width: Option<usize>,
+    /// `--method pog|pog-e`: skip the path summary before each sufficiency check.
+    #[arg(long, global = true)]
+    pub no_summary: bool,
+    /// `--method gog`: most Thought/Action/Observation steps (default 6).
+    #[arg(long, global = true)]
+    pub gog_steps: Option<usize>,
+    /// `--method gog`: samples per Generate action; verification runs when more than 1
+    /// (default 3).
+    #[arg(long, global = true)]
+    pub generate_samples: Option<usize>,
     /// Requests in flight at once.
     #[arg(long, global = true)]
     pub concurrency: Option<usize>,
@@ -188,8 +204,16 @@ pub fn settings(s: &SetupArgs, config: &Config) -> Result<crate::engine::Setting
         speculate: s.speculate || d.speculate,
         seed: s.seed.unwrap_or(d.seed),
         samples: s.samples.unwrap_or(d.samples),
+        pog_pruning: s.pog_pruning.unwrap_or(d.pog_pruning),
+        fuzzy_width: s.fuzzy_width.unwrap_or(d.fuzzy_width),
+        path_summary: !s.no_summary && d.path_summary,
+        gog_steps: s.gog_steps.unwrap_or(d.gog_steps),
+        generate_samples: s.generate_samples.unwrap_or(d.generate_samples),
         ..crate::engine::Settings::default()
     };
+    if settings.fuzzy_width == 0 || settings.gog_steps == 0 || settings.generate_samples == 0 {
+        bail!("--fuzzy-width, --gog-steps and --generate-samples must be at least 1");
+    }
     if settings.samples == 0 {
         bail!("--samples must be at least 1");
     }

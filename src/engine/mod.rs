@@ -9,6 +9,7 @@ pub mod beam;
 pub mod events;
 pub mod lexical;
 pub mod parse;
+pub mod pog;
 mod step;
 mod tog;
 mod topics;
@@ -30,6 +31,13 @@ pub enum Method {
     Tog,
     /// ToG-R: relation chains; entities sampled (seeded) instead of scored.
     TogR,
+    /// Paths-over-Graph: question analysis, a reduced question subgraph, three exploration
+    /// stages with three-step pruning.
+    Pog,
+    /// PoG-E: PoG walking one relation per hop.
+    PogE,
+    /// Generate-on-Graph: Thought / Action / Observation with Search, Generate and Finish.
+    Gog,
     /// Baseline: the model answers directly, no KG.
     Io,
     /// Baseline: chain of thought with exemplars, no KG.
@@ -44,6 +52,9 @@ impl Method {
         match self {
             Method::Tog => "ToG",
             Method::TogR => "ToG-R",
+            Method::Pog => "PoG",
+            Method::PogE => "PoG-E",
+            Method::Gog => "GoG",
             Method::Io => "IO",
             Method::Cot => "CoT",
             Method::Sc => "SC",
@@ -86,9 +97,47 @@ pub struct Settings {
     /// Self-consistency: how many chain-of-thought samples vote.
     #[serde(default = "default_samples")]
     pub samples: usize,
-    /// Self-consistency: the sampling temperature.
+    /// Self-consistency: the sampling temperature (GoG samples every call at it too).
     #[serde(default = "default_sample_temperature")]
     pub sample_temperature: f64,
+    /// PoG: how many paths fuzzy selection keeps (W1).
+    #[serde(default = "default_fuzzy_width")]
+    pub fuzzy_width: usize,
+    /// PoG: which pruning steps run.
+    #[serde(default)]
+    pub pog_pruning: pog::PogPruning,
+    /// PoG: condense the selected paths before each sufficiency check.
+    #[serde(default = "default_true")]
+    pub path_summary: bool,
+    /// GoG: most Thought / Action / Observation steps before answering from own knowledge.
+    #[serde(default = "default_gog_steps")]
+    pub gog_steps: usize,
+    /// GoG: how many times `Generate` samples the model (verification runs when more than one).
+    #[serde(default = "default_generate_samples")]
+    pub generate_samples: usize,
+    /// GoG: how many times `Finish[unknown]` may roll back and expand the last search.
+    #[serde(default = "default_rollbacks")]
+    pub rollbacks: usize,
+}
+
+fn default_fuzzy_width() -> usize {
+    80
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_gog_steps() -> usize {
+    6
+}
+
+fn default_generate_samples() -> usize {
+    3
+}
+
+fn default_rollbacks() -> usize {
+    2
 }
 
 fn default_samples() -> usize {
@@ -116,6 +165,12 @@ impl Default for Settings {
             sample_size: 5,
             samples: default_samples(),
             sample_temperature: default_sample_temperature(),
+            fuzzy_width: default_fuzzy_width(),
+            pog_pruning: pog::PogPruning::default(),
+            path_summary: true,
+            gog_steps: default_gog_steps(),
+            generate_samples: default_generate_samples(),
+            rollbacks: default_rollbacks(),
         }
     }
 }
@@ -161,6 +216,9 @@ pub enum AnswerSource {
     OwnKnowledge,
     /// A prompt-only baseline: the KG was never consulted.
     ModelOnly,
+    /// No exploration stage was sufficient: answered from every path collected and the
+    /// model's own knowledge (PoG).
+    CollectedPaths,
 }
 
 impl AnswerSource {
@@ -170,6 +228,9 @@ impl AnswerSource {
             AnswerSource::PartialPaths => "from partial knowledge-graph paths (the beam ran dry)",
             AnswerSource::OwnKnowledge => "from the LLM's own knowledge (no sufficient KG path within the depth limit)",
             AnswerSource::ModelOnly => "from the LLM alone (a prompt-only baseline: no KG)",
+            AnswerSource::CollectedPaths => {
+                "partly from the LLM's own knowledge (the collected KG paths were never judged sufficient)"
+            }
         }
     }
 }
@@ -301,6 +362,7 @@ impl Context {
 enum Machine {
     Tog(tog::TogMachine),
     Baseline(baseline::BaselineMachine),
+    Pog(Box<pog::PogMachine>),
 }
 
 #[derive(Clone, Debug)]
@@ -370,6 +432,8 @@ impl Run {
         };
         let machine = match cx.settings.method {
             Method::Tog | Method::TogR => Machine::Tog(tog::TogMachine::new(&mut cx, topics)?),
+            Method::Pog | Method::PogE => Machine::Pog(Box::new(pog::PogMachine::new(&mut cx, topics)?)),
+            Method::Gog => todo!(),
             // The baselines never look at the KG: topic entities do not matter to them.
             Method::Io | Method::Cot | Method::Sc => Machine::Baseline(baseline::BaselineMachine::default()),
         };
@@ -387,6 +451,7 @@ impl Run {
         let requests = match &mut self.machine {
             Machine::Tog(m) => m.requests(&mut self.cx),
             Machine::Baseline(m) => m.requests(&self.cx),
+            Machine::Pog(m) => m.requests(&mut self.cx),
         };
         self.pending = Some(requests.clone());
         Poll::Need(requests)
@@ -413,6 +478,7 @@ impl Run {
         let result = match &mut self.machine {
             Machine::Tog(m) => m.absorb(&mut self.cx, &requests, responses),
             Machine::Baseline(m) => m.absorb(&mut self.cx, &requests, responses),
+            Machine::Pog(m) => m.absorb(&mut self.cx, &requests, responses),
         };
         match result {
             Ok(mut event) => {
@@ -464,6 +530,7 @@ impl Run {
         let description = match &mut self.machine {
             Machine::Tog(m) => m.apply(&mut self.cx, &o)?,
             Machine::Baseline(m) => m.apply(&o)?,
+            Machine::Pog(m) => m.apply(&mut self.cx, &o)?,
         };
         let index = self.cx.trace.len();
         let depth = self.depth();
@@ -537,6 +604,7 @@ impl Run {
         match &self.machine {
             Machine::Tog(m) => m.depth(),
             Machine::Baseline(_) => 0,
+            Machine::Pog(m) => m.depth(),
         }
     }
     /// The phase the next step will perform, e.g. `relation_prune`.
@@ -544,6 +612,7 @@ impl Run {
         match &self.machine {
             Machine::Tog(m) => m.phase_name(),
             Machine::Baseline(m) => m.phase_name(),
+            Machine::Pog(m) => m.phase_name(),
         }
     }
     /// The live paths now in front of the model, best first.
@@ -551,6 +620,7 @@ impl Run {
         match &self.machine {
             Machine::Tog(m) => m.live_paths(&self.cx),
             Machine::Baseline(_) => Vec::new(),
+            Machine::Pog(m) => m.live_paths(&self.cx),
         }
     }
 }

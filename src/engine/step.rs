@@ -65,3 +65,10 @@ pub(super) fn entity_matches(responses: &[Response], i: usize) -> Result<Vec<Ent
         other => Err(wrong(i, "entity matches", other)),
     }
 }
+
+/// `k` distinct indices of `0..n`, uniformly, in ascending order.
+pub(super) fn sample_indices(rng: &mut impl rand::Rng, n: usize, k: usize) -> Vec<usize> {
+    let mut picked = rand::seq::index::sample(rng, n, k.min(n)).into_vec();
+    picked.sort_unstable();
+    picked
+}

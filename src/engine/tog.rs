@@ -11,7 +11,7 @@ use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{Decision, Event, EventKind, LookupRecord};
 use super::lexical::{bm25, cosine};
 use super::parse;
-use super::step::{completion, neighbours, plural_s, plural_y, record, relations, wrong};
+use super::step::{completion, neighbours, plural_s, plural_y, record, relations, sample_indices, wrong};
 use super::topics::TopicLinker;
 use super::{
     Answer, AnswerSource, Context, EngineError, Method, Override, PathView, PruneTool, Request, Response, Topics,
@@ -1094,13 +1094,6 @@ fn top_by(scores: Vec<f64>, keep: usize, ev: &mut Event, names: &[String]) -> Ve
     ranked.into_iter().map(|(i, s)| (i, s / sum)).collect()
 }
 
-/// `k` distinct indices of `0..n`, uniformly, in ascending order.
-fn sample_indices(rng: &mut impl Rng, n: usize, k: usize) -> Vec<usize> {
-    let mut picked = rand::seq::index::sample(rng, n, k.min(n)).into_vec();
-    picked.sort_unstable();
-    picked
-}
-
 /// Weighted sampling without replacement (Efraimidis–Spirakis): `k` indices, ascending.
 fn weighted_sample(rng: &mut impl Rng, weights: &[f64], k: usize) -> Vec<usize> {
     let mut keyed: Vec<(f64, usize)> = weights
@@ -1126,4 +1119,3 @@ fn summarise_groups(cx: &Context, plan: &[Group], per_group: &[Vec<(usize, f64)>
         .collect::<Vec<_>>()
         .join("; ")
 }
-

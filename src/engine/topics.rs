@@ -34,8 +34,7 @@ impl TopicLinker {
         let mut linker = Self { stage: Stage::Link, names: Vec::new(), fuzzy_ok: false };
         match topics {
             Topics::Named(names) => {
-                linker.names =
-                    names.into_iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
+                linker.names = names.into_iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
                 if linker.names.is_empty() {
                     return Err(EngineError::NoTopic);
                 }
