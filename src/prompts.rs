@@ -27,6 +27,10 @@ pub const TEMPLATES: &[(&str, &[&str])] = &[
     ("pog_supplement", &["question", "topics", "paths"]),
     ("pog_answer", &["question", "paths"]),
     ("pog_answer_own", &["question", "paths"]),
+    ("gog_step", &["question", "topics", "transcript"]),
+    ("gog_relations", &["question", "thought", "entity", "relations"]),
+    ("gog_generate", &["question", "thought", "triples"]),
+    ("gog_verify", &["question", "triples"]),
 ];
 
 fn default_text(name: &str) -> &'static str {
@@ -51,6 +55,10 @@ fn default_text(name: &str) -> &'static str {
         "pog_supplement" => include_str!("../prompts/pog_supplement.txt"),
         "pog_answer" => include_str!("../prompts/pog_answer.txt"),
         "pog_answer_own" => include_str!("../prompts/pog_answer_own.txt"),
+        "gog_step" => include_str!("../prompts/gog_step.txt"),
+        "gog_relations" => include_str!("../prompts/gog_relations.txt"),
+        "gog_generate" => include_str!("../prompts/gog_generate.txt"),
+        "gog_verify" => include_str!("../prompts/gog_verify.txt"),
         _ => "",
     }
 }

@@ -68,6 +68,9 @@ pub enum Provenance {
     User,
     /// Asserted by a correction in the overlay.
     Correction { id: u64 },
+    /// Written by the LLM from its own knowledge (GoG's Generate), never in the KG;
+    /// `kept`: whether verification (or the user) kept it.
+    Generated { kept: bool },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -7,6 +7,7 @@
 mod baseline;
 pub mod beam;
 pub mod events;
+pub mod gog;
 pub mod lexical;
 pub mod parse;
 pub mod pog;
@@ -289,6 +290,12 @@ pub enum Override {
     ForceSufficient,
     /// Overrule a "sufficient" verdict (or skip the check): explore one more depth.
     ForceContinue,
+    /// GoG: replace the action the model chose (and optionally its thought) before it runs.
+    EditAction {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thought: Option<String>,
+        action: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -363,6 +370,7 @@ enum Machine {
     Tog(tog::TogMachine),
     Baseline(baseline::BaselineMachine),
     Pog(Box<pog::PogMachine>),
+    Gog(Box<gog::GogMachine>),
 }
 
 #[derive(Clone, Debug)]
@@ -433,7 +441,7 @@ impl Run {
         let machine = match cx.settings.method {
             Method::Tog | Method::TogR => Machine::Tog(tog::TogMachine::new(&mut cx, topics)?),
             Method::Pog | Method::PogE => Machine::Pog(Box::new(pog::PogMachine::new(&mut cx, topics)?)),
-            Method::Gog => todo!(),
+            Method::Gog => Machine::Gog(Box::new(gog::GogMachine::new(&mut cx, topics)?)),
             // The baselines never look at the KG: topic entities do not matter to them.
             Method::Io | Method::Cot | Method::Sc => Machine::Baseline(baseline::BaselineMachine::default()),
         };
@@ -452,6 +460,7 @@ impl Run {
             Machine::Tog(m) => m.requests(&mut self.cx),
             Machine::Baseline(m) => m.requests(&self.cx),
             Machine::Pog(m) => m.requests(&mut self.cx),
+            Machine::Gog(m) => m.requests(&mut self.cx),
         };
         self.pending = Some(requests.clone());
         Poll::Need(requests)
@@ -479,6 +488,7 @@ impl Run {
             Machine::Tog(m) => m.absorb(&mut self.cx, &requests, responses),
             Machine::Baseline(m) => m.absorb(&mut self.cx, &requests, responses),
             Machine::Pog(m) => m.absorb(&mut self.cx, &requests, responses),
+            Machine::Gog(m) => m.absorb(&mut self.cx, &requests, responses),
         };
         match result {
             Ok(mut event) => {
@@ -531,6 +541,7 @@ impl Run {
             Machine::Tog(m) => m.apply(&mut self.cx, &o)?,
             Machine::Baseline(m) => m.apply(&o)?,
             Machine::Pog(m) => m.apply(&mut self.cx, &o)?,
+            Machine::Gog(m) => m.apply(&mut self.cx, &o)?,
         };
         let index = self.cx.trace.len();
         let depth = self.depth();
@@ -605,6 +616,7 @@ impl Run {
             Machine::Tog(m) => m.depth(),
             Machine::Baseline(_) => 0,
             Machine::Pog(m) => m.depth(),
+            Machine::Gog(m) => m.depth(),
         }
     }
     /// The phase the next step will perform, e.g. `relation_prune`.
@@ -613,6 +625,7 @@ impl Run {
             Machine::Tog(m) => m.phase_name(),
             Machine::Baseline(m) => m.phase_name(),
             Machine::Pog(m) => m.phase_name(),
+            Machine::Gog(m) => m.phase_name(),
         }
     }
     /// The live paths now in front of the model, best first.
@@ -621,6 +634,23 @@ impl Run {
             Machine::Tog(m) => m.live_paths(&self.cx),
             Machine::Baseline(_) => Vec::new(),
             Machine::Pog(m) => m.live_paths(&self.cx),
+            Machine::Gog(m) => m.live_paths(&self.cx),
+        }
+    }
+
+    /// GoG's Thought / Action / Observation steps so far (empty for other methods).
+    pub fn gog_steps(&self) -> &[gog::GogStep] {
+        match &self.machine {
+            Machine::Gog(m) => m.steps(),
+            _ => &[],
+        }
+    }
+
+    /// The triples GoG's model generated, with verification's verdict and their KG links.
+    pub fn generated(&self) -> &[gog::GeneratedTriple] {
+        match &self.machine {
+            Machine::Gog(m) => &m.generated,
+            _ => &[],
         }
     }
 }

@@ -1011,6 +1011,7 @@ impl TogMachine {
                     _ => Err(bad("only before or right after a sufficiency check")),
                 }
             }
+            Override::EditAction { .. } => Err(bad("only GoG has actions to edit")),
             Override::ForceContinue => {
                 if self.phase == Phase::Reasoning && self.pending_verdict {
                     self.pending_verdict = false;

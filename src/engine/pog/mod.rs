@@ -1188,6 +1188,7 @@ impl PogMachine {
                     plural_s(through.len())
                 ))
             }
+            Override::EditAction { .. } => Err(bad("only GoG has actions to edit")),
             Override::AddRelation { .. } | Override::AddEntity { .. } => {
                 Err(bad("PoG chooses among whole paths of its question subgraph; keep or pin a candidate path instead"))
             }
