@@ -61,6 +61,8 @@ commands! {
     ClearAbandoned, "clear-abandoned", Any, ["B"], "clear the branches set aside by going back";
     Flag, "flag", Tree, ["f"], "flag the triple that reached this entity as wrong";
     Relabel, "relabel", Tree, ["e"], "correct this entity's name";
+    AcceptGenerated, "accept-generated", Tree, ["A"], "GoG: accept this LLM-generated triple into your corrections";
+    EditAction, "edit-action", Any, [], "GoG: replace the action about to run (palette: edit-action Search[X])";
     Trace, "trace", Any, ["t"], "jump to the triples the answer rests on (again: the next path)";
     Rewind, "rewind-here", Transcript, ["enter"], "go back to the selected step and go on from there";
     Jump, "show-path", Answer, ["enter"], "show the selected path in the tree";

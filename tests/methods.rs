@@ -1,0 +1,297 @@
+//! PoG, PoG-E and GoG on the demo KG with the demo script: the exact steps, answers and call
+//! counts; overrides that change what follows; rewinding; GoG over an incomplete KG.
+
+mod common;
+
+use common::{DEMO_SCRIPT, demo_driver, named, new_run, run_to_end, run_until};
+use ongraph::driver::Driver;
+use ongraph::engine::beam::{Provenance, Status};
+use ongraph::engine::{AnswerSource, Method, Override, Run, Settings, Topics};
+use ongraph::kg::Term;
+use ongraph::kg::load::demo_graph;
+use ongraph::llm::scripted::ScriptedModel;
+use ongraph::overlay::OverlayKg;
+use std::sync::Arc;
+
+const GIANTS_RANGERS: &str = "Which World Series did the San Francisco Giants win against the Texas Rangers?";
+const LOU_SEAL: &str = "In which years did the team whose mascot is Lou Seal win the World Series?";
+const APPLE: &str = "In which time zone is the headquarters of Apple Inc.?";
+
+fn settings(method: Method) -> Settings {
+    Settings { method, ..Settings::default() }
+}
+
+fn phases(run: &Run) -> Vec<&str> {
+    run.trace().iter().filter_map(|e| e.phase()).collect()
+}
+
+/// The demo graph with Cupertino's time zone hidden (the GoG demo's incomplete KG), through
+/// `corrections`, and the demo script after `extra`.
+fn ikg_driver(extra: &str, corrections: &[ongraph::overlay::Correction]) -> Driver {
+    let hidden =
+        [("m.cupertino".to_string(), "location.location.time_zones".to_string(), Term::Entity("m.pacific_tz".into()))];
+    let kg = OverlayKg::new(Arc::new(demo_graph()), corrections).with_hidden(&hidden);
+    let model = ScriptedModel::from_toml("test", &format!("{extra}\n{DEMO_SCRIPT}")).unwrap();
+    Driver::new(Arc::new(kg), Arc::new(model))
+}
+
+#[tokio::test]
+async fn pog_finds_the_path_joining_two_topic_entities() {
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, GIANTS_RANGERS, Topics::Extract, settings(Method::Pog));
+    run_to_end(&driver, &mut run).await;
+    assert_eq!(
+        phases(&run),
+        [
+            "topic_extraction",
+            "topic_linking",
+            "question_analysis",
+            "subgraph_relations",
+            "subgraph_neighbours",
+            "subgraph_reduction",
+            "fuzzy_selection",
+            "path_summary",
+            "sufficiency"
+        ]
+    );
+    let t = run.trace();
+    assert!(t[2].summary.ends_with("predicted depth 1"), "{}", t[2].summary);
+    assert_eq!(t[5].summary, "subgraph reduced from 13 to 3 nodes");
+    let answer = run.answer().unwrap();
+    assert_eq!(answer.answers, vec!["2010 World Series"]);
+    assert_eq!(answer.source, AnswerSource::KgPaths);
+    assert_eq!(answer.paths.len(), 1);
+    let triples: Vec<String> = answer.paths[0].triples.iter().map(|t| t.line()).collect();
+    assert_eq!(
+        triples,
+        [
+            "San Francisco Giants, sports.sports_team.championships, 2010 World Series",
+            "2010 World Series, sports.sports_championship_event.runner_up, Texas Rangers"
+        ]
+    );
+    // Topic extraction, analysis, summary, sufficiency; one candidate needs no precise call.
+    let c = run.costs();
+    assert_eq!((c.llm_calls, c.llm_rounds), (4, 4));
+}
+
+#[tokio::test]
+async fn pog_prunes_precisely_and_a_kept_path_reaches_the_sufficiency_check() {
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), settings(Method::Pog));
+    run_until(&driver, &mut run, "path_summary").await;
+    let precise = run.trace().last().unwrap();
+    assert_eq!(precise.phase(), Some("precise_selection"));
+    assert_eq!(precise.summary, "topic-entity paths (depth 2): the model chose 3 of 12 paths");
+    let melvin = precise.decisions.iter().find(|d| d.shown.ends_with("{Bob Melvin}")).unwrap().clone();
+    assert_eq!(melvin.status, Status::PrunedByScore);
+    assert_eq!(run.beam().nodes[melvin.node].reason.as_deref(), Some("precise: not chosen by the model"));
+    let inner = run.beam().nodes[melvin.node].parent.unwrap();
+    // Dropping is refused on an inner node; keeping a path the model dropped changes what the
+    // model sees next.
+    assert!(run.apply(Override::Keep { node: inner }).is_err());
+    run.apply(Override::Keep { node: melvin.node }).unwrap();
+    run_to_end(&driver, &mut run).await;
+    let check = run.trace().iter().rev().find(|e| e.phase() == Some("sufficiency")).unwrap();
+    assert!(check.calls[0].prompt.contains("{Bob Melvin}"));
+    let answer = run.answer().unwrap();
+    assert_eq!(answer.answers, vec!["2010", "2012", "2014"]);
+    assert_eq!(answer.paths.len(), 4);
+    // Analysis, precise, summary, sufficiency (the topic was named).
+    assert_eq!(run.costs().llm_calls, 4);
+}
+
+#[tokio::test]
+async fn pog_rewinds_and_forces_a_verdict() {
+    let extra = r#"
+[[reply]]
+step = "pog_answer"
+contains = ["Question: In which years did the team whose mascot is Lou Seal win the World Series?"]
+text = "{2010 | 2012 | 2014}"
+"#;
+    let driver = demo_driver(extra);
+    let mut run = new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), settings(Method::Pog));
+    run_until(&driver, &mut run, "path_summary").await;
+    let fuzzy = run.trace().iter().position(|e| e.phase() == Some("fuzzy_selection")).unwrap();
+    // Forced sufficient: no summary, no check; the answer call reads the selected paths.
+    run.apply(Override::ForceSufficient).unwrap();
+    assert_eq!(run.next_phase(), "answer");
+    run_to_end(&driver, &mut run).await;
+    assert_eq!(run.answer().unwrap().answers, vec!["2010", "2012", "2014"]);
+    assert_eq!(run.trace().last().unwrap().calls[0].step, "pog_answer");
+    // Back to the fuzzy step: the precise call is reused from the memo, not made again.
+    let made = run.costs().llm_calls;
+    run.rewind(fuzzy).unwrap();
+    assert!(!run.is_finished());
+    assert_eq!(run.abandoned().len(), 1);
+    run_to_end(&driver, &mut run).await;
+    assert_eq!(run.answer().unwrap().source, AnswerSource::KgPaths);
+    assert_eq!(run.costs().llm_calls, made + 2, "summary and sufficiency are new; precise is reused");
+    assert_eq!(run.costs().llm_calls_saved, 1);
+    assert!(run.apply(Override::AddRelation { parent: 0, relation: ongraph::kg::RelationRef::out("x") }).is_err());
+}
+
+#[tokio::test]
+async fn pog_e_walks_the_same_paths_here_and_fuzzy_only_pruning_makes_no_selection_call() {
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, GIANTS_RANGERS, Topics::Extract, settings(Method::PogE));
+    run_to_end(&driver, &mut run).await;
+    assert_eq!(run.answer().unwrap().answers, vec!["2010 World Series"]);
+    let fuzzy = Settings { pog_pruning: ongraph::engine::pog::PogPruning::Fuzzy, ..settings(Method::Pog) };
+    let extra = r#"
+[[reply]]
+step = "pog_sufficiency"
+contains = ["Question: In which years did the team whose mascot is Lou Seal win the World Series?"]
+text = "{Yes}\nanswer: {2010}"
+"#;
+    let driver = demo_driver(extra);
+    let mut run = new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), fuzzy);
+    run_to_end(&driver, &mut run).await;
+    assert!(!phases(&run).contains(&"precise_selection"));
+    let kept = run.trace().iter().find(|e| e.phase() == Some("fuzzy_selection")).unwrap();
+    assert_eq!(kept.summary, "topic-entity paths (depth 2): BM25 kept 3 of 12 paths");
+}
+
+#[tokio::test]
+async fn gog_generates_the_hidden_triple_verifies_it_and_finishes() {
+    let driver = ikg_driver("", &[]);
+    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(Method::Gog));
+    run_to_end(&driver, &mut run).await;
+    assert_eq!(
+        phases(&run),
+        [
+            "topic_extraction",
+            "topic_linking",
+            "thought",
+            "search_relations",
+            "relation_filter",
+            "search_triples",
+            "thought",
+            "search_relations",
+            "relation_filter",
+            "search_triples",
+            "thought",
+            "search_relations",
+            "search_triples",
+            "thought",
+            "generate",
+            "verify",
+            "generated_linking",
+            "thought"
+        ]
+    );
+    let steps: Vec<&str> = run.gog_steps().iter().map(|s| s.action.as_str()).collect();
+    assert_eq!(
+        steps,
+        [
+            "Search[Apple Inc.]",
+            "Search[cvt.apple_hq]",
+            "Search[Cupertino]",
+            "Generate[Cupertino is in the Pacific Time Zone]",
+            "Finish[Pacific Time Zone]"
+        ]
+    );
+    // The search saw no time zone: the scenario hides it.
+    assert!(!run.gog_steps()[2].observation.contains("time_zones"));
+    let generated = run.generated();
+    assert_eq!(generated.len(), 2);
+    assert_eq!(generated[0].tail, "Pacific Time Zone");
+    assert!(generated[0].kept);
+    assert_eq!(generated[0].head_term, Some(Term::Entity("m.cupertino".into())));
+    assert_eq!(generated[0].tail_term, Some(Term::Entity("m.pacific_tz".into())));
+    assert!(!generated[1].kept, "the Mountain Time Zone sample was rejected");
+    assert_eq!(run.beam().nodes[generated[0].node].provenance, Provenance::Generated { kept: true });
+    assert_eq!(run.beam().nodes[generated[1].node].status, Status::PrunedByScore);
+    assert_eq!(run.gog_steps()[3].observation, "Cupertino, location.location.time_zones, Pacific Time Zone");
+    assert_eq!(run.answer().unwrap().answers, vec!["Pacific Time Zone"]);
+    // topic 1 + thoughts 5 + relation filters 2 + generate samples 3 + verify 1.
+    let c = run.costs();
+    assert_eq!((c.llm_calls, c.llm_rounds), (12, 10));
+    let generate = run.trace().iter().find(|e| e.phase() == Some("generate")).unwrap();
+    assert!(generate.calls.iter().all(|c| !c.cached), "three distinct samples");
+    assert!(generate.calls[0].prompt.contains("Cupertino, location.location.containedby, Santa Clara County"));
+}
+
+#[tokio::test]
+async fn gog_an_edited_action_runs_instead_and_generated_triples_can_be_rejected() {
+    let driver = ikg_driver("", &[]);
+    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(Method::Gog));
+    run_until(&driver, &mut run, "search_relations").await;
+    assert!(run.apply(Override::EditAction { thought: None, action: "Look[x]".into() }).is_err());
+    run.apply(Override::EditAction {
+        thought: Some("Go straight to the city.".into()),
+        action: "Search[Cupertino]".into(),
+    })
+    .unwrap();
+    assert_eq!(run.gog_steps()[0].action, "Search[Cupertino]");
+    // A name the run has not seen is linked by label first.
+    driver.step(&mut run).await.unwrap();
+    assert_eq!(run.trace().last().unwrap().lookups[0].what, "entities named \"Cupertino\"");
+    driver.step(&mut run).await.unwrap();
+    assert_eq!(run.trace().last().unwrap().lookups[0].what, "relations of Cupertino");
+
+    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(Method::Gog));
+    run_until(&driver, &mut run, "thought").await;
+    while run.generated().is_empty() {
+        driver.step(&mut run).await.unwrap();
+    }
+    let pacific = run.generated()[0].node;
+    run.apply(Override::Drop { node: pacific }).unwrap();
+    assert!(!run.generated()[0].kept);
+    assert_eq!(run.beam().nodes[pacific].status, Status::PrunedByUser);
+}
+
+#[tokio::test]
+async fn gog_says_when_it_cannot_read_the_model_and_refuses_an_empty_finish() {
+    let unreadable = r#"
+[[reply]]
+step = "gog_step"
+contains = ["Question: In which time zone is the headquarters of Apple Inc.?"]
+text = "I am not sure what to do."
+
+[[reply]]
+step = "answer_own_knowledge"
+contains = ["In which time zone is the headquarters of Apple Inc.?"]
+text = "{Pacific Time Zone}"
+"#;
+    let driver = ikg_driver(unreadable, &[]);
+    let mut run = new_run(&driver, APPLE, named(&["Apple Inc."]), settings(Method::Gog));
+    run_to_end(&driver, &mut run).await;
+    let answer = run.answer().unwrap();
+    assert_eq!(answer.source, AnswerSource::OwnKnowledge);
+    let notes: Vec<&String> = run.trace().iter().flat_map(|e| &e.notes).collect();
+    assert!(notes.iter().any(|n| n.contains("answering without the KG")), "{notes:?}");
+    // Three distinct tries (a retry is a new call), then the answer.
+    assert_eq!((run.costs().llm_calls, run.costs().llm_calls_saved), (4, 0));
+
+    let empty = r#"
+[[reply]]
+step = "gog_step"
+contains = ["Question: In which time zone is the headquarters of Apple Inc.?", "Observation 1: Finish needs an answer."]
+text = "Action 2: Finish[Pacific Time Zone]"
+
+[[reply]]
+step = "gog_step"
+contains = ["Question: In which time zone is the headquarters of Apple Inc.?"]
+text = "Action 1: Finish[]"
+"#;
+    let driver = ikg_driver(empty, &[]);
+    let mut run = new_run(&driver, APPLE, named(&["Apple Inc."]), settings(Method::Gog));
+    run_to_end(&driver, &mut run).await;
+    assert_eq!(run.gog_steps().len(), 2);
+    assert_eq!(run.answer().unwrap().answers, vec!["Pacific Time Zone"]);
+}
+
+#[tokio::test]
+async fn gog_stops_after_the_step_limit_and_answers_from_own_knowledge() {
+    let extra = r#"
+[[reply]]
+step = "answer_own_knowledge"
+contains = ["In which time zone is the headquarters of Apple Inc.?"]
+text = "{Pacific Time Zone}"
+"#;
+    let driver = ikg_driver(extra, &[]);
+    let mut run = new_run(&driver, APPLE, named(&["Apple Inc."]), Settings { gog_steps: 2, ..settings(Method::Gog) });
+    run_to_end(&driver, &mut run).await;
+    assert_eq!(run.gog_steps().len(), 2);
+    assert_eq!(run.answer().unwrap().source, AnswerSource::OwnKnowledge);
+}
