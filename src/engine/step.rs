@@ -72,3 +72,12 @@ pub(super) fn sample_indices(rng: &mut impl rand::Rng, n: usize, k: usize) -> Ve
     picked.sort_unstable();
     picked
 }
+
+/// The answers of a final-answer reply: those in braces, else its first non-empty line (and a
+/// note saying so).
+pub(super) fn final_answers(text: &str, ev: &mut super::events::Event) -> Vec<String> {
+    super::parse::parse_answers(text).unwrap_or_else(|| {
+        ev.notes.push("no answer in braces; the reply's first line is taken".into());
+        text.lines().map(str::trim).find(|l| !l.is_empty()).map(|l| vec![l.to_string()]).unwrap_or_default()
+    })
+}

@@ -13,7 +13,7 @@ pub mod parse;
 use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{Event, EventKind, LookupRecord};
 use super::lexical::bm25;
-use super::step::{completion, entity_matches, neighbours, plural_s, record, relations};
+use super::step::{completion, entity_matches, final_answers, neighbours, plural_s, record, relations};
 use super::topics::{FUZZY_LINK_MIN, TopicLinker};
 use super::{Answer, AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
 use crate::kg::{Direction, EntityMatch, RelationRef, Term};
@@ -471,7 +471,7 @@ impl GogMachine {
             }
             Phase::Answer(source) => {
                 let c = completion(&responses, 0)?;
-                let answers = super::parse::parse_answers(&c.text).unwrap_or_default();
+                let answers = final_answers(&c.text, &mut ev);
                 ev.calls.push(record(&requests[0], c, answers.join("; ")));
                 ev.summary = format!("answer {} ({})", answers.join(", "), source.describe());
                 self.finish(cx, answers, c.text.clone(), source);

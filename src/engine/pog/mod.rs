@@ -18,7 +18,7 @@ pub mod subgraph;
 use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{Decision, Event, EventKind, LookupRecord};
 use super::lexical::{bm25, cosine};
-use super::step::{completion, neighbours, plural_s, record, relations, sample_indices, wrong};
+use super::step::{completion, final_answers, neighbours, plural_s, record, relations, sample_indices, wrong};
 use super::topics::TopicLinker;
 use super::{
     Answer, AnswerSource, Context, EngineError, Method, Override, PathView, PruneTool, Request, Response, Topics,
@@ -561,15 +561,7 @@ impl PogMachine {
             }
             Phase::Answer(source) => {
                 let c = completion(&responses, 0)?;
-                let answers = super::parse::parse_answers(&c.text).unwrap_or_else(|| {
-                    ev.notes.push("no answer in braces; the reply's first line is taken".into());
-                    c.text
-                        .lines()
-                        .map(str::trim)
-                        .find(|l| !l.is_empty())
-                        .map(|l| vec![l.to_string()])
-                        .unwrap_or_default()
-                });
+                let answers = final_answers(&c.text, &mut ev);
                 ev.calls.push(record(&requests[0], c, answers.join("; ")));
                 ev.summary = format!("answer {} ({})", answers.join(", "), source.describe());
                 self.finish(cx, answers, c.text.clone(), source);
