@@ -561,7 +561,8 @@ impl GogMachine {
                 return;
             }
         }
-        self.action = if self.phase == Phase::Done { None } else { Some(action) };
+        // Only a search under way can still be edited.
+        self.action = matches!(self.phase, Phase::Link | Phase::Relations).then_some(action);
     }
 
     fn is_named(&self, cx: &Context, term: &Term) -> bool {
