@@ -151,6 +151,50 @@ text = "{Yes}\nanswer: {2010}"
     assert_eq!(kept.summary, "topic-entity paths (depth 2): BM25 kept 3 of 12 paths");
 }
 
+/// The text of the 1-hop candidate path from Canberra to Australia after fuzzy selection.
+async fn canberra_to_australia(method: Method, seed: u64) -> String {
+    let extra = r#"
+[[reply]]
+step = "pog_analysis"
+contains = ["Question: What is the majority party now in the country where Canberra is located?"]
+text = "Thinking CoT: \"Canberra\" - located in - answer(country)"
+"#;
+    let driver = demo_driver(extra);
+    let question = "What is the majority party now in the country where Canberra is located?";
+    let mut run = new_run(&driver, question, named(&["Canberra"]), Settings { seed, ..settings(method) });
+    run_until(&driver, &mut run, "fuzzy_selection").await;
+    driver.step(&mut run).await.unwrap();
+    let fuzzy = run.trace().last().unwrap();
+    fuzzy
+        .decisions
+        .iter()
+        .find(|d| d.shown.starts_with("{Canberra} - {") && d.shown.ends_with("} - {Australia}"))
+        .unwrap()
+        .shown
+        .clone()
+}
+
+#[tokio::test]
+async fn pog_clusters_parallel_relations_and_pog_e_walks_one_of_them_by_seed() {
+    // Canberra and Australia are joined by three relations (one incoming): one clustered edge.
+    let both = canberra_to_australia(Method::Pog, 0).await;
+    for r in [
+        "-> location.location.containedby ->",
+        "-> base.biblioness.bibs_location.country ->",
+        "<- location.country.capital <-",
+    ] {
+        assert!(both.contains(r), "{r} missing from {both}");
+    }
+    let one = canberra_to_australia(Method::PogE, 0).await;
+    assert!(both.contains(" | ") && !one.contains(" | "), "{one}");
+    assert_eq!(canberra_to_australia(Method::PogE, 0).await, one, "the same seed walks the same relation");
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 0..16 {
+        seen.insert(canberra_to_australia(Method::PogE, seed).await);
+    }
+    assert_eq!(seen.len(), 3, "over seeds, each relation gets walked: {seen:?}");
+}
+
 #[tokio::test]
 async fn gog_generates_the_hidden_triple_verifies_it_and_finishes() {
     let driver = ikg_driver("", &[]);

@@ -57,6 +57,16 @@ pub fn bm25(query: &str, documents: &[String]) -> Vec<f64> {
         .collect()
 }
 
+/// The indices of the `k` documents most similar to `query` by BM25, best first (ties and
+/// all-zero scores: listed order).
+pub fn top_k(query: &str, documents: &[String], k: usize) -> Vec<usize> {
+    let scores = bm25(query, documents);
+    let mut ranked: Vec<usize> = (0..documents.len()).collect();
+    ranked.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    ranked.truncate(k);
+    ranked
+}
+
 pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
     for (x, y) in a.iter().zip(b) {

@@ -81,3 +81,9 @@ pub(super) fn final_answers(text: &str, ev: &mut super::events::Event) -> Vec<St
         text.lines().map(str::trim).find(|l| !l.is_empty()).map(|l| vec![l.to_string()]).unwrap_or_default()
     })
 }
+
+/// `; note; note` for the notes an override's work left on a scratch event (an override is
+/// recorded as its description only).
+pub(super) fn with_notes(ev: &super::events::Event) -> String {
+    ev.notes.iter().map(|n| format!("; {n}")).collect()
+}

@@ -8,6 +8,19 @@ use super::step::{completion, entity_matches, plural_y, record};
 use super::{Context, EngineError, Request, Response, Topics, parse};
 use crate::kg::{EntityMatch, Term};
 
+/// Best first (exact, then by similarity), then by id: the same graph always gives the same
+/// choice.
+fn sort_matches(matches: &mut [EntityMatch]) {
+    matches.sort_by(|a, b| b.exact.cmp(&a.exact).then(b.score.total_cmp(&a.score)).then(a.id.cmp(&b.id)));
+}
+
+/// The entity a name the model wrote links to: an exact label match, else the closest fuzzy one
+/// at [`FUZZY_LINK_MIN`] or more.
+pub(super) fn link_model_name(mut matches: Vec<EntityMatch>) -> Option<EntityMatch> {
+    sort_matches(&mut matches);
+    matches.into_iter().next().filter(|m| m.exact || m.score >= FUZZY_LINK_MIN)
+}
+
 /// The least similarity at which a name the model extracted is linked to a KG label that is
 /// not an exact match (names the user typed must match exactly).
 pub(super) const FUZZY_LINK_MIN: f64 = 0.85;
@@ -116,8 +129,7 @@ impl TopicLinker {
         for (i, name) in self.names.iter().enumerate() {
             let mut matches: Vec<EntityMatch> = entity_matches(responses, i)?;
             ev.lookups.push(LookupRecord { what: format!("entities named {name:?}"), results: matches.len() });
-            // Best first, then by id: the same graph always gives the same choice.
-            matches.sort_by(|a, b| b.exact.cmp(&a.exact).then(b.score.total_cmp(&a.score)).then(a.id.cmp(&b.id)));
+            sort_matches(&mut matches);
             let chosen = match matches.first() {
                 Some(m) if m.exact || (self.fuzzy_ok && m.score >= FUZZY_LINK_MIN) => m.clone(),
                 _ => {

@@ -12,11 +12,11 @@ pub mod parse;
 
 use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{Event, EventKind, LookupRecord};
-use super::lexical::bm25;
+use super::lexical::top_k;
 use super::step::{completion, entity_matches, final_answers, neighbours, plural_s, record, relations};
-use super::topics::{FUZZY_LINK_MIN, TopicLinker};
+use super::topics::{TopicLinker, link_model_name};
 use super::{Answer, AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
-use crate::kg::{Direction, EntityMatch, RelationRef, Term};
+use crate::kg::{Direction, RelationRef, Term};
 use parse::Action;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -280,10 +280,7 @@ impl GogMachine {
     /// The known triples most related to `thought` by BM25 (query and documents tokenised the
     /// same way), at most [`GENERATE_CONTEXT`], in the order they were learnt.
     fn related_known(&self, thought: &str) -> String {
-        let scores = bm25(thought, &self.known);
-        let mut ranked: Vec<usize> = (0..self.known.len()).collect();
-        ranked.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
-        ranked.truncate(GENERATE_CONTEXT);
+        let mut ranked = top_k(thought, &self.known, GENERATE_CONTEXT);
         ranked.sort_unstable();
         let lines: Vec<&str> = ranked.iter().map(|&i| self.known[i].as_str()).collect();
         if lines.is_empty() { "(none)".into() } else { lines.join("\n") }
@@ -328,7 +325,7 @@ impl GogMachine {
                 for (i, name) in names.iter().enumerate() {
                     let matches = entity_matches(&responses, i)?;
                     ev.lookups.push(LookupRecord { what: format!("entities named {name:?}"), results: matches.len() });
-                    match best_match(&matches) {
+                    match link_model_name(matches) {
                         Some(m) => {
                             let term = Term::Entity(m.id.clone());
                             self.names.insert(name.to_lowercase(), term.clone());
@@ -391,7 +388,7 @@ impl GogMachine {
                             // Said, not silent: the thought's nearest relations stand in.
                             let thought = self.steps.last().map(|s| s.thought.clone()).unwrap_or_default();
                             ev.notes.push(format!("relation filter for {}: {why}; the {RELATIONS_PER_SEARCH} most similar to the thought are used", cx.beam.nodes[self.targets[i].1].shown()));
-                            top_similar(&thought, &names, RELATIONS_PER_SEARCH)
+                            top_k(&thought, &names, RELATIONS_PER_SEARCH)
                         }
                     };
                     ev.calls.push(record(
@@ -462,7 +459,7 @@ impl GogMachine {
                 for (i, name) in self.unlinked_generated().iter().enumerate() {
                     let matches = entity_matches(&responses, i)?;
                     ev.lookups.push(LookupRecord { what: format!("entities named {name:?}"), results: matches.len() });
-                    if let Some(m) = best_match(&matches) {
+                    if let Some(m) = link_model_name(matches) {
                         self.names.insert(name.to_lowercase(), Term::Entity(m.id.clone()));
                     }
                 }
@@ -632,6 +629,7 @@ impl GogMachine {
                     results: got.len(),
                 });
                 let shown = cx.profile.display_relation(&r.relation);
+                let head = observed_name(cx, *node);
                 let rel = cx.beam.add(
                     Some(*node),
                     NodeKind::Relation { relation: r.relation.clone(), direction: r.direction, shown: shown.clone() },
@@ -665,7 +663,6 @@ impl GogMachine {
                             seen.push(nb.term.clone());
                         }
                     }
-                    let head = cx.beam.nodes[*node].term().map(|_| observed_name(cx, *node)).unwrap_or_default();
                     let line = match r.direction {
                         Direction::Out => format!("{head}, {shown}, {name}"),
                         Direction::In => format!("{name}, {shown}, {head}"),
@@ -821,7 +818,7 @@ impl GogMachine {
                 let text = action.text();
                 let mut ev = Event::new(step, EventKind::Step { phase: String::new() }, 0, String::new());
                 self.start(cx, action, &mut ev);
-                Ok(format!("edited the action: {text}"))
+                Ok(format!("edited the action: {text}{}", super::step::with_notes(&ev)))
             }
             Override::Keep { node } | Override::Drop { node } => {
                 let keep = matches!(o, Override::Keep { .. });
@@ -869,20 +866,4 @@ fn relation_name(r: &RelationRef) -> String {
 fn observed_name(cx: &Context, node: NodeId) -> String {
     let n = &cx.beam.nodes[node];
     if n.is_named() { n.shown().to_string() } else { n.term().map(|t| t.as_str().to_string()).unwrap_or_default() }
-}
-
-/// An exact label match first, else the best fuzzy one above the linking threshold.
-fn best_match(matches: &[EntityMatch]) -> Option<&EntityMatch> {
-    let mut sorted: Vec<&EntityMatch> = matches.iter().collect();
-    sorted.sort_by(|a, b| b.exact.cmp(&a.exact).then(b.score.total_cmp(&a.score)).then(a.id.cmp(&b.id)));
-    sorted.into_iter().next().filter(|m| m.exact || m.score >= FUZZY_LINK_MIN)
-}
-
-/// The `k` names most similar to `text` by BM25, in listed order when none is.
-fn top_similar(text: &str, names: &[String], k: usize) -> Vec<usize> {
-    let scores = bm25(text, names);
-    let mut ranked: Vec<usize> = (0..names.len()).collect();
-    ranked.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
-    ranked.truncate(k);
-    ranked
 }

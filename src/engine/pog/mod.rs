@@ -18,7 +18,9 @@ pub mod subgraph;
 use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{Decision, Event, EventKind, LookupRecord};
 use super::lexical::{bm25, cosine};
-use super::step::{completion, final_answers, neighbours, plural_s, record, relations, sample_indices, wrong};
+use super::step::{
+    completion, final_answers, neighbours, plural_s, record, relations, sample_indices, with_notes, wrong,
+};
 use super::topics::TopicLinker;
 use super::{
     Answer, AnswerSource, Context, EngineError, Method, Override, PathView, PruneTool, Request, Response, Topics,
@@ -123,6 +125,8 @@ pub(crate) struct PogMachine {
     /// Subgraph node of each topic entity, in the indicator's order.
     topics: Vec<usize>,
     keep: Vec<bool>,
+    /// Whether the reduction found the topic entities connected (several of them).
+    connected: bool,
     /// The hop the expansion is on, and the relations found per node awaiting neighbours.
     hop: u32,
     found: Vec<(usize, Vec<RelationRef>)>,
@@ -154,6 +158,7 @@ impl PogMachine {
             sg: Subgraph::default(),
             topics: Vec::new(),
             keep: Vec::new(),
+            connected: false,
             hop: 0,
             found: Vec::new(),
             stage: Stage::TopicPaths(1),
@@ -506,6 +511,7 @@ impl PogMachine {
                     ));
                 }
                 self.keep = r.keep;
+                self.connected = r.connected && self.topics.len() > 1;
                 self.stage = Stage::TopicPaths(self.predicted);
                 self.gather(cx, &mut ev);
             }
@@ -745,7 +751,7 @@ impl PogMachine {
         let previous: Vec<usize> = self.pool.clone();
         while let Stage::TopicPaths(d) = self.stage {
             let stretch = d as usize;
-            let paths: Vec<SgPath> = if self.topics.len() > 1 && self.sg.connects(&self.topics) {
+            let paths: Vec<SgPath> = if self.connected {
                 self.sg.paths_through(&self.topics, 2 * stretch, &self.keep, MAX_CANDIDATES)
             } else {
                 let per = MAX_CANDIDATES / self.topics.len().max(1);
@@ -753,10 +759,7 @@ impl PogMachine {
             };
             let mut pool: Vec<usize> = Vec::new();
             for p in paths {
-                let c = self.candidate(cx, p, None);
-                if !self.banned.contains(&c) && !pool.contains(&c) {
-                    pool.push(c);
-                }
+                self.offer(cx, &mut pool, p, None);
             }
             self.add_pinned(&mut pool);
             if !pool.is_empty() && pool != previous {
@@ -773,6 +776,17 @@ impl PogMachine {
                 self.phase = Phase::Supplement;
             }
         }
+    }
+
+    /// Adds the candidate for `path` to `pool` unless the user pruned it or it is there already;
+    /// says whether it was added.
+    fn offer(&mut self, cx: &mut Context, pool: &mut Vec<usize>, path: SgPath, base: Option<usize>) -> bool {
+        let c = self.candidate(cx, path, base);
+        let new = !self.banned.contains(&c) && !pool.contains(&c);
+        if new {
+            pool.push(c);
+        }
+        new
     }
 
     fn add_pinned(&self, pool: &mut Vec<usize>) {
@@ -840,11 +854,7 @@ impl PogMachine {
         for &m in matched {
             for t in self.topics.clone() {
                 if let Some(p) = self.sg.shortest_path(t, m, dmax) {
-                    let c = self.candidate(cx, p, None);
-                    if !self.banned.contains(&c) && !pool.contains(&c) {
-                        pool.push(c);
-                        added += 1;
-                    }
+                    added += usize::from(self.offer(cx, &mut pool, p, None));
                 }
             }
         }
@@ -878,11 +888,7 @@ impl PogMachine {
                     }
                     let prefix = SgPath { nodes: path.nodes[..=i].to_vec(), edges: path.edges[..i].to_vec() };
                     let base = (i + 1 < path.nodes.len()).then_some(c);
-                    let n = self.candidate(cx, prefix.extended(e, y), base);
-                    if !self.banned.contains(&n) && !pool.contains(&n) {
-                        pool.push(n);
-                        added += 1;
-                    }
+                    added += usize::from(self.offer(cx, &mut pool, prefix.extended(e, y), base));
                 }
             }
         }
@@ -1210,7 +1216,8 @@ impl PogMachine {
                 self.selected = self.pool.clone();
                 let mut ev = Event::new(step, EventKind::Step { phase: String::new() }, 0, String::new());
                 self.next_stage(cx, &mut ev);
-                Ok(format!("forced continue: on to {}", self.stage.name()))
+                // An override is recorded as one line: what the next stage found goes with it.
+                Ok(format!("forced continue: on to {}{}", self.stage.name(), with_notes(&ev)))
             }
         }
     }
