@@ -72,6 +72,15 @@ async fn pog_finds_the_path_joining_two_topic_entities() {
     // Topic extraction, analysis, summary, sufficiency; one candidate needs no precise call.
     let c = run.costs();
     assert_eq!((c.llm_calls, c.llm_rounds), (4, 4));
+    let report = run.pog_report().unwrap();
+    assert_eq!(report.predicted_depth, Some(1));
+    assert_eq!(report.sub_questions.len(), 2);
+    assert_eq!((report.subgraph, report.reduced, report.connected), ((13, 12), Some((13, 3)), true));
+    assert_eq!(report.stages.len(), 1);
+    let stage = &report.stages[0];
+    assert_eq!((stage.candidates, stage.after_fuzzy, stage.after_precise), (1, Some(1), None));
+    assert_eq!(stage.sufficient, Some(true));
+    assert_eq!(report.answered_by.as_deref(), Some("topic-entity paths (depth 1)"));
 }
 
 #[tokio::test]
@@ -82,6 +91,9 @@ async fn pog_prunes_precisely_and_a_kept_path_reaches_the_sufficiency_check() {
     let precise = run.trace().last().unwrap();
     assert_eq!(precise.phase(), Some("precise_selection"));
     assert_eq!(precise.summary, "topic-entity paths (depth 2): the model chose 3 of 12 paths");
+    let stage = run.pog_report().unwrap().stages.last().unwrap().clone();
+    assert_eq!((stage.candidates, stage.after_fuzzy, stage.after_precise), (12, Some(12), Some(3)));
+    assert_eq!(stage.sufficient, None, "not checked yet");
     let melvin = precise.decisions.iter().find(|d| d.shown.ends_with("{Bob Melvin}")).unwrap().clone();
     assert_eq!(melvin.status, Status::PrunedByScore);
     assert_eq!(run.beam().nodes[melvin.node].reason.as_deref(), Some("precise: not chosen by the model"));

@@ -195,9 +195,7 @@ async fn start_screen_help_and_a_tiny_terminal() {
         vec!["ctrl-z".to_string()],
     )]))
     .unwrap();
-    ui.press(KeyCode::Tab).await;
-    ui.press(KeyCode::Tab).await;
-    ui.press(KeyCode::Tab).await;
+    ui.press(KeyCode::BackTab).await;
     assert_eq!(ui.app.focus, Focus::Corrections);
     ui.press(KeyCode::Char('?')).await;
     let help = ui.screen(120, 40);
@@ -494,9 +492,7 @@ async fn flag_relabel_undo_and_ask_again() {
     assert_eq!(ui.app.corrections[3].op.describe(), "relabel m.phillies as \"The Phillies\"");
 
     // Undo the retraction from the corrections pane: asking again gives the old answer.
-    ui.press(KeyCode::Tab).await;
-    ui.press(KeyCode::Tab).await;
-    ui.press(KeyCode::Tab).await;
+    ui.press(KeyCode::BackTab).await;
     assert_eq!(ui.app.focus, Focus::Corrections);
     ui.press(KeyCode::Char('g')).await;
     ui.press(KeyCode::Char('u')).await;
@@ -721,4 +717,95 @@ async fn gog_in_the_ui_accepting_a_generated_triple_stores_it_and_re_asking_uses
     ui.step_until("done").await;
     assert!(ui.run().generated().is_empty());
     assert_eq!(ui.run().answer().unwrap().answers, vec!["Pacific Time Zone"]);
+}
+
+#[tokio::test]
+async fn gog_timeline_in_the_method_pane_and_the_step_about_to_run_can_be_edited() {
+    let mut ui = Ui::with(Settings { method: ongraph::engine::Method::Gog, ..Settings::default() }, Vec::new());
+    ui.ask("In which time zone is the headquarters of Apple Inc.?").await;
+    ui.step_until("search_relations").await;
+    ui.app.focus = Focus::Tree;
+    ui.press(KeyCode::Tab).await;
+    ui.press(KeyCode::Tab).await;
+    assert_eq!((ui.app.focus, ui.app.bottom), (Focus::Method, Bottom::Method));
+    let screen = ui.screen(120, 40);
+    assert!(screen.contains("Search[Apple Inc.]"), "{screen}");
+    assert!(screen.contains("about to run · enter: edit"), "{screen}");
+    ui.press(KeyCode::Enter).await;
+    assert!(ui.app.form.is_some(), "enter on the pending step opens the editor");
+    insta::assert_snapshot!("tui_gog_edit_step_120x40", ui.screen(120, 40));
+    // An action the engine cannot run keeps the form open with what was typed.
+    ui.press_with(KeyCode::Char('u'), KeyModifiers::CONTROL).await;
+    ui.typed("Look[Cupertino]").await;
+    ui.press(KeyCode::Enter).await;
+    let form = ui.app.form.as_ref().expect("still open");
+    assert_eq!(form.value(1), "Look[Cupertino]");
+    assert!(form.problem.as_deref().unwrap_or_default().contains("Look"), "{:?}", form.problem);
+    ui.press_with(KeyCode::Char('u'), KeyModifiers::CONTROL).await;
+    ui.typed("Search[Cupertino]").await;
+    ui.press(KeyCode::BackTab).await;
+    ui.press_with(KeyCode::Char('u'), KeyModifiers::CONTROL).await;
+    ui.typed("The headquarters city is enough.").await;
+    ui.press(KeyCode::Enter).await;
+    assert!(ui.app.form.is_none());
+    let step = &ui.run().gog_steps()[0];
+    assert_eq!(
+        (step.thought.as_str(), step.action.as_str()),
+        ("The headquarters city is enough.", "Search[Cupertino]")
+    );
+    // The edited action is what runs: Cupertino is linked by its label, then its relations
+    // are fetched, and the step can no longer be edited.
+    ui.press(KeyCode::Char('n')).await;
+    assert_eq!(ui.run().trace().last().unwrap().lookups[0].what, "entities named \"Cupertino\"");
+    ui.press(KeyCode::Char('n')).await;
+    assert!(!ui.run().gog_editable(), "the search has run");
+    ui.app.focus = Focus::Method;
+    ui.press(KeyCode::Enter).await;
+    assert!(ui.app.form.is_none());
+    assert!(ui.app.message.as_deref().unwrap_or_default().contains("has run"), "{:?}", ui.app.message);
+}
+
+#[tokio::test]
+async fn gog_timeline_of_a_whole_run_on_the_incomplete_kg() {
+    let hidden = vec![(
+        "m.cupertino".to_string(),
+        "location.location.time_zones".to_string(),
+        ongraph::kg::Term::Entity("m.pacific_tz".into()),
+    )];
+    let mut ui = Ui::with(Settings { method: ongraph::engine::Method::Gog, ..Settings::default() }, hidden);
+    ui.ask("In which time zone is the headquarters of Apple Inc.?").await;
+    ui.step_until("done").await;
+    ui.app.focus = Focus::Method;
+    ui.app.bottom = Bottom::Method;
+    ui.press(KeyCode::Char('G')).await;
+    ui.press(KeyCode::Char('k')).await;
+    assert_eq!(ui.app.method_at, 3, "the Generate step");
+    let screen = ui.screen(120, 40);
+    assert!(screen.contains("Generate[Cupertino is in the Pacific Time Zone]"), "{screen}");
+    assert!(screen.contains("Cupertino, location.location.time_zones, Pacific Time Zone"), "{screen}");
+    assert!(screen.contains("2 generated triple(s), 1 kept"), "{screen}");
+    insta::assert_snapshot!("tui_gog_timeline_120x40", screen);
+}
+
+#[tokio::test]
+async fn pog_panel_shows_the_analysis_the_subgraph_and_the_stages() {
+    let mut ui = Ui::with(Settings { method: ongraph::engine::Method::Pog, ..Settings::default() }, Vec::new());
+    ui.ask("Which World Series did the San Francisco Giants win against the Texas Rangers?").await;
+    ui.step_until("done").await;
+    assert_eq!(ui.run().answer().unwrap().answers, vec!["2010 World Series"]);
+    ui.app.focus = Focus::Method;
+    ui.app.bottom = Bottom::Method;
+    let screen = ui.screen(120, 40);
+    assert!(screen.contains("depth 1 of 3 · subgraph 13 nodes, 12 triples"), "{screen}");
+    let report = ui.run().pog_report().unwrap();
+    assert_eq!((report.reduced, report.connected), (Some((13, 3)), true));
+    assert!(screen.contains("reduced 13 → 3"), "{screen}");
+    assert!(screen.contains("topic-entity paths (depth 1): 1 → fuzzy 1 ✓ sufficient"), "{screen}");
+    assert!(screen.contains("answered by topic-entity paths (depth 1)"), "{screen}");
+    insta::assert_snapshot!("tui_pog_panel_120x40", screen);
+    // Enter shows the selected candidate in the tree.
+    ui.press(KeyCode::Enter).await;
+    let leaf = ui.run().live_paths()[0].leaf;
+    let rows = ui.app.visible_rows();
+    assert_eq!(rows[ui.app.selected].node.id, leaf);
 }

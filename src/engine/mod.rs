@@ -646,6 +646,19 @@ impl Run {
         }
     }
 
+    /// Whether GoG's last thought and action can still be edited (written, not yet run).
+    pub fn gog_editable(&self) -> bool {
+        matches!(&self.machine, Machine::Gog(m) if m.editable())
+    }
+
+    /// PoG's question analysis, subgraph sizes and stages so far (None for other methods).
+    pub fn pog_report(&self) -> Option<&pog::PogReport> {
+        match &self.machine {
+            Machine::Pog(m) => Some(m.report()),
+            _ => None,
+        }
+    }
+
     /// The triples GoG's model generated, with verification's verdict and their KG links.
     pub fn generated(&self) -> &[gog::GeneratedTriple] {
         match &self.machine {

@@ -10,7 +10,7 @@ use super::keymap::{Command, Keymap, Pane};
 use super::modal::{Form, FormKind, Outcome, Palette, PickItem, PickValue, Picker, Purpose, Search, fuzzy_rank};
 use super::theme::Theme;
 use crate::engine::beam::{Beam, BeamNode, NodeId, NodeKind};
-use crate::engine::{Override, Poll, Request, Response, Run, Settings, Topics};
+use crate::engine::{Method, Override, Poll, Request, Response, Run, Settings, Topics};
 use crate::kg::{KgProfile, Term};
 use crate::overlay::{Correction, CorrectionContext, Draft, Op};
 use crate::prompts::Prompts;
@@ -104,6 +104,7 @@ pub enum Focus {
     Question,
     Tree,
     Transcript,
+    Method,
     Answer,
     Corrections,
 }
@@ -113,6 +114,7 @@ impl Focus {
         match self {
             Focus::Question | Focus::Tree => Pane::Tree,
             Focus::Transcript => Pane::Transcript,
+            Focus::Method => Pane::Method,
             Focus::Answer => Pane::Answer,
             Focus::Corrections => Pane::Corrections,
         }
@@ -123,6 +125,8 @@ impl Focus {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bottom {
     Transcript,
+    /// The method's own view: PoG's analysis and stages, GoG's timeline, ToG's live paths.
+    Method,
     Answer,
     Corrections,
 }
@@ -185,6 +189,7 @@ pub struct App {
     /// Abandoned branches before this index are cleared from view.
     pub abandoned_from: usize,
     pub transcript_at: usize,
+    pub method_at: usize,
     pub answer_at: usize,
     pub corrections_at: usize,
     pub message: Option<String>,
@@ -244,6 +249,7 @@ impl App {
             collapsed: HashSet::new(),
             abandoned_from: 0,
             transcript_at: 0,
+            method_at: 0,
             answer_at: 0,
             corrections_at: 0,
             message: None,
@@ -848,11 +854,39 @@ impl App {
 
     /// GoG: stores the selected generated triple as an assert, credited to the LLM and the
     /// user who accepted it. Only a triple whose head the run linked to a KG entity can be.
+    /// Rows of the method pane: GoG's steps, or the paths in front of the model.
+    fn method_rows(&self) -> usize {
+        let Some(run) = &self.run else { return 0 };
+        if run.settings().method == Method::Gog { run.gog_steps().len() } else { run.live_paths().len() }
+    }
+
+    /// Enter in the method pane: GoG's pending step opens for editing; a path is shown in the tree.
+    fn method_row(&mut self) -> Vec<Effect> {
+        let Some(run) = &self.run else { return Vec::new() };
+        if run.settings().method == Method::Gog {
+            let steps = run.gog_steps();
+            let Some(step) = steps.get(self.method_at) else { return Vec::new() };
+            if self.method_at + 1 == steps.len() && run.gog_editable() {
+                self.form = Some(Form::edit_step(step.thought.clone(), step.action.clone()));
+            } else {
+                self.message = Some(format!(
+                    "step {} has run: only the step about to run can be edited (go back to it from the transcript)",
+                    self.method_at + 1
+                ));
+            }
+            return Vec::new();
+        }
+        if let Some(leaf) = run.live_paths().get(self.method_at).map(|p| p.leaf) {
+            self.reveal(NodeRef { branch: None, id: leaf });
+        }
+        Vec::new()
+    }
+
     fn accept_generated(&mut self) -> Vec<Effect> {
         let Some(id) = self.current_node() else { return Vec::new() };
         let Some(run) = &self.run else { return Vec::new() };
         let Some(g) = run.generated().iter().find(|g| g.node == id).cloned() else {
-            self.message = Some("select the object of an LLM-generated triple (marked gen) to accept it".into());
+            self.message = Some("select the object of an LLM-generated triple (marked ✦) to accept it".into());
             return Vec::new();
         };
         let Some(Term::Entity(subject)) = g.head_term.clone() else {
@@ -901,6 +935,8 @@ impl App {
     /// entity with an id and that name, a literal as the typed value.
     fn form_drafts(&self, form: &Form) -> Vec<Draft> {
         match &form.kind {
+            // Not a correction: the form's submission is handled before drafts are made.
+            FormKind::EditStep { .. } => Vec::new(),
             FormKind::Relabel { entity, .. } => {
                 vec![
                     self.draft(Op::Relabel { entity: entity.clone(), label: form.value(0).to_string() }, form.value(1)),
@@ -959,6 +995,19 @@ impl App {
             Outcome::Cancelled => {
                 self.form = None;
                 Vec::new()
+            }
+            Outcome::Submitted if matches!(form.kind, FormKind::EditStep { .. }) => {
+                // A step the engine would refuse keeps the form open, with the typed text.
+                if let Err(why) = crate::engine::gog::parse::parse_action(form.value(1)) {
+                    form.problem = Some(why);
+                    return Vec::new();
+                }
+                let FormKind::EditStep { thought } = &form.kind else { return Vec::new() };
+                let edited = form.value(0);
+                let thought = (edited != thought.trim()).then(|| edited.to_string());
+                let action = form.value(1).to_string();
+                self.form = None;
+                self.apply(Override::EditAction { thought, action })
             }
             Outcome::Submitted => {
                 let form = form.clone();
@@ -1118,6 +1167,7 @@ impl App {
         match self.focus {
             Focus::Question | Focus::Tree => self.visible_rows().len(),
             Focus::Transcript => self.run.as_ref().map_or(0, |r| r.trace().len()),
+            Focus::Method => self.method_rows(),
             Focus::Answer => self.run.as_ref().and_then(|r| r.answer()).map_or(0, |a| a.paths.len()),
             Focus::Corrections => self.corrections.len(),
         }
@@ -1127,6 +1177,7 @@ impl App {
         match self.focus {
             Focus::Question | Focus::Tree => &mut self.selected,
             Focus::Transcript => &mut self.transcript_at,
+            Focus::Method => &mut self.method_at,
             Focus::Answer => &mut self.answer_at,
             Focus::Corrections => &mut self.corrections_at,
         }
@@ -1139,12 +1190,14 @@ impl App {
     }
 
     fn cycle_pane(&mut self, forward: bool) {
-        let order = [Focus::Tree, Focus::Transcript, Focus::Answer, Focus::Corrections];
+        let order = [Focus::Tree, Focus::Transcript, Focus::Method, Focus::Answer, Focus::Corrections];
+        let n = order.len();
         let at = order.iter().position(|f| *f == self.focus).unwrap_or(0);
-        let next = order[if forward { (at + 1) % 4 } else { (at + 3) % 4 }];
+        let next = order[if forward { (at + 1) % n } else { (at + n - 1) % n }];
         self.focus = next;
         match next {
             Focus::Transcript => self.bottom = Bottom::Transcript,
+            Focus::Method => self.bottom = Bottom::Method,
             Focus::Answer => self.bottom = Bottom::Answer,
             Focus::Corrections => self.bottom = Bottom::Corrections,
             _ => {}
@@ -1223,6 +1276,7 @@ impl App {
                     return self.rewind(to);
                 }
             }
+            Command::MethodRow => return self.method_row(),
             Command::Jump => {
                 let leaf = self.run.as_ref().and_then(|r| r.answer()).and_then(|a| a.paths.get(self.answer_at));
                 if let Some(leaf) = leaf.map(|p| p.leaf) {
@@ -1269,7 +1323,6 @@ impl App {
                 }
             }
             Command::SwitchMethod => {
-                use crate::engine::Method;
                 use clap::ValueEnum;
                 let methods = Method::value_variants();
                 let chosen = match arg.as_deref() {
@@ -1343,6 +1396,7 @@ impl App {
         } else if areas.bottom.contains(at) {
             Some(match self.bottom {
                 Bottom::Transcript => Focus::Transcript,
+                Bottom::Method => Focus::Method,
                 Bottom::Answer => Focus::Answer,
                 Bottom::Corrections => Focus::Corrections,
             })

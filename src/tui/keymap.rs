@@ -12,6 +12,7 @@ pub enum Pane {
     Any,
     Tree,
     Transcript,
+    Method,
     Answer,
     Corrections,
     /// While a search has matches.
@@ -47,7 +48,7 @@ commands! {
     PageUp, "page-up", Any, ["pageup", "ctrl-u"], "half a screen up";
     Top, "top", Any, ["g", "home"], "first row";
     Bottom, "bottom", Any, ["G", "end"], "last row";
-    NextPane, "next-pane", Any, ["tab"], "focus the next pane: tree, transcript, answer, corrections";
+    NextPane, "next-pane", Any, ["tab"], "focus the next pane: tree, transcript, method, answer, corrections";
     PrevPane, "previous-pane", Any, ["backtab"], "focus the previous pane";
     Collapse, "collapse", Tree, ["h", "left"], "fold the subtree";
     Expand, "expand", Tree, ["l", "right"], "unfold the subtree";
@@ -65,6 +66,7 @@ commands! {
     EditAction, "edit-action", Any, [], "GoG: replace the action about to run (palette: edit-action Search[X])";
     Trace, "trace", Any, ["t"], "jump to the triples the answer rests on (again: the next path)";
     Rewind, "rewind-here", Transcript, ["enter"], "go back to the selected step and go on from there";
+    MethodRow, "edit-or-show", Method, ["enter"], "GoG: edit the thought and action about to run · PoG, ToG: show the selected path in the tree";
     Jump, "show-path", Answer, ["enter"], "show the selected path in the tree";
     Undo, "undo", Corrections, ["u"], "undo the selected correction";
     Search, "search", Any, ["/"], "fuzzy search the beam and the KG's labels";
@@ -78,7 +80,7 @@ commands! {
     SaveAs, "save-as", Any, [], "save the session to a file (palette: save-as FILE)";
     Open, "open", Any, [], "open a saved session and replay it (palette: open FILE)";
     NextTheme, "theme", Any, [], "switch to the next theme (palette: theme [NAME])";
-    SwitchMethod, "method", Any, [], "switch the method for the next question (palette: method tog|tog-r|io|cot|sc)";
+    SwitchMethod, "method", Any, [], "switch the method for the next question (palette: method tog|tog-r|pog|pog-e|gog|io|cot|sc)";
 }
 
 /// A key with its modifiers, as written in the config: `n`, `G`, `ctrl-s`, `space`, `enter`.

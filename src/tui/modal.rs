@@ -59,6 +59,8 @@ pub enum FormKind {
     Flag { triple: TripleView, object: Option<Term> },
     /// An entity's name is wrong.
     Relabel { entity: String, current: String },
+    /// GoG's last thought and action, before the action runs.
+    EditStep { thought: String },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -99,10 +101,27 @@ impl Form {
         }
     }
 
+    pub fn edit_step(thought: String, action: String) -> Self {
+        Self {
+            fields: vec![
+                Field { label: "Thought", value: thought.clone(), required: false },
+                Field {
+                    label: "Action: Search[e1 | e2], Generate[thought] or Finish[a1 | a2]",
+                    value: action,
+                    required: true,
+                },
+            ],
+            kind: FormKind::EditStep { thought },
+            active: 1,
+            problem: None,
+        }
+    }
+
     pub fn title(&self) -> &'static str {
         match self.kind {
             FormKind::Flag { .. } => " Flag a wrong triple ",
             FormKind::Relabel { .. } => " Correct a name ",
+            FormKind::EditStep { .. } => " Edit GoG's next step before it runs ",
         }
     }
 

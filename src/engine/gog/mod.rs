@@ -144,6 +144,12 @@ impl GogMachine {
         &self.steps
     }
 
+    /// Whether the last step's thought and action can still be edited: the model wrote them and
+    /// the action has not run.
+    pub fn editable(&self) -> bool {
+        matches!(self.phase, Phase::Link | Phase::Relations | Phase::Generate) && self.action.is_some()
+    }
+
     pub fn phase_name(&self) -> &'static str {
         match self.phase {
             Phase::Topics => self.linker.phase_name(),
@@ -804,9 +810,7 @@ impl GogMachine {
         let bad = |why: &str| EngineError::BadOverride { what: format!("{o:?}"), why: why.into() };
         match o {
             Override::EditAction { thought, action } => {
-                let pending =
-                    matches!(self.phase, Phase::Link | Phase::Relations | Phase::Generate) && self.action.is_some();
-                if !pending {
+                if !self.editable() {
                     return Err(bad("a thought or action can be edited after the model wrote it and before it runs"));
                 }
                 let action = parse::parse_action(action).map_err(|why| bad(&why))?;

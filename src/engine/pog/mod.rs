@@ -78,6 +78,38 @@ impl Stage {
     }
 }
 
+/// What PoG has found out so far, for a client to show beside the beam: the question analysis,
+/// the subgraph's size before and after reduction, and what each exploration stage yielded.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PogReport {
+    pub indicator: Option<String>,
+    pub sub_questions: Vec<String>,
+    pub predicted_depth: Option<u32>,
+    /// Nodes and triples of the question subgraph as expanded.
+    pub subgraph: (usize, usize),
+    /// Nodes before and after reduction (once reduced).
+    pub reduced: Option<(usize, usize)>,
+    /// Whether the topic entities connect in the subgraph (several topics only).
+    pub connected: bool,
+    pub stages: Vec<StageReport>,
+    /// The latest path summary the model wrote.
+    pub summary: Vec<String>,
+    /// The stage whose paths were found sufficient, or how the answer was reached otherwise.
+    pub answered_by: Option<String>,
+}
+
+/// One exploration stage: how many candidate paths each pruning step left.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct StageReport {
+    pub stage: String,
+    pub candidates: usize,
+    pub after_fuzzy: Option<usize>,
+    pub after_branch: Option<usize>,
+    pub after_precise: Option<usize>,
+    /// The sufficiency check's verdict on the stage's paths.
+    pub sufficient: Option<bool>,
+}
+
 /// What the subgraph lookups are for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Lookup {
@@ -144,6 +176,7 @@ pub(crate) struct PogMachine {
     /// PoG-E: one relation per hop.
     one_relation: bool,
     seed: u64,
+    report: PogReport,
 }
 
 impl PogMachine {
@@ -172,6 +205,7 @@ impl PogMachine {
             last_verdict: None,
             one_relation: cx.settings.method == Method::PogE,
             seed: cx.settings.seed,
+            report: PogReport::default(),
         })
     }
 
@@ -204,6 +238,10 @@ impl PogMachine {
             Phase::Answer(_) => "answer",
             Phase::Done => "done",
         }
+    }
+
+    pub fn report(&self) -> &PogReport {
+        &self.report
     }
 
     fn indicator(&self, cx: &Context) -> String {
@@ -492,6 +530,9 @@ impl PogMachine {
                 if self.sg.nodes.len() >= MAX_SUBGRAPH_NODES {
                     ev.notes.push(format!("the subgraph reached {MAX_SUBGRAPH_NODES} nodes; expansion stopped"));
                 }
+                if lookup == Lookup::Subgraph {
+                    self.report.subgraph = (self.sg.nodes.len(), self.sg.triples);
+                }
                 ev.summary = format!(
                     "subgraph: +{} nodes, +{} triples ({} nodes, {} triples)",
                     self.sg.nodes.len() - before.0,
@@ -512,6 +553,8 @@ impl PogMachine {
                 }
                 self.keep = r.keep;
                 self.connected = r.connected && self.topics.len() > 1;
+                self.report.reduced = Some((r.before, r.after));
+                self.report.connected = self.connected;
                 self.stage = Stage::TopicPaths(self.predicted);
                 self.gather(cx, &mut ev);
             }
@@ -521,6 +564,7 @@ impl PogMachine {
             Phase::Summary => {
                 let c = completion(&responses, 0)?;
                 self.summary = parse::parse_summary(&c.text);
+                self.report.summary = self.summary.clone();
                 ev.calls.push(record(&requests[0], c, format!("{} line(s)", self.summary.len())));
                 ev.summary = format!("summarised {} path{}", self.pool.len(), plural_s(self.pool.len()));
                 self.phase = Phase::Sufficiency;
@@ -537,6 +581,9 @@ impl PogMachine {
                 ev.calls.push(record(&requests[0], c, if yes { "Yes".into() } else { "No".into() }));
                 self.last_verdict = Some(yes);
                 self.selected = self.pool.clone();
+                if let Some(s) = self.report.stages.last_mut() {
+                    s.sufficient = Some(yes);
+                }
                 let stage = self.stage.name();
                 if yes && !answers.is_empty() {
                     ev.summary = format!("{stage}: sufficient; answer {}", answers.join(", "));
@@ -607,6 +654,9 @@ impl PogMachine {
                     plural_s(a.sub_questions.len())
                 );
                 self.predicted = depth;
+                self.report.indicator = Some(a.indicator.clone());
+                self.report.sub_questions = a.sub_questions.clone();
+                self.report.predicted_depth = Some(depth);
                 self.analysis = Some(a);
             }
             Err(why) => {
@@ -765,7 +815,7 @@ impl PogMachine {
             if !pool.is_empty() && pool != previous {
                 ev.notes.push(format!("{}: {} candidate path{}", self.stage.name(), pool.len(), plural_s(pool.len())));
                 self.pool = pool;
-                self.phase = Phase::Fuzzy;
+                self.open_stage();
                 return;
             }
             if d < dmax {
@@ -866,7 +916,7 @@ impl PogMachine {
             return;
         }
         ev.notes.push(format!("{added} new path{} through predicted entities", plural_s(added)));
-        self.phase = Phase::Fuzzy;
+        self.open_stage();
     }
 
     /// Stage 3: each selected path with one more edge from any of its entities (off its end,
@@ -899,7 +949,25 @@ impl PogMachine {
             self.phase = Phase::Answer(AnswerSource::CollectedPaths);
         } else {
             ev.notes.push(format!("{added} expanded path{}", plural_s(added)));
-            self.phase = Phase::Fuzzy;
+            self.open_stage();
+        }
+    }
+
+    /// The pool holds a stage's candidates: pruning starts, and the report gains the stage.
+    fn open_stage(&mut self) {
+        self.phase = Phase::Fuzzy;
+        self.report.stages.push(StageReport {
+            stage: self.stage.name(),
+            candidates: self.pool.len(),
+            ..StageReport::default()
+        });
+    }
+
+    /// Records how many candidates a pruning step left in the current stage.
+    fn pruned_to(&mut self, step: fn(&mut StageReport) -> &mut Option<usize>) {
+        let left = self.pool.len();
+        if let Some(s) = self.report.stages.last_mut() {
+            *step(s) = Some(left);
         }
     }
 
@@ -934,6 +1002,7 @@ impl PogMachine {
             Status::PrunedByWidth,
             &format!("fuzzy: not in the top {keep} by {tool} similarity"),
         );
+        self.pruned_to(|s| &mut s.after_fuzzy);
         self.after_prune(cx, ev, Phase::Fuzzy);
         Ok(())
     }
@@ -972,6 +1041,7 @@ impl PogMachine {
         self.pool = chosen;
         ev.summary = format!("{}: the model chose {} of {} paths", self.stage.name(), self.pool.len(), before.len());
         self.mark(cx, ev, &before, Status::PrunedByScore, "precise: not chosen by the model");
+        self.pruned_to(|s| &mut s.after_precise);
         self.after_prune(cx, ev, Phase::Precise);
         Ok(())
     }
@@ -1012,6 +1082,7 @@ impl PogMachine {
             self.pool.len()
         );
         self.mark(cx, ev, &before, Status::PrunedByScore, &format!("branch: its {hops}-hop prefix was not chosen"));
+        self.pruned_to(|s| &mut s.after_branch);
         self.after_prune(cx, ev, Phase::Branch(hops));
         Ok(())
     }
@@ -1115,6 +1186,10 @@ impl PogMachine {
             }
         }
         let paths = on.iter().map(|&c| self.path_view(cx, c)).collect();
+        self.report.answered_by = Some(match source {
+            AnswerSource::KgPaths => self.stage.name(),
+            _ => "no stage judged sufficient: every collected path".into(),
+        });
         cx.answer = Some(Answer { answers, source, reply, paths });
         self.phase = Phase::Done;
     }
