@@ -1,6 +1,8 @@
 //! The language-model layer: one trait for chat completions (and one for embeddings), an
-//! OpenAI-compatible HTTP client, and a scripted model for tests and the offline demo.
+//! OpenAI-compatible HTTP client, a scripted model for tests and the offline demo, and a
+//! gold-path simulation for measuring the engine on datasets that give gold paths.
 
+pub mod gold_path;
 pub mod openai;
 pub mod scripted;
 
