@@ -351,3 +351,26 @@ text = "{Pacific Time Zone}"
     assert_eq!(run.gog_steps().len(), 2);
     assert_eq!(run.answer().unwrap().source, AnswerSource::OwnKnowledge);
 }
+
+#[tokio::test]
+async fn gog_rewinds_to_before_the_generate_step_and_replays_from_the_memo() {
+    let driver = ikg_driver("", &[]);
+    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(Method::Gog));
+    run_to_end(&driver, &mut run).await;
+    let made = run.costs().llm_calls;
+    let generate = run.trace().iter().position(|e| e.phase() == Some("generate")).unwrap();
+    // Back to the thought that chose Generate (the state after that step).
+    assert_eq!(run.trace()[generate - 1].phase(), Some("thought"));
+    run.rewind(generate - 1).unwrap();
+    assert!(!run.is_finished());
+    assert_eq!(run.generated().len(), 0, "the generated triples belong to the branch set aside");
+    assert_eq!(run.gog_steps().last().unwrap().action, "Generate[Cupertino is in the Pacific Time Zone]");
+    assert!(run.gog_editable(), "back before the Generate ran, it can be edited");
+    run_to_end(&driver, &mut run).await;
+    assert_eq!(run.answer().unwrap().answers, vec!["Pacific Time Zone"]);
+    assert_eq!(run.generated().len(), 2);
+    // Samples, verification and the last thought come from the memo: no new call.
+    assert_eq!(run.costs().llm_calls, made);
+    assert!(run.costs().llm_calls_saved >= 5, "{:?}", run.costs());
+    assert_eq!(run.abandoned().len(), 1);
+}
