@@ -623,6 +623,7 @@ impl App {
                 self.in_flight = None;
                 self.selected = 0;
                 self.transcript_at = 0;
+                self.method_at = 0;
                 self.answer_at = 0;
                 self.abandoned_from = 0;
                 self.traced = None;
@@ -852,8 +853,6 @@ impl App {
         }
     }
 
-    /// GoG: stores the selected generated triple as an assert, credited to the LLM and the
-    /// user who accepted it. Only a triple whose head the run linked to a KG entity can be.
     /// Rows of the method pane: GoG's steps, or the paths in front of the model.
     fn method_rows(&self) -> usize {
         let Some(run) = &self.run else { return 0 };
@@ -882,6 +881,8 @@ impl App {
         Vec::new()
     }
 
+    /// GoG: stores the selected generated triple as an assert, credited to the LLM and the
+    /// user who accepted it. Only a triple whose head the run linked to a KG entity can be.
     fn accept_generated(&mut self) -> Vec<Effect> {
         let Some(id) = self.current_node() else { return Vec::new() };
         let Some(run) = &self.run else { return Vec::new() };
