@@ -10,6 +10,7 @@
 use ongraph::dataset::{Item, pathquestion};
 use ongraph::driver::Driver;
 use ongraph::engine::{AnswerSource, Method, Run, Settings, Topics};
+use ongraph::eval::metrics::score;
 use ongraph::kg::load::load_file;
 use ongraph::kg::{KgProfile, KnowledgeGraph};
 use ongraph::llm::gold_path::GoldPathModel;
@@ -71,7 +72,8 @@ fn main() {
                 rounds += c.llm_rounds;
                 lookups += c.kg_lookups;
                 let answer = run.answer().expect("answered");
-                if answer.answers.iter().any(|a| item.answers.contains(a)) {
+                // Reached: some predicted answer is a gold one (strict match).
+                if score(&answer.answers, &item.answers).f1 > 0.0 {
                     correct += 1;
                 } else if std::env::var_os("ONGRAPH_BENCH_DEBUG").is_some() && misses < 2 {
                     misses += 1;

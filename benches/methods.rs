@@ -10,6 +10,7 @@
 use ongraph::dataset::pathquestion;
 use ongraph::driver::Driver;
 use ongraph::engine::{Method, Run, Settings, Topics};
+use ongraph::eval::metrics::score;
 use ongraph::kg::load::{demo_graph, load_file};
 use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
 use ongraph::llm::gold_path::GoldPathModel;
@@ -98,8 +99,7 @@ async fn pathquestion_rows(prompts: &Arc<Prompts>) {
                 calls += c.llm_calls + c.llm_calls_saved;
                 rounds += c.llm_rounds;
                 tokens += c.usage.prompt_tokens + c.usage.completion_tokens;
-                reached +=
-                    usize::from(run.answer().is_some_and(|a| a.answers.iter().any(|x| item.answers.contains(x))));
+                reached += usize::from(run.answer().is_some_and(|a| score(&a.answers, &item.answers).f1 > 0.0));
             }
             let n = items.len().max(1) as f64;
             cells.push(format!(

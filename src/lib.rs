@@ -9,6 +9,7 @@ pub mod config;
 pub mod dataset;
 pub mod driver;
 pub mod engine;
+pub mod eval;
 pub mod kg;
 pub mod llm;
 pub mod overlay;

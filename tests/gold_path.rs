@@ -5,6 +5,7 @@
 use ongraph::dataset::{Item, pathquestion};
 use ongraph::driver::Driver;
 use ongraph::engine::{AnswerSource, Method, Run, Settings, Topics};
+use ongraph::eval::metrics::score;
 use ongraph::kg::load::load_file;
 use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
 use ongraph::llm::gold_path::GoldPathModel;
@@ -48,7 +49,7 @@ async fn every_graph_method_reaches_every_gold_answer_along_the_gold_path() {
                 let run = answer(&driver, item, method).await;
                 let a = run.answer().unwrap();
                 assert!(
-                    a.answers.iter().any(|x| item.answers.contains(x)),
+                    score(&a.answers, &item.answers).f1 > 0.0,
                     "{method:?} on {questions} {:?}: {:?} (gold {:?})",
                     item.question,
                     a.answers,
@@ -96,5 +97,6 @@ async fn with_a_gold_triple_hidden_gog_generates_it_and_verification_keeps_it() 
     assert!(generated.iter().any(|g| g.kept && g.relation == rel && g.tail == parent), "{generated:?}");
     // The generated tail is linked to the KG entity, so the next Search reaches the answer.
     assert!(generated.iter().any(|g| g.tail_term == Some(Term::Entity(parent.replace(' ', "_")))));
-    assert_eq!(run.answer().unwrap().answers, item.answers);
+    let names: Vec<&str> = item.answers.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(run.answer().unwrap().answers, names);
 }

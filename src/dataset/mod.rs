@@ -3,6 +3,7 @@
 
 pub mod pathquestion;
 
+use crate::eval::metrics::GoldAnswer;
 use crate::llm::gold_path::GoldPath;
 
 /// One question of a dataset.
@@ -11,8 +12,8 @@ pub struct Item {
     /// Where it came from: the dataset's id, or the line number.
     pub id: String,
     pub question: String,
-    /// Every accepted answer (labels).
-    pub answers: Vec<String>,
+    /// Every accepted answer, with its aliases.
+    pub answers: Vec<GoldAnswer>,
     /// Topic entities: KG id and label.
     pub topics: Vec<(String, Option<String>)>,
     /// Hops between the topic and the answer, where the dataset says.

@@ -3,6 +3,7 @@
 //! spaces; their labels are the names with spaces, as the `named-ids` KG profile shows them.
 
 use super::{DatasetError, Item};
+use crate::eval::metrics::GoldAnswer;
 use crate::llm::gold_path::GoldPath;
 use std::path::Path;
 
@@ -58,8 +59,8 @@ pub fn parse_line(line: &str, number: usize) -> Result<Item, String> {
         question: question.to_string(),
         topics: vec![(topic.to_string(), Some(label(topic)))],
         hops: Some(hops.len()),
-        gold: Some(GoldPath { topic: label(topic), hops, answers: answer_labels.clone() }),
-        answers: answer_labels,
+        answers: answer_labels.iter().map(GoldAnswer::new).collect(),
+        gold: Some(GoldPath { topic: label(topic), hops, answers: answer_labels }),
     })
 }
 
@@ -92,7 +93,7 @@ mod tests {
             item.topics,
             vec![("frederica_of_mecklenburg-strelitz".into(), Some("frederica of mecklenburg-strelitz".into()))]
         );
-        assert_eq!(item.answers, vec!["united kingdom"]);
+        assert_eq!(item.answers, vec![GoldAnswer::new("united kingdom")]);
         let gold = item.gold.unwrap();
         assert_eq!(
             gold.hops,
@@ -104,7 +105,7 @@ mod tests {
         let pql = " what is the notable_types of Kenneth_Peach 's film ?\tAdaptation(Adaptation/Biopic/)\tKenneth_Peach#__film__cinematographer__film#Dirty_Work#__common__topic__notable_types#Adaptation";
         let item = parse_line(pql, 2).unwrap();
         assert_eq!(item.question, "what is the notable_types of Kenneth_Peach 's film ?");
-        assert_eq!(item.answers, vec!["Adaptation", "Biopic"]);
+        assert_eq!(item.answers, vec![GoldAnswer::new("Adaptation"), GoldAnswer::new("Biopic")]);
         assert_eq!(item.hops, Some(2));
     }
 

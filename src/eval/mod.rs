@@ -1,0 +1,3 @@
+//! Evaluation: how predictions compare with gold answers ([`metrics`]).
+
+pub mod metrics;
