@@ -2,6 +2,7 @@
 //! Every loader reports the file and line of what it cannot read; nothing is skipped silently.
 
 pub mod pathquestion;
+pub mod tog;
 
 use crate::eval::metrics::GoldAnswer;
 use crate::llm::gold_path::GoldPath;
@@ -28,4 +29,6 @@ pub enum DatasetError {
     Io { path: String, source: std::io::Error },
     #[error("{path}:{line}: {message}")]
     Line { path: String, line: usize, message: String },
+    #[error("{path}, record {}: {message}", index + 1)]
+    Record { path: String, index: usize, message: String },
 }

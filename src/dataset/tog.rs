@@ -1,0 +1,191 @@
+//! The question files of ToG's evaluation (`cwq.json`, `WebQSP.json`, `graliqa.json`,
+//! `SimpleQA.json`, `WebQuestions.json`, `qald_10-en.json`, `T-REX.json`, `Zero_Shot_RE.json`,
+//! `creak.json`): a JSON array of records whose question, answer and topic fields differ by file.
+//! Topic entities come from `topic_entity` (Freebase ids) or `qid_topic_entity` /
+//! `topic_entity_ids` (Wikidata ids), as the KG in use needs.
+
+use super::{DatasetError, Item};
+use crate::eval::metrics::GoldAnswer;
+use serde_json::Value;
+use std::path::Path;
+
+/// Which file's layout a record follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TogFormat {
+    Cwq,
+    Webqsp,
+    Grailqa,
+    Simpleqa,
+    Webquestions,
+    Qald,
+    Trex,
+    ZeroShotRe,
+    Creak,
+}
+
+impl TogFormat {
+    /// The layout a ToG file name implies (`cwq.json` → CWQ, and the misspelt `graliqa.json`).
+    pub fn from_file_name(path: &Path) -> Option<Self> {
+        let name = path.file_stem()?.to_str()?.to_lowercase();
+        Some(match name.as_str() {
+            "cwq" => Self::Cwq,
+            "webqsp" => Self::Webqsp,
+            "graliqa" | "grailqa" => Self::Grailqa,
+            "simpleqa" => Self::Simpleqa,
+            "webquestions" => Self::Webquestions,
+            n if n.starts_with("qald") => Self::Qald,
+            "t-rex" | "trex" => Self::Trex,
+            "zero_shot_re" => Self::ZeroShotRe,
+            "creak" => Self::Creak,
+            _ => return None,
+        })
+    }
+}
+
+/// Which ids the topic entities should be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TopicIds {
+    Freebase,
+    Wikidata,
+}
+
+pub fn load(path: &Path, format: TogFormat, ids: TopicIds) -> Result<Vec<Item>, DatasetError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| DatasetError::Io { path: shown.clone(), source })?;
+    let records: Vec<Value> = serde_json::from_str(&text).map_err(|e| DatasetError::Line {
+        path: shown.clone(),
+        line: e.line(),
+        message: e.to_string(),
+    })?;
+    records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            item(r, i, format, ids).map_err(|message| DatasetError::Record { path: shown.clone(), index: i, message })
+        })
+        .collect()
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// `{"m.03_r3": "Jamaica"}` → `[("m.03_r3", Some("Jamaica"))]`, in the file's order.
+fn id_map(v: Option<&Value>) -> Vec<(String, Option<String>)> {
+    match v {
+        Some(Value::Object(m)) => m.iter().map(|(id, label)| (id.clone(), text(label))).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// One record as an item; `index` (0-based) names it when the record has no id of its own.
+pub fn item(r: &Value, index: usize, format: TogFormat, ids: TopicIds) -> Result<Item, String> {
+    let field = |k: &str| r.get(k);
+    let question_key = match format {
+        TogFormat::Webqsp => "RawQuestion",
+        TogFormat::Trex | TogFormat::ZeroShotRe => "input",
+        TogFormat::Creak => "sentence",
+        _ => "question",
+    };
+    let question = field(question_key).and_then(text).ok_or_else(|| format!("no `{question_key}` text"))?;
+    let names = |v: &Value| text(v).map(GoldAnswer::new);
+    let answers: Vec<GoldAnswer> = match format {
+        TogFormat::Cwq | TogFormat::Simpleqa => field("answer").and_then(names).into_iter().collect(),
+        TogFormat::Webquestions => {
+            field("answers").and_then(Value::as_array).map(|a| a.iter().filter_map(names).collect()).unwrap_or_default()
+        }
+        TogFormat::Grailqa => field("answer")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| {
+                        // An entity by its name (its id as an alias); a value as written.
+                        let arg = x.get("answer_argument").and_then(text)?;
+                        Some(match x.get("entity_name").and_then(text) {
+                            Some(name) => GoldAnswer { name, aliases: vec![arg] },
+                            None => GoldAnswer::new(arg),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        TogFormat::Qald => match field("answer") {
+            Some(Value::Object(m)) => m
+                .iter()
+                .map(|(id, label)| match text(label) {
+                    Some(name) => GoldAnswer { name, aliases: vec![id.clone()] },
+                    None => GoldAnswer::new(id.clone()),
+                })
+                .collect(),
+            Some(other) => other.as_array().map(|a| a.iter().filter_map(names).collect()).unwrap_or_default(),
+            None => Vec::new(),
+        },
+        TogFormat::Trex | TogFormat::ZeroShotRe => {
+            let aliases: Vec<String> = field("alias")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(text).collect())
+                .unwrap_or_default();
+            field("answer").and_then(text).map(|name| GoldAnswer { aliases, name }).into_iter().collect()
+        }
+        TogFormat::Creak => field("label").and_then(names).into_iter().collect(),
+        TogFormat::Webqsp => {
+            // Every parse's answers, each once.
+            let mut out: Vec<GoldAnswer> = Vec::new();
+            for parse in field("Parses").and_then(Value::as_array).into_iter().flatten() {
+                for a in parse.get("Answers").and_then(Value::as_array).into_iter().flatten() {
+                    let arg = a.get("AnswerArgument").and_then(text);
+                    let g = match (a.get("EntityName").and_then(text), arg) {
+                        (Some(name), Some(arg)) => GoldAnswer { name, aliases: vec![arg] },
+                        (Some(name), None) => GoldAnswer::new(name),
+                        (None, Some(arg)) => GoldAnswer::new(arg),
+                        (None, None) => continue,
+                    };
+                    if !out.iter().any(|o| o.name == g.name) {
+                        out.push(g);
+                    }
+                }
+            }
+            out
+        }
+    };
+    if answers.is_empty() {
+        return Err("no gold answer".into());
+    }
+    let topics = match ids {
+        TopicIds::Freebase => id_map(field("topic_entity")),
+        TopicIds::Wikidata => {
+            let q = id_map(field("qid_topic_entity"));
+            if q.is_empty() { id_map(field("topic_entity_ids")) } else { q }
+        }
+    };
+    let id = ["ID", "QuestionId", "qid", "ex_id"]
+        .iter()
+        .find_map(|k| field(k).and_then(text))
+        .unwrap_or_else(|| format!("#{}", index + 1));
+    let hops = field("num_edge").and_then(Value::as_u64).map(|n| n as usize);
+    Ok(Item { id, question, answers, topics, hops, gold: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn broken_records_say_what_is_missing() {
+        let f = TogFormat::Cwq;
+        assert_eq!(item(&json!({"answer": "x"}), 0, f, TopicIds::Freebase).unwrap_err(), "no `question` text");
+        assert_eq!(
+            item(&json!({"question": "q?", "answer": ""}), 0, f, TopicIds::Freebase).unwrap_err(),
+            "no gold answer"
+        );
+        assert_eq!(item(&json!({"question": "q?", "answer": 7}), 3, f, TopicIds::Freebase).unwrap().id, "#4");
+        assert_eq!(TogFormat::from_file_name(Path::new("x/graliqa.json")), Some(TogFormat::Grailqa));
+        assert_eq!(TogFormat::from_file_name(Path::new("qald_10-en.json")), Some(TogFormat::Qald));
+        assert_eq!(TogFormat::from_file_name(Path::new("mine.json")), None);
+    }
+}
