@@ -1,6 +1,7 @@
 //! Benchmark question files read into one shape, [`Item`], for evaluation and benchmarks.
 //! Every loader reports the file and line of what it cannot read; nothing is skipped silently.
 
+pub mod jsonl;
 pub mod pathquestion;
 pub mod tog;
 
