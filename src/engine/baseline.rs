@@ -3,7 +3,7 @@
 //! a sampling temperature, the majority answer). They never touch the KG; answers are read and
 //! costs counted exactly as for the graph methods, so the numbers compare.
 
-use super::events::{Event, EventKind};
+use super::events::Event;
 use super::parse::parse_answers;
 use super::step::{completion, record};
 use super::{Answer, AnswerSource, Context, EngineError, Method, Override, Request, Response};
@@ -46,7 +46,7 @@ impl BaselineMachine {
         if self.done {
             return Err(EngineError::Finished);
         }
-        let mut ev = Event::new(cx.next_index(), EventKind::Step { phase: "answer".into() }, 0, String::new());
+        let mut ev = Event::step(cx.next_index(), "answer", 0);
         let mut votes: Vec<Vec<String>> = Vec::new();
         for (i, request) in requests.iter().enumerate() {
             let c = completion(&responses, i)?;

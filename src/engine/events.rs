@@ -86,6 +86,11 @@ impl Event {
         }
     }
 
+    /// A step of `phase` (empty for the scratch event of an override's work).
+    pub fn step(index: usize, phase: &str, depth: u32) -> Self {
+        Self::new(index, EventKind::Step { phase: phase.into() }, depth, String::new())
+    }
+
     pub fn phase(&self) -> Option<&str> {
         match &self.kind {
             EventKind::Step { phase } => Some(phase),

@@ -1,8 +1,8 @@
 //! What every method's steps share: reading the results of a batch back (each in the position
 //! its request had) and recording the LLM calls a step made.
 
-use super::events::CallRecord;
-use super::{EngineError, Request, Response};
+use super::events::{CallRecord, Event};
+use super::{AnswerSource, EngineError, Request, Response};
 use crate::kg::{EntityMatch, Neighbour, RelationRef};
 use crate::llm::Completion;
 
@@ -73,17 +73,27 @@ pub(super) fn sample_indices(rng: &mut impl rand::Rng, n: usize, k: usize) -> Ve
     picked
 }
 
-/// The answers of a final-answer reply: those in braces, else its first non-empty line (and a
-/// note saying so).
-pub(super) fn final_answers(text: &str, ev: &mut super::events::Event) -> Vec<String> {
-    super::parse::parse_answers(text).unwrap_or_else(|| {
+/// The final-answer call of a graph method, read and recorded on `ev` with its summary:
+/// the answers in braces, else the reply's first non-empty line (and a note saying so).
+/// Returns the answers and the reply.
+pub(super) fn answer_call(
+    requests: &[Request],
+    responses: &[Response],
+    ev: &mut Event,
+    source: AnswerSource,
+) -> Result<(Vec<String>, String), EngineError> {
+    let c = completion(responses, 0)?;
+    let answers = super::parse::parse_answers(&c.text).unwrap_or_else(|| {
         ev.notes.push("no answer in braces; the reply's first line is taken".into());
-        text.lines().map(str::trim).find(|l| !l.is_empty()).map(|l| vec![l.to_string()]).unwrap_or_default()
-    })
+        c.text.lines().map(str::trim).find(|l| !l.is_empty()).map(|l| vec![l.to_string()]).unwrap_or_default()
+    });
+    ev.calls.push(record(&requests[0], c, answers.join("; ")));
+    ev.summary = format!("answer {} ({})", answers.join(", "), source.describe());
+    Ok((answers, c.text.clone()))
 }
 
 /// `; note; note` for the notes an override's work left on a scratch event (an override is
 /// recorded as its description only).
-pub(super) fn with_notes(ev: &super::events::Event) -> String {
+pub(super) fn with_notes(ev: &Event) -> String {
     ev.notes.iter().map(|n| format!("; {n}")).collect()
 }

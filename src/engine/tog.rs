@@ -8,12 +8,10 @@
 //! the search cleanly; explored paths are kept and shown with an own-knowledge answer.
 
 use super::beam::{NodeId, NodeKind, Provenance, Status};
-use super::events::{Decision, Event, EventKind, LookupRecord};
+use super::events::{Decision, Event, LookupRecord};
 use super::lexical::{bm25, cosine};
 use super::parse;
-use super::step::{
-    completion, final_answers, neighbours, plural_s, plural_y, record, relations, sample_indices, wrong,
-};
+use super::step::{answer_call, completion, neighbours, plural_s, plural_y, record, relations, sample_indices, wrong};
 use super::topics::TopicLinker;
 use super::{
     Answer, AnswerSource, Context, EngineError, Method, Override, PathView, PruneTool, Request, Response, Topics,
@@ -415,7 +413,7 @@ impl TogMachine {
         responses: Vec<Response>,
     ) -> Result<Event, EngineError> {
         let index = cx.next_index();
-        let mut ev = Event::new(index, EventKind::Step { phase: self.phase_name().into() }, self.depth, String::new());
+        let mut ev = Event::step(index, self.phase_name(), self.depth);
         match self.phase {
             Phase::Topics => {
                 self.linker.absorb(cx, requests, &responses, &mut ev)?;
@@ -545,11 +543,8 @@ impl TogMachine {
                 }
             }
             Phase::Answer(source) => {
-                let c = completion(&responses, 0)?;
-                let answers = final_answers(&c.text, &mut ev);
-                ev.calls.push(record(&requests[0], c, answers.join("; ")));
-                ev.summary = format!("answer {} ({})", answers.join(", "), source.describe());
-                self.finish(cx, answers, c.text.clone(), source);
+                let (answers, reply) = answer_call(requests, &responses, &mut ev, source)?;
+                self.finish(cx, answers, reply, source);
             }
             Phase::Done => return Err(EngineError::Finished),
         }

@@ -11,9 +11,9 @@
 pub mod parse;
 
 use super::beam::{NodeId, NodeKind, Provenance, Status};
-use super::events::{Event, EventKind, LookupRecord};
+use super::events::{Event, LookupRecord};
 use super::lexical::top_k;
-use super::step::{completion, entity_matches, final_answers, neighbours, plural_s, record, relations};
+use super::step::{answer_call, completion, entity_matches, neighbours, plural_s, record, relations};
 use super::topics::{TopicLinker, link_model_name};
 use super::{Answer, AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
 use crate::kg::{Direction, RelationRef, Term};
@@ -310,12 +310,7 @@ impl GogMachine {
         requests: &[Request],
         responses: Vec<Response>,
     ) -> Result<Event, EngineError> {
-        let mut ev = Event::new(
-            cx.next_index(),
-            EventKind::Step { phase: self.phase_name().into() },
-            self.depth(),
-            String::new(),
-        );
+        let mut ev = Event::step(cx.next_index(), self.phase_name(), self.depth());
         match self.phase {
             Phase::Topics => {
                 self.linker.absorb(cx, requests, &responses, &mut ev)?;
@@ -473,11 +468,8 @@ impl GogMachine {
                 self.record_generated(cx, &mut ev);
             }
             Phase::Answer(source) => {
-                let c = completion(&responses, 0)?;
-                let answers = final_answers(&c.text, &mut ev);
-                ev.calls.push(record(&requests[0], c, answers.join("; ")));
-                ev.summary = format!("answer {} ({})", answers.join(", "), source.describe());
-                self.finish(cx, answers, c.text.clone(), source);
+                let (answers, reply) = answer_call(requests, &responses, &mut ev, source)?;
+                self.finish(cx, answers, reply, source);
             }
             Phase::Done => return Err(EngineError::Finished),
         }
@@ -820,7 +812,7 @@ impl GogMachine {
                 }
                 last.action = action.text();
                 let text = action.text();
-                let mut ev = Event::new(step, EventKind::Step { phase: String::new() }, 0, String::new());
+                let mut ev = Event::step(step, "", 0);
                 self.start(cx, action, &mut ev);
                 Ok(format!("edited the action: {text}{}", super::step::with_notes(&ev)))
             }

@@ -16,10 +16,10 @@ pub mod parse;
 pub mod subgraph;
 
 use super::beam::{NodeId, NodeKind, Provenance, Status};
-use super::events::{Decision, Event, EventKind, LookupRecord};
+use super::events::{Decision, Event, LookupRecord};
 use super::lexical::{bm25, cosine};
 use super::step::{
-    completion, final_answers, neighbours, plural_s, record, relations, sample_indices, with_notes, wrong,
+    answer_call, completion, neighbours, plural_s, record, relations, sample_indices, with_notes, wrong,
 };
 use super::topics::TopicLinker;
 use super::{
@@ -259,6 +259,22 @@ impl PogMachine {
         PathView { leaf: cand.leaf, text: cand.text.clone(), score: cand.fuzzy, triples: cx.beam.triples(cand.leaf) }
     }
 
+    /// A precise or branch-reduced selection call: the model picks W of numbered candidates.
+    fn selection(&self, cx: &Context, template: &str, texts: &[&str]) -> Request {
+        let list: Vec<String> =
+            texts.iter().enumerate().map(|(i, t)| format!("Candidate Edge {}: {t}", i + 1)).collect();
+        let prompt = cx.prompts.render(
+            template,
+            &[
+                ("question", &cx.question),
+                ("indicator", &self.indicator(cx)),
+                ("width", &cx.settings.width.to_string()),
+                ("candidates", &list.join("\n")),
+            ],
+        );
+        cx.llm(template, prompt, cx.settings.prune_temperature)
+    }
+
     fn numbered(&self, list: &[usize]) -> String {
         list.iter()
             .enumerate()
@@ -304,42 +320,14 @@ impl PogMachine {
                 .precise_batches()
                 .iter()
                 .map(|batch| {
-                    let list = batch
-                        .iter()
-                        .enumerate()
-                        .map(|(i, &c)| format!("Candidate Edge {}: {}", i + 1, self.cands[c].text))
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    let prompt = cx.prompts.render(
-                        "pog_precise",
-                        &[
-                            ("question", &q),
-                            ("indicator", &self.indicator(cx)),
-                            ("width", &s.width.to_string()),
-                            ("candidates", &list),
-                        ],
-                    );
-                    cx.llm("pog_precise", prompt, s.prune_temperature)
+                    let texts: Vec<&str> = batch.iter().map(|&c| self.cands[c].text.as_str()).collect();
+                    self.selection(cx, "pog_precise", &texts)
                 })
                 .collect(),
             Phase::Branch(hops) => {
-                let list = self
-                    .prefixes(hops)
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (text, _))| format!("Candidate Edge {}: {text}", i + 1))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                let prompt = cx.prompts.render(
-                    "pog_branch",
-                    &[
-                        ("question", &q),
-                        ("indicator", &self.indicator(cx)),
-                        ("width", &s.width.to_string()),
-                        ("candidates", &list),
-                    ],
-                );
-                vec![cx.llm("pog_branch", prompt, s.prune_temperature)]
+                let prefixes = self.prefixes(hops);
+                let texts: Vec<&str> = prefixes.iter().map(|(text, _)| text.as_str()).collect();
+                vec![self.selection(cx, "pog_branch", &texts)]
             }
             Phase::Summary => {
                 let prompt =
@@ -449,12 +437,7 @@ impl PogMachine {
         requests: &[Request],
         responses: Vec<Response>,
     ) -> Result<Event, EngineError> {
-        let mut ev = Event::new(
-            cx.next_index(),
-            EventKind::Step { phase: self.phase_name().into() },
-            self.depth(),
-            String::new(),
-        );
+        let mut ev = Event::step(cx.next_index(), self.phase_name(), self.depth());
         match self.phase {
             Phase::Topics => {
                 self.linker.absorb(cx, requests, &responses, &mut ev)?;
@@ -613,11 +596,8 @@ impl PogMachine {
                 self.supplement_paths(cx, &matched, &mut ev);
             }
             Phase::Answer(source) => {
-                let c = completion(&responses, 0)?;
-                let answers = final_answers(&c.text, &mut ev);
-                ev.calls.push(record(&requests[0], c, answers.join("; ")));
-                ev.summary = format!("answer {} ({})", answers.join(", "), source.describe());
-                self.finish(cx, answers, c.text.clone(), source);
+                let (answers, reply) = answer_call(requests, &responses, &mut ev, source)?;
+                self.finish(cx, answers, reply, source);
             }
             Phase::Done => return Err(EngineError::Finished),
         }
@@ -1289,7 +1269,7 @@ impl PogMachine {
                 cx.answer = None;
                 self.last_verdict = Some(false);
                 self.selected = self.pool.clone();
-                let mut ev = Event::new(step, EventKind::Step { phase: String::new() }, 0, String::new());
+                let mut ev = Event::step(step, "", 0);
                 self.next_stage(cx, &mut ev);
                 // An override is recorded as one line: what the next stage found goes with it.
                 Ok(format!("forced continue: on to {}{}", self.stage.name(), with_notes(&ev)))
