@@ -7,15 +7,13 @@
 //!
 //! `cargo bench --bench engine [-- LIMIT]` (default 500 questions per file; needs ../shared).
 
-use ongraph::dataset::{Item, pathquestion};
-use ongraph::driver::Driver;
-use ongraph::engine::{AnswerSource, Method, Run, Settings, Topics};
+#[path = "common/pathquestion.rs"]
+mod pathquestion;
+
+use ongraph::dataset::Item;
+use ongraph::engine::{AnswerSource, Method, Run};
 use ongraph::eval::metrics::score;
-use ongraph::kg::load::load_file;
-use ongraph::kg::{KgProfile, KnowledgeGraph};
-use ongraph::llm::gold_path::GoldPathModel;
 use ongraph::prompts::Prompts;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -35,38 +33,20 @@ fn print_miss(item: &Item, run: &Run) {
 
 fn main() {
     let limit: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(500);
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets/pathquestion"));
+    let Some(samples) = pathquestion::samples(limit) else { return };
     let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
     let prompts = Arc::new(Prompts::builtin());
     println!(
         "| file | method | questions | questions/s | ms each | LLM calls | rounds | KG lookups | answered | from KG paths |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    for (kb, questions) in [("2H-kb.txt", "PQ-2H.txt"), ("3H-kb.txt", "PQ-3H.txt")] {
-        let (kb, questions_path) = (dir.join(kb), dir.join(questions));
-        if !kb.exists() || !questions_path.exists() {
-            println!("PathQuestion not found at {}: nothing to measure", dir.display());
-            return;
-        }
-        let (graph, _) = load_file(&kb, KgProfile::named_ids(), false).expect("KB loads");
-        let mut items = pathquestion::load(&questions_path).expect("questions load");
-        items.truncate(limit);
-        let kg: Arc<dyn KnowledgeGraph> = Arc::new(graph);
-        let model =
-            Arc::new(GoldPathModel::new(items.iter().filter_map(|i| Some((i.question.clone(), i.gold.clone()?)))));
+    for sample in &samples {
         for &method in METHODS {
-            // A driver per method: its memo of identical calls must not carry one method's
-            // replies into another's counts.
-            let driver = Driver::new(kg.clone(), model.clone());
+            let driver = sample.driver();
             let (mut calls, mut rounds, mut lookups, mut correct, mut by_kg, mut misses) = (0, 0, 0, 0, 0, 0);
             let started = Instant::now();
-            for item in &items {
-                let settings = Settings { method, ..Settings::default() };
-                let topics = Topics::Linked(item.topics.clone());
-                let mut run =
-                    Run::new(&item.question, topics, settings, prompts.clone(), kg.profile().clone(), kg.name())
-                        .expect("run");
-                rt.block_on(driver.run(&mut run, |_, _| {})).expect("run completes");
+            for item in &sample.items {
+                let run = rt.block_on(sample.answer(&driver, item, method, &prompts));
                 let c = run.costs();
                 calls += c.llm_calls + c.llm_calls_saved;
                 rounds += c.llm_rounds;
@@ -84,11 +64,12 @@ fn main() {
                 }
             }
             let secs = started.elapsed().as_secs_f64();
-            let n = items.len() as f64;
+            let n = sample.items.len() as f64;
             println!(
-                "| {questions} | {} | {} | {:.0} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1}% | {:.1}% |",
+                "| {} | {} | {} | {:.0} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1}% | {:.1}% |",
+                sample.file,
                 method.label(),
-                items.len(),
+                sample.items.len(),
                 n / secs,
                 1000.0 * secs / n,
                 calls as f64 / n,

@@ -7,17 +7,17 @@
 //! `cargo bench --bench methods [-- SAMPLE]` prints one Markdown table (default sample: the
 //! first 100 questions of PQ-2H and of PQ-3H; docs/BENCHMARKS.md keeps the latest).
 
-use ongraph::dataset::pathquestion;
+#[path = "common/pathquestion.rs"]
+mod pathquestion;
+
 use ongraph::driver::Driver;
 use ongraph::engine::{Method, Run, Settings, Topics};
 use ongraph::eval::metrics::score;
-use ongraph::kg::load::{demo_graph, load_file};
-use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
-use ongraph::llm::gold_path::GoldPathModel;
+use ongraph::kg::Term;
+use ongraph::kg::load::demo_graph;
 use ongraph::llm::scripted::ScriptedModel;
 use ongraph::overlay::OverlayKg;
 use ongraph::prompts::Prompts;
-use std::path::Path;
 use std::sync::Arc;
 
 const QUESTIONS: &[(&str, &str, bool)] = &[
@@ -73,35 +73,21 @@ async fn main() {
 /// Means per question on the first SAMPLE questions of PQ-2H and PQ-3H, gold-path simulation.
 async fn pathquestion_rows(prompts: &Arc<Prompts>) {
     let sample: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(100);
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets/pathquestion"));
-    for (kb, file) in [("2H-kb.txt", "PQ-2H.txt"), ("3H-kb.txt", "PQ-3H.txt")] {
-        let Ok((graph, _)) = load_file(&dir.join(kb), KgProfile::named_ids(), false) else {
-            println!("(PathQuestion not found at {}: no sample rows)", dir.display());
-            return;
-        };
-        let mut items = pathquestion::load(&dir.join(file)).expect("PathQuestion questions load");
-        items.truncate(sample);
-        let kg: Arc<dyn KnowledgeGraph> = Arc::new(graph);
-        let model =
-            Arc::new(GoldPathModel::new(items.iter().filter_map(|i| Some((i.question.clone(), i.gold.clone()?)))));
+    let Some(samples) = pathquestion::samples(sample) else { return };
+    for sample in &samples {
         let mut cells = Vec::new();
         for &method in METHODS {
-            let driver = Driver::new(kg.clone(), model.clone());
+            let driver = sample.driver();
             let (mut calls, mut rounds, mut tokens, mut reached) = (0, 0, 0, 0);
-            for item in &items {
-                let settings = Settings { method, ..Settings::default() };
-                let topics = Topics::Linked(item.topics.clone());
-                let mut run =
-                    Run::new(&item.question, topics, settings, prompts.clone(), kg.profile().clone(), kg.name())
-                        .expect("run");
-                driver.run(&mut run, |_, _| {}).await.expect("the simulation answers every prompt");
+            for item in &sample.items {
+                let run = sample.answer(&driver, item, method, prompts).await;
                 let c = run.costs();
                 calls += c.llm_calls + c.llm_calls_saved;
                 rounds += c.llm_rounds;
                 tokens += c.usage.prompt_tokens + c.usage.completion_tokens;
                 reached += usize::from(run.answer().is_some_and(|a| score(&a.answers, &item.answers).f1 > 0.0));
             }
-            let n = items.len().max(1) as f64;
+            let n = sample.items.len().max(1) as f64;
             cells.push(format!(
                 "{:.1} calls, {:.1} rounds, {:.0} tok ({:.0}% reached)",
                 calls as f64 / n,
@@ -110,6 +96,6 @@ async fn pathquestion_rows(prompts: &Arc<Prompts>) {
                 100.0 * reached as f64 / n
             ));
         }
-        println!("| {file} first {} (gold-path sim.) | {} |", items.len(), cells.join(" | "));
+        println!("| {} first {} (gold-path sim.) | {} |", sample.file, sample.items.len(), cells.join(" | "));
     }
 }

@@ -2,7 +2,7 @@
 //! graph method, following the gold path, reaches every gold answer from KG paths; with a gold
 //! triple hidden, GoG generates it, verification keeps it, and the answer follows.
 
-use ongraph::dataset::{Item, pathquestion};
+use ongraph::dataset::{Item, gold_paths, pathquestion};
 use ongraph::driver::Driver;
 use ongraph::engine::{AnswerSource, Method, Run, Settings, Topics};
 use ongraph::eval::metrics::score;
@@ -24,7 +24,8 @@ fn fixture(kb: &str, questions: &str) -> (Arc<dyn KnowledgeGraph>, Vec<Item>) {
 }
 
 fn model(items: &[Item]) -> Arc<GoldPathModel> {
-    Arc::new(GoldPathModel::new(items.iter().map(|i| (i.question.clone(), i.gold.clone().unwrap()))))
+    assert!(items.iter().all(|i| i.gold.is_some()), "PathQuestion gives every question a gold path");
+    Arc::new(GoldPathModel::new(gold_paths(items)))
 }
 
 async fn answer(driver: &Driver, item: &Item, method: Method) -> Run {

@@ -24,6 +24,11 @@ pub struct Item {
     pub gold: Option<GoldPath>,
 }
 
+/// Each item's question with its gold path, for the gold-path simulation.
+pub fn gold_paths(items: &[Item]) -> impl Iterator<Item = (String, GoldPath)> + '_ {
+    items.iter().filter_map(|i| Some((i.question.clone(), i.gold.clone()?)))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DatasetError {
     #[error("cannot read {path}: {source}")]
