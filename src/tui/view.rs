@@ -90,6 +90,15 @@ fn pane_block(app: &App, pane: Focus, title: String) -> Block<'static> {
     Block::bordered().title(title).border_style(app.theme.border(app.focus == pane))
 }
 
+/// Draws a rule down the left of `area` (the second half of a split pane); returns what is
+/// right of it.
+fn ruled(frame: &mut Frame, app: &App, area: Rect) -> Rect {
+    let rule = Block::new().borders(ratatui::widgets::Borders::LEFT).border_style(app.theme.border(false));
+    let inner = rule.inner(area);
+    frame.render_widget(rule, area);
+    inner
+}
+
 fn dim(app: &App) -> Style {
     app.theme.fg(app.theme.dim).add_modifier(Modifier::DIM)
 }
@@ -537,10 +546,7 @@ fn draw_transcript(frame: &mut Frame, app: &App, area: Rect) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), list);
-    let detail_block = Block::new().borders(ratatui::widgets::Borders::LEFT).border_style(app.theme.border(false));
-    let detail_area = detail_block.inner(detail);
-    frame.render_widget(detail_block, detail);
-    let detail = detail_area;
+    let detail = ruled(frame, app, detail);
     let Some(event) = events.get(at) else { return };
     let mut lines = vec![Line::from(Span::styled(
         format!("step {} · {} ms · depth {}", event.index, event.elapsed_ms, event.depth),
@@ -597,9 +603,7 @@ fn draw_method(frame: &mut Frame, app: &App, area: Rect) {
             let [report, paths] =
                 Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(inner);
             draw_pog_report(frame, app, run, report);
-            let rule = Block::new().borders(ratatui::widgets::Borders::LEFT).border_style(app.theme.border(false));
-            let list = rule.inner(paths);
-            frame.render_widget(rule, paths);
+            let list = ruled(frame, app, paths);
             draw_live_paths(frame, app, run, list, focused);
         }
         Method::Io | Method::Cot | Method::Sc => {
@@ -726,9 +730,7 @@ fn draw_gog(frame: &mut Frame, app: &App, run: &Run, area: Rect, focused: bool) 
         })
         .collect();
     frame.render_widget(Paragraph::new(rows), list);
-    let rule = Block::new().borders(ratatui::widgets::Borders::LEFT).border_style(app.theme.border(false));
-    let detail_area = rule.inner(detail);
-    frame.render_widget(rule, detail);
+    let detail_area = ruled(frame, app, detail);
     let step = &steps[at];
     let mut lines = vec![
         Line::from(vec![Span::styled("Thought: ", bold()), Span::raw(step.thought.clone())]),
