@@ -1,6 +1,7 @@
 //! The `ongraph` command line: one client of the engine (the TUI is another).
 
 mod ask;
+mod eval;
 mod fix;
 mod kg;
 pub mod overlay;
@@ -46,6 +47,9 @@ pub enum Command {
     /// Replay a saved session in the terminal UI: offline, from the recording alone, or
     /// `--live` to branch off it with the KG and model configured.
     Replay(tui::ReplayArgs),
+    /// Run a method over a dataset: per-question records, accuracy (strict and the papers'
+    /// lenient match) and cost; `eval compare` and `eval summary` read runs.
+    Eval(eval::EvalArgs),
     /// The SPARQL query cache.
     Cache {
         #[command(subcommand)]
@@ -163,7 +167,7 @@ pub struct SetupArgs {
     /// (default 3).
     #[arg(long, global = true)]
     pub generate_samples: Option<usize>,
-    /// Requests in flight at once.
+    /// Requests in flight at once (`eval`: questions answered at once).
     #[arg(long, global = true)]
     pub concurrency: Option<usize>,
     /// A directory of prompt templates overriding the built-in ones.
@@ -188,6 +192,7 @@ pub async fn run(cli: Cli, config: Config) -> Result<i32> {
         Command::Ask(args) => ask::ask(args, &config).await,
         Command::Kg(args) => kg::kg(args, &config).await,
         Command::Fix(args) => fix::fix(args, &config).await,
+        Command::Eval(args) => eval::eval(args, &config).await,
         Command::Cache { action } => cache_command(action, &config),
     }
 }

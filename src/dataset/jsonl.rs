@@ -62,6 +62,7 @@ pub fn parse_line(line: &str, number: usize) -> Result<Item, String> {
     if let Some(stray) = r.aliases.keys().find(|k| !r.answers.contains(k)) {
         return Err(format!("aliases for {stray:?}, which is not one of the answers"));
     }
+    let topics_named = matches!(r.topic_entities, Some(Topics::Names(_)));
     let topics = match r.topic_entities {
         Some(Topics::Ids(m)) => m
             .into_iter()
@@ -78,8 +79,10 @@ pub fn parse_line(line: &str, number: usize) -> Result<Item, String> {
         question: r.question.trim().to_string(),
         answers,
         topics,
+        topics_named,
         hops: r.hops,
         gold: None,
+        hidden: Vec::new(),
     })
 }
 

@@ -1,12 +1,16 @@
 //! Benchmark question files read into one shape, [`Item`], for evaluation and benchmarks.
 //! Every loader reports the file and line of what it cannot read; nothing is skipped silently.
 
+pub mod gog;
 pub mod jsonl;
 pub mod pathquestion;
 pub mod tog;
 
+use crate::engine::Topics;
 use crate::eval::metrics::GoldAnswer;
 use crate::llm::gold_path::GoldPath;
+use crate::overlay::scenario::Triple;
+use std::path::Path;
 
 /// One question of a dataset.
 #[derive(Clone, Debug, PartialEq)]
@@ -16,17 +20,116 @@ pub struct Item {
     pub question: String,
     /// Every accepted answer, with its aliases.
     pub answers: Vec<GoldAnswer>,
-    /// Topic entities: KG id and label.
+    /// Topic entities: KG id and label (or, when `topics_named`, names to link by label).
     pub topics: Vec<(String, Option<String>)>,
+    /// The topics are names the KG must link (a user dataset), not ids.
+    pub topics_named: bool,
     /// Hops between the topic and the answer, where the dataset says.
     pub hops: Option<usize>,
     /// The gold path, where the dataset gives one (for the gold-path simulation).
     pub gold: Option<GoldPath>,
+    /// Triples hidden while this question runs (GoG's incomplete-KG sets).
+    pub hidden: Vec<Triple>,
+}
+
+impl Item {
+    /// How the engine finds this question's topic entities: the dataset's ids, names to link,
+    /// or (when the dataset gives none) the model's extraction.
+    pub fn engine_topics(&self) -> Topics {
+        if self.topics.is_empty() {
+            Topics::Extract
+        } else if self.topics_named {
+            Topics::Named(self.topics.iter().map(|(name, _)| name.clone()).collect())
+        } else {
+            Topics::Linked(self.topics.clone())
+        }
+    }
 }
 
 /// Each item's question with its gold path, for the gold-path simulation.
 pub fn gold_paths(items: &[Item]) -> impl Iterator<Item = (String, GoldPath)> + '_ {
     items.iter().filter_map(|i| Some((i.question.clone(), i.gold.clone()?)))
+}
+
+/// Every layout the loaders read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    Cwq,
+    Webqsp,
+    Grailqa,
+    Simpleqa,
+    Webquestions,
+    Qald,
+    Trex,
+    ZeroShotRe,
+    Creak,
+    /// GoG's incomplete-KG sets (`data_with_ct_{p}.json`).
+    Gog,
+    /// PathQuestion (PQ, PQL) question files.
+    Pathquestion,
+    /// ongraph's own JSONL (see the README).
+    Jsonl,
+}
+
+impl Format {
+    /// The layout a file's name implies, if it does.
+    pub fn detect(path: &Path) -> Option<Self> {
+        if gog::is_gog_file(path) {
+            return Some(Self::Gog);
+        }
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            return Some(Self::Jsonl);
+        }
+        if pathquestion::kb_for(path).is_some() {
+            return Some(Self::Pathquestion);
+        }
+        tog::TogFormat::from_file_name(path).map(Self::from)
+    }
+
+    fn tog(self) -> Option<tog::TogFormat> {
+        use tog::TogFormat as T;
+        Some(match self {
+            Self::Cwq => T::Cwq,
+            Self::Webqsp => T::Webqsp,
+            Self::Grailqa => T::Grailqa,
+            Self::Simpleqa => T::Simpleqa,
+            Self::Webquestions => T::Webquestions,
+            Self::Qald => T::Qald,
+            Self::Trex => T::Trex,
+            Self::ZeroShotRe => T::ZeroShotRe,
+            Self::Creak => T::Creak,
+            Self::Gog | Self::Pathquestion | Self::Jsonl => return None,
+        })
+    }
+}
+
+impl From<tog::TogFormat> for Format {
+    fn from(f: tog::TogFormat) -> Self {
+        use tog::TogFormat as T;
+        match f {
+            T::Cwq => Self::Cwq,
+            T::Webqsp => Self::Webqsp,
+            T::Grailqa => Self::Grailqa,
+            T::Simpleqa => Self::Simpleqa,
+            T::Webquestions => Self::Webquestions,
+            T::Qald => Self::Qald,
+            T::Trex => Self::Trex,
+            T::ZeroShotRe => Self::ZeroShotRe,
+            T::Creak => Self::Creak,
+        }
+    }
+}
+
+/// Reads every question of `path` in the given layout; `ids` says which topic ids ToG's files
+/// should give (the others carry their own).
+pub fn load(path: &Path, format: Format, ids: tog::TopicIds) -> Result<Vec<Item>, DatasetError> {
+    match (format.tog(), format) {
+        (Some(layout), _) => tog::load(path, layout, ids),
+        (None, Format::Gog) => gog::load(path),
+        (None, Format::Pathquestion) => pathquestion::load(path),
+        (None, _) => jsonl::load(path),
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -5,11 +5,31 @@
 use super::{DatasetError, Item};
 use crate::eval::metrics::GoldAnswer;
 use crate::llm::gold_path::GoldPath;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The label the `named-ids` profile gives an id.
 pub fn label(id: &str) -> String {
     id.replace('_', " ")
+}
+
+/// The KB file beside a PathQuestion question file (`PQ-2H.txt` → `2H-kb.txt`, `PQL-3H.txt` and
+/// `PQL-3H_more.txt` → `PQL3-KB.txt`), matched case-insensitively; `None` when the name is not
+/// a PathQuestion one or no such file is there.
+pub fn kb_for(questions: &Path) -> Option<PathBuf> {
+    let stem = questions.file_stem()?.to_str()?.to_uppercase();
+    let kb = match stem.as_str() {
+        "PQ-2H" => "2H-KB.TXT",
+        "PQ-3H" => "3H-KB.TXT",
+        "PQL-2H" => "PQL2-KB.TXT",
+        s if s.starts_with("PQL-3H") => "PQL3-KB.TXT",
+        _ => return None,
+    };
+    let dir = questions.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.to_uppercase() == kb))
 }
 
 pub fn load(path: &Path) -> Result<Vec<Item>, DatasetError> {
@@ -61,6 +81,8 @@ pub fn parse_line(line: &str, number: usize) -> Result<Item, String> {
         hops: Some(hops.len()),
         answers: answer_labels.iter().map(GoldAnswer::new).collect(),
         gold: Some(GoldPath { topic: label(topic), hops, answers: answer_labels }),
+        topics_named: false,
+        hidden: Vec::new(),
     })
 }
 

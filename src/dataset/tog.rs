@@ -66,7 +66,7 @@ pub fn load(path: &Path, format: TogFormat, ids: TopicIds) -> Result<Vec<Item>, 
         .collect()
 }
 
-fn text(v: &Value) -> Option<String> {
+pub(super) fn text(v: &Value) -> Option<String> {
     match v {
         Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
         Value::Number(n) => Some(n.to_string()),
@@ -75,7 +75,7 @@ fn text(v: &Value) -> Option<String> {
 }
 
 /// `{"m.03_r3": "Jamaica"}` → `[("m.03_r3", Some("Jamaica"))]`, in the file's order.
-fn id_map(v: Option<&Value>) -> Vec<(String, Option<String>)> {
+pub(super) fn id_map(v: Option<&Value>) -> Vec<(String, Option<String>)> {
     match v {
         Some(Value::Object(m)) => m.iter().map(|(id, label)| (id.clone(), text(label))).collect(),
         _ => Vec::new(),
@@ -167,7 +167,7 @@ pub fn item(r: &Value, index: usize, format: TogFormat, ids: TopicIds) -> Result
         .find_map(|k| field(k).and_then(text))
         .unwrap_or_else(|| format!("#{}", index + 1));
     let hops = field("num_edge").and_then(Value::as_u64).map(|n| n as usize);
-    Ok(Item { id, question, answers, topics, hops, gold: None })
+    Ok(Item { id, question, answers, topics, topics_named: false, hops, gold: None, hidden: Vec::new() })
 }
 
 #[cfg(test)]

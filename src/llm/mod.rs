@@ -5,6 +5,7 @@
 pub mod gold_path;
 pub mod openai;
 pub mod scripted;
+pub mod serve;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -13,7 +14,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChatRequest {
     /// Which engine step asked (`relation_prune`, `reasoning`, …): for logs, transcripts and the
-    /// scripted model's matching. Not sent to the server.
+    /// scripted model's matching. Sent only as a header ([`openai::STEP_HEADER`]).
     pub step: String,
     pub system: String,
     pub prompt: String,

@@ -9,6 +9,9 @@ use serde::Deserialize;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
+/// The header naming the engine step that made a call (`relation_prune`, `reasoning`, …).
+pub const STEP_HEADER: &str = "x-ongraph-step";
+
 #[derive(Clone, Debug)]
 pub struct OpenAiConfig {
     /// Base URL up to and including `/v1`, e.g. `http://127.0.0.1:11434/v1`.
@@ -74,11 +77,20 @@ impl OpenAiClient {
     }
 
     /// POSTs `body` with bounded retries and returns the parsed JSON of the first success.
-    async fn post(&self, path: &str, body: &serde_json::Value) -> Result<serde_json::Value, LlmError> {
+    async fn post(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+        step: Option<&str>,
+    ) -> Result<serde_json::Value, LlmError> {
         let url = self.url(path);
         let mut attempt = 0;
         loop {
             let mut request = self.http.post(&url).json(body);
+            if let Some(step) = step {
+                // Servers ignore it; proxies' logs and ongraph's own loopback server read it.
+                request = request.header(STEP_HEADER, step);
+            }
             if let Some(key) = &self.api_key {
                 request = request.bearer_auth(key);
             }
@@ -185,7 +197,7 @@ impl LanguageModel for OpenAiClient {
             "stream": false,
         });
         let started = Instant::now();
-        let value = self.post("chat/completions", &body).await?;
+        let value = self.post("chat/completions", &body, Some(&request.step)).await?;
         let url = self.url("chat/completions");
         let parsed: ChatResponse = serde_json::from_value(value)
             .map_err(|e| LlmError::Malformed { url: url.clone(), reason: e.to_string() })?;
@@ -219,7 +231,7 @@ struct EmbeddingItem {
 impl Embedder for OpenAiClient {
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
         let body = json!({ "model": self.config.model, "input": texts });
-        let value = self.post("embeddings", &body).await?;
+        let value = self.post("embeddings", &body, None).await?;
         let url = self.url("embeddings");
         let parsed: EmbeddingResponse = serde_json::from_value(value)
             .map_err(|e| LlmError::Malformed { url: url.clone(), reason: e.to_string() })?;

@@ -1,0 +1,393 @@
+//! `ongraph eval`: a method over a dataset, one record per question, a summary; `eval compare`
+//! and `eval summary` read finished (or interrupted) runs.
+
+use super::SetupArgs;
+use crate::config::Config;
+use crate::dataset::tog::TopicIds;
+use crate::dataset::{Format, Item, gold_paths, pathquestion};
+use crate::engine::Settings;
+use crate::eval::record::{self, Record, RecordWriter};
+use crate::eval::runner::{Evaluator, Finished, select};
+use crate::eval::summary::{Summary, summarise};
+use crate::llm::LanguageModel;
+use crate::llm::gold_path::GoldPathModel;
+use crate::llm::openai::{OpenAiClient, OpenAiConfig};
+use crate::llm::serve::LoopbackServer;
+use crate::prompts::Prompts;
+use anyhow::{Context as _, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use serde::{Deserialize, Serialize};
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+const RECORDS: &str = "records.jsonl";
+const META: &str = "run.json";
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct EvalArgs {
+    #[command(subcommand)]
+    pub action: Option<EvalAction>,
+    /// The question file.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub dataset: Option<PathBuf>,
+    /// Its layout (default: from the file name: cwq.json, data_with_ct_0.4.json, PQ-2H.txt, *.jsonl, …).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Which topic ids ToG's files give: freebase (`topic_entity`) or wikidata
+    /// (`qid_topic_entity`). Default: wikidata when the KG profile is wikidata.
+    #[arg(long, value_enum)]
+    pub topic_ids: Option<TopicIdChoice>,
+    /// Only the first N questions.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// A random N of them (seeded by --seed), kept in file order.
+    #[arg(long, value_name = "N")]
+    pub sample: Option<usize>,
+    /// Where the records and the summary go (default: eval-runs/DATASET.METHOD.LLM).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Continue a run in --out: questions already recorded are skipped.
+    #[arg(long)]
+    pub resume: bool,
+    /// Serve a simulation model (demo, scripted:FILE, gold-path) on a loopback HTTP server that
+    /// waits this long per call (e.g. 800ms), to measure wall time under realistic latency.
+    #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub latency: Option<Duration>,
+    /// Apply the correction overlay (off by default: a benchmark measures the KG as published).
+    #[arg(long)]
+    pub with_corrections: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub setup: SetupArgs,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum TopicIdChoice {
+    Freebase,
+    Wikidata,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EvalAction {
+    /// Two runs side by side: their summaries, then the questions where they differ.
+    Compare {
+        /// A run directory or its records.jsonl.
+        a: PathBuf,
+        b: PathBuf,
+        /// List every question, not only those where the runs differ.
+        #[arg(long)]
+        all: bool,
+    },
+    /// A run's summary, from its records (a run directory or a records.jsonl).
+    Summary {
+        run: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What a run directory was made with; `--resume` refuses to mix runs that differ.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+struct RunMeta {
+    dataset: String,
+    format: Format,
+    kg: String,
+    llm: String,
+    /// The model is a simulation (scripted, gold-path): the figures measure the engine.
+    simulation: bool,
+    corrections: usize,
+    settings: Settings,
+    /// Questions selected by the latest invocation (--limit/--sample may grow on resume).
+    #[serde(default)]
+    selected: usize,
+}
+
+pub async fn eval(args: EvalArgs, config: &Config) -> Result<i32> {
+    match args.action {
+        Some(EvalAction::Compare { a, b, all }) => compare(&a, &b, all),
+        Some(EvalAction::Summary { run, json }) => summary(&run, json),
+        None => run(args, config).await,
+    }
+}
+
+fn records_path(run: &Path) -> PathBuf {
+    if run.is_dir() { run.join(RECORDS) } else { run.to_path_buf() }
+}
+
+fn read_run(run: &Path) -> Result<Vec<Record>> {
+    let path = records_path(run);
+    let (mut records, _) = record::read(&path)?;
+    records.sort_by_key(|r| r.index);
+    Ok(records)
+}
+
+fn compare(a: &Path, b: &Path, all: bool) -> Result<i32> {
+    let comparison = crate::eval::compare::compare(&read_run(a)?, &read_run(b)?).map_err(anyhow::Error::msg)?;
+    print!("{}", comparison.render(&a.display().to_string(), &b.display().to_string(), all));
+    Ok(0)
+}
+
+fn summary(run: &Path, json: bool) -> Result<i32> {
+    let records = read_run(run)?;
+    let meta = run.is_dir().then(|| read_meta(&run.join(META)).ok()).flatten();
+    let summary = summarise(&records, meta.as_ref().map(|m| m.selected));
+    print_summary(&summary, meta.as_ref(), json)?;
+    Ok(0)
+}
+
+fn read_meta(path: &Path) -> Result<RunMeta> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not an eval run description", path.display()))
+}
+
+fn print_summary(summary: &Summary, meta: Option<&RunMeta>, json: bool) -> Result<()> {
+    if json {
+        let value = serde_json::json!({ "run": meta, "summary": summary });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    if let Some(m) = meta {
+        println!("{} on {} · KG {} · LLM {}", m.settings.method.label(), m.dataset, m.kg, m.llm);
+        if m.simulation {
+            println!("(a simulation model: these figures measure the engine, not an LLM's accuracy)");
+        }
+    }
+    print!("{}", summary.render());
+    Ok(())
+}
+
+/// Simulation models: served over loopback HTTP with --latency, and labelled in summaries.
+fn is_simulation(llm: &str) -> bool {
+    llm == "demo" || llm == "gold-path" || llm.starts_with("scripted:")
+}
+
+async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
+    let Some(dataset) = args.dataset.clone() else { bail!("--dataset FILE is required") };
+    let format = match args.format.or_else(|| Format::detect(&dataset)) {
+        Some(f) => f,
+        None => bail!(
+            "cannot tell the layout of {} from its name: give --format ({})",
+            dataset.display(),
+            Format::value_variants()
+                .iter()
+                .filter_map(|v| v.to_possible_value())
+                .map(|v| v.get_name().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut setup = args.setup.clone();
+    if format == Format::Pathquestion && setup.kg.is_none() {
+        let kb = pathquestion::kb_for(&dataset).with_context(|| {
+            format!("no PathQuestion KB beside {} (e.g. 2H-kb.txt): give it with --kg", dataset.display())
+        })?;
+        setup.kg = Some(kb.display().to_string());
+    }
+    let settings = super::settings(&setup, config)?;
+    let (base, _report) = super::open_kg(&setup, config)?;
+    let ids = match args.topic_ids {
+        Some(TopicIdChoice::Wikidata) => TopicIds::Wikidata,
+        Some(TopicIdChoice::Freebase) => TopicIds::Freebase,
+        None if base.profile().label_predicates == crate::kg::KgProfile::wikidata().label_predicates => {
+            TopicIds::Wikidata
+        }
+        None => TopicIds::Freebase,
+    };
+    let items = crate::dataset::load(&dataset, format, ids)?;
+    let seed = setup.seed.unwrap_or(config.defaults.seed);
+    let chosen = select(items.len(), args.limit, args.sample, seed);
+    let (kg, corrections) = super::overlay::with_overlay(base, config, &setup, args.with_corrections)?;
+    let llm_name = setup.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
+    let simulation = is_simulation(&llm_name);
+    let mut llm: Arc<dyn LanguageModel> = if llm_name == "gold-path" {
+        let gold: Vec<_> = gold_paths(&items).collect();
+        if gold.is_empty() {
+            bail!(
+                "--llm gold-path follows the gold paths a dataset gives (PathQuestion); {} has none",
+                dataset.display()
+            );
+        }
+        Arc::new(GoldPathModel::new(gold))
+    } else {
+        super::open_llm(&setup, config)?
+    };
+    let llm_description = llm.describe();
+    // Kept alive for the run: the client below talks to it.
+    let _server = match args.latency {
+        Some(_) if !simulation => {
+            bail!(
+                "--latency serves a simulation model (demo, scripted:FILE, gold-path); {llm_name:?} is a real endpoint"
+            )
+        }
+        Some(latency) => {
+            let server =
+                LoopbackServer::start(llm.clone(), latency).await.context("cannot start the loopback LLM server")?;
+            let mut client = OpenAiConfig::new(server.base_url(), &llm_name);
+            client.max_retries = 0;
+            llm = Arc::new(OpenAiClient::new(client)?);
+            Some(server)
+        }
+        None => None,
+    };
+    let meta = RunMeta {
+        dataset: std::fs::canonicalize(&dataset).unwrap_or(dataset.clone()).display().to_string(),
+        format,
+        kg: kg.name().to_string(),
+        llm: match args.latency {
+            Some(l) => format!("{llm_description} (over loopback HTTP, {} per call)", humantime::format_duration(l)),
+            None => llm_description,
+        },
+        simulation,
+        corrections,
+        settings: settings.clone(),
+        selected: chosen.len(),
+    };
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stem = dataset.file_stem().and_then(|s| s.to_str()).unwrap_or("dataset");
+        let llm = llm_name.replace(['/', ':', '\\'], "-");
+        PathBuf::from("eval-runs").join(format!("{stem}.{}.{llm}", settings.method.label().to_lowercase()))
+    });
+    prepare_dir(&out, &meta, args.resume)?;
+    let (mut writer, done) = RecordWriter::open(&out.join(RECORDS))?;
+    let done_at: std::collections::HashSet<usize> = done.iter().map(|r| r.index).collect();
+    for r in &done {
+        if items.get(r.index).is_none_or(|i| i.question != r.question) {
+            bail!(
+                "{}: question {} is not {:?} in {}: the records are from another dataset",
+                out.join(RECORDS).display(),
+                r.index + 1,
+                r.question,
+                dataset.display()
+            );
+        }
+    }
+    let todo: Vec<(usize, &Item)> = chosen.iter().filter(|i| !done_at.contains(i)).map(|&i| (i, &items[i])).collect();
+    let at_once = setup.concurrency.unwrap_or(config.defaults.concurrency).max(1);
+    let prompts_dir = setup.prompts.clone().or_else(|| config.defaults.prompts.clone());
+    let prompts = Arc::new(Prompts::load(prompts_dir.as_deref())?);
+    let evaluator = Evaluator::new(kg.clone(), llm, prompts, settings)
+        .with_embedder(super::open_embedder(config)?)
+        .with_request_concurrency(config.defaults.concurrency);
+    let mut records: Vec<Record> = done.into_iter().filter(|r| chosen.binary_search(&r.index).is_ok()).collect();
+    let mut progress = Progress::new(todo.len(), !args.json && std::io::stdout().is_terminal(), &records);
+    if !todo.is_empty() {
+        tracing::info!(questions = todo.len(), already = records.len(), out = %out.display(), "eval starts");
+    }
+    let stop = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let finished = evaluator
+        .run(todo, at_once, &mut writer, stop, |r| {
+            records.push(r.clone());
+            progress.update(r);
+        })
+        .await?;
+    progress.finish();
+    records.sort_by_key(|r| r.index);
+    let summary = summarise(&records, Some(chosen.len()));
+    std::fs::write(
+        out.join("summary.json"),
+        serde_json::to_string_pretty(&serde_json::json!({"run": &meta, "summary": &summary}))?,
+    )
+    .context("cannot write summary.json")?;
+    std::fs::write(out.join("summary.txt"), summary.render()).context("cannot write summary.txt")?;
+    print_summary(&summary, Some(&meta), args.json)?;
+    if !args.json {
+        println!("Records: {}", out.join(RECORDS).display());
+    }
+    Ok(match finished {
+        Finished::All => 0,
+        Finished::Interrupted => {
+            eprintln!("interrupted: {} recorded; run again with --resume to finish", records.len());
+            130
+        }
+    })
+}
+
+/// Makes `out`, or checks a run there is the same run before resuming it.
+fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
+    let records = out.join(RECORDS);
+    let has_records = std::fs::metadata(&records).is_ok_and(|m| m.len() > 0);
+    if has_records && !resume {
+        bail!("{} already holds a run: add --resume to continue it, or choose another --out", out.display());
+    }
+    if has_records {
+        let before = read_meta(&out.join(META))?;
+        let same = |a: &RunMeta, b: &RunMeta| {
+            (&a.dataset, a.format, &a.kg, &a.llm, a.corrections, &a.settings)
+                == (&b.dataset, b.format, &b.kg, &b.llm, b.corrections, &b.settings)
+        };
+        if !same(&before, meta) {
+            bail!(
+                "{} was run with different settings, so --resume would mix two runs:\n  then: {}\n  now:  {}",
+                out.display(),
+                serde_json::to_string(&before)?,
+                serde_json::to_string(meta)?
+            );
+        }
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    // Written first, so an interrupted run can be resumed and summarised.
+    std::fs::write(out.join(META), serde_json::to_string_pretty(meta)?).context("cannot write run.json")?;
+    Ok(())
+}
+
+/// The progress bar: running accuracy and cost over the questions recorded so far (this run's
+/// and a resumed run's); hidden when stdout is not a terminal.
+struct Progress {
+    bar: indicatif::ProgressBar,
+    n: u64,
+    hits: u64,
+    lenient: u64,
+    calls: u64,
+    tokens: u64,
+    wall_ms: u64,
+}
+
+impl Progress {
+    fn new(todo: usize, visible: bool, done: &[Record]) -> Self {
+        let bar = if visible {
+            indicatif::ProgressBar::with_draw_target(Some(todo as u64), indicatif::ProgressDrawTarget::stdout())
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed}<{eta} {msg}") {
+            bar.set_style(style);
+        }
+        let mut progress = Self { bar, n: 0, hits: 0, lenient: 0, calls: 0, tokens: 0, wall_ms: 0 };
+        done.iter().for_each(|r| progress.count(r));
+        progress
+    }
+
+    fn count(&mut self, r: &Record) {
+        self.n += 1;
+        self.hits += u64::from(r.score.hit);
+        self.lenient += u64::from(r.score.lenient);
+        self.calls += r.llm_calls;
+        self.tokens += r.tokens();
+        self.wall_ms += r.wall_ms;
+    }
+
+    fn update(&mut self, r: &Record) {
+        self.count(r);
+        let n = self.n as f64;
+        self.bar.set_message(format!(
+            "Hits@1 {:.1}% · lenient {:.1}% · {:.1} calls · {:.0} tok · {:.2} s per question",
+            100.0 * self.hits as f64 / n,
+            100.0 * self.lenient as f64 / n,
+            self.calls as f64 / n,
+            self.tokens as f64 / n,
+            self.wall_ms as f64 / n / 1000.0
+        ));
+        self.bar.inc(1);
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}

@@ -1,0 +1,171 @@
+//! Two runs side by side: their summaries, then question by question (matched on the dataset
+//! position, checked by the question text) where one is right and the other is not.
+
+use super::record::Record;
+use super::summary::{Summary, source_name, summarise};
+use crate::engine::AnswerSource;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+pub struct Comparison {
+    pub a: Summary,
+    pub b: Summary,
+    pub a_method: String,
+    pub b_method: String,
+    /// Questions in both runs, by strict Hits@1: both right, only A, only B, neither.
+    pub both: usize,
+    pub only_a: usize,
+    pub only_b: usize,
+    pub neither: usize,
+    /// Questions one run has and the other does not.
+    pub unmatched: usize,
+    /// The questions in both, in dataset order: (A's record, B's record).
+    rows: Vec<(Record, Record)>,
+}
+
+pub fn compare(a: &[Record], b: &[Record]) -> Result<Comparison, String> {
+    let b_by_index: BTreeMap<usize, &Record> = b.iter().map(|r| (r.index, r)).collect();
+    let mut rows = Vec::new();
+    for ra in a {
+        if let Some(rb) = b_by_index.get(&ra.index) {
+            if ra.question != rb.question {
+                return Err(format!(
+                    "question {} differs ({:?} vs {:?}): the runs are on different datasets",
+                    ra.index + 1,
+                    ra.question,
+                    rb.question
+                ));
+            }
+            rows.push((ra.clone(), (*rb).clone()));
+        }
+    }
+    rows.sort_by_key(|(r, _)| r.index);
+    let count = |f: fn(bool, bool) -> bool| rows.iter().filter(|(x, y)| f(x.score.hit, y.score.hit)).count();
+    let method = |rs: &[Record]| rs.first().map(|r| r.method.clone()).unwrap_or_default();
+    Ok(Comparison {
+        a: summarise(a, None),
+        b: summarise(b, None),
+        a_method: method(a),
+        b_method: method(b),
+        both: count(|x, y| x && y),
+        only_a: count(|x, y| x && !y),
+        only_b: count(|x, y| !x && y),
+        neither: count(|x, y| !x && !y),
+        unmatched: a.len() + b.len() - 2 * rows.len(),
+        rows,
+    })
+}
+
+fn mark(r: &Record) -> &'static str {
+    if r.error.is_some() {
+        "error"
+    } else if r.score.hit {
+        "✓"
+    } else {
+        "✗"
+    }
+}
+
+fn prediction(r: &Record) -> String {
+    let text = if let Some(e) = &r.error {
+        e.clone()
+    } else if r.prediction.is_empty() {
+        "(no answer)".into()
+    } else {
+        r.prediction.join(" | ")
+    };
+    shorten(&text, 40)
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max - 1).collect();
+    format!("{cut}…")
+}
+
+impl Comparison {
+    /// The side-by-side table, then the questions whose strict result differs (all questions
+    /// with `all`).
+    pub fn render(&self, a_name: &str, b_name: &str, all: bool) -> String {
+        let mut out = String::new();
+        let _ = self.write_to(&mut out, a_name, b_name, all);
+        out
+    }
+
+    fn write_to(&self, out: &mut String, a_name: &str, b_name: &str, all: bool) -> std::fmt::Result {
+        let (a, b) = (&self.a, &self.b);
+        writeln!(
+            out,
+            "{:<22} {:>22} {:>22}",
+            "",
+            shorten(&format!("A: {a_name}"), 22),
+            shorten(&format!("B: {b_name}"), 22)
+        )?;
+        writeln!(out, "{:<22} {:>22} {:>22}", "method", self.a_method, self.b_method)?;
+        let pct = |x: f64| format!("{x:.1}%");
+        let rows: [(&str, String, String); 9] = [
+            ("questions", a.questions.to_string(), b.questions.to_string()),
+            ("strict Hits@1", pct(a.strict.percent()), pct(b.strict.percent())),
+            ("strict F1", format!("{:.3}", a.f1), format!("{:.3}", b.f1)),
+            ("lenient (papers')", pct(a.lenient.percent()), pct(b.lenient.percent())),
+            ("errors", a.errors.to_string(), b.errors.to_string()),
+            ("own knowledge", share(a, OWN), share(b, OWN)),
+            ("LLM calls / question", format!("{:.2}", a.llm_calls.mean), format!("{:.2}", b.llm_calls.mean)),
+            ("tokens / question", format!("{:.0}", a.tokens.mean), format!("{:.0}", b.tokens.mean)),
+            (
+                "time / question",
+                format!("{:.2} s", a.wall_ms.mean / 1000.0),
+                format!("{:.2} s", b.wall_ms.mean / 1000.0),
+            ),
+        ];
+        for (name, x, y) in rows {
+            writeln!(out, "{name:<22} {x:>22} {y:>22}")?;
+        }
+        writeln!(out)?;
+        writeln!(
+            out,
+            "On the {} questions in both (strict): both right {}, only A {}, only B {}, neither {}",
+            self.rows.len(),
+            self.both,
+            self.only_a,
+            self.only_b,
+            self.neither
+        )?;
+        if self.unmatched > 0 {
+            writeln!(out, "{} question(s) are in one run only (not compared)", self.unmatched)?;
+        }
+        let shown: Vec<&(Record, Record)> =
+            self.rows.iter().filter(|(x, y)| all || x.score.hit != y.score.hit || x.error != y.error).collect();
+        if shown.is_empty() {
+            return Ok(());
+        }
+        writeln!(out)?;
+        writeln!(out, "{:>6}  {:<40}  {:<48}  {:<48}  calls", "#", "question", "A", "B")?;
+        for (x, y) in shown {
+            writeln!(
+                out,
+                "{:>6}  {:<40}  {:<6}{:<42}  {:<6}{:<42}  {}/{}",
+                x.index + 1,
+                shorten(&x.question, 40),
+                mark(x),
+                prediction(x),
+                mark(y),
+                prediction(y),
+                x.llm_calls,
+                y.llm_calls
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The source counted in the "own knowledge" row.
+const OWN: Option<AnswerSource> = Some(AnswerSource::OwnKnowledge);
+
+fn share(s: &Summary, source: Option<AnswerSource>) -> String {
+    let source = source_name(source);
+    let n = s.sources.get(source).copied().unwrap_or(0);
+    format!("{:.1}%", 100.0 * n as f64 / s.questions.max(1) as f64)
+}

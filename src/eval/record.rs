@@ -1,0 +1,149 @@
+//! Per-question records: one JSON object per line in `records.jsonl`, appended and flushed as
+//! each question finishes, so a crash or Ctrl-C loses nothing already written and `--resume`
+//! knows what is done.
+
+use super::metrics::{GoldAnswer, Score};
+use crate::engine::{AnswerSource, Settings};
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// What one question gave and cost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Position in the dataset file (0-based): what `--resume` and `compare` match on.
+    pub index: usize,
+    /// The dataset's id for the question (or its line / record number).
+    pub id: String,
+    pub question: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hops: Option<usize>,
+    pub gold: Vec<GoldAnswer>,
+    /// The predicted answers, best first (empty when the model gave none or the run failed).
+    pub prediction: Vec<String>,
+    /// What the answer rests on: KG paths, partial paths, or the model's own knowledge. `None`
+    /// when the run failed before answering.
+    pub source: Option<AnswerSource>,
+    /// The supporting paths (own-knowledge answers: the paths explored), best first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    /// GoG: triples the model generated that verification kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generated: Vec<String>,
+    pub score: Score,
+    pub llm_calls: u64,
+    /// Identical calls answered from the question's memo instead of being made again.
+    #[serde(default)]
+    pub llm_calls_saved: u64,
+    /// Dependent rounds of calls: what the question waited for with concurrency.
+    #[serde(default)]
+    pub llm_rounds: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub kg_lookups: u64,
+    /// Triples hidden for this question (GoG's incomplete KG).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hidden_triples: usize,
+    pub wall_ms: u64,
+    pub method: String,
+    pub settings: Settings,
+    /// Why the question has no answer, if it failed (counted as wrong).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl Record {
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("cannot read or write {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error(
+        "{path}:{line}: not a question record ({message}); the file was not written by `ongraph eval`, or was edited"
+    )]
+    Line { path: String, line: usize, message: String },
+}
+
+/// Reads every record of a file. A last line without its newline is a write the process did
+/// not finish (a crash): it is reported as `torn` rather than as an error.
+pub fn read(path: &Path) -> Result<(Vec<Record>, Option<u64>), RecordError> {
+    let shown = path.display().to_string();
+    let io = |source| RecordError::Io { path: shown.clone(), source };
+    let file = File::open(path).map_err(io)?;
+    let mut reader = BufReader::new(file);
+    let (mut records, mut offset, mut number) = (Vec::new(), 0u64, 0usize);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line).map_err(io)?;
+        if n == 0 {
+            return Ok((records, None));
+        }
+        number += 1;
+        if !line.ends_with('\n') {
+            // A torn tail: everything before `offset` is whole.
+            return Ok((records, Some(offset)));
+        }
+        offset += n as u64;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record = serde_json::from_str(&line).map_err(|e| RecordError::Line {
+            path: shown.clone(),
+            line: number,
+            message: e.to_string(),
+        })?;
+        records.push(record);
+    }
+}
+
+/// Appends records, one whole line per `write` straight to the file (no user-space buffer), so
+/// a record is in the file once reported done, whatever happens to the process after.
+pub struct RecordWriter {
+    path: PathBuf,
+    file: File,
+}
+
+impl RecordWriter {
+    /// Opens `path` for appending, first cutting off a torn last line (see [`read`]); returns
+    /// the records already there.
+    pub fn open(path: &Path) -> Result<(Self, Vec<Record>), RecordError> {
+        let shown = path.display().to_string();
+        let io = |source| RecordError::Io { path: shown.clone(), source };
+        let existing = if path.exists() {
+            let (records, torn) = read(path)?;
+            if let Some(whole) = torn {
+                tracing::warn!(path = %shown, whole, "cutting off a record the last run did not finish writing");
+                let file = std::fs::OpenOptions::new().write(true).open(path).map_err(io)?;
+                file.set_len(whole).map_err(io)?;
+            }
+            records
+        } else {
+            Vec::new()
+        };
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(io)?;
+        file.seek(SeekFrom::End(0)).map_err(io)?;
+        Ok((Self { path: path.to_path_buf(), file }, existing))
+    }
+
+    pub fn append(&mut self, record: &Record) -> Result<(), RecordError> {
+        let io = |source| RecordError::Io { path: self.path.display().to_string(), source };
+        let mut line = serde_json::to_string(record).map_err(|e| io(std::io::Error::other(e)))?;
+        line.push('\n');
+        self.file.write_all(line.as_bytes()).map_err(io)
+    }
+
+    /// Syncs to disk (at the end of a run: per record it would cost more than a question).
+    pub fn sync(&self) -> Result<(), RecordError> {
+        self.file.sync_data().map_err(|source| RecordError::Io { path: self.path.display().to_string(), source })
+    }
+}

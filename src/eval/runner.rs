@@ -1,0 +1,216 @@
+//! Running a method over dataset questions: each question on its own driver (its costs are its
+//! own; no memo carries replies from one question to another) and, for GoG's incomplete-KG
+//! sets, its own view of the KG with that question's triples hidden. Several questions run at
+//! once; each record is written the moment its question finishes.
+
+use super::metrics::score;
+use super::record::{Record, RecordError, RecordWriter};
+use crate::dataset::Item;
+use crate::driver::Driver;
+use crate::engine::{Run, Settings};
+use crate::kg::KnowledgeGraph;
+use crate::llm::{Embedder, LanguageModel};
+use crate::overlay::OverlayKg;
+use crate::prompts::Prompts;
+use futures::StreamExt;
+use rand::SeedableRng;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// How many supporting paths a record keeps.
+const PATHS_KEPT: usize = 5;
+
+/// Everything a question is answered with.
+pub struct Evaluator {
+    kg: Arc<dyn KnowledgeGraph>,
+    llm: Arc<dyn LanguageModel>,
+    embedder: Option<Arc<dyn Embedder>>,
+    prompts: Arc<Prompts>,
+    settings: Settings,
+    request_concurrency: usize,
+}
+
+/// How a run over the questions ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finished {
+    /// Every question given has a record.
+    All,
+    /// Stopped (Ctrl-C) with questions still to do; those in flight were dropped, unwritten.
+    Interrupted,
+}
+
+impl Evaluator {
+    pub fn new(
+        kg: Arc<dyn KnowledgeGraph>,
+        llm: Arc<dyn LanguageModel>,
+        prompts: Arc<Prompts>,
+        settings: Settings,
+    ) -> Self {
+        Self { kg, llm, embedder: None, prompts, settings, request_concurrency: 4 }
+    }
+
+    pub fn with_embedder(mut self, embedder: Option<Arc<dyn Embedder>>) -> Self {
+        self.embedder = embedder;
+        self
+    }
+
+    /// Requests in flight at once within one question.
+    pub fn with_request_concurrency(mut self, n: usize) -> Self {
+        self.request_concurrency = n.max(1);
+        self
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Answers one question; a failure becomes the record's error (and counts as wrong).
+    pub async fn answer(&self, index: usize, item: &Item) -> Record {
+        let started = Instant::now();
+        let kg: Arc<dyn KnowledgeGraph> = if item.hidden.is_empty() {
+            self.kg.clone()
+        } else {
+            Arc::new(OverlayKg::new(self.kg.clone(), &[]).with_hidden(&item.hidden))
+        };
+        let mut driver = Driver::new(kg.clone(), self.llm.clone()).with_concurrency(self.request_concurrency);
+        if let Some(e) = &self.embedder {
+            driver = driver.with_embedder(e.clone());
+        }
+        let mut record = Record {
+            index,
+            id: item.id.clone(),
+            question: item.question.clone(),
+            hops: item.hops,
+            gold: item.answers.clone(),
+            prediction: Vec::new(),
+            source: None,
+            paths: Vec::new(),
+            generated: Vec::new(),
+            score: Default::default(),
+            llm_calls: 0,
+            llm_calls_saved: 0,
+            llm_rounds: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            kg_lookups: 0,
+            hidden_triples: item.hidden.len(),
+            wall_ms: 0,
+            method: self.settings.method.label().to_string(),
+            settings: self.settings.clone(),
+            error: None,
+        };
+        let run = Run::new(
+            &item.question,
+            item.engine_topics(),
+            self.settings.clone(),
+            self.prompts.clone(),
+            kg.profile().clone(),
+            kg.name(),
+        );
+        let mut run = match run {
+            Ok(run) => run,
+            Err(e) => {
+                record.error = Some(e.to_string());
+                record.wall_ms = started.elapsed().as_millis() as u64;
+                return record;
+            }
+        };
+        let outcome = driver.run(&mut run, |_, _| {}).await;
+        // Costs count even when the run failed part-way: they were spent.
+        let costs = run.costs();
+        record.llm_calls = costs.llm_calls;
+        record.llm_calls_saved = costs.llm_calls_saved;
+        record.llm_rounds = costs.llm_rounds;
+        record.prompt_tokens = costs.usage.prompt_tokens;
+        record.completion_tokens = costs.usage.completion_tokens;
+        record.kg_lookups = costs.kg_lookups;
+        match outcome {
+            Err(e) => record.error = Some(e.to_string()),
+            Ok(()) => match run.answer() {
+                Some(answer) => {
+                    record.prediction = answer.answers.clone();
+                    record.source = Some(answer.source);
+                    record.paths = answer.paths.iter().take(PATHS_KEPT).map(|p| p.text.clone()).collect();
+                    record.score = score(&answer.answers, &item.answers);
+                }
+                None => record.error = Some("the run ended without an answer".into()),
+            },
+        }
+        record.generated = run
+            .generated()
+            .iter()
+            .filter(|g| g.kept)
+            .map(|g| format!("{}, {}, {}", g.head, g.relation, g.tail))
+            .collect();
+        record.wall_ms = started.elapsed().as_millis() as u64;
+        record
+    }
+
+    /// Answers `todo` (dataset index and question), `at_once` questions at a time, appending
+    /// each record as it finishes and telling `on_record`. Stops early when `stop` completes
+    /// (questions in flight are dropped unwritten: `--resume` runs them again).
+    pub async fn run(
+        &self,
+        todo: Vec<(usize, &Item)>,
+        at_once: usize,
+        writer: &mut RecordWriter,
+        stop: impl std::future::Future<Output = ()>,
+        mut on_record: impl FnMut(&Record),
+    ) -> Result<Finished, RecordError> {
+        let mut answers =
+            futures::stream::iter(todo).map(|(index, item)| self.answer(index, item)).buffer_unordered(at_once.max(1));
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                // The stop first: a fast model always has an answer ready, and Ctrl-C must
+                // still be heard. Answers not yet written are simply run again on resume.
+                biased;
+                () = &mut stop => {
+                    writer.sync()?;
+                    return Ok(Finished::Interrupted);
+                }
+                next = answers.next() => match next {
+                    Some(record) => {
+                        writer.append(&record)?;
+                        on_record(&record);
+                    }
+                    None => break,
+                },
+            }
+        }
+        writer.sync()?;
+        Ok(Finished::All)
+    }
+}
+
+/// Which dataset positions to run: the first `limit`, then a seeded random `sample` of those,
+/// in file order.
+pub fn select(total: usize, limit: Option<usize>, sample: Option<usize>, seed: u64) -> Vec<usize> {
+    let pool = limit.map_or(total, |l| l.min(total));
+    match sample {
+        Some(n) if n < pool => {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut picked = rand::seq::index::sample(&mut rng, pool, n).into_vec();
+            picked.sort_unstable();
+            picked
+        }
+        _ => (0..pool).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selection_is_seeded_and_in_file_order() {
+        assert_eq!(select(10, Some(3), None, 0), [0, 1, 2]);
+        assert_eq!(select(2, Some(5), None, 0), [0, 1]);
+        let a = select(1000, None, Some(20), 7);
+        assert_eq!(a, select(1000, None, Some(20), 7));
+        assert_ne!(a, select(1000, None, Some(20), 8));
+        assert!(a.windows(2).all(|w| w[0] < w[1]) && a.len() == 20);
+        assert!(select(1000, Some(50), Some(20), 7).iter().all(|&i| i < 50));
+        assert_eq!(select(5, None, Some(9), 1), [0, 1, 2, 3, 4]);
+    }
+}

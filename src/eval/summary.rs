@@ -1,0 +1,218 @@
+//! The summary of a run, computed from its records alone (so `eval summary` and `eval compare`
+//! need nothing else): accuracy two ways, where answers came from, and what questions cost.
+
+use super::record::Record;
+use crate::engine::AnswerSource;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    /// Questions the run was asked to answer (`None`: unknown, read from records alone).
+    pub selected: Option<usize>,
+    /// Questions with a record.
+    pub questions: usize,
+    /// Of those, how many failed (counted as wrong).
+    pub errors: usize,
+    pub strict: Rate,
+    /// Mean F1 over answer sets (strict matching).
+    pub f1: f64,
+    /// The ToG papers' substring match, for comparison with published numbers only.
+    pub lenient: Rate,
+    /// Answer sources, by name (`kg_paths`, `own_knowledge`, …; `none` for failed runs).
+    pub sources: BTreeMap<String, usize>,
+    pub llm_calls: Stat,
+    pub tokens: Stat,
+    pub kg_lookups: Stat,
+    pub wall_ms: Stat,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// By hop count, where the dataset gives one.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_hop: BTreeMap<usize, HopRow>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Rate {
+    pub hits: usize,
+    pub of: usize,
+}
+
+impl Rate {
+    pub fn percent(self) -> f64 {
+        if self.of == 0 { 0.0 } else { 100.0 * self.hits as f64 / self.of as f64 }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct HopRow {
+    pub strict: Rate,
+    pub lenient: Rate,
+    pub mean_calls: f64,
+}
+
+/// Mean, median and max of a per-question figure, and its total.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Stat {
+    pub mean: f64,
+    pub median: f64,
+    pub max: u64,
+    pub total: u64,
+}
+
+impl Stat {
+    pub fn of(values: impl IntoIterator<Item = u64>) -> Self {
+        let mut v: Vec<u64> = values.into_iter().collect();
+        if v.is_empty() {
+            return Self::default();
+        }
+        v.sort_unstable();
+        let total: u64 = v.iter().sum();
+        let n = v.len();
+        let median = if n % 2 == 1 { v[n / 2] as f64 } else { (v[n / 2 - 1] + v[n / 2]) as f64 / 2.0 };
+        Self { mean: total as f64 / n as f64, median, max: v[n - 1], total }
+    }
+}
+
+/// The name a source goes by in summaries and JSON.
+pub fn source_name(source: Option<AnswerSource>) -> &'static str {
+    match source {
+        Some(AnswerSource::KgPaths) => "kg_paths",
+        Some(AnswerSource::PartialPaths) => "partial_paths",
+        Some(AnswerSource::CollectedPaths) => "collected_paths",
+        Some(AnswerSource::OwnKnowledge) => "own_knowledge",
+        Some(AnswerSource::ModelOnly) => "model_only",
+        None => "none",
+    }
+}
+
+pub fn summarise(records: &[Record], selected: Option<usize>) -> Summary {
+    let rate =
+        |rs: &[&Record], hit: fn(&Record) -> bool| Rate { hits: rs.iter().filter(|r| hit(r)).count(), of: rs.len() };
+    let all: Vec<&Record> = records.iter().collect();
+    let mut sources = BTreeMap::new();
+    for r in records {
+        *sources.entry(source_name(r.source).to_string()).or_insert(0) += 1;
+    }
+    let mut by_hop: BTreeMap<usize, Vec<&Record>> = BTreeMap::new();
+    for r in records {
+        if let Some(h) = r.hops {
+            by_hop.entry(h).or_default().push(r);
+        }
+    }
+    let per_hop = by_hop
+        .into_iter()
+        .map(|(h, rs)| {
+            let row = HopRow {
+                strict: rate(&rs, |r| r.score.hit),
+                lenient: rate(&rs, |r| r.score.lenient),
+                mean_calls: Stat::of(rs.iter().map(|r| r.llm_calls)).mean,
+            };
+            (h, row)
+        })
+        .collect();
+    let n = records.len().max(1) as f64;
+    Summary {
+        selected,
+        questions: records.len(),
+        errors: records.iter().filter(|r| r.error.is_some()).count(),
+        strict: rate(&all, |r| r.score.hit),
+        f1: records.iter().map(|r| r.score.f1).sum::<f64>() / n,
+        lenient: rate(&all, |r| r.score.lenient),
+        sources,
+        llm_calls: Stat::of(records.iter().map(|r| r.llm_calls)),
+        tokens: Stat::of(records.iter().map(Record::tokens)),
+        kg_lookups: Stat::of(records.iter().map(|r| r.kg_lookups)),
+        wall_ms: Stat::of(records.iter().map(|r| r.wall_ms)),
+        prompt_tokens: records.iter().map(|r| r.prompt_tokens).sum(),
+        completion_tokens: records.iter().map(|r| r.completion_tokens).sum(),
+        per_hop,
+    }
+}
+
+impl Summary {
+    /// The summary as a plain-text table.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = self.write_to(&mut out);
+        out
+    }
+
+    fn write_to(&self, out: &mut String) -> std::fmt::Result {
+        let missing = self.selected.map_or(0, |s| s.saturating_sub(self.questions));
+        write!(out, "Questions    {}", self.questions)?;
+        if missing > 0 {
+            write!(out, " of {} ({missing} not run yet: --resume to finish)", self.selected.unwrap_or_default())?;
+        }
+        writeln!(
+            out,
+            "{}",
+            if self.errors > 0 { format!(", {} failed (counted wrong)", self.errors) } else { String::new() }
+        )?;
+        writeln!(
+            out,
+            "Strict       Hits@1 {:5.1}% ({}/{})   F1 {:.3}",
+            self.strict.percent(),
+            self.strict.hits,
+            self.strict.of,
+            self.f1
+        )?;
+        writeln!(
+            out,
+            "Lenient      {:5.1}% ({}/{})   substring match, as the ToG papers count: for comparison only",
+            self.lenient.percent(),
+            self.lenient.hits,
+            self.lenient.of
+        )?;
+        let shares: Vec<String> = self
+            .sources
+            .iter()
+            .map(|(name, n)| format!("{name} {:.1}%", 100.0 * *n as f64 / self.questions.max(1) as f64))
+            .collect();
+        writeln!(out, "Answered by  {}", shares.join(" · "))?;
+        writeln!(out, "Per question       mean   median      max      total")?;
+        for (name, s) in [("LLM calls", self.llm_calls), ("tokens", self.tokens), ("KG lookups", self.kg_lookups)] {
+            writeln!(out, "  {name:<14} {:>8.1} {:>8.1} {:>8} {:>10}", s.mean, s.median, s.max, s.total)?;
+        }
+        let w = self.wall_ms;
+        writeln!(
+            out,
+            "  {:<14} {:>8.2} {:>8.2} {:>8.2} {:>10.1}",
+            "time (s)",
+            w.mean / 1000.0,
+            w.median / 1000.0,
+            w.max as f64 / 1000.0,
+            w.total as f64 / 1000.0
+        )?;
+        writeln!(out, "  tokens: {} prompt + {} completion", self.prompt_tokens, self.completion_tokens)?;
+        if !self.per_hop.is_empty() {
+            writeln!(out, "Per hop      questions   strict   lenient   calls")?;
+            for (h, row) in &self.per_hop {
+                writeln!(
+                    out,
+                    "  {h}-hop      {:>9}   {:5.1}%    {:5.1}%   {:5.1}",
+                    row.strict.of,
+                    row.strict.percent(),
+                    row.lenient.percent(),
+                    row.mean_calls
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_and_medians() {
+        let s = Stat::of([4, 1, 3, 2]);
+        assert_eq!((s.mean, s.median, s.max, s.total), (2.5, 2.5, 4, 10));
+        assert_eq!(Stat::of([7, 1, 3]).median, 3.0);
+        assert_eq!(Stat::of([]), Stat::default());
+        assert_eq!(Rate { hits: 0, of: 0 }.percent(), 0.0);
+    }
+}

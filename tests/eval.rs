@@ -1,0 +1,215 @@
+//! `ongraph eval` on real records (tests/fixtures/pathquestion/eval: 40 PQ-2H questions and
+//! their KB; tests/fixtures/gog: GoG's IKG records): interrupted runs resume with no duplicate
+//! and nothing skipped, a torn last record is cut off and re-run, failures are counted, each
+//! question's hidden triples apply to it alone, and the binary's summary, compare and loopback
+//! latency work as a user runs them.
+
+mod common;
+
+use ongraph::dataset::{Format, Item, gold_paths, pathquestion};
+use ongraph::engine::{Method, Settings};
+use ongraph::eval::record::{self, RecordWriter};
+use ongraph::eval::runner::{Evaluator, Finished};
+use ongraph::eval::summary::summarise;
+use ongraph::kg::load::load_file;
+use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
+use ongraph::llm::gold_path::GoldPathModel;
+use ongraph::llm::openai::{OpenAiClient, OpenAiConfig};
+use ongraph::prompts::Prompts;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const DIR: &str = "tests/fixtures/pathquestion/eval";
+
+fn pq() -> (Arc<dyn KnowledgeGraph>, Vec<Item>) {
+    let dir = Path::new(DIR);
+    let (graph, _) = load_file(&dir.join("2H-kb.txt"), KgProfile::named_ids(), false).unwrap();
+    let items = pathquestion::load(&dir.join("PQ-2H.txt")).unwrap();
+    assert_eq!(items.len(), 40);
+    (Arc::new(graph), items)
+}
+
+fn evaluator(kg: Arc<dyn KnowledgeGraph>, items: &[Item], method: Method) -> Evaluator {
+    let model = Arc::new(GoldPathModel::new(gold_paths(items)));
+    Evaluator::new(kg, model, Arc::new(Prompts::builtin()), Settings { method, ..Settings::default() })
+}
+
+fn indices(path: &Path) -> Vec<usize> {
+    record::read(path).unwrap().0.iter().map(|r| r.index).collect()
+}
+
+#[tokio::test]
+async fn an_interrupted_run_resumes_with_no_duplicate_and_none_skipped() {
+    let (kg, items) = pq();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("records.jsonl");
+    let eval = evaluator(kg, &items, Method::Tog);
+    let all: Vec<(usize, &Item)> = items.iter().enumerate().collect();
+
+    // Interrupted once 12 questions are written (Ctrl-C stands in as a notification).
+    let written = AtomicUsize::new(0);
+    let stop_now = tokio::sync::Notify::new();
+    let (mut writer, before) = RecordWriter::open(&path).unwrap();
+    assert!(before.is_empty());
+    let finished = eval
+        .run(all.clone(), 4, &mut writer, stop_now.notified(), |_| {
+            if written.fetch_add(1, Ordering::SeqCst) + 1 == 12 {
+                stop_now.notify_one();
+            }
+        })
+        .await
+        .unwrap();
+    drop(writer);
+    assert_eq!(finished, Finished::Interrupted);
+    let first = indices(&path);
+    assert!(first.len() >= 12 && first.len() < 40, "{}", first.len());
+
+    // The process died while writing a record: half a line at the end.
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(r#"{"index":39,"id":"line 40","question":"half a rec"#);
+    std::fs::write(&path, text).unwrap();
+
+    // Resume: the torn line is cut off, the recorded questions are skipped.
+    let (mut writer, done) = RecordWriter::open(&path).unwrap();
+    assert_eq!(done.iter().map(|r| r.index).collect::<Vec<_>>(), first);
+    let done: BTreeSet<usize> = done.iter().map(|r| r.index).collect();
+    let todo: Vec<(usize, &Item)> = all.into_iter().filter(|(i, _)| !done.contains(i)).collect();
+    let mut resumed = Vec::new();
+    let finished = eval.run(todo, 4, &mut writer, std::future::pending(), |r| resumed.push(r.index)).await.unwrap();
+    assert_eq!(finished, Finished::All);
+    assert!(resumed.iter().all(|i| !done.contains(i)), "a recorded question ran again");
+
+    let after = indices(&path);
+    let unique: BTreeSet<usize> = after.iter().copied().collect();
+    assert_eq!(after.len(), 40, "no duplicate");
+    assert_eq!(unique, (0..40).collect(), "none skipped");
+    let (records, torn) = record::read(&path).unwrap();
+    assert_eq!(torn, None);
+    let summary = summarise(&records, Some(40));
+    assert_eq!((summary.questions, summary.errors), (40, 0));
+    assert_eq!(summary.strict.hits, 40, "the gold-path simulation answers every PQ-2H question");
+    assert!(summary.llm_calls.mean >= 3.0, "{:?}", summary.llm_calls);
+}
+
+#[tokio::test]
+async fn a_dead_endpoint_is_counted_as_errors_not_dropped() {
+    let (kg, items) = pq();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut config = OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "nobody");
+    config.max_retries = 0;
+    let llm = Arc::new(OpenAiClient::new(config).unwrap());
+    let eval = Evaluator::new(kg, llm, Arc::new(Prompts::builtin()), Settings::default());
+    let dir = tempfile::tempdir().unwrap();
+    let (mut writer, _) = RecordWriter::open(&dir.path().join("r.jsonl")).unwrap();
+    let mut records = Vec::new();
+    let todo: Vec<(usize, &Item)> = items.iter().enumerate().take(5).collect();
+    eval.run(todo, 2, &mut writer, std::future::pending(), |r| records.push(r.clone())).await.unwrap();
+    let summary = summarise(&records, Some(5));
+    assert_eq!((summary.questions, summary.errors, summary.strict.hits), (5, 5, 0));
+    assert_eq!(summary.sources.get("none"), Some(&5));
+    assert!(records[0].error.as_deref().unwrap().contains("cannot reach the LLM endpoint"), "{:?}", records[0].error);
+}
+
+#[tokio::test]
+async fn hidden_triples_apply_to_their_own_question_only() {
+    let (kg, mut items) = pq();
+    // Hide the first hop of question 1's gold path for question 1 alone.
+    let gold = items[0].gold.clone().unwrap();
+    let topic = items[0].topics[0].0.clone();
+    let (relation, next) = gold.hops[0].clone();
+    let next = next.replace(' ', "_");
+    let kb = std::fs::read_to_string(Path::new(DIR).join("2H-kb.txt")).unwrap();
+    assert!(kb.lines().any(|l| l == format!("{topic}\t{relation}\t{next}")), "the fixture has the triple");
+    let hidden = (topic, relation, Term::Entity(next));
+    items[0].hidden = vec![hidden];
+    let eval = evaluator(kg, &items, Method::Gog);
+    let hiding = eval.answer(0, &items[0]).await;
+    assert_eq!(hiding.hidden_triples, 1);
+    assert!(!hiding.generated.is_empty(), "GoG generated the hidden hop: {hiding:?}");
+    assert!(hiding.score.hit, "{:?}", hiding.prediction);
+    // Question 2 starts from the same entity with the same first hop: nothing hidden for it.
+    let plain = eval.answer(1, &items[1]).await;
+    assert_eq!((plain.hidden_triples, plain.generated.len()), (0, 0));
+    assert!(plain.score.hit);
+}
+
+#[test]
+fn gog_ikg_records_carry_their_hidden_triples() {
+    let path = Path::new("tests/fixtures/gog/data_with_ct_0.4.json");
+    assert_eq!(Format::detect(path), Some(Format::Gog));
+    let items = ongraph::dataset::load(path, Format::Gog, ongraph::dataset::tog::TopicIds::Freebase).unwrap();
+    let counts: Vec<usize> = items.iter().map(|i| i.hidden.len()).collect();
+    assert_eq!(counts, [0, 3, 5]);
+    assert_eq!(items[1].answers[0].name, "Belmont University");
+    assert_eq!(items[1].topics[0], ("m.010qhfmm".to_string(), Some("Country Nation World Tour".to_string())));
+    assert_eq!(
+        items[1].hidden[0],
+        ("m.01qdhx".to_string(), "common.topic.notable_types".to_string(), Term::Entity("m.01y2hnl".into()))
+    );
+    assert_eq!(Format::detect(Path::new("tests/fixtures/pathquestion/eval/PQ-2H.txt")), Some(Format::Pathquestion));
+    assert_eq!(Format::detect(Path::new("x/cwq.json")), Some(Format::Cwq));
+    assert_eq!(Format::detect(Path::new("mine.jsonl")), Some(Format::Jsonl));
+}
+
+fn ongraph(home: &Path, args: &[&str]) -> std::process::Output {
+    common::ongraph_cmd(home, args).output().expect("the binary runs")
+}
+
+#[test]
+fn the_binary_runs_summarises_and_compares() {
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = |name: &str| home.path().join(name).display().to_string();
+    let dataset = std::fs::canonicalize(Path::new(DIR).join("PQ-2H.txt")).unwrap().display().to_string();
+    let (tog, togr) = (out_dir("tog"), out_dir("togr"));
+    let run = |method: &str, out: &str, extra: &[&str]| {
+        let mut args = vec!["eval", "--dataset", &dataset, "--llm", "gold-path", "--method", method, "--out", out];
+        args.extend_from_slice(extra);
+        ongraph(home.path(), &args)
+    };
+    let o = run("tog", &tog, &["--limit", "10"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("Strict       Hits@1 100.0% (10/10)"), "{stdout}");
+    assert!(stdout.contains("not an LLM's accuracy"), "the simulation is labelled: {stdout}");
+    assert!(!stdout.contains('\u{1b}'), "no progress bar when stdout is not a terminal");
+
+    // The same directory again: refused without --resume, extended with it.
+    let o = run("tog", &tog, &["--limit", "25"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--resume"));
+    let o = run("tog", &tog, &["--limit", "25", "--resume", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(summary["summary"]["questions"], 25);
+    assert_eq!(summary["run"]["simulation"], true);
+    assert_eq!(indices(&Path::new(&tog).join("records.jsonl")).len(), 25);
+    // Resuming with another method would mix two runs.
+    let o = run("tog-r", &tog, &["--limit", "25", "--resume"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("different settings"));
+
+    // Through the loopback server with a latency per call, two questions at once.
+    let o = run("tog-r", &togr, &["--limit", "25", "--latency", "5ms", "--concurrency", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let (records, _) = record::read(&Path::new(&togr).join("records.jsonl")).unwrap();
+    assert!(records.iter().all(|r| r.error.is_none() && r.wall_ms >= 5 * r.llm_rounds), "latency is felt");
+
+    let o = ongraph(home.path(), &["eval", "compare", &tog, &togr]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("On the 25 questions in both (strict)"), "{text}");
+    assert!(text.contains("ToG-R"), "{text}");
+    let o = ongraph(home.path(), &["eval", "summary", &togr]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("LLM calls"));
+
+    // --latency is for simulations only; a broken dataset names its line.
+    let o = ongraph(home.path(), &["eval", "--dataset", &dataset, "--latency", "5ms", "--llm", "nope"]);
+    assert_eq!(o.status.code(), Some(1));
+    let broken = home.path().join("PQ-2H.txt");
+    std::fs::write(&broken, "q?\tx(x/)\tt#r#x\nbroken line\n").unwrap();
+    std::fs::write(home.path().join("2H-kb.txt"), "t\tr\tx\n").unwrap();
+    let o = ongraph(home.path(), &["eval", "--dataset", &broken.display().to_string(), "--llm", "gold-path"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("PQ-2H.txt:2: expected 3 tab-separated fields"), "{err}");
+}
