@@ -72,9 +72,12 @@ fn the_other_files() {
 fn a_broken_file_names_the_record() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cwq.json");
-    std::fs::write(&path, r#"[{"question": "ok?", "answer": "a"}, {"question": "no answer?"}]"#).unwrap();
+    std::fs::write(&path, r#"[{"question": "ok?", "answer": "a"}, {"answer": "no question"}]"#).unwrap();
     let err = load(&path, TogFormat::Cwq, TopicIds::Freebase).unwrap_err().to_string();
-    assert!(err.ends_with("cwq.json, record 2: no gold answer"), "{err}");
+    assert!(err.ends_with("cwq.json, record 2: no `question` text"), "{err}");
+    // A record without a gold answer is kept (to be counted wrong), not an error.
+    std::fs::write(&path, r#"[{"question": "ok?", "answer": "a"}, {"question": "no answer?"}]"#).unwrap();
+    assert!(load(&path, TogFormat::Cwq, TopicIds::Freebase).unwrap()[1].answers.is_empty());
     std::fs::write(&path, "[{").unwrap();
     let err = load(&path, TogFormat::Cwq, TopicIds::Freebase).unwrap_err().to_string();
     assert!(err.contains("cwq.json:1:"), "{err}");

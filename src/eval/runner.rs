@@ -99,6 +99,11 @@ impl Evaluator {
             settings: self.settings.clone(),
             error: None,
         };
+        if item.answers.is_empty() {
+            // Nothing to score against: counted, and wrong, without spending calls on it.
+            record.error = Some("the dataset gives no gold answer for this question".into());
+            return record;
+        }
         let run = Run::new(
             &item.question,
             item.engine_topics(),
