@@ -281,6 +281,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     let stop = async {
         let _ = tokio::signal::ctrl_c().await;
     };
+    let (started, ran) = (std::time::Instant::now(), todo.len());
     let finished = evaluator
         .run(todo, at_once, &mut writer, stop, |r| {
             records.push(r.clone());
@@ -290,14 +291,17 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     progress.finish();
     records.sort_by_key(|r| r.index);
     let summary = summarise(&records, Some(chosen.len()));
-    std::fs::write(
-        out.join("summary.json"),
-        serde_json::to_string_pretty(&serde_json::json!({"run": &meta, "summary": &summary}))?,
-    )
-    .context("cannot write summary.json")?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let this_run = serde_json::json!({"questions": ran, "at_once": at_once, "elapsed_s": elapsed});
+    let json = serde_json::json!({"run": &meta, "summary": &summary, "this_run": this_run});
+    std::fs::write(out.join("summary.json"), serde_json::to_string_pretty(&json)?)
+        .context("cannot write summary.json")?;
     std::fs::write(out.join("summary.txt"), summary.render()).context("cannot write summary.txt")?;
-    print_summary(&summary, Some(&meta), args.json)?;
-    if !args.json {
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        print_summary(&summary, Some(&meta), false)?;
+        println!("This run: {ran} question(s), {at_once} at once, in {elapsed:.2} s");
         println!("Records: {}", out.join(RECORDS).display());
     }
     Ok(match finished {
