@@ -447,3 +447,37 @@ text = "{Yes}. The answer is {St John's College}."
         "-> ex:birthYear\n-> ex:bornIn\n-> ex:collaboratedWith\n"
     );
 }
+
+/// `ongraph eval` over a real SPARQL server: the question counts as wrong on the KG as
+/// published (the outdated name), right once corrected — but only with --with-corrections, as a
+/// benchmark must not pick up a user's corrections silently.
+#[test]
+fn eval_measures_a_correction_against_a_real_sparql_server() {
+    let server = Oxigraph::start(&fixture("freebase-demo.nt"));
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let config = config_file(h, &format!("[kg.fb]\nendpoint = \"{}\"\nprofile = \"freebase\"\n", server.url));
+    let c = config.as_str();
+    let dataset = h.join("phanatic.jsonl");
+    std::fs::write(&dataset, format!("{{\"question\": \"{PHANATIC_Q}\", \"answers\": [\"BayCare Ballpark\"]}}\n"))
+        .unwrap();
+    let dataset = dataset.display().to_string();
+    let eval = |out: &str, extra: &[&str]| -> serde_json::Value {
+        let out = h.join(out).display().to_string();
+        let mut args = vec!["--config", c, "eval", "--dataset", &dataset, "--kg", "fb", "--llm", "demo", "--json"];
+        args.extend_from_slice(&["--out", &out]);
+        args.extend_from_slice(extra);
+        serde_json::from_str(&ongraph(h, &args)).unwrap()
+    };
+    let before = eval("before", &[]);
+    assert_eq!(before["summary"]["strict"]["hits"], 0, "{before}");
+    assert_eq!(before["summary"]["sources"]["kg_paths"], 1);
+    assert!(before["this_run"]["network"]["queries"].as_u64().unwrap() > 0, "{}", before["this_run"]);
+
+    let relabel = ["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed", "--kg", "fb"];
+    ongraph(h, &[&["--config", c][..], &relabel].concat());
+    assert_eq!(eval("published", &[])["summary"]["strict"]["hits"], 0, "corrections stay out by default");
+    let after = eval("corrected", &["--with-corrections"]);
+    assert_eq!(after["summary"]["strict"]["hits"], 1, "{after}");
+    assert_eq!(after["run"]["corrections"], 1);
+}

@@ -204,44 +204,13 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     let (kg, corrections) = super::overlay::with_overlay(base, config, &setup, args.with_corrections)?;
     let llm_name = setup.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
     let simulation = is_simulation(&llm_name);
-    let mut llm: Arc<dyn LanguageModel> = if llm_name == "gold-path" {
-        let gold: Vec<_> = gold_paths(&items).collect();
-        if gold.is_empty() {
-            bail!(
-                "--llm gold-path follows the gold paths a dataset gives (PathQuestion); {} has none",
-                dataset.display()
-            );
-        }
-        Arc::new(GoldPathModel::new(gold))
-    } else {
-        super::open_llm(&setup, config)?
-    };
-    let llm_description = llm.describe();
-    // Kept alive for the run: the client below talks to it.
-    let _server = match args.latency {
-        Some(_) if !simulation => {
-            bail!(
-                "--latency serves a simulation model (demo, scripted:FILE, gold-path); {llm_name:?} is a real endpoint"
-            )
-        }
-        Some(latency) => {
-            let server =
-                LoopbackServer::start(llm.clone(), latency).await.context("cannot start the loopback LLM server")?;
-            let mut client = OpenAiConfig::new(server.base_url(), &llm_name);
-            client.max_retries = 0;
-            llm = Arc::new(OpenAiClient::new(client)?);
-            Some(server)
-        }
-        None => None,
-    };
+    // `_server` stays alive for the run: with --latency the model is reached through it.
+    let (llm, llm_description, _server) = open_model(&llm_name, &items, &dataset, &setup, config, args.latency).await?;
     let meta = RunMeta {
         dataset: std::fs::canonicalize(&dataset).unwrap_or(dataset.clone()).display().to_string(),
         format,
         kg: kg.name().to_string(),
-        llm: match args.latency {
-            Some(l) => format!("{llm_description} (over loopback HTTP, {} per call)", humantime::format_duration(l)),
-            None => llm_description,
-        },
+        llm: llm_description,
         simulation,
         corrections,
         settings: settings.clone(),
@@ -255,17 +224,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     prepare_dir(&out, &meta, args.resume)?;
     let (mut writer, done) = RecordWriter::open(&out.join(RECORDS))?;
     let done_at: std::collections::HashSet<usize> = done.iter().map(|r| r.index).collect();
-    for r in &done {
-        if items.get(r.index).is_none_or(|i| i.question != r.question) {
-            bail!(
-                "{}: question {} is not {:?} in {}: the records are from another dataset",
-                out.join(RECORDS).display(),
-                r.index + 1,
-                r.question,
-                dataset.display()
-            );
-        }
-    }
+    check_same_questions(&done, &items, &out, &dataset)?;
     let todo: Vec<(usize, &Item)> = chosen.iter().filter(|i| !done_at.contains(i)).map(|&i| (i, &items[i])).collect();
     let at_once = setup.concurrency.unwrap_or(config.defaults.concurrency).max(1);
     let prompts_dir = setup.prompts.clone().or_else(|| config.defaults.prompts.clone());
@@ -292,7 +251,9 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     records.sort_by_key(|r| r.index);
     let summary = summarise(&records, Some(chosen.len()));
     let elapsed = started.elapsed().as_secs_f64();
-    let this_run = serde_json::json!({"questions": ran, "at_once": at_once, "elapsed_s": elapsed});
+    // SPARQL queries sent and answered from the cache (zero for local graphs).
+    let network = kg.network();
+    let this_run = serde_json::json!({"questions": ran, "at_once": at_once, "elapsed_s": elapsed, "network": network});
     let json = serde_json::json!({"run": &meta, "summary": &summary, "this_run": this_run});
     std::fs::write(out.join("summary.json"), serde_json::to_string_pretty(&json)?)
         .context("cannot write summary.json")?;
@@ -302,6 +263,9 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     } else {
         print_summary(&summary, Some(&meta), false)?;
         println!("This run: {ran} question(s), {at_once} at once, in {elapsed:.2} s");
+        if network.queries + network.cache_hits > 0 {
+            println!("KG queries: {} sent, {} answered from the cache", network.queries, network.cache_hits);
+        }
         println!("Records: {}", out.join(RECORDS).display());
     }
     Ok(match finished {
@@ -311,6 +275,54 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
             130
         }
     })
+}
+
+/// The model `--llm` names (`gold-path` built from the dataset's gold paths), its description,
+/// and with `--latency` the loopback server it is then reached through.
+async fn open_model(
+    name: &str,
+    items: &[Item],
+    dataset: &Path,
+    setup: &SetupArgs,
+    config: &Config,
+    latency: Option<Duration>,
+) -> Result<(Arc<dyn LanguageModel>, String, Option<LoopbackServer>)> {
+    let llm: Arc<dyn LanguageModel> = if name == "gold-path" {
+        let gold: Vec<_> = gold_paths(items).collect();
+        if gold.is_empty() {
+            bail!(
+                "--llm gold-path follows the gold paths a dataset gives (PathQuestion); {} has none",
+                dataset.display()
+            );
+        }
+        Arc::new(GoldPathModel::new(gold))
+    } else {
+        super::open_llm(setup, config)?
+    };
+    let description = llm.describe();
+    let Some(latency) = latency else { return Ok((llm, description, None)) };
+    if !is_simulation(name) {
+        bail!("--latency serves a simulation model (demo, scripted:FILE, gold-path); {name:?} is a real endpoint");
+    }
+    let server = LoopbackServer::start(llm, latency).await.context("cannot start the loopback LLM server")?;
+    let mut client = OpenAiConfig::new(server.base_url(), name);
+    client.max_retries = 0;
+    let description = format!("{description} (over loopback HTTP, {} per call)", humantime::format_duration(latency));
+    Ok((Arc::new(OpenAiClient::new(client)?), description, Some(server)))
+}
+
+/// Records already in `out` must be of this dataset's questions, at the same positions.
+fn check_same_questions(done: &[Record], items: &[Item], out: &Path, dataset: &Path) -> Result<()> {
+    match done.iter().find(|r| items.get(r.index).is_none_or(|i| i.question != r.question)) {
+        Some(r) => bail!(
+            "{}: question {} is not {:?} in {}: the records are from another dataset",
+            out.join(RECORDS).display(),
+            r.index + 1,
+            r.question,
+            dataset.display()
+        ),
+        None => Ok(()),
+    }
 }
 
 /// Makes `out`, or checks a run there is the same run before resuming it.
@@ -360,7 +372,7 @@ impl Progress {
         } else {
             indicatif::ProgressBar::hidden()
         };
-        if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed}<{eta} {msg}") {
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:20} {pos}/{len} {elapsed}<{eta} {msg}") {
             bar.set_style(style);
         }
         let mut progress = Self { bar, n: 0, hits: 0, lenient: 0, calls: 0, tokens: 0, wall_ms: 0 };
@@ -381,7 +393,7 @@ impl Progress {
         self.count(r);
         let n = self.n as f64;
         self.bar.set_message(format!(
-            "Hits@1 {:.1}% · lenient {:.1}% · {:.1} calls · {:.0} tok · {:.2} s per question",
+            "Hits@1 {:.1}% (lenient {:.1}%) · {:.1} calls · {:.0} tok · {:.2} s/q",
             100.0 * self.hits as f64 / n,
             100.0 * self.lenient as f64 / n,
             self.calls as f64 / n,
