@@ -213,3 +213,42 @@ fn the_binary_runs_summarises_and_compares() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("PQ-2H.txt:2: expected 3 tab-separated fields"), "{err}");
 }
+
+/// Ctrl-C as a user sends it: the binary stops, says how to go on, keeps what it wrote, and
+/// `--resume` finishes the run with every question once.
+#[test]
+fn ctrl_c_keeps_what_was_written_and_resume_finishes() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("run").display().to_string();
+    let dataset = std::fs::canonicalize(Path::new(DIR).join("PQ-2H.txt")).unwrap().display().to_string();
+    let args =
+        ["eval", "--dataset", &dataset, "--llm", "gold-path", "--latency", "40ms", "--concurrency", "2", "--out", &out];
+    let mut child = common::ongraph_cmd(home.path(), &args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let records = Path::new(&out).join("records.jsonl");
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(&records).map_or(0, |t| t.lines().count()) < 3 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "no record written");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let killed = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--resume"));
+    let first = indices(&records);
+    assert!(first.len() >= 3 && first.len() < 40, "{}", first.len());
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("{} of 40", first.len())));
+
+    let mut resume = args.to_vec();
+    resume.push("--resume");
+    let o = ongraph(home.path(), &resume);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let all = indices(&records);
+    assert_eq!(all.len(), 40, "no duplicate");
+    assert_eq!(all.iter().copied().collect::<BTreeSet<_>>(), (0..40).collect(), "none skipped");
+    assert!(all.starts_with(&first), "what was written stays as it was");
+}
