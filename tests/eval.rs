@@ -223,7 +223,7 @@ fn ctrl_c_keeps_what_was_written_and_resume_finishes() {
     let dataset = std::fs::canonicalize(Path::new(DIR).join("PQ-2H.txt")).unwrap().display().to_string();
     let args =
         ["eval", "--dataset", &dataset, "--llm", "gold-path", "--latency", "40ms", "--concurrency", "2", "--out", &out];
-    let mut child = common::ongraph_cmd(home.path(), &args)
+    let child = common::ongraph_cmd(home.path(), &args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
