@@ -1,13 +1,14 @@
 //! Dataset loaders on real records (tests/fixtures/tog: cut from ToG's question files;
 //! WebQSP written from its schema), including each file's odd fields.
 
-use ongraph::dataset::tog::{TogFormat, TopicIds, load};
+use ongraph::dataset::Format;
+use ongraph::dataset::tog::{TopicIds, format_of, load};
 use ongraph::eval::metrics::GoldAnswer;
 use std::path::Path;
 
 fn fixture(name: &str, ids: TopicIds) -> Vec<ongraph::dataset::Item> {
     let path = Path::new("tests/fixtures/tog").join(name);
-    let format = TogFormat::from_file_name(&path).unwrap();
+    let format = format_of(&path).unwrap();
     load(&path, format, ids).unwrap()
 }
 
@@ -73,12 +74,12 @@ fn a_broken_file_names_the_record() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cwq.json");
     std::fs::write(&path, r#"[{"question": "ok?", "answer": "a"}, {"answer": "no question"}]"#).unwrap();
-    let err = load(&path, TogFormat::Cwq, TopicIds::Freebase).unwrap_err().to_string();
+    let err = load(&path, Format::Cwq, TopicIds::Freebase).unwrap_err().to_string();
     assert!(err.ends_with("cwq.json, record 2: no `question` text"), "{err}");
     // A record without a gold answer is kept (to be counted wrong), not an error.
     std::fs::write(&path, r#"[{"question": "ok?", "answer": "a"}, {"question": "no answer?"}]"#).unwrap();
-    assert!(load(&path, TogFormat::Cwq, TopicIds::Freebase).unwrap()[1].answers.is_empty());
+    assert!(load(&path, Format::Cwq, TopicIds::Freebase).unwrap()[1].answers.is_empty());
     std::fs::write(&path, "[{").unwrap();
-    let err = load(&path, TogFormat::Cwq, TopicIds::Freebase).unwrap_err().to_string();
+    let err = load(&path, Format::Cwq, TopicIds::Freebase).unwrap_err().to_string();
     assert!(err.contains("cwq.json:1:"), "{err}");
 }

@@ -11,18 +11,7 @@ use serde_json::Value;
 use std::path::Path;
 
 pub fn load(path: &Path) -> Result<Vec<Item>, DatasetError> {
-    let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| DatasetError::Io { path: shown.clone(), source })?;
-    let records: Vec<Value> = serde_json::from_str(&text).map_err(|e| DatasetError::Line {
-        path: shown.clone(),
-        line: e.line(),
-        message: e.to_string(),
-    })?;
-    records
-        .iter()
-        .enumerate()
-        .map(|(i, r)| item(r, i).map_err(|message| DatasetError::Record { path: shown.clone(), index: i, message }))
-        .collect()
+    super::load_json_array(path, item)
 }
 
 /// Whether a file looks like one of GoG's sets: `data_with_ct_0.4.json` and the like.

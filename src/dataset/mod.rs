@@ -84,52 +84,39 @@ impl Format {
         if pathquestion::kb_for(path).is_some() {
             return Some(Self::Pathquestion);
         }
-        tog::TogFormat::from_file_name(path).map(Self::from)
-    }
-
-    fn tog(self) -> Option<tog::TogFormat> {
-        use tog::TogFormat as T;
-        Some(match self {
-            Self::Cwq => T::Cwq,
-            Self::Webqsp => T::Webqsp,
-            Self::Grailqa => T::Grailqa,
-            Self::Simpleqa => T::Simpleqa,
-            Self::Webquestions => T::Webquestions,
-            Self::Qald => T::Qald,
-            Self::Trex => T::Trex,
-            Self::ZeroShotRe => T::ZeroShotRe,
-            Self::Creak => T::Creak,
-            Self::Gog | Self::Pathquestion | Self::Jsonl => return None,
-        })
-    }
-}
-
-impl From<tog::TogFormat> for Format {
-    fn from(f: tog::TogFormat) -> Self {
-        use tog::TogFormat as T;
-        match f {
-            T::Cwq => Self::Cwq,
-            T::Webqsp => Self::Webqsp,
-            T::Grailqa => Self::Grailqa,
-            T::Simpleqa => Self::Simpleqa,
-            T::Webquestions => Self::Webquestions,
-            T::Qald => Self::Qald,
-            T::Trex => Self::Trex,
-            T::ZeroShotRe => Self::ZeroShotRe,
-            T::Creak => Self::Creak,
-        }
+        tog::format_of(path)
     }
 }
 
 /// Reads every question of `path` in the given layout; `ids` says which topic ids ToG's files
 /// should give (the others carry their own).
 pub fn load(path: &Path, format: Format, ids: tog::TopicIds) -> Result<Vec<Item>, DatasetError> {
-    match (format.tog(), format) {
-        (Some(layout), _) => tog::load(path, layout, ids),
-        (None, Format::Gog) => gog::load(path),
-        (None, Format::Pathquestion) => pathquestion::load(path),
-        (None, _) => jsonl::load(path),
+    match format {
+        Format::Gog => gog::load(path),
+        Format::Pathquestion => pathquestion::load(path),
+        Format::Jsonl => jsonl::load(path),
+        layout => tog::load(path, layout, ids),
     }
+}
+
+/// A file holding a JSON array of records (ToG's and GoG's files), each read by `item` (given
+/// its 0-based position); errors name the line or the record.
+fn load_json_array(
+    path: &Path,
+    item: impl Fn(&serde_json::Value, usize) -> Result<Item, String>,
+) -> Result<Vec<Item>, DatasetError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| DatasetError::Io { path: shown.clone(), source })?;
+    let records: Vec<serde_json::Value> = serde_json::from_str(&text).map_err(|e| DatasetError::Line {
+        path: shown.clone(),
+        line: e.line(),
+        message: e.to_string(),
+    })?;
+    records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| item(r, i).map_err(|message| DatasetError::Record { path: shown.clone(), index: i, message }))
+        .collect()
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -4,42 +4,26 @@
 //! Topic entities come from `topic_entity` (Freebase ids) or `qid_topic_entity` /
 //! `topic_entity_ids` (Wikidata ids), as the KG in use needs.
 
-use super::{DatasetError, Item};
+use super::{DatasetError, Format, Item};
 use crate::eval::metrics::GoldAnswer;
 use serde_json::Value;
 use std::path::Path;
 
-/// Which file's layout a record follows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum TogFormat {
-    Cwq,
-    Webqsp,
-    Grailqa,
-    Simpleqa,
-    Webquestions,
-    Qald,
-    Trex,
-    ZeroShotRe,
-    Creak,
-}
-
-impl TogFormat {
-    /// The layout a ToG file name implies (`cwq.json` → CWQ, and the misspelt `graliqa.json`).
-    pub fn from_file_name(path: &Path) -> Option<Self> {
-        let name = path.file_stem()?.to_str()?.to_lowercase();
-        Some(match name.as_str() {
-            "cwq" => Self::Cwq,
-            "webqsp" => Self::Webqsp,
-            "graliqa" | "grailqa" => Self::Grailqa,
-            "simpleqa" => Self::Simpleqa,
-            "webquestions" => Self::Webquestions,
-            n if n.starts_with("qald") => Self::Qald,
-            "t-rex" | "trex" => Self::Trex,
-            "zero_shot_re" => Self::ZeroShotRe,
-            "creak" => Self::Creak,
-            _ => return None,
-        })
-    }
+/// The layout ToG's file names imply (`cwq.json` → CWQ, and the misspelt `graliqa.json`).
+pub fn format_of(path: &Path) -> Option<Format> {
+    let name = path.file_stem()?.to_str()?.to_lowercase();
+    Some(match name.as_str() {
+        "cwq" => Format::Cwq,
+        "webqsp" => Format::Webqsp,
+        "graliqa" | "grailqa" => Format::Grailqa,
+        "simpleqa" => Format::Simpleqa,
+        "webquestions" => Format::Webquestions,
+        n if n.starts_with("qald") => Format::Qald,
+        "t-rex" | "trex" => Format::Trex,
+        "zero_shot_re" => Format::ZeroShotRe,
+        "creak" => Format::Creak,
+        _ => return None,
+    })
 }
 
 /// Which ids the topic entities should be.
@@ -49,21 +33,8 @@ pub enum TopicIds {
     Wikidata,
 }
 
-pub fn load(path: &Path, format: TogFormat, ids: TopicIds) -> Result<Vec<Item>, DatasetError> {
-    let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| DatasetError::Io { path: shown.clone(), source })?;
-    let records: Vec<Value> = serde_json::from_str(&text).map_err(|e| DatasetError::Line {
-        path: shown.clone(),
-        line: e.line(),
-        message: e.to_string(),
-    })?;
-    records
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            item(r, i, format, ids).map_err(|message| DatasetError::Record { path: shown.clone(), index: i, message })
-        })
-        .collect()
+pub fn load(path: &Path, format: Format, ids: TopicIds) -> Result<Vec<Item>, DatasetError> {
+    super::load_json_array(path, |r, i| item(r, i, format, ids))
 }
 
 pub(super) fn text(v: &Value) -> Option<String> {
@@ -83,22 +54,22 @@ pub(super) fn id_map(v: Option<&Value>) -> Vec<(String, Option<String>)> {
 }
 
 /// One record as an item; `index` (0-based) names it when the record has no id of its own.
-pub fn item(r: &Value, index: usize, format: TogFormat, ids: TopicIds) -> Result<Item, String> {
+pub fn item(r: &Value, index: usize, format: Format, ids: TopicIds) -> Result<Item, String> {
     let field = |k: &str| r.get(k);
     let question_key = match format {
-        TogFormat::Webqsp => "RawQuestion",
-        TogFormat::Trex | TogFormat::ZeroShotRe => "input",
-        TogFormat::Creak => "sentence",
+        Format::Webqsp => "RawQuestion",
+        Format::Trex | Format::ZeroShotRe => "input",
+        Format::Creak => "sentence",
         _ => "question",
     };
     let question = field(question_key).and_then(text).ok_or_else(|| format!("no `{question_key}` text"))?;
     let names = |v: &Value| text(v).map(GoldAnswer::new);
     let answers: Vec<GoldAnswer> = match format {
-        TogFormat::Cwq | TogFormat::Simpleqa => field("answer").and_then(names).into_iter().collect(),
-        TogFormat::Webquestions => {
+        Format::Cwq | Format::Simpleqa => field("answer").and_then(names).into_iter().collect(),
+        Format::Webquestions => {
             field("answers").and_then(Value::as_array).map(|a| a.iter().filter_map(names).collect()).unwrap_or_default()
         }
-        TogFormat::Grailqa => field("answer")
+        Format::Grailqa => field("answer")
             .and_then(Value::as_array)
             .map(|a| {
                 a.iter()
@@ -113,7 +84,7 @@ pub fn item(r: &Value, index: usize, format: TogFormat, ids: TopicIds) -> Result
                     .collect()
             })
             .unwrap_or_default(),
-        TogFormat::Qald => match field("answer") {
+        Format::Qald => match field("answer") {
             Some(Value::Object(m)) => m
                 .iter()
                 .map(|(id, label)| match text(label) {
@@ -124,15 +95,15 @@ pub fn item(r: &Value, index: usize, format: TogFormat, ids: TopicIds) -> Result
             Some(other) => other.as_array().map(|a| a.iter().filter_map(names).collect()).unwrap_or_default(),
             None => Vec::new(),
         },
-        TogFormat::Trex | TogFormat::ZeroShotRe => {
+        Format::Trex | Format::ZeroShotRe => {
             let aliases: Vec<String> = field("alias")
                 .and_then(Value::as_array)
                 .map(|a| a.iter().filter_map(text).collect())
                 .unwrap_or_default();
             field("answer").and_then(text).map(|name| GoldAnswer { aliases, name }).into_iter().collect()
         }
-        TogFormat::Creak => field("label").and_then(names).into_iter().collect(),
-        TogFormat::Webqsp => {
+        Format::Creak => field("label").and_then(names).into_iter().collect(),
+        Format::Webqsp => {
             // Every parse's answers, each once.
             let mut out: Vec<GoldAnswer> = Vec::new();
             for parse in field("Parses").and_then(Value::as_array).into_iter().flatten() {
@@ -150,6 +121,9 @@ pub fn item(r: &Value, index: usize, format: TogFormat, ids: TopicIds) -> Result
                 }
             }
             out
+        }
+        Format::Gog | Format::Pathquestion | Format::Jsonl => {
+            return Err(format!("{format:?} is not one of ToG's layouts"));
         }
     };
     // A record without a gold answer (QALD-10 has one) is kept: it is counted, never run, and
@@ -176,12 +150,12 @@ mod tests {
 
     #[test]
     fn broken_records_say_what_is_missing() {
-        let f = TogFormat::Cwq;
+        let f = Format::Cwq;
         assert_eq!(item(&json!({"answer": "x"}), 0, f, TopicIds::Freebase).unwrap_err(), "no `question` text");
         assert!(item(&json!({"question": "q?", "answer": ""}), 0, f, TopicIds::Freebase).unwrap().answers.is_empty());
         assert_eq!(item(&json!({"question": "q?", "answer": 7}), 3, f, TopicIds::Freebase).unwrap().id, "#4");
-        assert_eq!(TogFormat::from_file_name(Path::new("x/graliqa.json")), Some(TogFormat::Grailqa));
-        assert_eq!(TogFormat::from_file_name(Path::new("qald_10-en.json")), Some(TogFormat::Qald));
-        assert_eq!(TogFormat::from_file_name(Path::new("mine.json")), None);
+        assert_eq!(format_of(Path::new("x/graliqa.json")), Some(Format::Grailqa));
+        assert_eq!(format_of(Path::new("qald_10-en.json")), Some(Format::Qald));
+        assert_eq!(format_of(Path::new("mine.json")), None);
     }
 }
