@@ -28,7 +28,15 @@ impl LoopbackServer {
         let addr = listener.local_addr()?;
         let task = tokio::spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else { continue };
+                let stream = match listener.accept().await {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // E.g. out of file descriptors: wait rather than spin.
+                        tracing::warn!(error = %e, "loopback server cannot accept");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
                 let model = model.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req| {
