@@ -1,7 +1,7 @@
 //! `ongraph eval` on real records (tests/fixtures/pathquestion/eval: 40 PQ-2H questions and
 //! their KB; tests/fixtures/gog: GoG's IKG records): interrupted runs resume with no duplicate
 //! and nothing skipped, a torn last record is cut off and re-run, failures are counted, each
-//! question's hidden triples apply to it alone, and the binary's summary, compare and loopback
+//! question's hidden triples apply to it alone (GoG IKG sets too), and the binary's summary, compare and loopback
 //! latency work as a user runs them.
 
 mod common;
@@ -251,4 +251,33 @@ fn ctrl_c_keeps_what_was_written_and_resume_finishes() {
     assert_eq!(all.len(), 40, "no duplicate");
     assert_eq!(all.iter().copied().collect::<BTreeSet<_>>(), (0..40).collect(), "none skipped");
     assert!(all.starts_with(&first), "what was written stays as it was");
+}
+
+/// A GoG incomplete-KG set through the binary (a record in GoG's layout over the demo KG):
+/// the dropped edge is hidden for its question, GoG generates it and answers; the same record
+/// with nothing dropped answers from the KG and generates nothing.
+#[test]
+fn a_gog_ikg_set_hides_each_questions_edges() {
+    let home = tempfile::tempdir().unwrap();
+    let record = |dropped: &str| {
+        format!(
+            r#"[{{"ID": "demo-apple", "index": 0, "question": "In which time zone is the headquarters of Apple Inc.?", "answer": ["Pacific Time Zone"], "topic_entity": {{}}, "mid_crucial_triples": [{dropped}]}}]"#
+        )
+    };
+    let run = |file: &str, dropped: &str| {
+        let path = home.path().join(file);
+        std::fs::write(&path, record(dropped)).unwrap();
+        let out = home.path().join(format!("out-{file}"));
+        let (d, o) = (path.display().to_string(), out.display().to_string());
+        let args = ["eval", "--dataset", &d, "--kg", "demo", "--llm", "demo", "--method", "gog", "--out", &o];
+        let output = ongraph(home.path(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        record::read(&out.join("records.jsonl")).unwrap().0.remove(0)
+    };
+    let ikg = run("data_with_ct_0.4.json", r#"["m.cupertino", "location.location.time_zones", "m.pacific_tz"]"#);
+    assert_eq!((ikg.hidden_triples, ikg.score.hit), (1, true), "{ikg:?}");
+    assert_eq!(ikg.generated, ["Cupertino, location.location.time_zones, Pacific Time Zone"]);
+    let complete = run("data_with_ct_0.json", "");
+    assert_eq!((complete.hidden_triples, complete.score.hit), (0, true), "{complete:?}");
+    assert!(complete.generated.is_empty(), "the KG has the edge: {complete:?}");
 }

@@ -9,10 +9,10 @@ use crate::engine::Settings;
 use crate::eval::record::{self, Record, RecordWriter};
 use crate::eval::runner::{Evaluator, Finished, select};
 use crate::eval::summary::{Summary, summarise};
-use crate::llm::LanguageModel;
 use crate::llm::gold_path::GoldPathModel;
 use crate::llm::openai::{OpenAiClient, OpenAiConfig};
 use crate::llm::serve::LoopbackServer;
+use crate::llm::{CallLimit, LanguageModel};
 use crate::prompts::Prompts;
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
@@ -229,6 +229,9 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     let at_once = setup.concurrency.unwrap_or(config.defaults.concurrency).max(1);
     let prompts_dir = setup.prompts.clone().or_else(|| config.defaults.prompts.clone());
     let prompts = Arc::new(Prompts::load(prompts_dir.as_deref())?);
+    // All questions' calls share one limit: the larger of the questions at once and the
+    // config's requests in flight.
+    let llm = Arc::new(CallLimit::new(llm, at_once.max(config.defaults.concurrency)));
     let evaluator = Evaluator::new(kg.clone(), llm, prompts, settings)
         .with_embedder(super::open_embedder(config)?)
         .with_request_concurrency(config.defaults.concurrency);

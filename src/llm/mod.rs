@@ -95,6 +95,33 @@ pub fn estimate_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
 }
 
+/// A model shared by several runs at once (`eval`'s questions in flight) with at most `n` calls
+/// in flight across all of them, so running questions side by side does not multiply the load
+/// on the endpoint.
+pub struct CallLimit {
+    inner: std::sync::Arc<dyn LanguageModel>,
+    permits: tokio::sync::Semaphore,
+}
+
+impl CallLimit {
+    pub fn new(inner: std::sync::Arc<dyn LanguageModel>, n: usize) -> Self {
+        Self { inner, permits: tokio::sync::Semaphore::new(n.max(1)) }
+    }
+}
+
+#[async_trait]
+impl LanguageModel for CallLimit {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        // The semaphore is never closed, so acquiring only waits.
+        let _permit = self.permits.acquire().await.map_err(|e| LlmError::Config(e.to_string()))?;
+        self.inner.complete(request).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +134,43 @@ mod tests {
         assert_eq!(backoff(first, 3), Duration::from_secs(4));
         assert_eq!(backoff(first, 10), Duration::from_secs(30));
         assert_eq!(backoff(first, 200), Duration::from_secs(30), "no overflow");
+    }
+
+    /// Counts the calls in flight at once.
+    struct Slow {
+        now: std::sync::atomic::AtomicUsize,
+        most: std::sync::atomic::AtomicUsize,
+    }
+
+    #[async_trait]
+    impl LanguageModel for Slow {
+        fn describe(&self) -> String {
+            "slow".into()
+        }
+        async fn complete(&self, _: &ChatRequest) -> Result<Completion, LlmError> {
+            use std::sync::atomic::Ordering::SeqCst;
+            let n = self.now.fetch_add(1, SeqCst) + 1;
+            self.most.fetch_max(n, SeqCst);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            self.now.fetch_sub(1, SeqCst);
+            Ok(Completion { text: String::new(), usage: Usage::default(), latency_ms: 20, cached: false })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_limit_bounds_the_calls_in_flight() {
+        let slow = std::sync::Arc::new(Slow { now: Default::default(), most: Default::default() });
+        let limited = CallLimit::new(slow.clone(), 3);
+        let request = ChatRequest {
+            step: "x".into(),
+            system: String::new(),
+            prompt: String::new(),
+            temperature: 0.0,
+            max_tokens: 1,
+            sample: 0,
+        };
+        let calls = (0..10).map(|_| limited.complete(&request));
+        assert!(futures::future::join_all(calls).await.iter().all(Result::is_ok));
+        assert_eq!(slow.most.load(std::sync::atomic::Ordering::SeqCst), 3);
     }
 }
