@@ -1,8 +1,8 @@
 //! `ongraph eval` on real records (tests/fixtures/pathquestion/eval: 40 PQ-2H questions and
 //! their KB; tests/fixtures/gog: GoG's IKG records): interrupted runs resume with no duplicate
 //! and nothing skipped, a torn last record is cut off and re-run, failures are counted, each
-//! question's hidden triples apply to it alone (GoG IKG sets too), and the binary's summary, compare and loopback
-//! latency work as a user runs them.
+//! question's hidden triples apply to it alone (GoG IKG sets too), and the binary's summary,
+//! compare, Ctrl-C and loopback latency work as a user runs them.
 
 mod common;
 
