@@ -169,3 +169,25 @@ fn share(s: &Summary, source: Option<AnswerSource>) -> String {
     let n = s.sources.get(source).copied().unwrap_or(0);
     format!("{:.1}%", 100.0 * n as f64 / s.questions.max(1) as f64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn questions_are_matched_by_position_and_differences_listed() {
+        let a = [Record::sample(0, true, 3), Record::sample(1, true, 3), Record::sample(2, false, 3)];
+        let mut b = vec![Record::sample(0, true, 4), Record::sample(1, false, 4), Record::sample(3, true, 4)];
+        b[0].method = "ToG-R".into();
+        let c = compare(&a, &b).unwrap();
+        assert_eq!((c.both, c.only_a, c.only_b, c.neither, c.unmatched), (1, 1, 0, 0, 2));
+        let text = c.render("a", "b", false);
+        assert!(text.contains("On the 2 questions in both (strict): both right 1, only A 1, only B 0, neither 0"));
+        let rows: Vec<&str> = text.lines().filter(|l| l.contains("question 1?")).collect();
+        assert_eq!(rows.len(), 1, "only the question where they differ: {text}");
+        assert!(!text.contains("question 0?"));
+        assert!(c.render("a", "b", true).contains("question 0?"), "--all lists every question");
+        b[1].question = "another question?".into();
+        assert!(compare(&a, &b).err().is_some_and(|e| e.contains("different datasets")));
+    }
+}

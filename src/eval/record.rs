@@ -58,6 +58,34 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl Record {
+    /// A record for tests: question `index`, right or wrong, with `calls` LLM calls.
+    #[cfg(test)]
+    pub(crate) fn sample(index: usize, hit: bool, calls: u64) -> Self {
+        Self {
+            index,
+            id: format!("q{index}"),
+            question: format!("question {index}?"),
+            hops: Some(1 + index % 2),
+            gold: vec![GoldAnswer::new("a")],
+            prediction: vec![if hit { "a" } else { "b" }.to_string()],
+            source: Some(AnswerSource::KgPaths),
+            paths: Vec::new(),
+            generated: Vec::new(),
+            score: Score { hit, f1: if hit { 1.0 } else { 0.0 }, lenient: hit },
+            llm_calls: calls,
+            llm_calls_saved: 0,
+            llm_rounds: calls,
+            prompt_tokens: 100 * calls,
+            completion_tokens: 10 * calls,
+            kg_lookups: 2,
+            hidden_triples: 0,
+            wall_ms: 1000,
+            method: "ToG".into(),
+            settings: Settings::default(),
+            error: None,
+        }
+    }
+
     pub fn tokens(&self) -> u64 {
         self.prompt_tokens + self.completion_tokens
     }

@@ -215,4 +215,23 @@ mod tests {
         assert_eq!(Stat::of([]), Stat::default());
         assert_eq!(Rate { hits: 0, of: 0 }.percent(), 0.0);
     }
+
+    #[test]
+    fn errors_and_unrun_questions_count_against_the_run() {
+        let mut failed = Record::sample(2, false, 1);
+        (failed.error, failed.source, failed.prediction) = (Some("HTTP 500".into()), None, Vec::new());
+        let records = [Record::sample(0, true, 3), Record::sample(1, false, 5), failed];
+        let s = summarise(&records, Some(5));
+        assert_eq!((s.strict, s.errors), (Rate { hits: 1, of: 3 }, 1));
+        assert_eq!(s.sources.get("none"), Some(&1));
+        assert_eq!((s.llm_calls.median, s.llm_calls.max, s.tokens.total), (3.0, 5, 990));
+        assert_eq!(s.per_hop[&1].strict, Rate { hits: 1, of: 2 }, "questions 0 and 2 are 1-hop");
+        let text = s.render();
+        assert!(
+            text.starts_with("Questions    3 of 5 (2 not run yet: --resume to finish), 1 failed (counted wrong)\n"),
+            "{text}"
+        );
+        assert!(text.contains("Strict       Hits@1  33.3% (1/3)"), "{text}");
+        assert!(text.contains("kg_paths 66.7% · none 33.3%"), "{text}");
+    }
 }
