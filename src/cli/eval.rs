@@ -189,7 +189,11 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         setup.kg = Some(kb.display().to_string());
     }
     let settings = super::settings(&setup, config)?;
-    let (base, _report) = super::open_kg(&setup, config)?;
+    let (base, report) = super::open_kg(&setup, config)?;
+    if report.skipped > 0 {
+        // --lenient: say what the KG lost, as `ask` does.
+        eprintln!("Skipped {} malformed KG line(s), e.g. {}", report.skipped, report.skipped_examples.join("; "));
+    }
     let ids = match args.topic_ids {
         Some(TopicIdChoice::Wikidata) => TopicIds::Wikidata,
         Some(TopicIdChoice::Freebase) => TopicIds::Freebase,

@@ -60,10 +60,6 @@ impl Evaluator {
         self
     }
 
-    pub fn settings(&self) -> &Settings {
-        &self.settings
-    }
-
     /// Answers one question; a failure becomes the record's error (and counts as wrong).
     pub async fn answer(&self, index: usize, item: &Item) -> Record {
         let started = Instant::now();
