@@ -33,7 +33,7 @@ pub const TEMPLATES: &[(&str, &[&str])] = &[
     ("gog_verify", &["question", "triples"]),
 ];
 
-fn default_text(name: &str) -> &'static str {
+pub(crate) fn default_text(name: &str) -> &'static str {
     match name {
         "system" => include_str!("../prompts/system.txt"),
         "relation_prune" => include_str!("../prompts/relation_prune.txt"),

@@ -122,6 +122,11 @@ fn lenient_loading_counts_skipped_lines() {
         dir.join("script.toml"),
         r#"
 [[reply]]
+step = "relation_prune"
+contains = ["Topic Entity: alice\nRelations: spouse\n"]
+text = "{spouse (Score: 1.0)}"
+
+[[reply]]
 step = "reasoning"
 contains = ["alice, spouse, bob"]
 text = "{Yes}. The answer is {bob}."

@@ -92,6 +92,11 @@ pub struct BeamNode {
     pub provenance: Provenance,
     /// The trace step that last scored or changed this node.
     pub step: Option<usize>,
+    /// Other copies of this entity reached at the same hop by other paths, merged into this one
+    /// beam slot: their paths are shown with this one, and a hop back across one of their
+    /// triples is still a hop forward along another.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_via: Vec<NodeId>,
 }
 
 impl BeamNode {
@@ -157,6 +162,7 @@ impl Beam {
             reason: None,
             provenance,
             step: None,
+            also_via: Vec::new(),
         });
         if let Some(p) = parent.and_then(|p| self.nodes.get_mut(p)) {
             p.children.push(id);

@@ -1,7 +1,11 @@
 //! Similarity without an LLM: BM25 between the question and candidate labels (ToG's `bm25`
 //! pruning tool) and cosine similarity of embeddings (its SentenceBERT tool).
 
+use rust_stemmers::{Algorithm, Stemmer};
 use std::collections::HashMap;
+use std::sync::LazyLock;
+
+static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
 
 const STOPWORDS: &[&str] = &[
     "a", "an", "the", "of", "in", "on", "at", "to", "is", "are", "was", "were", "be", "by", "for", "and", "or", "what",
@@ -9,19 +13,47 @@ const STOPWORDS: &[&str] = &[
     "its", "from", "s",
 ];
 
-/// Lower-case words of letters and digits; relation ids split on `.` and `_`, so
-/// `location.location.containedby` gives `location`, `location`, `containedby`.
+/// Lower-case stemmed words of letters and digits; relation ids split on `.` and `_`, so
+/// `people.person.parents` gives `peopl`, `person`, `parent` and matches "parent" in a question,
+/// and "located" meets `location`.
 pub fn tokens(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .map(|w| match w.as_str() {
+            // Plurals the stemmer leaves alone.
+            "children" => "child".to_string(),
+            "men" => "man".to_string(),
+            "women" => "woman".to_string(),
+            _ => STEMMER.stem(&w).into_owned(),
+        })
         .collect()
 }
 
 /// BM25 (k1 = 1.2, b = 0.75) of `query` against each document, with the documents themselves as
 /// the corpus. Scores are ≥ 0.
 pub fn bm25(query: &str, documents: &[String]) -> Vec<f64> {
+    bm25_tokens(&tokens(query), documents)
+}
+
+/// The question's words left to rank an entity's next relations by: those the path to it has
+/// not used up. `used` holds the names along the path (entities and relations): an entity's
+/// name says nothing about which of its relations matter, and a relation already walked has
+/// answered its word ("the child of X's parent": after `parents`, only "child" is left).
+/// Each used word takes away one occurrence, so "parent's parent" keeps one for the next hop.
+pub fn query_without(question: &str, used: &[&str]) -> Vec<String> {
+    let mut words = tokens(question);
+    for used in used.iter().flat_map(|u| tokens(u)) {
+        if let Some(at) = words.iter().position(|w| *w == used) {
+            words.remove(at);
+        }
+    }
+    if words.is_empty() { tokens(question) } else { words }
+}
+
+/// [`bm25`] with the query already split into [`tokens`].
+pub fn bm25_tokens(query: &[String], documents: &[String]) -> Vec<f64> {
     let docs: Vec<Vec<String>> = documents.iter().map(|d| tokens(d)).collect();
     if docs.is_empty() {
         return Vec::new();
@@ -37,7 +69,6 @@ pub fn bm25(query: &str, documents: &[String]) -> Vec<f64> {
         }
     }
     let n = docs.len() as f64;
-    let query = tokens(query);
     docs.iter()
         .map(|doc| {
             let len = doc.len() as f64;
@@ -87,6 +118,23 @@ mod tests {
         let s = bm25("Which country is Canberra located in? containedby", &docs);
         assert!(s[0] > s[1], "{s:?}");
         assert_eq!(bm25("x", &[]), Vec::<f64>::new());
+    }
+
+    #[test]
+    fn relations_match_question_words_by_stem_not_by_the_entity_name() {
+        let docs = vec!["people.person.parents".to_string(), "people.person.children".to_string()];
+        let s = bm25("who is the parent of claudius ?", &docs);
+        assert!(s[0] > s[1], "{s:?}");
+        assert_eq!(
+            query_without("what is the nationality of james_brown 's wife ?", &["james brown"]),
+            ["nation", "wife"]
+        );
+        // A relation walked uses up one occurrence of its word.
+        let q = "who is the parent of the child of x 's parent ?";
+        assert_eq!(query_without(q, &["x", "parents"]), ["child", "parent"]);
+        assert_eq!(query_without(q, &["x", "parents", "y", "children"]), ["parent"]);
+        // Nothing left but the name: the whole question.
+        assert_eq!(query_without("canberra ?", &["Canberra"]), ["canberra"]);
     }
 
     #[test]

@@ -63,6 +63,16 @@ pub fn match_candidate(name: &str, candidates: &[String]) -> Option<usize> {
     if let Some(i) = candidates.iter().position(|c| c.to_lowercase() == wanted) {
         return Some(i);
     }
+    // A relation offered only as `name (incoming)`, written without the marker.
+    let incoming: Vec<usize> = candidates
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.to_lowercase().strip_suffix(" (incoming)") == Some(wanted.as_str()))
+        .map(|(i, _)| i)
+        .collect();
+    if let [i] = incoming[..] {
+        return Some(i);
+    }
     let suffix: Vec<usize> = candidates
         .iter()
         .enumerate()
@@ -143,7 +153,10 @@ pub fn parse_scored_choices(reply: &str, candidates: &[String], keep: usize) -> 
     out
 }
 
-/// Sorts best first (stable: ties keep the model's order), cuts to `keep`, normalises.
+/// Sorts best first (stable: ties keep the model's order), cuts to `keep`, and scales scores
+/// summing to more than 1 down to 1. Scores summing to less stay as given: a model that rates
+/// every relation low says the entity's branch matters little, and normalising would rank it
+/// with a branch rated high. Zero stays zero (the model judged the relation useless).
 fn finish_scores(out: &mut Scored, mut found: Vec<(usize, f64)>, keep: usize) {
     found.sort_by(|a, b| b.1.total_cmp(&a.1));
     if found.len() > keep {
@@ -151,19 +164,17 @@ fn finish_scores(out: &mut Scored, mut found: Vec<(usize, f64)>, keep: usize) {
         found.truncate(keep);
     }
     let sum: f64 = found.iter().map(|(_, s)| s).sum();
-    if sum > 0.0 && sum.is_finite() {
-        if (sum - 1.0).abs() > 1e-6 {
+    if !sum.is_finite() {
+        out.notes.push("scores too large to read; equal shares assumed".into());
+        let share = 1.0 / found.len() as f64;
+        found.iter_mut().for_each(|item| item.1 = share);
+    } else if sum > 1.0 - 1e-6 {
+        if sum > 1.0 + 1e-6 {
             out.notes.push(format!("scores summed to {sum:.3}; normalised"));
         }
-        for item in &mut found {
-            item.1 /= sum;
-        }
-    } else if !found.is_empty() {
-        out.notes.push("all scores zero; equal shares assumed".into());
-        let share = 1.0 / found.len() as f64;
-        for item in &mut found {
-            item.1 = share;
-        }
+        found.iter_mut().for_each(|item| item.1 /= sum);
+    } else if sum <= 0.0 && !found.is_empty() {
+        out.notes.push("every score given was 0".into());
     }
     out.items = found;
 }

@@ -9,7 +9,7 @@
 
 use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{Decision, Event, LookupRecord};
-use super::lexical::{bm25, cosine};
+use super::lexical::{bm25_tokens, cosine, query_without, tokens};
 use super::parse;
 use super::step::{answer_call, completion, neighbours, plural_s, plural_y, record, relations, sample_indices, wrong};
 use super::topics::TopicLinker;
@@ -127,19 +127,19 @@ impl TogMachine {
     }
 
     /// When relation node `rel` is the reverse of the edge that reached its entity, the entity
-    /// that edge came from: reaching it again would cross the same triple back.
+    /// that edge came from: reaching it again would cross the same triple back. An entity merged
+    /// from several paths (`also_via`) crosses back only if every one of them came that way.
     fn triple_back(cx: &Context, rel: NodeId) -> Option<Term> {
         let r = &cx.beam.nodes[rel];
-        let via = cx.beam.nodes.get(r.parent?)?.parent?;
-        let (
-            NodeKind::Relation { relation, direction, .. },
-            NodeKind::Relation { relation: came, direction: came_dir, .. },
-        ) = (&r.kind, &cx.beam.nodes[via].kind)
-        else {
-            return None;
+        let NodeKind::Relation { relation, direction, .. } = &r.kind else { return None };
+        let entity = &cx.beam.nodes[r.parent?];
+        let came_from = |copy: NodeId| -> Option<Term> {
+            let via = &cx.beam.nodes[cx.beam.nodes[copy].parent?];
+            let NodeKind::Relation { relation: came, direction: came_dir, .. } = &via.kind else { return None };
+            (came == relation && came_dir != direction).then(|| cx.beam.nodes[via.parent?].term().cloned())?
         };
-        (relation == came && direction != came_dir)
-            .then(|| cx.beam.nodes[cx.beam.nodes[via].parent?].term().cloned())?
+        let back = came_from(entity.id)?;
+        entity.also_via.iter().all(|&copy| came_from(copy).as_ref() == Some(&back)).then_some(back)
     }
 
     /// Frontier entities whose relations have not been searched yet (an entity searched
@@ -212,11 +212,15 @@ impl TogMachine {
             .collect()
     }
 
-    /// The triples of the live paths, one `head, relation, tail` per line, without repeats.
+    /// The triples of the live paths, one `head, relation, tail` per line, without repeats. An
+    /// entity merged from several paths brings the triples of every path that reached it.
     fn triples_text(&self, cx: &Context) -> String {
+        let beam = &cx.beam;
         let mut lines: Vec<String> = Vec::new();
         for path in self.live_paths(cx) {
-            for t in path.triples {
+            let merged = beam.path(path.leaf).into_iter().flat_map(|n| beam.nodes[n].also_via.iter().copied());
+            let triples = merged.flat_map(|copy| beam.triples(copy)).chain(path.triples);
+            for t in triples {
                 let line = t.line();
                 if !lines.contains(&line) {
                     lines.push(line);
@@ -337,8 +341,11 @@ impl TogMachine {
         let s = &cx.settings;
         let q = &cx.question;
         let mut requests = Vec::new();
-        let needs_call = |g: &Group| {
-            g.candidates.len() >= 2 && (what == "relation" || g.candidates.iter().any(|&c| cx.beam.nodes[c].is_named()))
+        // A relation is always judged, even alone: it may not bear on the question at all. An
+        // entity alone under a kept relation takes the relation's score, as in the reference.
+        let needs_call = |g: &Group| match what {
+            "relation" => !g.candidates.is_empty(),
+            _ => g.candidates.len() >= 2 && g.candidates.iter().any(|&c| cx.beam.nodes[c].is_named()),
         };
         match s.prune {
             PruneTool::Bm25 => {}
@@ -357,7 +364,7 @@ impl TogMachine {
                 for g in groups.iter_mut().filter(|g| needs_call(g)) {
                     k += 1;
                     let names = candidate_names(cx, g);
-                    let parent = cx.beam.nodes[g.parent].shown();
+                    let parent = offered_name(&cx.beam.nodes[g.parent]);
                     blocks.push(if what == "relation" {
                         format!("Topic Entity: {parent}\nRelations: {}", names.join("; "))
                     } else {
@@ -380,7 +387,7 @@ impl TogMachine {
             PruneTool::Llm => {
                 for g in groups.iter_mut().filter(|g| needs_call(g)) {
                     let names = candidate_names(cx, g);
-                    let parent = cx.beam.nodes[g.parent].shown().to_string();
+                    let parent = offered_name(&cx.beam.nodes[g.parent]);
                     let prompt = if what == "relation" {
                         cx.prompts.render(
                             "relation_prune",
@@ -681,14 +688,14 @@ impl TogMachine {
             let names = candidate_names(cx, group);
             let keep = if what == "relation" { s.width } else { names.len() };
             // (candidate position, score), best first.
-            let scored: Vec<(usize, f64)> = if group.candidates.len() == 1 {
+            let scored: Vec<(usize, f64)> = if group.candidates.len() == 1 && group.request.is_none() {
                 vec![(0, 1.0)]
             } else if what == "entity" && !group.candidates.iter().any(|&c| cx.beam.nodes[c].is_named()) {
                 let share = 1.0 / names.len() as f64;
                 (0..names.len()).map(|i| (i, share)).collect()
             } else {
                 match s.prune {
-                    PruneTool::Bm25 => top_by(bm25(&cx.question, &names), keep, ev, &names),
+                    PruneTool::Bm25 => top_by(bm25_tokens(&bm25_query(cx, group, what), &names), keep, ev, &names),
                     PruneTool::Embedding => {
                         let vectors = embeddings.as_deref().unwrap_or_default();
                         let q = vectors.first().map(Vec::as_slice).unwrap_or_default();
@@ -703,7 +710,8 @@ impl TogMachine {
                     PruneTool::Llm => {
                         let r = group.request.unwrap_or(0);
                         let c = completion(responses, r)?;
-                        let parsed = self.parse_group(&c.text, &names, keep, what, ev, &cx.question);
+                        let query = bm25_query(cx, group, what);
+                        let parsed = self.parse_group(&c.text, &names, keep, what, ev, &query);
                         let shown = parsed
                             .iter()
                             .map(|(i, sc)| format!("{}={sc:.2}", names[*i]))
@@ -756,7 +764,7 @@ impl TogMachine {
         keep: usize,
         what: &str,
         ev: &mut Event,
-        question: &str,
+        bm25_query: &[String],
     ) -> Vec<(usize, f64)> {
         if what == "relation" {
             let parsed = parse::parse_scored_choices(reply, names, keep);
@@ -772,7 +780,7 @@ impl TogMachine {
             return scores.into_iter().enumerate().collect();
         }
         ev.notes.push(format!("could not read {what} scores from the reply; ranked by BM25 instead"));
-        top_by(bm25(question, names), keep, ev, names)
+        top_by(bm25_tokens(bm25_query, names), keep, ev, names)
     }
 
     fn parse_unified(
@@ -822,7 +830,7 @@ impl TogMachine {
                     cx.beam.nodes[g.parent].shown()
                 ));
                 let keep = if what == "relation" { cx.settings.width } else { names.len() };
-                out[i] = top_by(bm25(&cx.question, &names), keep, ev, &names);
+                out[i] = top_by(bm25_tokens(&bm25_query(cx, g, what), &names), keep, ev, &names);
             }
         }
         out
@@ -830,7 +838,9 @@ impl TogMachine {
 
     /// ToG's global width: among this depth's scored entity candidates, the N best path scores
     /// stay; zero scores are pruned by score, the rest by width. An entity reached by several
-    /// paths takes one beam slot, on its best path (the reference spends slots on duplicates).
+    /// paths takes one beam slot, on its best path (the reference spends slots on duplicates);
+    /// the other paths that reached it are merged into that slot (`also_via`), so neither their
+    /// triples nor the hops they make legal are lost.
     fn select_width(&mut self, cx: &mut Context, ev: &mut Event) {
         let step = ev.index;
         let mut candidates: Vec<NodeId> = self
@@ -841,15 +851,18 @@ impl TogMachine {
             .collect();
         candidates
             .sort_by(|&a, &b| cx.beam.nodes[b].path_score.total_cmp(&cx.beam.nodes[a].path_score).then(a.cmp(&b)));
-        let mut taken: Vec<Term> = Vec::new();
+        // (entity, the node that holds its slot)
+        let mut taken: Vec<(Term, NodeId)> = Vec::new();
         for &c in &candidates {
             let term = cx.beam.nodes[c].term().cloned();
+            let holder = term.as_ref().and_then(|t| taken.iter().find(|(k, _)| k == t)).map(|&(_, n)| n);
             let (status, reason) = if cx.beam.nodes[c].path_score <= 0.0 {
                 (Status::PrunedByScore, Some("scored 0"))
-            } else if term.as_ref().is_some_and(|t| taken.contains(t)) {
-                (Status::PrunedByWidth, Some("same entity kept on a better path"))
+            } else if let Some(holder) = holder {
+                cx.beam.nodes[holder].also_via.push(c);
+                (Status::PrunedByWidth, Some("same entity kept on a better path; merged into it"))
             } else if taken.len() < cx.settings.width {
-                taken.extend(term);
+                taken.extend(term.map(|t| (t, c)));
                 (Status::Kept, None)
             } else {
                 (Status::PrunedByWidth, Some("beyond the beam width"))
@@ -863,13 +876,16 @@ impl TogMachine {
         }
     }
 
-    /// ToG-R: each candidate's score is its chain's score shared among the chain's candidates;
-    /// N are drawn by seeded weighted sampling without replacement.
+    /// ToG-R: each candidate's score is its chain's score shared among every entity the chain
+    /// reached (those sampled out of an oversized set included, so a relation fanning out to
+    /// hundreds of values cannot crowd a narrow chain out of the draw); N are drawn by seeded
+    /// weighted sampling without replacement.
     fn sample_entities(&mut self, cx: &mut Context, ev: &mut Event) {
         let step = ev.index;
         let mut pool: Vec<NodeId> = Vec::new();
         for g in self.plan.clone() {
-            let share = 1.0 / g.candidates.len() as f64;
+            let reached = cx.beam.nodes[g.parent].children.len().max(g.candidates.len());
+            let share = 1.0 / reached as f64;
             for &c in &g.candidates {
                 cx.beam.score(c, share, step);
                 pool.push(c);
@@ -1031,38 +1047,45 @@ fn last_step(cx: &Context) -> Option<&str> {
     cx.trace.iter().rev().find_map(|e| e.phase())
 }
 
-/// How a group's candidates are listed to the model: their shown names, told apart where two
-/// would read the same: a relation present in both directions shows its incoming copy as
-/// `name (incoming)`; two relations with the same name (Wikidata's `wdt:P69` and `p:P69`, both
-/// "educated at") show their ids, `name [id]`.
+/// How a relation node is named to the model: its shown name, `name (incoming)` when it is
+/// walked against the direction of its triples (Canberra is reached *from* Australia through
+/// `location.country.capital`). Entities: their shown name.
+fn offered_name(node: &super::beam::BeamNode) -> String {
+    match &node.kind {
+        NodeKind::Relation { direction: crate::kg::Direction::In, shown, .. } => format!("{shown} (incoming)"),
+        _ => node.shown().to_string(),
+    }
+}
+
+/// How a group's candidates are listed to the model: as [`offered_name`] names them, told apart
+/// where two would still read the same: two relations with the same name (Wikidata's `wdt:P69`
+/// and `p:P69`, both "educated at") show their ids, `name [id]`.
 fn candidate_names(cx: &Context, group: &Group) -> Vec<String> {
     let nodes: Vec<&super::beam::BeamNode> = group.candidates.iter().map(|&c| &cx.beam.nodes[c]).collect();
+    let offered: Vec<String> = nodes.iter().map(|n| offered_name(n)).collect();
     nodes
         .iter()
         .enumerate()
         .map(|(i, node)| {
-            let shown = node.shown();
-            let twins: Vec<&&super::beam::BeamNode> =
-                nodes.iter().enumerate().filter(|(j, n)| *j != i && n.shown() == shown).map(|(_, n)| n).collect();
+            let twin = (0..nodes.len()).any(|j| j != i && offered[j] == offered[i]);
             match &node.kind {
-                NodeKind::Relation { relation, direction, .. } if !twins.is_empty() => {
-                    let same_id = twins
-                        .iter()
-                        .any(|t| matches!(&t.kind, NodeKind::Relation { relation: r, .. } if r == relation));
-                    if same_id {
-                        if *direction == crate::kg::Direction::In {
-                            format!("{shown} (incoming)")
-                        } else {
-                            shown.to_string()
-                        }
-                    } else {
-                        format!("{shown} [{relation}]")
-                    }
-                }
-                _ => shown.to_string(),
+                NodeKind::Relation { relation, .. } if twin => format!("{} [{relation}]", offered[i]),
+                _ => offered[i].clone(),
             }
         })
         .collect()
+}
+
+/// The words BM25 ranks a group's candidates by: a relation group, the question's words that
+/// the path to its entity has not used up (names and relations walked); an entity group, the
+/// whole question.
+fn bm25_query(cx: &Context, group: &Group, what: &str) -> Vec<String> {
+    if what != "relation" {
+        return tokens(&cx.question);
+    }
+    let path = cx.beam.path(group.parent);
+    let used: Vec<&str> = path.iter().map(|&n| cx.beam.nodes[n].shown()).collect();
+    query_without(&cx.question, &used)
 }
 
 /// Takes the top `keep` by score (ties: listed order), normalised; all-zero scores keep the

@@ -8,16 +8,25 @@ use super::step::{completion, entity_matches, plural_y, record};
 use super::{Context, EngineError, Request, Response, Topics, parse};
 use crate::kg::{EntityMatch, Term};
 
-/// Best first (exact, then by similarity), then by id: the same graph always gives the same
-/// choice.
-fn sort_matches(matches: &mut [EntityMatch]) {
-    matches.sort_by(|a, b| b.exact.cmp(&a.exact).then(b.score.total_cmp(&a.score)).then(a.id.cmp(&b.id)));
+/// Best first: exact matches, and among them the id written verbatim, then the label written
+/// with the same case (`Believe` before `BELIEVE` when both read "believe"); then by
+/// similarity, then by id, so the same graph always gives the same choice.
+fn sort_matches(name: &str, matches: &mut [EntityMatch]) {
+    let name = name.trim();
+    let closeness = |m: &EntityMatch| u8::from(m.id != name) + u8::from(m.label != name);
+    matches.sort_by(|a, b| {
+        b.exact
+            .cmp(&a.exact)
+            .then(closeness(a).cmp(&closeness(b)))
+            .then(b.score.total_cmp(&a.score))
+            .then(a.id.cmp(&b.id))
+    });
 }
 
 /// The entity a name the model wrote links to: an exact label match, else the closest fuzzy one
 /// at [`FUZZY_LINK_MIN`] or more.
-pub(super) fn link_model_name(mut matches: Vec<EntityMatch>) -> Option<EntityMatch> {
-    sort_matches(&mut matches);
+pub(super) fn link_model_name(name: &str, mut matches: Vec<EntityMatch>) -> Option<EntityMatch> {
+    sort_matches(name, &mut matches);
     matches.into_iter().next().filter(|m| m.exact || m.score >= FUZZY_LINK_MIN)
 }
 
@@ -129,7 +138,7 @@ impl TopicLinker {
         for (i, name) in self.names.iter().enumerate() {
             let mut matches: Vec<EntityMatch> = entity_matches(responses, i)?;
             ev.lookups.push(LookupRecord { what: format!("entities named {name:?}"), results: matches.len() });
-            sort_matches(&mut matches);
+            sort_matches(name, &mut matches);
             let chosen = match matches.first() {
                 Some(m) if m.exact || (self.fuzzy_ok && m.score >= FUZZY_LINK_MIN) => m.clone(),
                 _ => {

@@ -326,7 +326,7 @@ impl GogMachine {
                 for (i, name) in names.iter().enumerate() {
                     let matches = entity_matches(&responses, i)?;
                     ev.lookups.push(LookupRecord { what: format!("entities named {name:?}"), results: matches.len() });
-                    match link_model_name(matches) {
+                    match link_model_name(name, matches) {
                         Some(m) => {
                             let term = Term::Entity(m.id.clone());
                             self.names.insert(name.to_lowercase(), term.clone());
@@ -460,7 +460,7 @@ impl GogMachine {
                 for (i, name) in self.unlinked_generated().iter().enumerate() {
                     let matches = entity_matches(&responses, i)?;
                     ev.lookups.push(LookupRecord { what: format!("entities named {name:?}"), results: matches.len() });
-                    if let Some(m) = link_model_name(matches) {
+                    if let Some(m) = link_model_name(name, matches) {
                         self.names.insert(name.to_lowercase(), Term::Entity(m.id.clone()));
                     }
                 }
