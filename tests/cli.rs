@@ -52,6 +52,28 @@ fn the_demo_answers_offline() {
     );
 }
 
+/// The demo model forgives wording: case, punctuation and spacing, and the ToG paper's own
+/// phrasing of the Phanatic question. Off its script it says so in one line, names its
+/// questions and points to a real model, instead of printing a prompt's tail.
+#[test]
+fn the_demo_forgives_wording_and_says_what_it_knows() {
+    let home = tempfile::tempdir().unwrap();
+    for (question, answer) in [
+        ("what is the majority party now in the country where Canberra is located", "Australian Labor Party"),
+        ("  WHAT is the majority party now, in the country where Canberra is located ??", "Australian Labor Party"),
+        ("What is mascot Phillie Phanatic's team's spring training stadium?", "Bright House Field"),
+    ] {
+        let out = ongraph(home.path(), &["ask", question]);
+        assert_eq!(out.status.code(), Some(0), "{question}: {}", stderr(&out));
+        assert!(stdout(&out).starts_with(&format!("Answer: {answer}\n")), "{question}: {}", stdout(&out));
+    }
+    let out = ongraph(home.path(), &["ask", "Who is the CEO of Apple?"]);
+    assert_one_line_error(&out, "the offline demo model knows only its recorded steps");
+    let err = stderr(&out);
+    assert!(err.contains(CANBERRA) && err.contains("Pointing it at a real model"), "{err}");
+    assert!(!err.contains("Knowledge Triplets") && !err.contains("Topic Entity"), "no prompt tail: {err}");
+}
+
 #[test]
 fn json_output_is_the_full_trace() {
     let home = tempfile::tempdir().unwrap();

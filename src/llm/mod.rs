@@ -67,6 +67,10 @@ pub enum LlmError {
     Malformed { url: String, reason: String },
     #[error("the scripted model has no reply for this {step} prompt (ends: {excerpt:?}); add one to {file}")]
     NoScriptedReply { step: String, excerpt: String, file: String },
+    #[error(
+        "the offline demo model knows only its recorded steps, and this {step} step is not one of them; it answers {known}. For anything else connect a model (README, \"Pointing it at a real model\": e.g. Ollama, --llm ollama)"
+    )]
+    OffScript { step: String, known: String },
     #[error("{0}")]
     Config(String),
 }

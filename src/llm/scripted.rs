@@ -3,6 +3,10 @@
 //! error naming the step and the start of the prompt, never a silent default.
 //!
 //! ```toml
+//! [[question]]                            # optional: a question the script knows, and how
+//! text = "Who founded Apple?"             # else it may be worded; the prompt's question is
+//! also = ["who started apple"]            # matched by normalised text (case, punctuation,
+//!                                         # spacing) and read as `text`
 //! [[reply]]
 //! step = "relation_prune"                 # optional: the engine step that asks
 //! contains = ["Topic Entity: Canberra"]   # all must occur in the prompt
@@ -29,9 +33,20 @@ pub struct ScriptedReply {
     pub text: String,
 }
 
+/// A question the script has replies for, and other wordings of it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedQuestion {
+    pub text: String,
+    #[serde(default)]
+    pub also: Vec<String>,
+}
+
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ScriptFile {
+    #[serde(default)]
+    question: Vec<ScriptedQuestion>,
     #[serde(default)]
     reply: Vec<ScriptedReply>,
 }
@@ -39,20 +54,59 @@ struct ScriptFile {
 #[derive(Clone, Debug)]
 pub struct ScriptedModel {
     source: String,
+    questions: Vec<ScriptedQuestion>,
     replies: Vec<ScriptedReply>,
     latency: Duration,
+    /// The offline demo: off its script it says so in one line and points to a real model.
+    demo: bool,
+}
+
+/// A question as compared: lower case, punctuation and runs of spaces as one space.
+fn normalise_question(q: &str) -> String {
+    let spaced: String = q.chars().map(|c| if c.is_alphanumeric() { c.to_ascii_lowercase() } else { ' ' }).collect();
+    spaced.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Where the question a prompt asks stands: its last `Q: ` or `Question: ` line (exemplars come
+/// before it), as the byte range of the question text.
+fn question_span(prompt: &str) -> Option<(usize, usize)> {
+    let start = ["\nQ: ", "\nQuestion: "]
+        .iter()
+        .filter_map(|m| prompt.rfind(m).map(|at| at + m.len()))
+        .max()
+        .or_else(|| ["Q: ", "Question: "].iter().find_map(|m| prompt.strip_prefix(m).map(|_| m.len())))?;
+    let end = prompt[start..].find('\n').map_or(prompt.len(), |e| start + e);
+    Some((start, end))
 }
 
 impl ScriptedModel {
     pub fn new(source: impl Into<String>, replies: Vec<ScriptedReply>) -> Self {
-        Self { source: source.into(), replies, latency: Duration::ZERO }
+        Self { source: source.into(), questions: Vec::new(), replies, latency: Duration::ZERO, demo: false }
     }
 
     pub fn from_toml(source: impl Into<String>, text: &str) -> Result<Self, LlmError> {
         let source = source.into();
         let file: ScriptFile =
             toml::from_str(text).map_err(|e| LlmError::Config(format!("{source}: {}", e.to_string().trim())))?;
-        Ok(Self::new(source, file.reply))
+        Ok(Self { questions: file.question, ..Self::new(source, file.reply) })
+    }
+
+    /// The prompt as the script's `contains` lists see it: a question the script knows, however
+    /// it was worded (case, punctuation, spacing, or a listed other wording), reads as the
+    /// script writes it.
+    fn as_scripted<'a>(&self, prompt: &'a str) -> std::borrow::Cow<'a, str> {
+        let Some((start, end)) = question_span(prompt) else { return prompt.into() };
+        let asked = normalise_question(&prompt[start..end]);
+        let known = self
+            .questions
+            .iter()
+            .find(|q| std::iter::once(&q.text).chain(&q.also).any(|wording| normalise_question(wording) == asked));
+        match known {
+            Some(q) if q.text != prompt[start..end] => {
+                format!("{}{}{}", &prompt[..start], q.text, &prompt[end..]).into()
+            }
+            _ => prompt.into(),
+        }
     }
 
     pub fn from_file(path: &Path) -> Result<Self, LlmError> {
@@ -63,7 +117,8 @@ impl ScriptedModel {
 
     /// The demo script compiled into the binary (`sessions/demo-model.toml`).
     pub fn demo() -> Result<Self, LlmError> {
-        Self::from_toml("sessions/demo-model.toml", include_str!("../../sessions/demo-model.toml"))
+        let model = Self::from_toml("sessions/demo-model.toml", include_str!("../../sessions/demo-model.toml"))?;
+        Ok(Self { demo: true, ..model })
     }
 
     /// Simulated latency per call, for benchmarks.
@@ -73,10 +128,11 @@ impl ScriptedModel {
     }
 
     pub fn reply_for(&self, request: &ChatRequest) -> Option<&ScriptedReply> {
+        let prompt = self.as_scripted(&request.prompt);
         self.replies.iter().find(|r| {
             r.step.as_deref().is_none_or(|s| s == request.step)
                 && r.sample.is_none_or(|n| n == request.sample)
-                && r.contains.iter().all(|c| request.prompt.contains(c.as_str()))
+                && r.contains.iter().all(|c| prompt.contains(c.as_str()))
         })
     }
 }
@@ -89,6 +145,10 @@ impl LanguageModel for ScriptedModel {
 
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         let Some(reply) = self.reply_for(request) else {
+            if self.demo {
+                let known: Vec<String> = self.questions.iter().map(|q| format!("\"{}\"", q.text)).collect();
+                return Err(LlmError::OffScript { step: request.step.clone(), known: known.join(", ") });
+            }
             // The variable part of a prompt is at its end (after the exemplars).
             let tail: String = {
                 let chars: Vec<char> = request.prompt.chars().collect();
