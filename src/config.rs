@@ -117,6 +117,20 @@ pub struct LlmEntry {
     pub timeout_secs: u64,
     #[serde(default = "default_retries")]
     pub max_retries: u32,
+    /// `max_tokens` or `max_completion_tokens` (OpenAI's reasoning models); unset: learnt from
+    /// the server's refusal.
+    #[serde(default)]
+    pub token_limit_param: Option<crate::llm::openai::TokenLimitParam>,
+    /// Whether to send a temperature (OpenAI's reasoning models take only their default); unset:
+    /// learnt from the server's refusal.
+    #[serde(default)]
+    pub send_temperature: Option<bool>,
+    /// Whether the model reasons before it replies (its budget is then `reasoning_max_tokens`);
+    /// unset: from the first reply that shows reasoning.
+    #[serde(default)]
+    pub reasoning: Option<bool>,
+    #[serde(default)]
+    pub reasoning_max_tokens: Option<u32>,
 }
 
 fn default_timeout() -> u64 {

@@ -189,7 +189,8 @@ impl Driver {
                     return Ok(Response::Llm { completion: Completion { cached: true, latency_ms: 0, ..c } });
                 }
                 tracing::debug!(step = %chat.step, "LLM call");
-                let completion = self.llm.complete(chat).await?;
+                // Reasoning is kept apart before anything can parse it.
+                let completion = self.llm.complete(chat).await?.without_thinking();
                 if let Ok(mut memo) = self.memo.lock() {
                     memo.insert(key, completion.clone());
                 }

@@ -1,6 +1,6 @@
 //! The OpenAI-compatible client against a loopback HTTP server.
 
-use ongraph::llm::openai::{OpenAiClient, OpenAiConfig};
+use ongraph::llm::openai::{OpenAiClient, OpenAiConfig, TokenLimitParam};
 use ongraph::llm::{ChatRequest, Embedder, LanguageModel, LlmError};
 use serde_json::json;
 use std::time::Duration;
@@ -186,4 +186,115 @@ async fn embeddings_come_back_in_input_order() {
     let client = OpenAiClient::new(config(&server)).unwrap();
     let got = client.embed(&["a".to_string(), "b".to_string()]).await.unwrap();
     assert_eq!(got, vec![vec![1.0, 0.0], vec![0.0, 1.0]]);
+}
+
+/// Whether the JSON body has a field (wiremock matches what is there, not what is missing).
+struct HasField(&'static str);
+
+impl wiremock::Match for HasField {
+    fn matches(&self, request: &wiremock::Request) -> bool {
+        serde_json::from_slice::<serde_json::Value>(&request.body).is_ok_and(|b| b.get(self.0).is_some())
+    }
+}
+
+/// A server that enforces what OpenAI's reasoning models do: `max_tokens` and any temperature
+/// are refused with HTTP 400. The client learns both, once, and every later call goes straight.
+#[tokio::test]
+async fn a_reasoning_endpoint_that_refuses_max_tokens_and_temperature_is_learnt_once() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(HasField("max_tokens"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({"error": {
+            "message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+            "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(HasField("temperature"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({"error": {
+            "message": "Unsupported value: 'temperature' does not support 0.4 with this model. Only the default (1) value is supported.",
+            "type": "invalid_request_error", "param": "temperature", "code": "unsupported_value"}})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let mut body = completion("{Yes}. {Australia}");
+    body["choices"][0]["message"]["reasoning_content"] = json!("Canberra is the capital of Australia.");
+    body["usage"]["completion_tokens_details"] = json!({"reasoning_tokens": 5});
+    Mock::given(method("POST"))
+        .and(HasField("max_completion_tokens"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let client = OpenAiClient::new(config(&server)).unwrap();
+    let first = client.complete(&request()).await.unwrap();
+    assert_eq!(first.text, "{Yes}. {Australia}");
+    assert_eq!(first.reasoning.as_deref(), Some("Canberra is the capital of Australia."));
+    assert_eq!((first.usage.completion_tokens, first.usage.reasoning_tokens), (7, 5));
+    for _ in 0..2 {
+        client.complete(&request()).await.unwrap();
+    }
+    // Seen reasoning, the client gives the model a larger budget.
+    let requests = server.received_requests().await.unwrap();
+    let last: serde_json::Value = serde_json::from_slice(&requests.last().unwrap().body).unwrap();
+    assert_eq!(last["max_completion_tokens"], json!(4096), "{last}");
+    assert!(last.get("temperature").is_none() && last.get("max_tokens").is_none(), "{last}");
+    assert_eq!(requests.len(), 5, "two refusals, then three calls that go straight");
+}
+
+/// Told which parameter to use, the client does not second-guess the config: a refusal is an
+/// error that says what the server said.
+#[tokio::test]
+async fn a_configured_token_parameter_is_kept_and_a_refusal_reported() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(HasField("max_tokens"))
+        .respond_with(
+            ResponseTemplate::new(400)
+                .set_body_string("Unsupported parameter: 'max_tokens'. Use 'max_completion_tokens' instead."),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let mut c = config(&server);
+    c.token_limit_param = Some(TokenLimitParam::MaxTokens);
+    let err = OpenAiClient::new(c).unwrap().complete(&request()).await.unwrap_err();
+    assert!(err.to_string().contains("HTTP 400") && err.to_string().contains("max_completion_tokens"), "{err}");
+}
+
+/// A think block in the text is reasoning, through the driver into the trace: the verdict and
+/// the answer are read from outside it.
+#[tokio::test]
+async fn a_think_block_is_never_parsed_for_the_answer() {
+    use ongraph::driver::Driver;
+    use ongraph::engine::{Method, Run, Settings, Topics};
+    use ongraph::kg::KnowledgeGraph;
+    use ongraph::prompts::Prompts;
+    use std::sync::Arc;
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(
+            "<think>Maybe {No}; the answer could be {Canberra}.</think>\n{Yes}. The answer is {Australia}.",
+        )))
+        .mount(&server)
+        .await;
+    let kg: Arc<dyn KnowledgeGraph> = Arc::new(ongraph::kg::load::demo_graph());
+    let llm = Arc::new(OpenAiClient::new(config(&server)).unwrap());
+    let driver = Driver::new(kg.clone(), llm);
+    let settings = Settings { method: Method::Io, ..Settings::default() };
+    let mut run = Run::new(
+        "Which country is Canberra the capital of?",
+        Topics::Extract,
+        settings,
+        Arc::new(Prompts::builtin()),
+        kg.profile().clone(),
+        kg.name(),
+    )
+    .unwrap();
+    driver.run(&mut run, |_, _| {}).await.unwrap();
+    assert_eq!(run.answer().unwrap().answers, vec!["Australia"]);
+    let call = &run.trace().iter().flat_map(|e| &e.calls).next().unwrap().clone();
+    assert_eq!(call.reply, "{Yes}. The answer is {Australia}.");
+    assert_eq!(call.reasoning.as_deref(), Some("Maybe {No}; the answer could be {Canberra}."));
 }

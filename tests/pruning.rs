@@ -191,6 +191,7 @@ impl LanguageModel for Gauge {
         self.now.fetch_sub(1, Ordering::SeqCst);
         Ok(Completion {
             text: format!("echo {}", r.prompt.len()),
+            reasoning: None,
             usage: Usage::default(),
             latency_ms: 20,
             cached: false,

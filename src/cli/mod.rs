@@ -392,5 +392,11 @@ fn openai_client(entry: &crate::config::LlmEntry) -> Result<OpenAiClient> {
     c.api_key_env = entry.api_key_env.clone();
     c.timeout = Duration::from_secs(entry.timeout_secs);
     c.max_retries = entry.max_retries;
+    c.token_limit_param = entry.token_limit_param;
+    c.send_temperature = entry.send_temperature;
+    c.reasoning = entry.reasoning;
+    if let Some(budget) = entry.reasoning_max_tokens {
+        c.reasoning_max_tokens = budget;
+    }
     Ok(OpenAiClient::new(c)?)
 }

@@ -12,6 +12,9 @@ pub struct CallRecord {
     pub step: String,
     pub prompt: String,
     pub reply: String,
+    /// What a reasoning model thought first (never parsed; shown in the call view).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
     /// The parse in words, e.g. `location.location.containedby=0.80; …` or `Yes`.
     pub parsed: String,
     pub usage: Usage,

@@ -15,6 +15,7 @@ pub(super) fn record(request: &Request, c: &Completion, parsed: String) -> CallR
         step,
         prompt,
         reply: c.text.clone(),
+        reasoning: c.reasoning.clone(),
         parsed,
         usage: c.usage,
         latency_ms: c.latency_ms,

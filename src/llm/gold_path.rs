@@ -221,8 +221,9 @@ impl LanguageModel for GoldPathModel {
         let usage = Usage {
             prompt_tokens: request.prompt.split_whitespace().count() as u64,
             completion_tokens: text.split_whitespace().count() as u64,
+            reasoning_tokens: 0,
         };
-        Ok(Completion { text, usage, latency_ms: 0, cached: false })
+        Ok(Completion { text, reasoning: None, usage, latency_ms: 0, cached: false })
     }
 }
 

@@ -34,23 +34,91 @@ fn is_zero(n: &u32) -> bool {
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of the completion tokens, those a reasoning model spent thinking (when the server says).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Self) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
     }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Completion {
+    /// The reply, without any reasoning: what the engine parses.
     pub text: String,
+    /// What a reasoning model thought before replying (a `reasoning_content` / `reasoning` field,
+    /// or `<think>…</think>` taken out of the text): kept for the trace, never parsed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
     pub usage: Usage,
     pub latency_ms: u64,
     /// True when the driver answered from this run's memo of identical calls (no call was made).
     #[serde(default)]
     pub cached: bool,
+}
+
+impl Completion {
+    /// Takes `<think>…</think>` out of the text into `reasoning` (after any the server sent
+    /// apart), so that no answer is ever read from inside a think block. An unclosed `<think>`
+    /// (a reply cut off while thinking) is all reasoning; a lone `</think>` (the opening tag was
+    /// in the prompt template) ends the reasoning that came before it.
+    pub fn without_thinking(mut self) -> Self {
+        let (text, thought) = split_thinking(&self.text);
+        if let Some(thought) = thought {
+            self.reasoning = Some(match self.reasoning.take().filter(|r| !r.trim().is_empty()) {
+                Some(sent) => format!("{sent}\n{thought}"),
+                None => thought,
+            });
+            self.text = text;
+        }
+        if self.reasoning.as_deref().is_some_and(|r| r.trim().is_empty()) {
+            self.reasoning = None;
+        }
+        self
+    }
+}
+
+/// `(reply without think blocks, the thinking)`; `None` when there was no think block.
+fn split_thinking(text: &str) -> (String, Option<String>) {
+    const OPEN: &str = "<think>";
+    const CLOSE: &str = "</think>";
+    let (mut reply, mut thought) = (String::new(), Vec::new());
+    let mut rest = text;
+    // A closing tag before any opening one: the opening tag was in the prompt.
+    if let Some(close) = rest.find(CLOSE)
+        && rest.find(OPEN).is_none_or(|open| open > close)
+    {
+        thought.push(rest[..close].trim().to_string());
+        rest = &rest[close + CLOSE.len()..];
+    }
+    while let Some(open) = rest.find(OPEN) {
+        reply.push_str(&rest[..open]);
+        let inner = &rest[open + OPEN.len()..];
+        match inner.find(CLOSE) {
+            Some(close) => {
+                thought.push(inner[..close].trim().to_string());
+                rest = &inner[close + CLOSE.len()..];
+            }
+            None => {
+                thought.push(inner.trim().to_string());
+                rest = "";
+            }
+        }
+    }
+    if thought.is_empty() {
+        return (text.to_string(), None);
+    }
+    reply.push_str(rest);
+    (reply.trim().to_string(), Some(thought.join("\n")))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -132,6 +200,31 @@ mod tests {
     use std::time::Duration;
 
     #[test]
+    fn think_blocks_are_reasoning_never_the_reply() {
+        let c = |text: &str| {
+            Completion { text: text.into(), reasoning: None, usage: Usage::default(), latency_ms: 0, cached: false }
+                .without_thinking()
+        };
+        let r = c("<think>{No} … maybe {Canberra}</think>\n{Yes}. The answer is {Australia}.");
+        assert_eq!(r.text, "{Yes}. The answer is {Australia}.");
+        assert_eq!(r.reasoning.as_deref(), Some("{No} … maybe {Canberra}"));
+        // Cut off while thinking: nothing to parse.
+        let r = c("<think>Let me see: {Yes} perhaps");
+        assert_eq!((r.text.as_str(), r.reasoning.as_deref()), ("", Some("Let me see: {Yes} perhaps")));
+        // The opening tag was in the template.
+        let r = c("thinking {No}\n</think>\n{Yes}");
+        assert_eq!((r.text.as_str(), r.reasoning.as_deref()), ("{Yes}", Some("thinking {No}")));
+        // Two blocks, text between kept.
+        let r = c("<think>a</think>{Yes}<think>b</think> {X}");
+        assert_eq!((r.text.as_str(), r.reasoning.as_deref()), ("{Yes} {X}", Some("a\nb")));
+        // No block: untouched; an empty reasoning field sent by a server is dropped.
+        let mut plain = c("{Yes}");
+        assert_eq!((plain.text.as_str(), plain.reasoning.as_deref()), ("{Yes}", None));
+        plain.reasoning = Some("  ".into());
+        assert_eq!(plain.without_thinking().reasoning, None);
+    }
+
+    #[test]
     fn backoff_doubles_and_is_capped() {
         let first = Duration::from_millis(500);
         assert_eq!(backoff(first, 0), first);
@@ -157,7 +250,13 @@ mod tests {
             self.most.fetch_max(n, SeqCst);
             tokio::time::sleep(Duration::from_millis(20)).await;
             self.now.fetch_sub(1, SeqCst);
-            Ok(Completion { text: String::new(), usage: Usage::default(), latency_ms: 20, cached: false })
+            Ok(Completion {
+                text: String::new(),
+                reasoning: None,
+                usage: Usage::default(),
+                latency_ms: 20,
+                cached: false,
+            })
         }
     }
 

@@ -1,12 +1,19 @@
 //! An OpenAI-compatible client (`/v1/chat/completions`, `/v1/embeddings`): works with OpenAI,
 //! vLLM, Ollama and llama.cpp's server. Bounded retries with exponential backoff on connection
 //! errors, timeouts, 429 (honouring `Retry-After`) and 5xx.
+//!
+//! Reasoning models: a reply's `reasoning_content` / `reasoning` field is kept apart from its
+//! text, and their token count read. OpenAI's o-series and gpt-5 refuse `max_tokens` (they take
+//! `max_completion_tokens`) and any temperature but their default: unless the endpoint's config
+//! says which, the client learns both from the HTTP 400 that says so, once, and remembers. A
+//! reasoning model (configured, or seen thinking) gets a larger completion budget.
 
 use super::{ChatRequest, Completion, Embedder, LanguageModel, LlmError, Usage};
 use async_trait::async_trait;
 use reqwest::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The header naming the engine step that made a call (`relation_prune`, `reasoning`, …).
@@ -26,6 +33,40 @@ pub struct OpenAiConfig {
     pub backoff: Duration,
     /// Longest wait honoured from a `Retry-After` header.
     pub max_retry_after: Duration,
+    /// The field that carries the completion budget; `None`: `max_tokens` until the server
+    /// refuses it, then `max_completion_tokens`.
+    pub token_limit_param: Option<TokenLimitParam>,
+    /// Whether to send the temperature; `None`: yes until the server refuses it.
+    pub send_temperature: Option<bool>,
+    /// Whether the model reasons before replying; `None`: from the first reply that shows it.
+    pub reasoning: Option<bool>,
+    /// The completion budget of a reasoning model (its thinking counts against it).
+    pub reasoning_max_tokens: u32,
+}
+
+/// The request field that carries the completion budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenLimitParam {
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+impl TokenLimitParam {
+    fn field(self) -> &'static str {
+        match self {
+            Self::MaxTokens => "max_tokens",
+            Self::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
+
+/// What the client has learnt about its endpoint (or was told by the config).
+#[derive(Clone, Copy, Debug)]
+struct Learned {
+    token_limit_param: TokenLimitParam,
+    send_temperature: bool,
+    reasoning: bool,
 }
 
 impl OpenAiConfig {
@@ -38,6 +79,10 @@ impl OpenAiConfig {
             max_retries: 3,
             backoff: Duration::from_millis(500),
             max_retry_after: Duration::from_secs(60),
+            token_limit_param: None,
+            send_temperature: None,
+            reasoning: None,
+            reasoning_max_tokens: 4096,
         }
     }
 }
@@ -46,6 +91,7 @@ pub struct OpenAiClient {
     config: OpenAiConfig,
     api_key: Option<String>,
     http: reqwest::Client,
+    learned: Mutex<Learned>,
 }
 
 /// Installs the ring crypto provider for rustls once; reqwest built without a provider panics
@@ -69,7 +115,65 @@ impl OpenAiClient {
             .user_agent(concat!("ongraph/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
-        Ok(Self { config, api_key, http })
+        let learned = Learned {
+            token_limit_param: config.token_limit_param.unwrap_or(TokenLimitParam::MaxTokens),
+            send_temperature: config.send_temperature.unwrap_or(true),
+            reasoning: config.reasoning.unwrap_or(false),
+        };
+        Ok(Self { config, api_key, http, learned: Mutex::new(learned) })
+    }
+
+    fn learned(&self) -> Learned {
+        *self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Learns from an HTTP 400 what the endpoint refuses (only what the config left open).
+    /// Returns whether the request is worth sending again.
+    fn learn_from_refusal(&self, body: &str) -> bool {
+        let body = body.to_lowercase();
+        let mut learned = self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut changed = false;
+        if self.config.token_limit_param.is_none()
+            && learned.token_limit_param == TokenLimitParam::MaxTokens
+            && body.contains("max_tokens")
+            && (body.contains("max_completion_tokens") || body.contains("unsupported"))
+        {
+            learned.token_limit_param = TokenLimitParam::MaxCompletionTokens;
+            changed = true;
+        }
+        if self.config.send_temperature.is_none()
+            && learned.send_temperature
+            && body.contains("temperature")
+            && (body.contains("unsupported") || body.contains("not support") || body.contains("only the default"))
+        {
+            learned.send_temperature = false;
+            changed = true;
+        }
+        if changed {
+            tracing::info!(url = %self.config.base_url, ?learned, "the endpoint refused a parameter; adapted");
+        }
+        changed
+    }
+
+    fn chat_body(&self, request: &ChatRequest, learned: Learned) -> serde_json::Value {
+        let mut body = json!({
+            "model": self.config.model,
+            "messages": [
+                {"role": "system", "content": request.system},
+                {"role": "user", "content": request.prompt},
+            ],
+            "stream": false,
+        });
+        let budget = if learned.reasoning {
+            request.max_tokens.max(self.config.reasoning_max_tokens)
+        } else {
+            request.max_tokens
+        };
+        body[learned.token_limit_param.field()] = json!(budget);
+        if learned.send_temperature {
+            body["temperature"] = json!(request.temperature);
+        }
+        body
     }
 
     fn url(&self, path: &str) -> String {
@@ -170,6 +274,12 @@ struct Choice {
 #[derive(Deserialize)]
 struct MessageBody {
     content: Option<String>,
+    /// DeepSeek, vLLM, llama.cpp with a reasoning parser.
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    /// Ollama, OpenRouter.
+    #[serde(default)]
+    reasoning: Option<String>,
 }
 #[derive(Deserialize)]
 struct UsageBody {
@@ -177,6 +287,13 @@ struct UsageBody {
     prompt_tokens: u64,
     #[serde(default)]
     completion_tokens: u64,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: u64,
 }
 
 #[async_trait]
@@ -186,33 +303,44 @@ impl LanguageModel for OpenAiClient {
     }
 
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
-        let body = json!({
-            "model": self.config.model,
-            "messages": [
-                {"role": "system", "content": request.system},
-                {"role": "user", "content": request.prompt},
-            ],
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
-            "stream": false,
-        });
         let started = Instant::now();
-        let value = self.post("chat/completions", &body, Some(&request.step)).await?;
+        // At most one adaptation per parameter, so a server that keeps refusing cannot loop.
+        let mut tries = 0;
+        let value = loop {
+            let body = self.chat_body(request, self.learned());
+            match self.post("chat/completions", &body, Some(&request.step)).await {
+                Err(LlmError::Status { status: 400, body, .. }) if tries < 2 && self.learn_from_refusal(&body) => {
+                    tries += 1;
+                }
+                other => break other?,
+            }
+        };
         let url = self.url("chat/completions");
         let parsed: ChatResponse = serde_json::from_value(value)
             .map_err(|e| LlmError::Malformed { url: url.clone(), reason: e.to_string() })?;
         let Some(choice) = parsed.choices.into_iter().next() else {
             return Err(LlmError::Malformed { url, reason: "no choices in the reply".into() });
         };
-        let text = choice.message.content.unwrap_or_default();
+        let message = choice.message;
+        let text = message.content.unwrap_or_default();
+        let reasoning = message.reasoning_content.or(message.reasoning).filter(|r| !r.trim().is_empty());
         let usage = match parsed.usage {
-            Some(u) => Usage { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens },
+            Some(u) => Usage {
+                prompt_tokens: u.prompt_tokens,
+                completion_tokens: u.completion_tokens,
+                reasoning_tokens: u.completion_tokens_details.map_or(0, |d| d.reasoning_tokens),
+            },
             None => Usage {
                 prompt_tokens: super::estimate_tokens(&request.system) + super::estimate_tokens(&request.prompt),
                 completion_tokens: super::estimate_tokens(&text),
+                reasoning_tokens: 0,
             },
         };
-        Ok(Completion { text, usage, latency_ms: started.elapsed().as_millis() as u64, cached: false })
+        let thinks = reasoning.is_some() || usage.reasoning_tokens > 0 || text.contains("</think>");
+        if thinks && self.config.reasoning.is_none() {
+            self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner).reasoning = true;
+        }
+        Ok(Completion { text, reasoning, usage, latency_ms: started.elapsed().as_millis() as u64, cached: false })
     }
 }
 

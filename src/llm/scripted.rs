@@ -165,9 +165,11 @@ impl LanguageModel for ScriptedModel {
         }
         Ok(Completion {
             text: reply.text.clone(),
+            reasoning: None,
             usage: Usage {
                 prompt_tokens: estimate_tokens(&request.system) + estimate_tokens(&request.prompt),
                 completion_tokens: estimate_tokens(&reply.text),
+                reasoning_tokens: 0,
             },
             latency_ms: self.latency.as_millis() as u64,
             cached: false,

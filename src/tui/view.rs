@@ -510,6 +510,10 @@ fn draw_inspector(frame: &mut Frame, app: &App, area: Rect) {
         )));
         lines.push(Line::from(Span::styled("reply:", bold())));
         lines.extend(call.reply.lines().take(8).map(|l| Line::from(l.to_string())));
+        if let Some(thought) = &call.reasoning {
+            lines.push(Line::from(Span::styled("reasoning (not parsed):", bold())));
+            lines.extend(thought.lines().take(6).map(|l| Line::from(Span::styled(l.to_string(), dim(app)))));
+        }
         lines.push(Line::from(Span::styled("prompt (end):", bold())));
         let prompt: Vec<&str> = call.prompt.lines().collect();
         lines.extend(
@@ -567,6 +571,9 @@ fn draw_transcript(frame: &mut Frame, app: &App, area: Rect) {
         )));
         lines.push(Line::from(format!("parsed: {}", c.parsed)));
         lines.extend(c.reply.lines().take(4).map(|l| Line::from(format!("< {l}"))));
+        if let Some(thought) = &c.reasoning {
+            lines.extend(thought.lines().take(3).map(|l| Line::from(Span::styled(format!("~ {l}"), dim(app)))));
+        }
         let prompt: Vec<&str> = c.prompt.lines().filter(|l| !l.trim().is_empty()).collect();
         lines.extend(
             prompt[prompt.len().saturating_sub(3)..]
