@@ -259,12 +259,32 @@ async fn gog_generates_the_hidden_triple_verifies_it_and_finishes() {
     assert_eq!(run.beam().nodes[generated[1].node].status, Status::PrunedByScore);
     assert_eq!(run.gog_steps()[3].observation, "Cupertino, location.location.time_zones, Pacific Time Zone");
     assert_eq!(run.answer().unwrap().answers, vec!["Pacific Time Zone"]);
+    // It rests on the generated triple, not on the KG, and says so.
+    assert_eq!(run.answer().unwrap().source, AnswerSource::GeneratedTriples);
+    assert_eq!(AnswerSource::GeneratedTriples.describe(), "from LLM-generated triples, verified (not in the KG)");
     // topic 1 + thoughts 5 + relation filters 2 + generate samples 3 + verify 1.
     let c = run.costs();
     assert_eq!((c.llm_calls, c.llm_rounds), (12, 10));
     let generate = run.trace().iter().find(|e| e.phase() == Some("generate")).unwrap();
     assert!(generate.calls.iter().all(|c| !c.cached), "three distinct samples");
     assert!(generate.calls[0].prompt.contains("Cupertino, location.location.containedby, Santa Clara County"));
+}
+
+/// A `Finish` before any search, or naming nothing the run observed, is the model's own
+/// knowledge, not an answer from KG paths.
+#[tokio::test]
+async fn gog_a_finish_resting_on_nothing_observed_is_own_knowledge() {
+    let first = r#"
+[[reply]]
+step = "gog_step"
+contains = ["Question: In which time zone is the headquarters of Apple Inc.?\nTopic Entity: [Apple Inc.]\nThought 1:"]
+text = "Thought 1: I know this one.\nAction 1: Finish[Pacific Time Zone]"
+"#;
+    let driver = ikg_driver(first, &[]);
+    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(Method::Gog));
+    run_to_end(&driver, &mut run).await;
+    let a = run.answer().unwrap();
+    assert_eq!((a.answers.as_slice(), a.source), (&["Pacific Time Zone".to_string()][..], AnswerSource::OwnKnowledge));
 }
 
 #[tokio::test]

@@ -163,9 +163,29 @@ fn answers() {
         ("{Yes}", None),
         ("I don't know.", None),
         ("{} is empty, the answer is {Cupertino}", Some(vec!["Cupertino"])),
+        // A JSON object is read as one: its answer(s), never its text as a name.
+        (r#"{"answer": "Canberra"}"#, Some(vec!["Canberra"])),
+        (r#"Sure: {"answers": ["2010", "2012"], "sufficient": true}"#, Some(vec!["2010", "2012"])),
+        (r#"{"reason": "unclear"}"#, None),
     ];
     for (reply, want) in table {
         assert_eq!(parse_answers(reply), want.map(|v| v.iter().map(|s| s.to_string()).collect()), "{reply:?}");
+    }
+}
+
+#[test]
+fn a_bare_line_is_an_answer_only_if_it_is_a_name() {
+    for name in ["Australian Labor Party", "2010 World Series", "Pacific Time Zone", "St. Petersburg"] {
+        assert!(ongraph::engine::parse::is_bare_answer(name), "{name}");
+    }
+    for prose in [
+        "The majority party in Canberra is the Australian Capital Territory.",
+        "I am not sure which party you mean?",
+        r#""answer": "Canberra""#,
+        "[Canberra, Sydney]",
+        "",
+    ] {
+        assert!(!ongraph::engine::parse::is_bare_answer(prose), "{prose}");
     }
 }
 

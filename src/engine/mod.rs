@@ -220,6 +220,8 @@ pub enum AnswerSource {
     /// No exploration stage was sufficient: answered from every path collected and the
     /// model's own knowledge (PoG).
     CollectedPaths,
+    /// The answer rests on a triple the LLM wrote and verification kept, not on the KG (GoG).
+    GeneratedTriples,
 }
 
 impl AnswerSource {
@@ -232,6 +234,7 @@ impl AnswerSource {
             AnswerSource::CollectedPaths => {
                 "partly from the LLM's own knowledge (the collected KG paths were never judged sufficient)"
             }
+            AnswerSource::GeneratedTriples => "from LLM-generated triples, verified (not in the KG)",
         }
     }
 }

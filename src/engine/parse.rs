@@ -326,6 +326,15 @@ pub fn parse_answers(reply: &str) -> Option<Vec<String>> {
         if inner.is_empty() || inner.eq_ignore_ascii_case("yes") || inner.eq_ignore_ascii_case("no") {
             continue;
         }
+        // `{"answer": …}`: a JSON object, read as one (its `answer`/`answers`), never as a name.
+        if inner.starts_with('"') && inner.contains("\":") {
+            for a in json_answers(&format!("{{{inner}}}")) {
+                if !answers.contains(&a) {
+                    answers.push(a);
+                }
+            }
+            continue;
+        }
         for part in inner.split(" | ") {
             let part = part.trim().trim_matches('"').trim();
             if !part.is_empty() && !answers.iter().any(|a| a == part) {
@@ -341,6 +350,29 @@ pub fn parse_answers(reply: &str) -> Option<Vec<String>> {
     let rest = reply[at + "the answer is".len()..].trim_start_matches([':', ' ']);
     let answer = rest.split(['\n']).next().unwrap_or_default().trim().trim_end_matches('.').trim();
     (!answer.is_empty()).then(|| vec![answer.to_string()])
+}
+
+/// The `answer` / `answers` of a JSON object (a string or a list of strings); none otherwise.
+fn json_answers(text: &str) -> Vec<String> {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(text) else { return Vec::new() };
+    let value = map.get("answers").or_else(|| map.get("answer"));
+    let strings = |v: &serde_json::Value| v.as_str().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    match value {
+        Some(serde_json::Value::Array(items)) => items.iter().filter_map(strings).collect(),
+        Some(v) => strings(v).into_iter().collect(),
+        None => Vec::new(),
+    }
+}
+
+/// Whether a line with no braces can be taken as an answer on its own: a short name, not a
+/// sentence ("The majority party in Canberra is …."), a question, or a fragment of JSON.
+pub fn is_bare_answer(line: &str) -> bool {
+    let line = line.trim();
+    !line.is_empty()
+        && line.chars().count() <= 80
+        && line.split_whitespace().count() <= 8
+        && !line.ends_with(['.', '?', '!', ':', ','])
+        && !line.contains(['{', '}', '[', ']', '"'])
 }
 
 /// Extracts topic-entity names: every `{…}` group; else comma/semicolon-separated names on the

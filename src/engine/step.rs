@@ -85,8 +85,15 @@ pub(super) fn answer_call(
 ) -> Result<(Vec<String>, String), EngineError> {
     let c = completion(responses, 0)?;
     let answers = super::parse::parse_answers(&c.text).unwrap_or_else(|| {
-        ev.notes.push("no answer in braces; the reply's first line is taken".into());
-        c.text.lines().map(str::trim).find(|l| !l.is_empty()).map(|l| vec![l.to_string()]).unwrap_or_default()
+        // A bare name is an answer; prose or a fragment of JSON is not, whatever the source.
+        let first = c.text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+        if super::parse::is_bare_answer(first) {
+            ev.notes.push("no answer in braces; the reply's one-line name is taken".into());
+            vec![first.to_string()]
+        } else {
+            ev.notes.push("the reply is unreadable as an answer (no {…}, no \"the answer is\"): none taken".into());
+            Vec::new()
+        }
     });
     ev.calls.push(record(&requests[0], c, answers.join("; ")));
     ev.summary = format!("answer {} ({})", answers.join(", "), source.describe());

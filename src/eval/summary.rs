@@ -83,6 +83,7 @@ pub fn source_name(source: Option<AnswerSource>) -> &'static str {
         Some(AnswerSource::CollectedPaths) => "collected_paths",
         Some(AnswerSource::OwnKnowledge) => "own_knowledge",
         Some(AnswerSource::ModelOnly) => "model_only",
+        Some(AnswerSource::GeneratedTriples) => "generated_triples",
         None => "none",
     }
 }

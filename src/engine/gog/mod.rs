@@ -546,7 +546,11 @@ impl GogMachine {
                     self.search(cx, ids, ev);
                 } else {
                     let reply = self.steps.last().map(|s| format!("{}\n{}", s.thought, s.action)).unwrap_or_default();
-                    self.finish(cx, answers.clone(), reply, AnswerSource::KgPaths);
+                    let source = self.source_of(answers);
+                    if source != AnswerSource::KgPaths {
+                        ev.notes.push(format!("the answer is {}", source.describe()));
+                    }
+                    self.finish(cx, answers.clone(), reply, source);
                 }
             }
             Action::Search(names) => self.search(cx, names.clone(), ev),
@@ -788,6 +792,29 @@ impl GogMachine {
         let thought = finish.map(|f| f.thought).unwrap_or_default();
         self.steps.push(GogStep { thought, action: Action::Search(names.clone()).text(), observation: String::new() });
         self.search(cx, names, ev);
+    }
+
+    /// What a `Finish` answer rests on: a KG triple observed that names it; else a generated
+    /// triple verification kept; else nothing the run saw (the model's own knowledge, which is
+    /// also what a Finish before any search is).
+    fn source_of(&self, answers: &[String]) -> AnswerSource {
+        let kept: Vec<&GeneratedTriple> = self.generated.iter().filter(|g| g.kept).collect();
+        let generated_line = |l: &str| kept.iter().any(|g| format!("{}, {}, {}", g.head, g.relation, g.tail) == l);
+        let names = |l: &str, a: &str| {
+            let (l, a) = (l.to_lowercase(), a.trim().to_lowercase());
+            l.starts_with(&format!("{a}, ")) || l.ends_with(&format!(", {a}"))
+        };
+        let in_kg = |a: &str| self.known.iter().any(|l| !generated_line(l) && names(l, a));
+        let in_generated = |a: &str| {
+            kept.iter().any(|g| g.head.eq_ignore_ascii_case(a.trim()) || g.tail.eq_ignore_ascii_case(a.trim()))
+        };
+        if answers.iter().any(|a| in_kg(a)) {
+            AnswerSource::KgPaths
+        } else if answers.iter().any(|a| in_generated(a)) {
+            AnswerSource::GeneratedTriples
+        } else {
+            AnswerSource::OwnKnowledge
+        }
     }
 
     fn finish(&mut self, cx: &mut Context, answers: Vec<String>, reply: String, source: AnswerSource) {
