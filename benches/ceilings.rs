@@ -29,8 +29,9 @@ const METHODS: &[Method] = &[Method::Tog, Method::TogR, Method::Pog, Method::Gog
 /// GoG's Search shows at most this many triples of a relation (the paper's setting).
 const GOG_TRIPLES_PER_RELATION: usize = 5;
 
+/// As the simulation compares names: `_` and spaces alike, case kept (PQL's ids are names).
 fn norm_name(n: &str) -> String {
-    n.trim().replace('_', " ").to_lowercase()
+    n.trim().replace('_', " ")
 }
 
 fn norm_rel(r: &str) -> String {

@@ -535,3 +535,33 @@ text = "{Lou Seal}"
     let notes: Vec<&String> = run.trace().iter().flat_map(|e| &e.notes).collect();
     assert!(notes.iter().any(|n| n.ends_with("leads back across the triple just crossed; skipped")), "{notes:?}");
 }
+
+/// A model that names a topic the KG does not have (small models echo an exemplar) or none at
+/// all: KG labels that occur in the question are tried, and the run says so; with no label in
+/// the question either, the error lists the closest labels to what the model named.
+#[tokio::test]
+async fn topics_the_model_cannot_name_are_found_in_the_question() {
+    for reply in ["{Mount Everest}", "I am not sure."] {
+        let extra = format!("[[reply]]\nstep = \"topic_entities\"\ntext = \"{reply}\"\n");
+        let driver = demo_driver(&extra);
+        let mut run = new_run(&driver, CANBERRA, Topics::Extract, Settings::default());
+        run_to_end(&driver, &mut run).await;
+        assert_eq!(run.answer().unwrap().answers, vec!["Australian Labor Party"], "{reply}");
+        let linking: Vec<&str> = run.trace().iter().flat_map(|e| e.notes.iter().map(String::as_str)).collect();
+        assert!(
+            linking.iter().any(|n| n.contains("\"Canberra\" in the question is a KG label (exact)")),
+            "{linking:?}"
+        );
+    }
+    let extra = "[[reply]]\nstep = \"topic_entities\"\ntext = \"{Zzyzx}\"\n";
+    let driver = demo_driver(extra);
+    let mut run = new_run(&driver, "What is the weather like today?", Topics::Extract, Settings::default());
+    let err = loop {
+        match driver.step(&mut run).await {
+            Ok(_) if run.answer().is_none() => continue,
+            Ok(_) => panic!("answered: {:?}", run.answer()),
+            Err(e) => break e.to_string(),
+        }
+    };
+    assert!(err.contains("Zzyzx"), "{err}");
+}

@@ -559,7 +559,17 @@ impl TogMachine {
     }
 
     fn finish(&mut self, cx: &mut Context, answers: Vec<String>, reply: String, source: AnswerSource) {
-        let paths = self.live_paths(cx);
+        let mut paths = self.live_paths(cx);
+        // The paths merged into a kept entity's slot were shown to the model too.
+        let beam = &cx.beam;
+        let merged: Vec<NodeId> =
+            paths.iter().flat_map(|p| beam.path(p.leaf)).flat_map(|n| beam.nodes[n].also_via.clone()).collect();
+        for copy in merged {
+            if !paths.iter().any(|p| p.leaf == copy) {
+                let (text, score, triples) = (beam.path_text(copy), beam.nodes[copy].path_score, beam.triples(copy));
+                paths.push(PathView { leaf: copy, text, score, triples });
+            }
+        }
         cx.answer = Some(Answer { answers, source, reply, paths });
         self.phase = Phase::Done;
     }

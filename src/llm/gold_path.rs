@@ -166,7 +166,8 @@ impl GoldPathModel {
         let block = block(p);
         Ok(match kind {
             Kind::Topics => {
-                if norm_name(q).contains(&norm_name(&gold.topic)) {
+                // Only which name to give: the question's own wording, case aside.
+                if norm_name(q).to_lowercase().contains(&norm_name(&gold.topic).to_lowercase()) {
                     format!("{{{}}}", gold.topic)
                 } else {
                     "{unknown}".into()
@@ -227,9 +228,10 @@ impl LanguageModel for GoldPathModel {
     }
 }
 
-/// A name as compared: case, `_` for spaces and surrounding blanks do not count.
+/// A name as compared: `_` for spaces and surrounding blanks do not count; case does
+/// (PathQuestion-L's ids are names, and `The_Prefect` and `The_prefect` are two entities).
 fn norm_name(name: &str) -> String {
-    name.trim().replace('_', " ").to_lowercase()
+    name.trim().replace('_', " ")
 }
 
 /// A relation as compared: PathQuestion-L writes Freebase ids with `__` for `.`
@@ -526,12 +528,15 @@ fn pog_select(block: &str, gold: &GoldPath, width: usize) -> String {
     format!("top_list:{{{}}}", picks.join(", "))
 }
 
-/// Names the gold path's entities that the shown paths contain (never one they do not show).
+/// Names the gold path's intermediate entities that the shown paths contain: never an answer
+/// (a candidate answer is the model's own knowledge, which the simulation has none of), never
+/// an entity the paths do not show.
 fn pog_supplement(block: &str, gold: &GoldPath) -> String {
     let mut shown: Vec<String> = Vec::new();
     for (h, _, t) in pog_triples(block, "Path ") {
         for name in [h, t] {
-            if gold.on_path(&name) && norm_name(&name) != norm_name(&gold.topic) && !shown.contains(&name) {
+            let on_path = gold.on_path(&name) && !gold.is_answer(&name);
+            if on_path && norm_name(&name) != norm_name(&gold.topic) && !shown.contains(&name) {
                 shown.push(name);
             }
         }
@@ -568,9 +573,8 @@ fn gog_step(block: &str, gold: &GoldPath) -> String {
         todo.truncate(3);
         if !todo.is_empty() {
             let names: Vec<&str> = todo.iter().map(|e| e.as_str()).collect();
-            let rel = &gold.hops[hop].0;
             return format!(
-                "Thought {steps}: I need the {rel} of {}.\nAction {steps}: Search[{}]",
+                "Thought {steps}: I need to know more about {}.\nAction {steps}: Search[{}]",
                 names.join(" and "),
                 names.join(" | ")
             );
@@ -641,6 +645,9 @@ mod tests {
         assert!(chained(&triple_lines(alone, &g), &g).is_empty());
         let chain = "Q: q\nKnowledge Triplets: sylvia brett, spouse, charles vyner brooke\ncharles vyner brooke, parents, margaret brooke\nA: ";
         assert_eq!(chained(&triple_lines(chain, &g), &g), vec!["margaret brooke"]);
+        // Case tells entities apart: `Margaret Brooke` is not `margaret brooke`.
+        let other = "Q: q\nKnowledge Triplets: sylvia brett, spouse, charles vyner brooke\ncharles vyner brooke, parents, Margaret Brooke\nA: ";
+        assert!(chained(&triple_lines(other, &g), &g).is_empty());
         // Backwards (the answer's parent, not its child) is not the gold relation's direction.
         let reversed = "Q: q\nKnowledge Triplets: sylvia brett, spouse, charles vyner brooke\nmargaret brooke, parents, charles vyner brooke\nA: ";
         assert!(chained(&triple_lines(reversed, &g), &g).is_empty());
