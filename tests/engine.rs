@@ -565,3 +565,34 @@ async fn topics_the_model_cannot_name_are_found_in_the_question() {
     };
     assert!(err.contains("Zzyzx"), "{err}");
 }
+
+/// ToG-R: a chain's score is shared among every entity it reached, those sampled out of an
+/// oversized set included, so 25 values of one relation (5 sampled) cannot outweigh the one
+/// entity of another.
+#[tokio::test]
+async fn tog_r_shares_a_chain_score_among_every_entity_it_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path().join("kb.txt");
+    let mut lines: Vec<String> = (0..25).map(|i| format!("hub\tvalue\tv{i:02}")).collect();
+    lines.push("hub\tnext\tgoal".into());
+    std::fs::write(&kb, lines.join("\n")).unwrap();
+    let (graph, _) = ongraph::kg::load::load_file(&kb, ongraph::kg::KgProfile::named_ids(), false).unwrap();
+    let script = "[[reply]]\nstep = \"relation_prune\"\ntext = \"{value (Score: 0.5)} {next (Score: 0.5)}\"\n";
+    let model = ongraph::llm::scripted::ScriptedModel::from_toml("test", script).unwrap();
+    let driver = ongraph::driver::Driver::new(std::sync::Arc::new(graph), std::sync::Arc::new(model));
+    let settings = Settings { method: Method::TogR, ..Settings::default() };
+    let mut run = new_run(&driver, "Which value?", named(&["hub"]), settings);
+    run_until(&driver, &mut run, "reasoning").await;
+    let beam = run.beam();
+    let score = |label: &str| beam.nodes.iter().find(|n| n.shown() == label && n.score.is_some()).and_then(|n| n.score);
+    assert_eq!(score("goal"), Some(1.0));
+    let sampled: Vec<f64> = beam
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.kind, NodeKind::Entity { .. }) && n.shown().starts_with('v'))
+        .filter(|n| n.status != Status::PrunedBySample)
+        .filter_map(|n| n.score)
+        .collect();
+    assert_eq!(sampled.len(), 5, "5 of 25 sampled before the draw");
+    assert!(sampled.iter().all(|s| (s - 1.0 / 25.0).abs() < 1e-9), "{sampled:?}");
+}

@@ -32,12 +32,14 @@ fn model(items: &[Item]) -> Arc<GoldPathModel> {
 }
 
 async fn answer(driver: &Driver, item: &Item, method: Method) -> Run {
-    let kg = driver.kg();
     let settings = Settings { method, ..Settings::default() };
-    let topics = Topics::Linked(item.topics.clone());
+    run_with(driver, &item.question, Topics::Linked(item.topics.clone()), settings).await
+}
+
+async fn run_with(driver: &Driver, question: &str, topics: Topics, settings: Settings) -> Run {
+    let kg = driver.kg();
     let mut run =
-        Run::new(&item.question, topics, settings, Arc::new(Prompts::builtin()), kg.profile().clone(), kg.name())
-            .unwrap();
+        Run::new(question, topics, settings, Arc::new(Prompts::builtin()), kg.profile().clone(), kg.name()).unwrap();
     driver.run(&mut run, |_, _| {}).await.unwrap();
     run
 }
@@ -287,16 +289,7 @@ async fn tog_r_is_not_flooded_by_an_attribute_node() {
     for seed in 0..8 {
         let driver = Driver::new(kg.clone(), model(&items));
         let settings = Settings { method: Method::TogR, seed, ..Settings::default() };
-        let mut run = Run::new(
-            &item.question,
-            Topics::Linked(item.topics.clone()),
-            settings,
-            Arc::new(Prompts::builtin()),
-            kg.profile().clone(),
-            kg.name(),
-        )
-        .unwrap();
-        driver.run(&mut run, |_, _| {}).await.unwrap();
+        let run = run_with(&driver, &item.question, Topics::Linked(item.topics.clone()), settings).await;
         let a = run.answer().unwrap();
         assert_eq!(a.answers, vec!["male"], "seed {seed}");
         assert_eq!(a.source, AnswerSource::KgPaths, "seed {seed}");
@@ -309,14 +302,10 @@ async fn tog_r_is_not_flooded_by_an_attribute_node() {
 #[tokio::test]
 async fn an_exact_id_links_before_a_case_variant() {
     let (kg, items) = regression("PQL3-KB.txt", "PQL-3H.txt");
-    let driver = Driver::new(kg.clone(), model(&items));
+    let driver = Driver::new(kg, model(&items));
     for item in &items {
-        let settings = Settings { method: Method::Tog, ..Settings::default() };
         let topics = Topics::Named(vec!["Believe".into()]);
-        let mut run =
-            Run::new(&item.question, topics, settings, Arc::new(Prompts::builtin()), kg.profile().clone(), kg.name())
-                .unwrap();
-        driver.run(&mut run, |_, _| {}).await.unwrap();
+        let run = run_with(&driver, &item.question, topics, Settings::default()).await;
         let root = run.beam().roots().next().unwrap().term().unwrap().as_str().to_string();
         assert_eq!(root, "Believe");
         let a = run.answer().unwrap();
