@@ -55,6 +55,7 @@ impl Respond for ScriptServer {
             temperature: 0.0,
             max_tokens: 0,
             sample: 0,
+            schema: None,
         };
         match self.0.reply_for(&chat) {
             Some(reply) => ResponseTemplate::new(200)

@@ -141,6 +141,7 @@ async fn main() {
                 temperature: 0.0,
                 max_tokens: 16,
                 sample: 0,
+                schema: None,
             })
         })
         .collect();

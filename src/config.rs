@@ -131,6 +131,11 @@ pub struct LlmEntry {
     pub reasoning: Option<bool>,
     #[serde(default)]
     pub reasoning_max_tokens: Option<u32>,
+    /// Replies as JSON of a schema per prompt: `auto` (the endpoint's `response_format` as
+    /// `json_schema`, else `json_object` with a schema, else free text), `json_schema`,
+    /// `json_object` or `off` (free text, as the papers).
+    #[serde(default)]
+    pub structured: crate::llm::openai::StructuredMode,
 }
 
 fn default_timeout() -> u64 {

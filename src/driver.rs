@@ -44,6 +44,8 @@ struct MemoKey {
     temperature_bits: u64,
     max_tokens: u32,
     sample: u32,
+    /// The reply's schema, serialised: the same prompt asked for another shape is another call.
+    schema: Option<String>,
 }
 
 impl From<&ChatRequest> for MemoKey {
@@ -54,6 +56,7 @@ impl From<&ChatRequest> for MemoKey {
             temperature_bits: r.temperature.to_bits(),
             max_tokens: r.max_tokens,
             sample: r.sample,
+            schema: r.schema.as_ref().map(|s| s.schema.to_string()),
         }
     }
 }

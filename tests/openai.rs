@@ -1,7 +1,7 @@
 //! The OpenAI-compatible client against a loopback HTTP server.
 
-use ongraph::llm::openai::{OpenAiClient, OpenAiConfig, TokenLimitParam};
-use ongraph::llm::{ChatRequest, Embedder, LanguageModel, LlmError};
+use ongraph::llm::openai::{OpenAiClient, OpenAiConfig, StructuredMode, TokenLimitParam};
+use ongraph::llm::{ChatRequest, Embedder, LanguageModel, LlmError, ReplyMode};
 use serde_json::json;
 use std::time::Duration;
 use wiremock::matchers::{body_partial_json, header, method, path};
@@ -15,6 +15,7 @@ fn request() -> ChatRequest {
         temperature: 0.4,
         max_tokens: 256,
         sample: 0,
+        schema: None,
     }
 }
 
@@ -297,4 +298,126 @@ async fn a_think_block_is_never_parsed_for_the_answer() {
     let call = &run.trace().iter().flat_map(|e| &e.calls).next().unwrap().clone();
     assert_eq!(call.reply, "{Yes}. The answer is {Australia}.");
     assert_eq!(call.reasoning.as_deref(), Some("Maybe {No}; the answer could be {Canberra}."));
+}
+
+/// A chat server that takes `response_format` the way `accepts` says, recording every body.
+struct FormatServer {
+    accepts: fn(&serde_json::Value) -> Result<(), (u16, &'static str)>,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+}
+
+impl wiremock::Respond for FormatServer {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        self.bodies.lock().unwrap().push(body.clone());
+        match (self.accepts)(&body) {
+            Ok(()) => {
+                ResponseTemplate::new(200).set_body_json(completion(r#"{"sufficient": true, "answer": ["ALP"]}"#))
+            }
+            Err((status, message)) => ResponseTemplate::new(status).set_body_string(message),
+        }
+    }
+}
+
+async fn format_server(
+    accepts: fn(&serde_json::Value) -> Result<(), (u16, &'static str)>,
+) -> (MockServer, std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>) {
+    let server = MockServer::start().await;
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(FormatServer { accepts, bodies: bodies.clone() })
+        .mount(&server)
+        .await;
+    (server, bodies)
+}
+
+fn structured_request() -> ChatRequest {
+    ChatRequest {
+        schema: Some(ongraph::llm::ReplySchema {
+            name: "verdict".into(),
+            schema: json!({"type": "object", "properties": {"sufficient": {"type": "boolean"}}, "required": ["sufficient"]}),
+            labels: Vec::new(),
+        }),
+        ..request()
+    }
+}
+
+fn format_type(body: &serde_json::Value) -> Option<&str> {
+    body.get("response_format").and_then(|f| f["type"].as_str())
+}
+
+#[tokio::test]
+async fn structured_replies_use_json_schema_where_the_server_takes_it() {
+    // OpenAI, vLLM, Ollama, llama-server.
+    let (server, bodies) = format_server(|_| Ok(())).await;
+    let client = OpenAiClient::new(config(&server)).unwrap();
+    let got = client.complete(&structured_request()).await.unwrap();
+    assert_eq!(got.mode, ReplyMode::JsonSchema);
+    assert!(got.notes.is_empty(), "{:?}", got.notes);
+    let sent = bodies.lock().unwrap()[0].clone();
+    assert_eq!(sent["response_format"]["type"], "json_schema");
+    assert_eq!(sent["response_format"]["json_schema"]["name"], "verdict");
+    assert_eq!(sent["response_format"]["json_schema"]["strict"], true);
+    assert_eq!(sent["response_format"]["json_schema"]["schema"]["required"], json!(["sufficient"]));
+    // A request without a schema is free text.
+    let got = client.complete(&request()).await.unwrap();
+    assert_eq!(got.mode, ReplyMode::FreeText);
+    assert_eq!(format_type(&bodies.lock().unwrap()[1]), None);
+}
+
+#[tokio::test]
+async fn llama_cpp_python_refuses_json_schema_and_gets_json_object_from_then_on() {
+    // llama-cpp-python's server: `json_schema` fails its request validation with HTTP 500.
+    let (server, bodies) = format_server(|b| match format_type(b) {
+        Some("json_schema") => Err((500, r#"{"error":{"message":"1 validation error: ('body', 'response_format', 'type') Input should be 'text' or 'json_object'"}}"#)),
+        _ => Ok(()),
+    })
+    .await;
+    let client = OpenAiClient::new(config(&server)).unwrap();
+    let first = client.complete(&structured_request()).await.unwrap();
+    assert_eq!(first.mode, ReplyMode::JsonObject);
+    assert!(first.notes.iter().any(|n| n.contains("refused structured replies as json_schema")), "{:?}", first.notes);
+    let second = client.complete(&structured_request()).await.unwrap();
+    assert_eq!(second.mode, ReplyMode::JsonObject);
+    assert!(second.notes.is_empty(), "remembered: {:?}", second.notes);
+    let sent = bodies.lock().unwrap().clone();
+    let types: Vec<Option<&str>> = sent.iter().map(format_type).collect();
+    // The refusal is not retried as a server fault, and never asked again.
+    assert_eq!(types, vec![Some("json_schema"), Some("json_object"), Some("json_object")]);
+    assert_eq!(sent[1]["response_format"]["schema"]["required"], json!(["sufficient"]));
+}
+
+#[tokio::test]
+async fn a_server_that_takes_no_response_format_gets_free_text_with_a_note() {
+    let (server, bodies) = format_server(|b| match format_type(b) {
+        Some(_) => Err((400, r#"{"error":{"message":"response_format is not supported by this model"}}"#)),
+        None => Ok(()),
+    })
+    .await;
+    let client = OpenAiClient::new(config(&server)).unwrap();
+    let first = client.complete(&structured_request()).await.unwrap();
+    assert_eq!(first.mode, ReplyMode::FreeText);
+    assert_eq!(first.notes.len(), 2, "{:?}", first.notes);
+    assert!(first.notes[1].contains("asked again as free text"), "{:?}", first.notes);
+    let second = client.complete(&structured_request()).await.unwrap();
+    assert_eq!((second.mode, second.notes.len()), (ReplyMode::FreeText, 0));
+    let types: Vec<Option<String>> =
+        bodies.lock().unwrap().iter().map(|b| format_type(b).map(str::to_string)).collect();
+    assert_eq!(types, vec![Some("json_schema".into()), Some("json_object".into()), None, None]);
+}
+
+#[tokio::test]
+async fn structured_off_sends_no_format_and_other_refusals_stay_errors() {
+    let (server, bodies) = format_server(|_| Ok(())).await;
+    let mut c = config(&server);
+    c.structured = StructuredMode::Off;
+    let got = OpenAiClient::new(c).unwrap().complete(&structured_request()).await.unwrap();
+    assert_eq!(got.mode, ReplyMode::FreeText);
+    assert_eq!(format_type(&bodies.lock().unwrap()[0]), None);
+    // A 400 about something else is the error it is, not a reason to drop the format.
+    let (server, bodies) = format_server(|_| Err((400, "context length exceeded"))).await;
+    let err = OpenAiClient::new(config(&server)).unwrap().complete(&structured_request()).await.unwrap_err();
+    assert!(matches!(err, LlmError::Status { status: 400, .. }), "{err}");
+    assert_eq!(bodies.lock().unwrap().len(), 1);
 }

@@ -194,7 +194,7 @@ impl LanguageModel for Gauge {
             reasoning: None,
             usage: Usage::default(),
             latency_ms: 20,
-            cached: false,
+            ..Default::default()
         })
     }
 }
@@ -211,6 +211,7 @@ async fn the_driver_respects_its_concurrency_limit_and_makes_duplicates_once() {
             temperature: 0.0,
             max_tokens: 8,
             sample: 0,
+            schema: None,
         })
     };
     let batch: Vec<Request> = (0..10).map(|i| call(&"x".repeat(i + 1))).chain([call("x"), call("x")]).collect();

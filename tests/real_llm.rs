@@ -1,8 +1,9 @@
 //! ongraph against a real model: llama.cpp's OpenAI-compatible server (llama-cpp-python) with
 //! SmolLM2-135M-Instruct, started on a loopback port and stopped by PID. Every method runs the
-//! demo's Canberra question through the real binary, HTTP client and parsers. A 135M model
-//! answers badly; what must hold is that nothing breaks: exit 0 (answered) or 3 (no answer),
-//! never 1 or a panic, a well-formed trace with every call recorded, every parser fallback said.
+//! demo's Canberra question through the real binary, HTTP client and parsers, with structured
+//! replies on and off. A 135M model answers badly; what must hold is that nothing breaks: exit 0
+//! (answered) or 3 (no answer), never 1 or a panic, a well-formed trace with every call recorded
+//! with its mode, and, with structured replies, no parse fallback on the steps that decide.
 //! A missing server or model fails with the command that installs them, never skips.
 
 mod common;
@@ -75,6 +76,20 @@ impl LlamaServer {
     }
 }
 
+/// The steps whose replies decide the run: with structured replies each must be read as JSON.
+const DECISIVE: &[&str] = &[
+    "relation_prune",
+    "entity_prune",
+    "reasoning",
+    "answer",
+    "answer_own_knowledge",
+    "io",
+    "cot",
+    "pog_sufficiency",
+    "pog_answer",
+    "pog_answer_own",
+];
+
 #[test]
 fn every_method_runs_on_a_real_small_model_without_breaking() {
     let server = LlamaServer::start();
@@ -88,46 +103,62 @@ fn every_method_runs_on_a_real_small_model_without_breaking() {
         ),
     )
     .unwrap();
-    let mut calls_seen = 0;
-    for method in ["tog", "tog-r", "pog", "gog", "io", "cot"] {
-        let out = common::ongraph_cmd(
-            home.path(),
-            &[
-                "--config",
-                config.to_str().unwrap(),
-                "ask",
-                CANBERRA,
-                "--llm",
-                "smol",
-                "--method",
-                method,
-                "--depth",
-                "2",
-                "--json",
-            ],
-        )
-        .output()
-        .expect("the binary runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let code = out.status.code();
-        assert!(matches!(code, Some(0) | Some(3)), "{method}: exit {code:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{method}: {stderr}");
-        let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{method}: not JSON ({e})"));
-        let trace = json["trace"].as_array().unwrap_or_else(|| panic!("{method}: no trace"));
-        assert!(!trace.is_empty(), "{method}: empty trace");
-        for event in trace {
-            for call in event["calls"].as_array().into_iter().flatten() {
-                calls_seen += 1;
-                assert!(call["step"].as_str().is_some_and(|s| !s.is_empty()), "{method}: {call}");
-                assert!(call["prompt"].as_str().is_some_and(|p| !p.is_empty()), "{method}: {call}");
-                assert!(call["reply"].is_string() && call["parsed"].is_string(), "{method}: {call}");
-                // Real usage from the server: the prompt is never free.
-                assert!(call["usage"]["prompt_tokens"].as_u64().is_some_and(|n| n > 0), "{method}: {call}");
+    let mut calls_seen = [0; 2];
+    for (m, structured) in ["auto", "off"].into_iter().enumerate() {
+        for method in ["tog", "tog-r", "pog", "gog", "io", "cot"] {
+            let what = format!("{method} (structured {structured})");
+            let out = common::ongraph_cmd(
+                home.path(),
+                &[
+                    "--config",
+                    config.to_str().unwrap(),
+                    "ask",
+                    CANBERRA,
+                    "--llm",
+                    "smol",
+                    "--method",
+                    method,
+                    "--depth",
+                    "2",
+                    "--structured",
+                    structured,
+                    "--json",
+                ],
+            )
+            .output()
+            .expect("the binary runs");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let code = out.status.code();
+            assert!(matches!(code, Some(0) | Some(3)), "{what}: exit {code:?}: {stderr}");
+            assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+            let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{what}: not JSON ({e})"));
+            let trace = json["trace"].as_array().unwrap_or_else(|| panic!("{what}: no trace"));
+            assert!(!trace.is_empty(), "{what}: empty trace");
+            for event in trace {
+                for call in event["calls"].as_array().into_iter().flatten() {
+                    calls_seen[m] += 1;
+                    let step = call["step"].as_str().unwrap_or_default();
+                    assert!(!step.is_empty(), "{what}: {call}");
+                    assert!(call["prompt"].as_str().is_some_and(|p| !p.is_empty()), "{what}: {call}");
+                    assert!(call["reply"].is_string() && call["parsed"].is_string(), "{what}: {call}");
+                    // Real usage from the server: the prompt is never free.
+                    assert!(call["usage"]["prompt_tokens"].as_u64().is_some_and(|n| n > 0), "{what}: {call}");
+                    if structured == "auto" {
+                        // llama-cpp-python's server takes `json_object` with a schema (after
+                        // refusing `json_schema` once), and the grammar holds the reply to it.
+                        assert_eq!(call["mode"], "json_object", "{what}: {call}");
+                        if DECISIVE.contains(&step) {
+                            assert_eq!(call["read"], "json", "{what}: a parse fallback on {step}: {call}");
+                        }
+                    } else {
+                        assert!(call.get("mode").is_none() && call.get("read").is_none(), "{what}: {call}");
+                    }
+                }
+            }
+            if code == Some(0) {
+                assert!(json["answer"]["answers"].as_array().is_some_and(|a| !a.is_empty()), "{what}: {json}");
             }
         }
-        if code == Some(0) {
-            assert!(json["answer"]["answers"].as_array().is_some_and(|a| !a.is_empty()), "{method}: {json}");
-        }
     }
-    assert!(calls_seen >= 8, "{calls_seen} calls over six methods");
+    assert!(calls_seen.iter().all(|&n| n >= 8), "{calls_seen:?} calls over six methods, each mode");
 }

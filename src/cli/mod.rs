@@ -11,7 +11,7 @@ use crate::config::{Config, profile_named};
 use crate::engine::{Method, PruneTool};
 use crate::kg::KnowledgeGraph;
 use crate::kg::load::{LoadReport, demo_graph, load_file};
-use crate::llm::openai::{OpenAiClient, OpenAiConfig};
+use crate::llm::openai::{OpenAiClient, OpenAiConfig, StructuredMode};
 use crate::llm::scripted::ScriptedModel;
 use crate::llm::{Embedder, LanguageModel};
 use anyhow::{Context as _, Result, bail};
@@ -160,6 +160,11 @@ pub struct SetupArgs {
     /// `--method pog|pog-e`: skip the path summary before each sufficiency check.
     #[arg(long, global = true)]
     pub no_summary: bool,
+    /// Structured replies from an endpoint: auto (JSON schema, else JSON object, else free
+    /// text, as the endpoint accepts), json_schema, json_object or off. Default: the
+    /// endpoint's `structured` setting, else auto. Simulation models read free text only.
+    #[arg(long, global = true, value_enum, value_name = "MODE")]
+    pub structured: Option<StructuredMode>,
     /// `--method gog`: most Thought/Action/Observation steps (default 6).
     #[arg(long, global = true)]
     pub gog_steps: Option<usize>,
@@ -214,6 +219,7 @@ pub fn settings(s: &SetupArgs, config: &Config) -> Result<crate::engine::Setting
         path_summary: !s.no_summary && d.path_summary,
         gog_steps: s.gog_steps.unwrap_or(d.gog_steps),
         generate_samples: s.generate_samples.unwrap_or(d.generate_samples),
+        structured: structured_mode(s, config).is_some_and(|m| m != StructuredMode::Off),
         ..crate::engine::Settings::default()
     };
     if settings.fuzzy_width == 0 || settings.gog_steps == 0 || settings.generate_samples == 0 {
@@ -360,6 +366,14 @@ fn load_kg(path: &Path, profile: &str, lenient: bool) -> Result<(Arc<dyn Knowled
     Ok((Arc::new(graph), report))
 }
 
+/// How the endpoint named by `--llm` is asked for structured replies: `--structured`, else its
+/// config's; `None` for a model that is not an endpoint (demo, scripted, simulations).
+fn structured_mode(setup: &SetupArgs, config: &Config) -> Option<StructuredMode> {
+    let name = setup.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
+    let entry = config.llm.get(&name)?;
+    Some(setup.structured.unwrap_or(entry.structured))
+}
+
 /// Opens the language model named by `--llm` (or the config's default).
 pub fn open_llm(setup: &SetupArgs, config: &Config) -> Result<Arc<dyn LanguageModel>> {
     let name = setup.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
@@ -374,7 +388,9 @@ pub fn open_llm(setup: &SetupArgs, config: &Config) -> Result<Arc<dyn LanguageMo
             ["demo", "scripted:FILE"].into_iter().chain(config.llm.keys().map(String::as_str)).collect();
         bail!("no LLM named {name:?} (known: {})", known.join(", "));
     };
-    Ok(Arc::new(openai_client(entry).with_context(|| format!("LLM {name:?}"))?))
+    let mut entry = entry.clone();
+    entry.structured = setup.structured.unwrap_or(entry.structured);
+    Ok(Arc::new(openai_client(&entry).with_context(|| format!("LLM {name:?}"))?))
 }
 
 pub fn open_embedder(config: &Config) -> Result<Option<Arc<dyn Embedder>>> {
@@ -398,5 +414,6 @@ fn openai_client(entry: &crate::config::LlmEntry) -> Result<OpenAiClient> {
     if let Some(budget) = entry.reasoning_max_tokens {
         c.reasoning_max_tokens = budget;
     }
+    c.structured = entry.structured;
     Ok(OpenAiClient::new(c)?)
 }

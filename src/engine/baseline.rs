@@ -5,7 +5,8 @@
 
 use super::events::Event;
 use super::parse::parse_answers;
-use super::step::{completion, record};
+use super::step::{completion, record, unreadable};
+use super::structured::Shape;
 use super::{Answer, AnswerSource, Context, EngineError, Method, Override, Request, Response};
 
 #[derive(Clone, Debug, Default)]
@@ -26,14 +27,26 @@ impl BaselineMachine {
         let s = &cx.settings;
         let question = cx.question.as_str();
         match s.method {
-            Method::Io => vec![cx.llm("io", cx.prompts.render("io", &[("question", question)]), s.reason_temperature)],
+            Method::Io => vec![cx.llm(
+                "io",
+                cx.prompts.render("io", &[("question", question)]),
+                s.reason_temperature,
+                Shape::Answer,
+            )],
             Method::Sc => {
                 let prompt = cx.prompts.render("cot", &[("question", question)]);
                 (0..s.samples.max(1) as u32)
-                    .map(|sample| cx.llm_sample("cot", prompt.clone(), s.sample_temperature, sample))
+                    .map(|sample| {
+                        cx.llm_sample("cot", prompt.clone(), s.sample_temperature, sample, Shape::ReasonedAnswer)
+                    })
                     .collect()
             }
-            _ => vec![cx.llm("cot", cx.prompts.render("cot", &[("question", question)]), s.reason_temperature)],
+            _ => vec![cx.llm(
+                "cot",
+                cx.prompts.render("cot", &[("question", question)]),
+                s.reason_temperature,
+                Shape::ReasonedAnswer,
+            )],
         }
     }
 
@@ -53,6 +66,9 @@ impl BaselineMachine {
             let answers = parse_answers(&c.text).unwrap_or_default();
             let parsed = if answers.is_empty() { "(no answer)".to_string() } else { answers.join(" | ") };
             ev.calls.push(record(request, c, parsed));
+            if answers.is_empty() {
+                unreadable(&mut ev);
+            }
             votes.push(answers);
         }
         let unanswered = votes.iter().filter(|v| v.is_empty()).count();

@@ -3,7 +3,7 @@
 //! `--json`, what the TUI's transcript shows, and what a saved session replays.
 
 use super::beam::{NodeId, Status};
-use crate::llm::Usage;
+use crate::llm::{ReplyMode, Usage};
 use serde::{Deserialize, Serialize};
 
 /// One LLM call made (or answered from the run's memo) during a step.
@@ -21,6 +21,34 @@ pub struct CallRecord {
     pub latency_ms: u64,
     pub cached: bool,
     pub temperature: f64,
+    /// How the reply was asked for (absent: free text).
+    #[serde(default, skip_serializing_if = "ReplyMode::is_free_text")]
+    pub mode: ReplyMode,
+    /// How the engine read it (absent: its parser read the text).
+    #[serde(default, skip_serializing_if = "ReadAs::is_text")]
+    pub read: ReadAs,
+    /// The reply gave the step nothing it could use, and the step fell back (BM25 ranking,
+    /// equal shares, "No", asking again, no answer); the event's notes say how.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fell_back: bool,
+}
+
+/// How a reply was read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadAs {
+    /// By the step's parser, as text (free-text mode, or a structured reply that was not JSON
+    /// of its shape).
+    #[default]
+    Text,
+    /// As JSON of the requested shape.
+    Json,
+}
+
+impl ReadAs {
+    pub fn is_text(&self) -> bool {
+        *self == Self::Text
+    }
 }
 
 /// One knowledge-graph lookup made during a step.

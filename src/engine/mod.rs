@@ -12,6 +12,7 @@ pub mod lexical;
 pub mod parse;
 pub mod pog;
 mod step;
+pub(crate) mod structured;
 mod tog;
 mod topics;
 
@@ -24,6 +25,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use structured::Shape;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -119,6 +121,10 @@ pub struct Settings {
     /// GoG: how many times `Finish[unknown]` may roll back and expand the last search.
     #[serde(default = "default_rollbacks")]
     pub rollbacks: usize,
+    /// Ask for replies as JSON of a schema per prompt kind (the prompts then show the JSON
+    /// shape); off for models that read only free text.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub structured: bool,
 }
 
 fn default_fuzzy_width() -> usize {
@@ -172,6 +178,7 @@ impl Default for Settings {
             gog_steps: default_gog_steps(),
             generate_samples: default_generate_samples(),
             rollbacks: default_rollbacks(),
+            structured: false,
         }
     }
 }
@@ -347,12 +354,17 @@ pub(crate) struct Context {
 }
 
 impl Context {
-    pub fn llm(&self, step: &str, prompt: String, temperature: f64) -> Request {
-        self.llm_sample(step, prompt, temperature, 0)
+    /// A call whose reply takes `shape` (asked for as JSON in structured mode).
+    pub fn llm(&self, step: &str, prompt: String, temperature: f64, shape: Shape) -> Request {
+        self.llm_sample(step, prompt, temperature, 0, shape)
     }
 
     /// Sample `sample` of a call made several times on purpose (self-consistency).
-    pub fn llm_sample(&self, step: &str, prompt: String, temperature: f64, sample: u32) -> Request {
+    pub fn llm_sample(&self, step: &str, mut prompt: String, temperature: f64, sample: u32, shape: Shape) -> Request {
+        let schema = self.settings.structured.then(|| {
+            prompt.push_str(&shape.instruction());
+            shape.reply_schema()
+        });
         Request::Llm(ChatRequest {
             step: step.into(),
             system: self.prompts.system(),
@@ -360,6 +372,7 @@ impl Context {
             temperature,
             max_tokens: self.settings.max_tokens,
             sample,
+            schema,
         })
     }
 
@@ -487,6 +500,8 @@ impl Run {
         }
         let before = (self.machine.clone(), self.cx.clone());
         self.account(&requests, &responses);
+        let mut responses = responses;
+        let reading_notes = step::read_structured(&requests, &mut responses);
         let result = match &mut self.machine {
             Machine::Tog(m) => m.absorb(&mut self.cx, &requests, responses),
             Machine::Baseline(m) => m.absorb(&mut self.cx, &requests, responses),
@@ -496,6 +511,7 @@ impl Run {
         match result {
             Ok(mut event) => {
                 event.elapsed_ms = elapsed.as_millis() as u64;
+                event.notes.extend(reading_notes);
                 self.cx.trace.push(event);
                 self.snapshot();
                 Ok(self.cx.trace.len() - 1)

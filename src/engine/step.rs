@@ -1,7 +1,7 @@
 //! What every method's steps share: reading the results of a batch back (each in the position
 //! its request had) and recording the LLM calls a step made.
 
-use super::events::{CallRecord, Event};
+use super::events::{CallRecord, Event, ReadAs};
 use super::{AnswerSource, EngineError, Request, Response};
 use crate::kg::{EntityMatch, Neighbour, RelationRef};
 use crate::llm::Completion;
@@ -14,14 +14,49 @@ pub(super) fn record(request: &Request, c: &Completion, parsed: String) -> CallR
     CallRecord {
         step,
         prompt,
-        reply: c.text.clone(),
+        reply: c.json_reply.clone().unwrap_or_else(|| c.text.clone()),
         reasoning: c.reasoning.clone(),
         parsed,
         usage: c.usage,
         latency_ms: c.latency_ms,
         cached: c.cached,
         temperature,
+        mode: c.mode,
+        read: if c.json_reply.is_some() { ReadAs::Json } else { ReadAs::Text },
+        fell_back: false,
     }
+}
+
+/// Marks the call just recorded on `ev` as one whose reply could not be read (the step fell
+/// back; its note says how).
+pub(super) fn unreadable(ev: &mut Event) {
+    if let Some(call) = ev.calls.last_mut() {
+        call.fell_back = true;
+    }
+}
+
+/// Reads every structured reply of a batch back into the text its step's parser reads (the
+/// model's JSON stays in [`Completion::json_reply`]); returns the notes for the step's event.
+pub(super) fn read_structured(requests: &[Request], responses: &mut [Response]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (request, response) in requests.iter().zip(responses.iter_mut()) {
+        let (Request::Llm(r), Response::Llm { completion }) = (request, response) else { continue };
+        notes.extend(completion.notes.iter().cloned());
+        let Some(schema) = &r.schema else { continue };
+        match super::structured::read(schema, &completion.text) {
+            Some(reading) => {
+                notes.extend(reading.note);
+                completion.json_reply = Some(std::mem::replace(&mut completion.text, reading.text));
+            }
+            None if !completion.text.trim().is_empty() => notes.push(format!(
+                "the {} reply is not JSON of its shape ({}); read as free text",
+                r.step,
+                if completion.mode.is_free_text() { "the endpoint took no schema" } else { "asked as JSON" }
+            )),
+            None => {}
+        }
+    }
+    notes
 }
 
 pub(super) fn wrong(index: usize, expected: &'static str, got: Option<&Response>) -> EngineError {
@@ -96,6 +131,9 @@ pub(super) fn answer_call(
         }
     });
     ev.calls.push(record(&requests[0], c, answers.join("; ")));
+    if answers.is_empty() {
+        unreadable(ev);
+    }
     ev.summary = format!("answer {} ({})", answers.join(", "), source.describe());
     Ok((answers, c.text.clone()))
 }

@@ -11,7 +11,10 @@ use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{Decision, Event, LookupRecord};
 use super::lexical::{bm25_tokens, cosine, query_without, tokens};
 use super::parse;
-use super::step::{answer_call, completion, neighbours, plural_s, plural_y, record, relations, sample_indices, wrong};
+use super::step::{
+    answer_call, completion, neighbours, plural_s, plural_y, record, relations, sample_indices, unreadable, wrong,
+};
+use super::structured::Shape;
 use super::topics::TopicLinker;
 use super::{
     Answer, AnswerSource, Context, EngineError, Method, Override, PathView, PruneTool, Request, Response, Topics,
@@ -314,7 +317,7 @@ impl TogMachine {
                         cx.prompts.render("reasoning", &[("question", &q), ("triples", &self.triples_text(cx))]),
                     )
                 };
-                let mut requests = vec![cx.llm(step, prompt, s.reason_temperature)];
+                let mut requests = vec![cx.llm(step, prompt, s.reason_temperature, Shape::Verdict)];
                 if self.pending_verdict {
                     // The next hop's relation scoring rides along; its plan indexes the requests
                     // after the reasoning call.
@@ -325,11 +328,11 @@ impl TogMachine {
             }
             Phase::Answer(AnswerSource::OwnKnowledge) => {
                 let prompt = cx.prompts.render("answer_own_knowledge", &[("question", &q)]);
-                vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature)]
+                vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
             }
             Phase::Answer(_) => {
                 let prompt = cx.prompts.render("answer", &[("question", &q), ("triples", &self.triples_text(cx))]);
-                vec![cx.llm("answer", prompt, s.reason_temperature)]
+                vec![cx.llm("answer", prompt, s.reason_temperature, Shape::Answer)]
             }
             Phase::Done => Vec::new(),
         }
@@ -361,10 +364,12 @@ impl TogMachine {
             }
             PruneTool::Llm if s.unified => {
                 let (mut blocks, mut k) = (Vec::new(), 0);
+                let mut listed: Vec<(String, Vec<String>)> = Vec::new();
                 for g in groups.iter_mut().filter(|g| needs_call(g)) {
                     k += 1;
                     let names = candidate_names(cx, g);
                     let parent = offered_name(&cx.beam.nodes[g.parent]);
+                    listed.push((parent.clone(), names.clone()));
                     blocks.push(if what == "relation" {
                         format!("Topic Entity: {parent}\nRelations: {}", names.join("; "))
                     } else {
@@ -381,7 +386,13 @@ impl TogMachine {
                     let width = s.width.to_string();
                     let prompt =
                         cx.prompts.render(template, &[("question", q), ("width", &width), (slot, &blocks.join("\n"))]);
-                    requests.push(cx.llm(step, prompt, s.prune_temperature));
+                    let name_lists: Vec<Vec<String>> = listed.iter().map(|(_, names)| names.clone()).collect();
+                    let shape = if what == "relation" {
+                        Shape::UnifiedRelations { entities: &listed, width: s.width }
+                    } else {
+                        Shape::EntityGroups { groups: &name_lists }
+                    };
+                    requests.push(cx.llm(step, prompt, s.prune_temperature, shape));
                 }
             }
             PruneTool::Llm => {
@@ -404,8 +415,13 @@ impl TogMachine {
                             &[("question", q), ("relation", &parent), ("entities", &names.join("; "))],
                         )
                     };
+                    let shape = if what == "relation" {
+                        Shape::Relations { candidates: &names, width: s.width }
+                    } else {
+                        Shape::EntityScores { candidates: &names }
+                    };
                     g.request = Some(requests.len());
-                    requests.push(cx.llm(&format!("{what}_prune"), prompt, s.prune_temperature));
+                    requests.push(cx.llm(&format!("{what}_prune"), prompt, s.prune_temperature, shape));
                 }
             }
         }
@@ -516,6 +532,9 @@ impl TogMachine {
                 }
                 let yes = verdict == Some(true);
                 ev.calls.push(record(&requests[0], c, if yes { "Yes".into() } else { "No".into() }));
+                if verdict.is_none() {
+                    unreadable(&mut ev);
+                }
                 self.last_verdict = Some(yes);
                 if yes && !answers.is_empty() {
                     ev.summary = format!("depth {}: sufficient; answer {}", self.depth, answers.join(", "));
@@ -671,8 +690,11 @@ impl TogMachine {
             match plan.iter().find_map(|g| g.request) {
                 Some(r) => {
                     let c = completion(responses, r)?;
-                    let per_group = self.parse_unified(cx, &plan, &c.text, what, ev);
+                    let (per_group, fell_back) = self.parse_unified(cx, &plan, &c.text, what, ev);
                     ev.calls.push(record(&requests[r], c, summarise_groups(cx, &plan, &per_group)));
+                    if fell_back {
+                        unreadable(ev);
+                    }
                     Some(per_group)
                 }
                 None => None,
@@ -721,13 +743,16 @@ impl TogMachine {
                         let r = group.request.unwrap_or(0);
                         let c = completion(responses, r)?;
                         let query = bm25_query(cx, group, what);
-                        let parsed = self.parse_group(&c.text, &names, keep, what, ev, &query);
+                        let (parsed, fell_back) = self.parse_group(&c.text, &names, keep, what, ev, &query);
                         let shown = parsed
                             .iter()
                             .map(|(i, sc)| format!("{}={sc:.2}", names[*i]))
                             .collect::<Vec<_>>()
                             .join("; ");
                         ev.calls.push(record(&requests[r], c, shown));
+                        if fell_back {
+                            unreadable(ev);
+                        }
                         parsed
                     }
                 }
@@ -775,7 +800,7 @@ impl TogMachine {
         what: &str,
         ev: &mut Event,
         bm25_query: &[String],
-    ) -> Vec<(usize, f64)> {
+    ) -> (Vec<(usize, f64)>, bool) {
         if what == "relation" {
             let parsed = parse::parse_scored_choices(reply, names, keep);
             ev.notes.extend(parsed.notes.iter().cloned());
@@ -783,14 +808,14 @@ impl TogMachine {
                 ev.notes.push(format!("rejected relations not offered: {}", parsed.rejected.join(", ")));
             }
             if !parsed.items.is_empty() {
-                return parsed.items;
+                return (parsed.items, false);
             }
         } else if let Some((scores, notes)) = parse::parse_score_list(reply, names) {
             ev.notes.extend(notes);
-            return scores.into_iter().enumerate().collect();
+            return (scores.into_iter().enumerate().collect(), false);
         }
         ev.notes.push(format!("could not read {what} scores from the reply; ranked by BM25 instead"));
-        top_by(bm25_tokens(bm25_query, names), keep, ev, names)
+        (top_by(bm25_tokens(bm25_query, names), keep, ev, names), true)
     }
 
     fn parse_unified(
@@ -800,7 +825,8 @@ impl TogMachine {
         reply: &str,
         what: &str,
         ev: &mut Event,
-    ) -> Vec<Vec<(usize, f64)>> {
+    ) -> (Vec<Vec<(usize, f64)>>, bool) {
+        let mut fell_back = false;
         let called: Vec<usize> = (0..plan.len()).filter(|&i| plan[i].request.is_some()).collect();
         let names_of = |g: &Group| candidate_names(cx, g);
         let mut out = vec![Vec::new(); plan.len()];
@@ -823,6 +849,7 @@ impl TogMachine {
                 out[called[k]] = match scores {
                     Some(s) => s.into_iter().enumerate().collect(),
                     None => {
+                        fell_back = true;
                         ev.notes.push(format!("no scores for group {}; equal shares", k + 1));
                         let share = 1.0 / groups[k].len().max(1) as f64;
                         (0..groups[k].len()).map(|i| (i, share)).collect()
@@ -834,6 +861,7 @@ impl TogMachine {
             if g.request.is_none() && g.candidates.len() == 1 {
                 out[i] = vec![(0, 1.0)];
             } else if g.request.is_some() && out[i].is_empty() {
+                fell_back = true;
                 let names = names_of(g);
                 ev.notes.push(format!(
                     "the reply gave no {what} scores for {}; ranked by BM25 instead",
@@ -843,7 +871,7 @@ impl TogMachine {
                 out[i] = top_by(bm25_tokens(&bm25_query(cx, g, what), &names), keep, ev, &names);
             }
         }
-        out
+        (out, fell_back)
     }
 
     /// ToG's global width: among this depth's scored entity candidates, the N best path scores

@@ -6,7 +6,8 @@
 
 use super::beam::{NodeKind, Provenance, Status};
 use super::events::{Event, LookupRecord};
-use super::step::{completion, entity_matches, plural_y, record};
+use super::step::{completion, entity_matches, plural_y, record, unreadable};
+use super::structured::Shape;
 use super::{Context, EngineError, Request, Response, Topics, parse};
 use crate::kg::{EntityMatch, Term};
 
@@ -143,7 +144,7 @@ impl TopicLinker {
         match self.stage {
             Stage::Extract => {
                 let prompt = cx.prompts.render("topic_entities", &[("question", &cx.question)]);
-                vec![cx.llm("topic_entities", prompt, cx.settings.reason_temperature)]
+                vec![cx.llm("topic_entities", prompt, cx.settings.reason_temperature, Shape::Topics)]
             }
             Stage::Spans => self.spans.iter().map(|s| Request::FindEntities { name: s.clone(), limit: 3 }).collect(),
             Stage::Link => {
@@ -166,6 +167,7 @@ impl TopicLinker {
                 let names = parse::parse_names(&c.text);
                 ev.calls.push(record(&requests[0], c, names.join("; ")));
                 if names.is_empty() {
+                    unreadable(ev);
                     ev.notes.push("the model named no topic entity; looking for KG labels in the question".into());
                     return self.look_in_question(cx, ev);
                 }

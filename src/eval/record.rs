@@ -51,6 +51,29 @@ pub struct Record {
     /// Why the question has no answer, if it failed (counted as wrong).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Per prompt kind (the calls' step): how the replies were read.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub reads: std::collections::BTreeMap<String, Reads>,
+}
+
+/// How the replies of one kind of call were read (calls answered from the memo excluded).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reads {
+    pub calls: u64,
+    /// Read as JSON of the requested shape.
+    #[serde(default)]
+    pub json: u64,
+    /// Not readable: the step fell back (BM25, equal shares, No, asking again, …).
+    #[serde(default)]
+    pub fallback: u64,
+}
+
+impl std::ops::AddAssign for Reads {
+    fn add_assign(&mut self, o: Self) {
+        self.calls += o.calls;
+        self.json += o.json;
+        self.fallback += o.fallback;
+    }
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -83,6 +106,7 @@ impl Record {
             method: "ToG".into(),
             settings: Settings::default(),
             error: None,
+            reads: Default::default(),
         }
     }
 

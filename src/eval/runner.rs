@@ -94,6 +94,7 @@ impl Evaluator {
             method: self.settings.method.label().to_string(),
             settings: self.settings.clone(),
             error: None,
+            reads: Default::default(),
         };
         if item.answers.is_empty() {
             // Nothing to score against: counted, and wrong, without spending calls on it.
@@ -125,6 +126,12 @@ impl Evaluator {
         record.prompt_tokens = costs.usage.prompt_tokens;
         record.completion_tokens = costs.usage.completion_tokens;
         record.kg_lookups = costs.kg_lookups;
+        for call in run.trace().iter().flat_map(|e| &e.calls).filter(|c| !c.cached) {
+            let tally = record.reads.entry(call.step.clone()).or_default();
+            tally.calls += 1;
+            tally.json += u64::from(call.read == crate::engine::events::ReadAs::Json);
+            tally.fallback += u64::from(call.fell_back);
+        }
         match outcome {
             Err(e) => record.error = Some(e.to_string()),
             Ok(()) => match run.answer() {

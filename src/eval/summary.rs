@@ -31,6 +31,9 @@ pub struct Summary {
     /// By hop count, where the dataset gives one.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub per_hop: BTreeMap<usize, HopRow>,
+    /// By prompt kind (step): how the replies were read.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub reads: BTreeMap<String, super::record::Reads>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -114,6 +117,10 @@ pub fn summarise(records: &[Record], selected: Option<usize>) -> Summary {
         })
         .collect();
     let n = records.len().max(1) as f64;
+    let mut reads: BTreeMap<String, super::record::Reads> = BTreeMap::new();
+    for (step, tally) in records.iter().flat_map(|r| &r.reads) {
+        *reads.entry(step.clone()).or_default() += *tally;
+    }
     Summary {
         selected,
         questions: records.len(),
@@ -129,6 +136,7 @@ pub fn summarise(records: &[Record], selected: Option<usize>) -> Summary {
         prompt_tokens: records.iter().map(|r| r.prompt_tokens).sum(),
         completion_tokens: records.iter().map(|r| r.completion_tokens).sum(),
         per_hop,
+        reads,
     }
 }
 
@@ -198,6 +206,13 @@ impl Summary {
                     row.lenient.percent(),
                     row.mean_calls
                 )?;
+            }
+        }
+        if !self.reads.is_empty() {
+            writeln!(out, "Replies                  calls     JSON   fell back (nothing usable: BM25, No, none, …)")?;
+            for (step, r) in &self.reads {
+                let pct = |n: u64| 100.0 * n as f64 / r.calls.max(1) as f64;
+                writeln!(out, "  {step:<22} {:>5}   {:5.1}%   {:5.1}%", r.calls, pct(r.json), pct(r.fallback))?;
             }
         }
         Ok(())

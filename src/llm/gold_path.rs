@@ -224,7 +224,7 @@ impl LanguageModel for GoldPathModel {
             completion_tokens: text.split_whitespace().count() as u64,
             reasoning_tokens: 0,
         };
-        Ok(Completion { text, reasoning: None, usage, latency_ms: 0, cached: false })
+        Ok(Completion { text, usage, ..Default::default() })
     }
 }
 
@@ -712,6 +712,7 @@ mod tests {
             temperature: 0.0,
             max_tokens: 256,
             sample: 0,
+            schema: None,
         };
         model.reply(&request).unwrap_or_else(|e| e.to_string())
     }

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 /// One chat-completion call as the engine wants it made.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChatRequest {
     /// Which engine step asked (`relation_prune`, `reasoning`, …): for logs, transcripts and the
     /// scripted model's matching. Sent only as a header ([`openai::STEP_HEADER`]).
@@ -24,6 +24,48 @@ pub struct ChatRequest {
     /// of the call's identity, so samples are not answered from one another's memo.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub sample: u32,
+    /// The JSON shape the reply should take, when the caller wants a structured reply: sent as
+    /// the request's `response_format` where the endpoint takes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<ReplySchema>,
+}
+
+/// A JSON schema for a reply, named after the kind of prompt it answers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplySchema {
+    /// The prompt kind (`relations`, `verdict`, …): the schema's name, `[a-z_]` only.
+    pub name: String,
+    pub schema: serde_json::Value,
+    /// The candidates in the order the prompt lists them, for reading a reply that scores them
+    /// (never sent).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+}
+
+/// How a reply was asked for: as free text, or constrained by a JSON schema through the
+/// endpoint's `response_format` (`json_schema`: OpenAI, vLLM, Ollama, llama.cpp's
+/// `llama-server`; `json_object` with a `schema`: llama-cpp-python's server).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplyMode {
+    #[default]
+    FreeText,
+    JsonSchema,
+    JsonObject,
+}
+
+impl ReplyMode {
+    pub fn is_free_text(&self) -> bool {
+        *self == Self::FreeText
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::FreeText => "free text",
+            Self::JsonSchema => "json_schema",
+            Self::JsonObject => "json_object",
+        }
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -51,7 +93,7 @@ impl std::ops::AddAssign for Usage {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Completion {
     /// The reply, without any reasoning: what the engine parses.
     pub text: String,
@@ -64,6 +106,17 @@ pub struct Completion {
     /// True when the driver answered from this run's memo of identical calls (no call was made).
     #[serde(default)]
     pub cached: bool,
+    /// How the reply was asked for (what the endpoint accepted).
+    #[serde(default, skip_serializing_if = "ReplyMode::is_free_text")]
+    pub mode: ReplyMode,
+    /// What the client had to do to get the reply (e.g. the endpoint refused structured
+    /// replies): notes for the trace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// The model's JSON reply, when `text` is the engine's reading of it (set by the engine,
+    /// never sent or saved).
+    #[serde(skip)]
+    pub json_reply: Option<String>,
 }
 
 impl Completion {
@@ -147,6 +200,11 @@ pub enum LlmError {
 pub trait LanguageModel: Send + Sync {
     /// A short description for status lines ("gpt-4o-mini at https://…", "scripted: demo").
     fn describe(&self) -> String;
+    /// Whether replies may be asked for as JSON of a schema ([`ChatRequest::schema`]); the
+    /// engine then shows the JSON shape in its prompts. Models that read only free text say no.
+    fn structured(&self) -> bool {
+        false
+    }
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError>;
 }
 
@@ -187,6 +245,10 @@ impl LanguageModel for CallLimit {
         self.inner.describe()
     }
 
+    fn structured(&self) -> bool {
+        self.inner.structured()
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         // The semaphore is never closed, so acquiring only waits.
         let _permit = self.permits.acquire().await.map_err(|e| LlmError::Config(e.to_string()))?;
@@ -201,10 +263,7 @@ mod tests {
 
     #[test]
     fn think_blocks_are_reasoning_never_the_reply() {
-        let c = |text: &str| {
-            Completion { text: text.into(), reasoning: None, usage: Usage::default(), latency_ms: 0, cached: false }
-                .without_thinking()
-        };
+        let c = |text: &str| Completion { text: text.into(), ..Default::default() }.without_thinking();
         let r = c("<think>{No} … maybe {Canberra}</think>\n{Yes}. The answer is {Australia}.");
         assert_eq!(r.text, "{Yes}. The answer is {Australia}.");
         assert_eq!(r.reasoning.as_deref(), Some("{No} … maybe {Canberra}"));
@@ -255,7 +314,7 @@ mod tests {
                 reasoning: None,
                 usage: Usage::default(),
                 latency_ms: 20,
-                cached: false,
+                ..Default::default()
             })
         }
     }
@@ -271,6 +330,7 @@ mod tests {
             temperature: 0.0,
             max_tokens: 1,
             sample: 0,
+            schema: None,
         };
         let calls = (0..10).map(|_| limited.complete(&request));
         assert!(futures::future::join_all(calls).await.iter().all(Result::is_ok));

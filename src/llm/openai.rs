@@ -7,8 +7,15 @@
 //! `max_completion_tokens`) and any temperature but their default: unless the endpoint's config
 //! says which, the client learns both from the HTTP 400 that says so, once, and remembers. A
 //! reasoning model (configured, or seen thinking) gets a larger completion budget.
+//!
+//! Structured replies: a request that carries a reply schema is sent with a `response_format`.
+//! Servers disagree on its form — OpenAI, vLLM, Ollama and llama.cpp's `llama-server` take
+//! `{"type":"json_schema","json_schema":{…}}`, llama-cpp-python's server only
+//! `{"type":"json_object","schema":…}` — so `auto` starts with the first and steps down to the
+//! second, then to free text, when the server refuses one (HTTP 400 or 422 about it), and
+//! remembers where it stopped. Every completion says which mode it was made in.
 
-use super::{ChatRequest, Completion, Embedder, LanguageModel, LlmError, Usage};
+use super::{ChatRequest, Completion, Embedder, LanguageModel, LlmError, ReplyMode, Usage};
 use async_trait::async_trait;
 use reqwest::StatusCode;
 use serde::Deserialize;
@@ -42,6 +49,44 @@ pub struct OpenAiConfig {
     pub reasoning: Option<bool>,
     /// The completion budget of a reasoning model (its thinking counts against it).
     pub reasoning_max_tokens: u32,
+    /// How to ask for structured replies.
+    pub structured: StructuredMode,
+}
+
+/// The `structured` setting of an endpoint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
+pub enum StructuredMode {
+    /// `json_schema`, else `json_object` with a schema, else free text: the first the endpoint
+    /// accepts, remembered.
+    #[default]
+    Auto,
+    /// `{"type":"json_schema",…}` (OpenAI, vLLM, Ollama, llama.cpp's `llama-server`).
+    JsonSchema,
+    /// `{"type":"json_object","schema":…}` (llama-cpp-python's server).
+    JsonObject,
+    /// Free-text replies read by the parsers, as the methods' papers do.
+    Off,
+}
+
+impl StructuredMode {
+    /// The mode tried first.
+    fn first(self) -> ReplyMode {
+        match self {
+            Self::Auto | Self::JsonSchema => ReplyMode::JsonSchema,
+            Self::JsonObject => ReplyMode::JsonObject,
+            Self::Off => ReplyMode::FreeText,
+        }
+    }
+
+    /// The mode to try after the endpoint refused `mode`.
+    fn after(self, mode: ReplyMode) -> ReplyMode {
+        match (self, mode) {
+            (Self::Auto, ReplyMode::JsonSchema) => ReplyMode::JsonObject,
+            _ => ReplyMode::FreeText,
+        }
+    }
 }
 
 /// The request field that carries the completion budget.
@@ -67,6 +112,8 @@ struct Learned {
     token_limit_param: TokenLimitParam,
     send_temperature: bool,
     reasoning: bool,
+    /// The reply mode structured requests are sent in.
+    structured: ReplyMode,
 }
 
 impl OpenAiConfig {
@@ -83,6 +130,7 @@ impl OpenAiConfig {
             send_temperature: None,
             reasoning: None,
             reasoning_max_tokens: 4096,
+            structured: StructuredMode::Auto,
         }
     }
 }
@@ -119,6 +167,7 @@ impl OpenAiClient {
             token_limit_param: config.token_limit_param.unwrap_or(TokenLimitParam::MaxTokens),
             send_temperature: config.send_temperature.unwrap_or(true),
             reasoning: config.reasoning.unwrap_or(false),
+            structured: config.structured.first(),
         };
         Ok(Self { config, api_key, http, learned: Mutex::new(learned) })
     }
@@ -155,6 +204,31 @@ impl OpenAiClient {
         changed
     }
 
+    /// After an HTTP 400/422 (or llama-cpp-python's 500) to a request sent with a `response_format` in `mode`: whether the
+    /// server refused the format (then the next mode is remembered and returned).
+    fn learn_reply_mode(&self, status: u16, body: &str, mode: ReplyMode) -> Option<ReplyMode> {
+        let lower = body.to_lowercase();
+        // 422 is how a pydantic server rejects a field it does not know; llama-cpp-python says
+        // it with a 500 naming the field.
+        let about_format = status == 422
+            || (status == 500 && lower.contains("response_format"))
+            || (status == 400
+                && ["response_format", "json_schema", "json_object", "schema", "grammar"]
+                    .iter()
+                    .any(|w| lower.contains(w)));
+        if mode.is_free_text() || !about_format {
+            return None;
+        }
+        let next = self.config.structured.after(mode);
+        let mut learned = self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Another call may have stepped down already; never step back up.
+        if learned.structured == mode {
+            learned.structured = next;
+        }
+        tracing::warn!(url = %self.config.base_url, refused = mode.label(), next = next.label(), "the endpoint refused a response_format");
+        Some(next)
+    }
+
     fn chat_body(&self, request: &ChatRequest, learned: Learned) -> serde_json::Value {
         let mut body = json!({
             "model": self.config.model,
@@ -172,6 +246,20 @@ impl OpenAiClient {
         body[learned.token_limit_param.field()] = json!(budget);
         if learned.send_temperature {
             body["temperature"] = json!(request.temperature);
+        }
+        if let Some(reply) = &request.schema {
+            match learned.structured {
+                ReplyMode::JsonSchema => {
+                    body["response_format"] = json!({
+                        "type": "json_schema",
+                        "json_schema": {"name": reply.name, "schema": reply.schema, "strict": true},
+                    });
+                }
+                ReplyMode::JsonObject => {
+                    body["response_format"] = json!({"type": "json_object", "schema": reply.schema});
+                }
+                ReplyMode::FreeText => {}
+            }
         }
         body
     }
@@ -211,7 +299,10 @@ impl OpenAiClient {
                     let retry_after = retry_after(&response);
                     let body = response.text().await.unwrap_or_default();
                     let error = self.status_error(&url, status, &body);
-                    if !(status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()) {
+                    // llama-cpp-python answers a request it cannot validate with HTTP 500:
+                    // asking again would fail the same way.
+                    let invalid = body.contains("response_format");
+                    if invalid || !(status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()) {
                         return Err(error);
                     }
                     (error, retry_after)
@@ -302,17 +393,37 @@ impl LanguageModel for OpenAiClient {
         format!("{} at {}", self.config.model, self.config.base_url)
     }
 
+    fn structured(&self) -> bool {
+        self.config.structured != StructuredMode::Off
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         let started = Instant::now();
-        // At most one adaptation per parameter, so a server that keeps refusing cannot loop.
-        let mut tries = 0;
-        let value = loop {
-            let body = self.chat_body(request, self.learned());
+        // At most one adaptation per parameter and reply mode, so a server that keeps refusing
+        // cannot loop.
+        let (mut tries, mut notes) = (0, Vec::new());
+        let (value, mode) = loop {
+            let mut learned = self.learned();
+            if request.schema.is_none() {
+                learned.structured = ReplyMode::FreeText;
+            }
+            let body = self.chat_body(request, learned);
             match self.post("chat/completions", &body, Some(&request.step)).await {
-                Err(LlmError::Status { status: 400, body, .. }) if tries < 2 && self.learn_from_refusal(&body) => {
+                Err(LlmError::Status { status: 400, body, .. }) if tries < 4 && self.learn_from_refusal(&body) => {
                     tries += 1;
                 }
-                other => break other?,
+                Err(LlmError::Status { url, status: status @ (400 | 422 | 500), body }) if tries < 4 => {
+                    let Some(next) = self.learn_reply_mode(status, &body, learned.structured) else {
+                        return Err(LlmError::Status { url, status, body });
+                    };
+                    notes.push(format!(
+                        "the endpoint refused structured replies as {} (HTTP {status}); asked again as {}",
+                        learned.structured.label(),
+                        next.label()
+                    ));
+                    tries += 1;
+                }
+                other => break (other?, learned.structured),
             }
         };
         let url = self.url("chat/completions");
@@ -340,7 +451,16 @@ impl LanguageModel for OpenAiClient {
         if thinks && self.config.reasoning.is_none() {
             self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner).reasoning = true;
         }
-        Ok(Completion { text, reasoning, usage, latency_ms: started.elapsed().as_millis() as u64, cached: false })
+        Ok(Completion {
+            text,
+            reasoning,
+            usage,
+            latency_ms: started.elapsed().as_millis() as u64,
+            cached: false,
+            mode,
+            notes,
+            json_reply: None,
+        })
     }
 }
 

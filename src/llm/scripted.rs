@@ -172,7 +172,7 @@ impl LanguageModel for ScriptedModel {
                 reasoning_tokens: 0,
             },
             latency_ms: self.latency.as_millis() as u64,
-            cached: false,
+            ..Default::default()
         })
     }
 }

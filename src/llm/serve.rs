@@ -114,6 +114,7 @@ async fn answer(model: &dyn LanguageModel, req: Request<Incoming>, latency: Dura
         temperature: body.temperature,
         max_tokens: body.max_tokens,
         sample: 0,
+        schema: None,
     };
     tokio::time::sleep(latency).await;
     match model.complete(&chat).await {

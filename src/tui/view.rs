@@ -503,10 +503,11 @@ fn draw_inspector(frame: &mut Frame, app: &App, area: Rect) {
     });
     if let Some(call) = call {
         lines.push(heading(&format!(
-            "{} · {} ms · {} tok",
+            "{} · {} ms · {} tok{}",
             call.step,
             call.latency_ms,
-            call.usage.prompt_tokens + call.usage.completion_tokens
+            call.usage.prompt_tokens + call.usage.completion_tokens,
+            reply_label(call)
         )));
         lines.push(Line::from(Span::styled("reply:", bold())));
         lines.extend(call.reply.lines().take(8).map(|l| Line::from(l.to_string())));
@@ -521,6 +522,21 @@ fn draw_inspector(frame: &mut Frame, app: &App, area: Rect) {
         );
     }
     frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+}
+
+/// How a call's reply was asked for and read, when that is not plain free text read as such.
+fn reply_label(c: &crate::engine::events::CallRecord) -> String {
+    let mut label = String::new();
+    if !c.mode.is_free_text() {
+        label.push_str(&format!(" · {}", c.mode.label()));
+        if c.read != crate::engine::events::ReadAs::Json {
+            label.push_str(" (not JSON: read as text)");
+        }
+    }
+    if c.fell_back {
+        label.push_str(" · unreadable: fell back");
+    }
+    label
 }
 
 fn draw_transcript(frame: &mut Frame, app: &App, area: Rect) {
@@ -559,13 +575,14 @@ fn draw_transcript(frame: &mut Frame, app: &App, area: Rect) {
     for c in &event.calls {
         lines.push(Line::from(Span::styled(
             format!(
-                "{} · {} ms · {}+{} tok{} · T={}",
+                "{} · {} ms · {}+{} tok{} · T={}{}",
                 c.step,
                 c.latency_ms,
                 c.usage.prompt_tokens,
                 c.usage.completion_tokens,
                 if c.cached { " · reused" } else { "" },
-                c.temperature
+                c.temperature,
+                reply_label(c)
             ),
             Style::new().add_modifier(Modifier::UNDERLINED),
         )));

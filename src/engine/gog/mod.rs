@@ -13,7 +13,8 @@ pub mod parse;
 use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{Event, LookupRecord};
 use super::lexical::top_k;
-use super::step::{answer_call, completion, entity_matches, neighbours, plural_s, record, relations};
+use super::step::{answer_call, completion, entity_matches, neighbours, plural_s, record, relations, unreadable};
+use super::structured::Shape;
 use super::topics::{TopicLinker, link_model_name};
 use super::{Answer, AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
 use crate::kg::{Direction, RelationRef, Term};
@@ -216,7 +217,7 @@ impl GogMachine {
                     &[("question", &q), ("topics", &Self::topics_text(cx)), ("transcript", &self.transcript())],
                 );
                 // A retry is a new sample: the same prompt again would be answered from the memo.
-                vec![cx.llm_sample("gog_step", prompt, t, self.tries)]
+                vec![cx.llm_sample("gog_step", prompt, t, self.tries, Shape::GogStep)]
             }
             Phase::Link => self.unlinked.iter().map(|n| Request::FindEntities { name: n.clone(), limit: 5 }).collect(),
             Phase::LinkGenerated => {
@@ -232,7 +233,8 @@ impl GogMachine {
                     .zip(&self.found)
                     .filter(|(_, rels)| rels.len() > RELATIONS_PER_SEARCH)
                     .map(|((_, node), rels)| {
-                        let list = rels.iter().map(relation_name).collect::<Vec<_>>().join(", ");
+                        let names: Vec<String> = rels.iter().map(relation_name).collect();
+                        let list = names.join(", ");
                         let prompt = cx.prompts.render(
                             "gog_relations",
                             &[
@@ -242,7 +244,12 @@ impl GogMachine {
                                 ("relations", &format!("[{list}]")),
                             ],
                         );
-                        cx.llm("gog_relations", prompt, t)
+                        cx.llm(
+                            "gog_relations",
+                            prompt,
+                            t,
+                            Shape::Choice { candidates: &names, keep: RELATIONS_PER_SEARCH },
+                        )
                     })
                     .collect()
             }
@@ -261,7 +268,7 @@ impl GogMachine {
                     &[("question", &q), ("thought", thought), ("triples", &self.related_known(thought))],
                 );
                 (0..s.generate_samples.max(1) as u32)
-                    .map(|k| cx.llm_sample("gog_generate", prompt.clone(), t, k))
+                    .map(|k| cx.llm_sample("gog_generate", prompt.clone(), t, k, Shape::Triples))
                     .collect()
             }
             Phase::Verify => {
@@ -273,11 +280,11 @@ impl GogMachine {
                     .collect::<Vec<_>>()
                     .join("\n");
                 let prompt = cx.prompts.render("gog_verify", &[("question", &q), ("triples", &list)]);
-                vec![cx.llm("gog_verify", prompt, t)]
+                vec![cx.llm("gog_verify", prompt, t, Shape::Kept { n: self.samples.len() })]
             }
             Phase::Answer(AnswerSource::OwnKnowledge) => {
                 let prompt = cx.prompts.render("answer_own_knowledge", &[("question", &q)]);
-                vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature)]
+                vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
             }
             Phase::Answer(_) | Phase::Done => Vec::new(),
         }
@@ -383,9 +390,11 @@ impl GogMachine {
                     }
                     let c = completion(&responses, k)?;
                     let names: Vec<String> = rels.iter().map(relation_name).collect();
+                    let mut fell_back = false;
                     let picks = match parse::parse_relation_choice(&c.text, &names, RELATIONS_PER_SEARCH) {
                         Ok(p) => p,
                         Err(why) => {
+                            fell_back = true;
                             // Said, not silent: the thought's nearest relations stand in.
                             let thought = self.steps.last().map(|s| s.thought.clone()).unwrap_or_default();
                             ev.notes.push(format!("relation filter for {}: {why}; the {RELATIONS_PER_SEARCH} most similar to the thought are used", cx.beam.nodes[self.targets[i].1].shown()));
@@ -397,6 +406,9 @@ impl GogMachine {
                         c,
                         picks.iter().map(|&p| names[p].clone()).collect::<Vec<_>>().join(", "),
                     ));
+                    if fell_back {
+                        unreadable(&mut ev);
+                    }
                     self.chosen[i] = picks.into_iter().map(|p| rels[p].clone()).collect();
                     k += 1;
                 }
@@ -411,6 +423,10 @@ impl GogMachine {
                     let c = completion(&responses, i)?;
                     let triples = parse::parse_triples(&c.text);
                     ev.calls.push(record(r, c, format!("{} triple{}", triples.len(), plural_s(triples.len()))));
+                    // An empty JSON list says "none"; prose with no triple in it says nothing.
+                    if triples.is_empty() && c.json_reply.is_none() {
+                        unreadable(&mut ev);
+                    }
                     for t in triples {
                         if !self.samples.contains(&t) {
                             self.samples.push(t);
@@ -434,9 +450,11 @@ impl GogMachine {
             }
             Phase::Verify => {
                 let c = completion(&responses, 0)?;
+                let mut fell_back = false;
                 let kept = match parse::parse_kept(&c.text, self.samples.len()) {
                     Ok(k) => k,
                     Err(why) => {
+                        fell_back = true;
                         ev.notes.push(format!("{why}; no generated triple is kept"));
                         Vec::new()
                     }
@@ -446,6 +464,9 @@ impl GogMachine {
                     c,
                     kept.iter().map(|k| (k + 1).to_string()).collect::<Vec<_>>().join(", "),
                 ));
+                if fell_back {
+                    unreadable(&mut ev);
+                }
                 ev.summary = format!(
                     "verification kept {} of {} triple{}",
                     kept.len(),
@@ -497,6 +518,7 @@ impl GogMachine {
         match parse::parse_step(&c.text) {
             Err(why) => {
                 ev.calls.push(record(&requests[0], c, format!("unreadable: {why}")));
+                unreadable(ev);
                 self.tries += 1;
                 if self.tries >= STEP_TRIES {
                     ev.notes.push(format!(

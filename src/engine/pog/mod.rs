@@ -19,8 +19,9 @@ use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{Decision, Event, LookupRecord};
 use super::lexical::{bm25, cosine};
 use super::step::{
-    answer_call, completion, neighbours, plural_s, record, relations, sample_indices, with_notes, wrong,
+    answer_call, completion, neighbours, plural_s, record, relations, sample_indices, unreadable, with_notes, wrong,
 };
+use super::structured::Shape;
 use super::topics::TopicLinker;
 use super::{
     Answer, AnswerSource, Context, EngineError, Method, Override, PathView, PruneTool, Request, Response, Topics,
@@ -272,7 +273,12 @@ impl PogMachine {
                 ("candidates", &list.join("\n")),
             ],
         );
-        cx.llm(template, prompt, cx.settings.prune_temperature)
+        cx.llm(
+            template,
+            prompt,
+            cx.settings.prune_temperature,
+            Shape::Selection { n: texts.len(), width: cx.settings.width },
+        )
     }
 
     fn numbered(&self, list: &[usize]) -> String {
@@ -291,7 +297,7 @@ impl PogMachine {
             Phase::Analysis => {
                 let topics: Vec<String> = cx.beam.roots().map(|r| format!("\"{}\"", r.shown())).collect();
                 let prompt = cx.prompts.render("pog_analysis", &[("question", &q), ("topics", &topics.join(", "))]);
-                vec![cx.llm("pog_analysis", prompt, s.prune_temperature)]
+                vec![cx.llm("pog_analysis", prompt, s.prune_temperature, Shape::Analysis)]
             }
             Phase::ExpandRelations(lookup) => self
                 .to_search(lookup)
@@ -332,7 +338,7 @@ impl PogMachine {
             Phase::Summary => {
                 let prompt =
                     cx.prompts.render("pog_summary", &[("question", &q), ("paths", &self.numbered(&self.pool))]);
-                vec![cx.llm("pog_summary", prompt, s.prune_temperature)]
+                vec![cx.llm("pog_summary", prompt, s.prune_temperature, Shape::Summary)]
             }
             Phase::Sufficiency => {
                 let summary = if self.summary.is_empty() { "(none)".to_string() } else { self.summary.join("\n") };
@@ -340,7 +346,7 @@ impl PogMachine {
                     "pog_sufficiency",
                     &[("question", &q), ("paths", &self.numbered(&self.pool)), ("summary", &summary)],
                 );
-                vec![cx.llm("pog_sufficiency", prompt, s.reason_temperature)]
+                vec![cx.llm("pog_sufficiency", prompt, s.reason_temperature, Shape::Verdict)]
             }
             Phase::Supplement => {
                 let topics: Vec<String> = cx.beam.roots().map(|r| r.shown().to_string()).collect();
@@ -348,7 +354,7 @@ impl PogMachine {
                     "pog_supplement",
                     &[("question", &q), ("topics", &topics.join(", ")), ("paths", &self.numbered(&self.selected))],
                 );
-                vec![cx.llm("pog_supplement", prompt, s.prune_temperature)]
+                vec![cx.llm("pog_supplement", prompt, s.prune_temperature, Shape::Supplement)]
             }
             Phase::Answer(source) => {
                 let mut all: Vec<usize> = self.selected.clone();
@@ -359,7 +365,7 @@ impl PogMachine {
                 }
                 let template = if source == AnswerSource::KgPaths { "pog_answer" } else { "pog_answer_own" };
                 let prompt = cx.prompts.render(template, &[("question", &q), ("paths", &self.numbered(&all))]);
-                vec![cx.llm(template, prompt, s.reason_temperature)]
+                vec![cx.llm(template, prompt, s.reason_temperature, Shape::Answer)]
             }
             Phase::Done => Vec::new(),
         }
@@ -549,19 +555,25 @@ impl PogMachine {
                 self.summary = parse::parse_summary(&c.text);
                 self.report.summary = self.summary.clone();
                 ev.calls.push(record(&requests[0], c, format!("{} line(s)", self.summary.len())));
+                if self.summary.is_empty() {
+                    unreadable(&mut ev);
+                }
                 ev.summary = format!("summarised {} path{}", self.pool.len(), plural_s(self.pool.len()));
                 self.phase = Phase::Sufficiency;
             }
             Phase::Sufficiency => {
                 let c = completion(&responses, 0)?;
-                let (yes, answers) = match parse::parse_sufficiency(&c.text) {
-                    Ok(v) => v,
+                let (verdict, yes, answers) = match parse::parse_sufficiency(&c.text) {
+                    Ok((yes, answers)) => (Some(yes), yes, answers),
                     Err(why) => {
                         ev.notes.push(format!("{why}; taken as No"));
-                        (false, Vec::new())
+                        (None, false, Vec::new())
                     }
                 };
                 ev.calls.push(record(&requests[0], c, if yes { "Yes".into() } else { "No".into() }));
+                if verdict.is_none() {
+                    unreadable(&mut ev);
+                }
                 self.last_verdict = Some(yes);
                 self.selected = self.pool.clone();
                 if let Some(s) = self.report.stages.last_mut() {
@@ -585,6 +597,7 @@ impl PogMachine {
                 let matched = self.match_names(&names);
                 ev.calls.push(record(&requests[0], c, names.join("; ")));
                 if names.is_empty() {
+                    unreadable(&mut ev);
                     ev.notes.push("the reply names no candidate entity".into());
                 }
                 ev.summary = format!(
@@ -641,6 +654,7 @@ impl PogMachine {
             }
             Err(why) => {
                 ev.calls.push(record(&requests[0], c, format!("unreadable: {why}")));
+                unreadable(ev);
                 ev.notes.push(format!("{why}; exploring from depth 1 with the question as the indicator"));
                 ev.summary = "question analysis unreadable; predicted depth 1".into();
                 self.predicted = 1;
@@ -999,18 +1013,23 @@ impl PogMachine {
         let mut chosen: Vec<usize> = Vec::new();
         for (i, batch) in self.precise_batches().iter().enumerate() {
             let c = completion(responses, i)?;
+            let mut fell_back = false;
             let picks = match parse::parse_top_list(&c.text, batch.len()) {
                 Ok(mut p) => {
                     p.truncate(w);
                     p
                 }
                 Err(why) => {
+                    fell_back = true;
                     ev.notes.push(format!("batch {}: {why}; kept its top {w} by similarity", i + 1));
                     (0..batch.len().min(w)).collect()
                 }
             };
             let parsed = picks.iter().map(|k| format!("Candidate Edge {}", k + 1)).collect::<Vec<_>>().join(", ");
             ev.calls.push(record(&requests[i], c, parsed));
+            if fell_back {
+                unreadable(ev);
+            }
             chosen.extend(picks.into_iter().map(|k| batch[k]));
         }
         if chosen.len() >= before.len() && chosen.len() > w {
@@ -1037,18 +1056,23 @@ impl PogMachine {
         let w = cx.settings.width.max(1);
         let prefixes = self.prefixes(hops);
         let c = completion(responses, 0)?;
+        let mut fell_back = false;
         let picks = match parse::parse_top_list(&c.text, prefixes.len()) {
             Ok(mut p) => {
                 p.truncate(w);
                 p
             }
             Err(why) => {
+                fell_back = true;
                 ev.notes.push(format!("{why}; kept the first {w} prefixes by similarity"));
                 (0..prefixes.len().min(w)).collect()
             }
         };
         let parsed = picks.iter().map(|k| format!("Candidate Edge {}", k + 1)).collect::<Vec<_>>().join(", ");
         ev.calls.push(record(&requests[0], c, parsed));
+        if fell_back {
+            unreadable(ev);
+        }
         let before = self.pool.clone();
         let mut kept: Vec<usize> =
             before.iter().copied().filter(|c| picks.iter().any(|&k| prefixes[k].1.contains(c))).collect();

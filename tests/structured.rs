@@ -1,0 +1,164 @@
+//! Structured replies through the engine: every prompt carries its reply schema and shows the
+//! JSON shape, JSON replies are read as such, and replies that are not JSON of the shape (wrong
+//! types, cut off at the token limit, empty) fall back to the free-text parsers with a note.
+
+mod common;
+
+use async_trait::async_trait;
+use common::*;
+use ongraph::driver::Driver;
+use ongraph::engine::events::{CallRecord, ReadAs};
+use ongraph::engine::{AnswerSource, Method, Run, Settings};
+use ongraph::kg::load::demo_graph;
+use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError, ReplyMode};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+
+const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";
+
+/// Replies in JSON to each schema, choosing only among what the schema and prompt offer: every
+/// candidate with an equal score, "sufficient" once the prompt shows the Labor Party. `spoil`
+/// replaces the reply to one kind of prompt, to test bad input.
+struct JsonModel {
+    spoil: Option<(&'static str, &'static str)>,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+fn enum_of(schema: &Value, pointer: &str) -> Vec<Value> {
+    schema.pointer(pointer).and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+impl JsonModel {
+    fn new(spoil: Option<(&'static str, &'static str)>) -> Arc<Self> {
+        Arc::new(Self { spoil, requests: Mutex::new(Vec::new()) })
+    }
+
+    fn reply(&self, r: &ChatRequest) -> String {
+        let Some(schema) = &r.schema else { return "no schema".into() };
+        if let Some((kind, reply)) = self.spoil
+            && kind == schema.name
+        {
+            return reply.into();
+        }
+        let s = &schema.schema;
+        let shown = r.prompt.contains("Australian Labor Party");
+        match schema.name.as_str() {
+            "topics" => json!({"entities": ["Canberra"]}),
+            "relations" => {
+                // The relations that lead from a city to its country's governing party.
+                let useful = ["location.location.containedby", "head_of_government", "politician.party"];
+                let names = enum_of(s, "/properties/relations/items/properties/relation/enum");
+                let score = |x: &Value| -> f64 {
+                    let x = x.as_str().unwrap_or_default();
+                    if useful.iter().any(|u| x.contains(u)) && !x.contains("incoming") { 0.9 } else { 0.1 }
+                };
+                let mut best = names.clone();
+                best.sort_by(|a, b| score(b).total_cmp(&score(a)));
+                json!({"relations": best.iter().take(3).map(|x| json!({"relation": x, "score": score(x)})).collect::<Vec<_>>()})
+            }
+            "entity_scores" => {
+                let names = enum_of(s, "/properties/scores/items/properties/entity/enum");
+                let n = names.len().max(1) as f64;
+                json!({"scores": names.iter().map(|x| json!({"entity": x, "score": 1.0 / n})).collect::<Vec<_>>()})
+            }
+            "verdict" => json!({"sufficient": shown, "answer": if shown { vec!["Australian Labor Party"] } else { vec![] }, "reason": "r"}),
+            "answer" | "reasoned_answer" => json!({"reasoning": "", "answer": ["Australian Labor Party"]}),
+            other => json!({"unexpected": other}),
+        }
+        .to_string()
+    }
+}
+
+#[async_trait]
+impl LanguageModel for JsonModel {
+    fn describe(&self) -> String {
+        "json test model".into()
+    }
+    fn structured(&self) -> bool {
+        true
+    }
+    async fn complete(&self, r: &ChatRequest) -> Result<Completion, LlmError> {
+        self.requests.lock().unwrap().push(r.clone());
+        Ok(Completion { text: self.reply(r), mode: ReplyMode::JsonSchema, ..Default::default() })
+    }
+}
+
+async fn run_with(model: Arc<JsonModel>, method: Method) -> Run {
+    let driver = Driver::new(Arc::new(demo_graph()), model);
+    let settings = Settings { method, structured: true, depth: 3, ..Settings::default() };
+    let mut run = new_run(&driver, CANBERRA, ongraph::engine::Topics::Extract, settings);
+    run_to_end(&driver, &mut run).await;
+    run
+}
+
+fn calls(run: &Run) -> Vec<&CallRecord> {
+    run.trace().iter().flat_map(|e| &e.calls).collect()
+}
+
+fn notes(run: &Run) -> Vec<&str> {
+    run.trace().iter().flat_map(|e| e.notes.iter().map(String::as_str)).collect()
+}
+
+#[tokio::test]
+async fn json_replies_carry_the_run_with_every_call_read_as_json() {
+    let model = JsonModel::new(None);
+    let run = run_with(model.clone(), Method::Tog).await;
+    let answer = run.answer().expect("answered");
+    assert_eq!(
+        (answer.answers.clone(), answer.source),
+        (vec!["Australian Labor Party".to_string()], AnswerSource::KgPaths)
+    );
+    for r in model.requests.lock().unwrap().iter() {
+        let schema = r.schema.as_ref().unwrap_or_else(|| panic!("{}: no schema", r.step));
+        assert_eq!(schema.schema["additionalProperties"], false, "{}", r.step);
+        assert!(r.prompt.contains("Reply with one JSON object only"), "{}: {}", r.step, r.prompt);
+    }
+    let calls = calls(&run);
+    assert!(calls.len() >= 5, "{}", calls.len());
+    for c in &calls {
+        assert_eq!(
+            (c.mode, c.read, c.fell_back),
+            (ReplyMode::JsonSchema, ReadAs::Json, false),
+            "{}: {}",
+            c.step,
+            c.reply
+        );
+        assert!(c.reply.starts_with('{'), "the trace keeps the model's JSON: {}", c.reply);
+    }
+    // The parsed scores are the model's, read through the same rules as free text.
+    let prune = calls.iter().find(|c| c.step == "relation_prune").unwrap();
+    assert!(prune.parsed.contains("=0.90") || prune.parsed.contains("=0.82"), "{}", prune.parsed);
+}
+
+#[tokio::test]
+async fn json_of_the_wrong_shape_falls_back_to_the_parser_and_says_so() {
+    // A schema-violating reply (a string where a list belongs): not JSON of the shape, read as
+    // text, nothing found there, BM25 ranks instead.
+    let run = run_with(JsonModel::new(Some(("relations", r#"{"relations": "all of them"}"#))), Method::Tog).await;
+    let prune: Vec<&CallRecord> = calls(&run).into_iter().filter(|c| c.step == "relation_prune").collect();
+    assert!(!prune.is_empty());
+    assert!(prune.iter().all(|c| c.read == ReadAs::Text && c.fell_back), "{prune:?}");
+    let notes = notes(&run);
+    assert!(notes.iter().any(|n| n.contains("relation_prune reply is not JSON of its shape")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("ranked by BM25 instead")), "{notes:?}");
+    assert!(run.answer().is_some(), "the run still ends");
+}
+
+#[tokio::test]
+async fn json_cut_off_at_the_token_limit_is_closed_and_read() {
+    let run = run_with(JsonModel::new(Some(("topics", r#"{"entities": ["Canberra", "Austra"#))), Method::Tog).await;
+    let topics = calls(&run).into_iter().find(|c| c.step == "topic_entities").unwrap();
+    assert_eq!((topics.read, topics.fell_back), (ReadAs::Json, false));
+    assert_eq!(topics.parsed, "Canberra; Austra");
+    assert!(notes(&run).iter().any(|n| n.contains("cut off (token limit)")), "{:?}", notes(&run));
+}
+
+#[tokio::test]
+async fn an_empty_reply_is_no_answer_and_never_a_panic() {
+    // Nothing streamed for the verdict: no Yes/No, taken as No, marked as a fallback.
+    let run = run_with(JsonModel::new(Some(("verdict", ""))), Method::Tog).await;
+    let verdicts: Vec<&CallRecord> = calls(&run).into_iter().filter(|c| c.step == "reasoning").collect();
+    assert!(!verdicts.is_empty());
+    assert!(verdicts.iter().all(|c| c.fell_back && c.parsed == "No"), "{verdicts:?}");
+    assert_eq!(run.answer().map(|a| a.source), Some(AnswerSource::OwnKnowledge));
+}
