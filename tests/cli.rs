@@ -266,3 +266,19 @@ fn baselines_from_the_command_line() {
     let out = ongraph(home.path(), &["ask", "--method", "sc", "--samples", "0", CANBERRA]);
     assert_one_line_error(&out, "--samples must be at least 1");
 }
+
+#[test]
+fn the_ui_without_a_terminal_says_so_instead_of_panicking() {
+    // Regression: `ongraph </dev/null >out`, `tui` and `replay FILE` exited 101.
+    let home = tempfile::tempdir().unwrap();
+    for args in [&[][..], &["tui"][..], &["replay", "sessions/canberra.json"][..]] {
+        let out = common::ongraph_cmd(home.path(), args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("the binary runs");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("the terminal UI needs a terminal"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

@@ -421,3 +421,44 @@ async fn structured_off_sends_no_format_and_other_refusals_stay_errors() {
     assert!(matches!(err, LlmError::Status { status: 400, .. }), "{err}");
     assert_eq!(bodies.lock().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_huge_retry_after_is_capped_never_a_panic() {
+    // Regression: `Retry-After: 1e20` panicked converting float seconds to a Duration.
+    for value in ["1e20", "18446744073709551615", "-5", "soon"] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(429).insert_header("retry-after", value).set_body_string("slow down"))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(completion("ok")))
+            .mount(&server)
+            .await;
+        let mut c = config(&server);
+        // The wait is capped by the config, whatever the header says.
+        c.max_retry_after = Duration::from_millis(50);
+        let client = OpenAiClient::new(c).unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(20), client.complete(&request())).await;
+        assert_eq!(got.expect("the wait was capped").unwrap().text, "ok", "{value}");
+    }
+}
+
+#[tokio::test]
+async fn a_server_echoing_the_key_never_gets_it_printed() {
+    let server = MockServer::start().await;
+    unsafe { std::env::set_var("ONGRAPH_TEST_KEY_ECHO", "sk-secret-4242") };
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(400)
+                .set_body_string(r#"{"error": "bad request", "headers": {"authorization": "Bearer sk-secret-4242"}, "key": "sk-secret-4242"}"#),
+        )
+        .mount(&server)
+        .await;
+    let mut c = config(&server);
+    c.api_key_env = Some("ONGRAPH_TEST_KEY_ECHO".into());
+    let err = OpenAiClient::new(c).unwrap().complete(&request()).await.unwrap_err().to_string();
+    assert!(!err.contains("sk-secret-4242"), "{err}");
+    assert!(err.contains("Bearer [redacted]") && err.contains("[redacted]"), "{err}");
+}

@@ -343,14 +343,33 @@ impl OpenAiClient {
                 key_env: self.config.api_key_env.clone().unwrap_or_else(|| "(none configured)".into()),
             };
         }
-        let body: String = body.chars().take(200).collect();
+        let body: String = self.redact(body).chars().take(200).collect();
         LlmError::Status { url: url.into(), status: status.as_u16(), body: body.trim().to_string() }
+    }
+
+    /// `text` (an error body a server wrote) without the API key or any bearer token in it: a
+    /// server that echoes the request must not put the key on stderr, in the log or in records.
+    fn redact(&self, text: &str) -> String {
+        static BEARER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+            regex::Regex::new(r"(?i)(bearer\s+)[^\s\x22',}]+").unwrap_or_else(|e| unreachable!("constant regex: {e}"))
+        });
+        let mut out = text.to_string();
+        if let Some(key) = self.api_key.as_deref().filter(|k| !k.is_empty()) {
+            out = out.replace(key, "[redacted]");
+        }
+        BEARER.replace_all(&out, "${1}[redacted]").into_owned()
     }
 }
 
 fn retry_after(response: &reqwest::Response) -> Option<Duration> {
-    let value = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    value.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64)
+    parse_retry_after(response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?)
+}
+
+/// A `Retry-After` in seconds, at most a day: whatever a server writes there (`1e20`, `-1`,
+/// `NaN`, an HTTP date), never a panic; the caller caps it further.
+fn parse_retry_after(value: &str) -> Option<Duration> {
+    let seconds = value.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0)?;
+    Duration::try_from_secs_f64(seconds.min(86_400.0)).ok()
 }
 
 #[derive(Deserialize)]
@@ -428,7 +447,7 @@ impl LanguageModel for OpenAiClient {
         };
         let url = self.url("chat/completions");
         let parsed: ChatResponse = serde_json::from_value(value)
-            .map_err(|e| LlmError::Malformed { url: url.clone(), reason: e.to_string() })?;
+            .map_err(|e| LlmError::Malformed { url: url.clone(), reason: self.redact(&e.to_string()) })?;
         let Some(choice) = parsed.choices.into_iter().next() else {
             return Err(LlmError::Malformed { url, reason: "no choices in the reply".into() });
         };
@@ -482,7 +501,7 @@ impl Embedder for OpenAiClient {
         let value = self.post("embeddings", &body, None).await?;
         let url = self.url("embeddings");
         let parsed: EmbeddingResponse = serde_json::from_value(value)
-            .map_err(|e| LlmError::Malformed { url: url.clone(), reason: e.to_string() })?;
+            .map_err(|e| LlmError::Malformed { url: url.clone(), reason: self.redact(&e.to_string()) })?;
         if parsed.data.len() != texts.len() {
             return Err(LlmError::Malformed {
                 url,
@@ -493,5 +512,22 @@ impl Embedder for OpenAiClient {
         // Servers may return items out of order; `index` says where each belongs.
         items.sort_by_key(|item| item.index.unwrap_or(usize::MAX));
         Ok(items.into_iter().map(|item| item.embedding).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_retry_after_is_a_bounded_wait_or_none() {
+        assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after(" 0.5 "), Some(Duration::from_millis(500)));
+        for huge in ["1e20", "18446744073709551615", "1e308"] {
+            assert_eq!(parse_retry_after(huge), Some(Duration::from_secs(86_400)), "{huge}");
+        }
+        for bad in ["-1", "NaN", "inf", "", "Wed, 21 Oct 2015 07:28:00 GMT"] {
+            assert_eq!(parse_retry_after(bad), None, "{bad}");
+        }
     }
 }

@@ -145,6 +145,14 @@ fn remember(path: &Path, question: &str) -> std::io::Result<()> {
 /// Runs the UI until the user quits. The terminal is restored on quit, on error, on panic
 /// (ratatui's init installs the panic hook) and on SIGTERM or SIGINT.
 pub async fn run(mut app: App, mut executor: Executor, rx: mpsc::UnboundedReceiver<Action>) -> Result<()> {
+    use std::io::IsTerminal;
+    // ratatui's init panics without a terminal; say what to do instead.
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        anyhow::bail!(
+            "the terminal UI needs a terminal (stdin and stdout are not one here); \
+             without one, use `ongraph ask QUESTION` or `ongraph replay --check FILE`"
+        );
+    }
     let mut terminal = ratatui::init();
     let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
     let result = event_loop(&mut terminal, &mut app, &mut executor, rx).await;
