@@ -282,3 +282,24 @@ fn the_ui_without_a_terminal_says_so_instead_of_panicking() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn escape_sequences_in_labels_are_shown_not_obeyed() {
+    // Regression: a label with OSC/CSI sequences retitled and cleared the user's terminal.
+    let home = tempfile::tempdir().unwrap();
+    let kg = home.path().join("evil.tsv");
+    std::fs::write(
+        &kg,
+        "m.evil\ttype.object.name\t\"Evil\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{9b}1m\"\nm.evil\tpeople.person.nationality\tm.x\n",
+    )
+    .unwrap();
+    let kg = kg.to_str().unwrap();
+    for args in [&["kg", "--kg", kg, "search", "Evil"][..], &["kg", "--kg", kg, "relations", "m.evil"][..]] {
+        let out = ongraph(home.path(), args);
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(!text.contains(['\u{1b}', '\u{7}', '\u{9b}']), "{args:?}: {text:?}");
+    }
+    let text = stdout(&ongraph(home.path(), &["kg", "--kg", kg, "search", "Evil"]));
+    assert!(text.contains("Evil\u{fffd}]0;PWNED"), "{text:?}");
+}

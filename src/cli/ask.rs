@@ -48,6 +48,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
     } else {
+        let mut out = super::printable::Printable::new(&mut out);
         print_human(&mut out, &run, &report, corrections, kg.network(), wall_ms)?;
     }
     Ok(if run.answer().is_some_and(|a| !a.answers.is_empty()) { 0 } else { 3 })

@@ -333,6 +333,16 @@ fn check_same_questions(done: &[Record], items: &[Item], out: &Path, dataset: &P
 }
 
 /// Makes `out`, or checks a run there is the same run before resuming it.
+/// A model's description with the port of a loopback server taken out: a local server started
+/// again lands on another free port, and is the same model.
+fn without_loopback_port(llm: &str) -> String {
+    static PORT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"://(127\.0\.0\.1|localhost|\[::1\]):\d+")
+            .unwrap_or_else(|e| unreachable!("constant regex: {e}"))
+    });
+    PORT.replace_all(llm, "://$1").into_owned()
+}
+
 fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
     let records = out.join(RECORDS);
     let has_records = std::fs::metadata(&records).is_ok_and(|m| m.len() > 0);
@@ -342,8 +352,8 @@ fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
     if has_records {
         let before = read_meta(&out.join(META))?;
         let same = |a: &RunMeta, b: &RunMeta| {
-            (&a.dataset, a.format, &a.kg, &a.llm, a.corrections, &a.settings)
-                == (&b.dataset, b.format, &b.kg, &b.llm, b.corrections, &b.settings)
+            (&a.dataset, a.format, &a.kg, without_loopback_port(&a.llm), a.corrections, &a.settings)
+                == (&b.dataset, b.format, &b.kg, without_loopback_port(&b.llm), b.corrections, &b.settings)
         };
         if !same(&before, meta) {
             bail!(
@@ -412,5 +422,20 @@ impl Progress {
 
     fn finish(&self) {
         self.bar.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_loopback_port;
+
+    #[test]
+    fn a_loopback_server_on_another_port_is_the_same_model() {
+        let a = without_loopback_port("qwen at http://127.0.0.1:44903/v1");
+        assert_eq!(a, without_loopback_port("qwen at http://127.0.0.1:54121/v1"));
+        assert_eq!(a, "qwen at http://127.0.0.1/v1");
+        // Another host or model stays different.
+        assert_ne!(a, without_loopback_port("qwen at http://10.0.0.2:54121/v1"));
+        assert_ne!(a, without_loopback_port("llama at http://127.0.0.1:54121/v1"));
     }
 }

@@ -152,6 +152,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             } else if list.is_empty() {
                 writeln!(out, "no corrections for {scope}")?;
             } else {
+                let mut out = super::printable::Printable::new(&mut out);
                 for c in &list {
                     let state = if c.active { "active" } else { "undone" };
                     writeln!(

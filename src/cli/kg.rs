@@ -43,7 +43,7 @@ pub enum KgAction {
 pub async fn kg(args: KgArgs, config: &Config) -> Result<i32> {
     let (base, _) = open_kg(&args.setup, config)?;
     let (kg, _) = with_overlay(base, config, &args.setup, !args.no_overlay)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = super::printable::Printable::new(std::io::stdout().lock());
     match args.action {
         KgAction::Relations { entity } => {
             let relations = kg.relations(&entity).await?;

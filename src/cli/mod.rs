@@ -5,6 +5,7 @@ mod eval;
 mod fix;
 mod kg;
 pub mod overlay;
+mod printable;
 mod tui;
 
 use crate::config::{Config, profile_named};
