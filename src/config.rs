@@ -136,6 +136,9 @@ pub struct LlmEntry {
     /// `json_object` or `off` (free text, as the papers).
     #[serde(default)]
     pub structured: crate::llm::openai::StructuredMode,
+    /// The largest reply read, in KB (default 1024); a larger one is an error.
+    #[serde(default)]
+    pub max_reply_kb: Option<usize>,
 }
 
 fn default_timeout() -> u64 {

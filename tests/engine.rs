@@ -596,3 +596,16 @@ async fn tog_r_shares_a_chain_score_among_every_entity_it_reached() {
     assert_eq!(sampled.len(), 5, "5 of 25 sampled before the draw");
     assert!(sampled.iter().all(|s| (s - 1.0 / 25.0).abs() < 1e-9), "{sampled:?}");
 }
+
+#[tokio::test]
+async fn a_reply_naming_thousands_of_topics_looks_up_a_few() {
+    let names: String = (0..5000).map(|i| format!("{{Name {i}}} ")).collect();
+    let extra = format!("[[reply]]\nstep = \"topic_entities\"\ntext = \"{{Canberra}} {names}\"\n");
+    let driver = demo_driver(&extra);
+    let mut run = new_run(&driver, CANBERRA, Topics::Extract, Settings { depth: 1, ..Settings::default() });
+    run_until(&driver, &mut run, "topic_linking").await;
+    let lookups: usize = run.trace().iter().map(|e| e.lookups.len()).sum();
+    assert!(lookups <= 8, "{lookups} lookups");
+    let notes: Vec<&String> = run.trace().iter().flat_map(|e| &e.notes).collect();
+    assert!(notes.iter().any(|n| n.contains("named 5001 topic entities; the first 8")), "{notes:?}");
+}

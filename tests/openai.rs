@@ -462,3 +462,21 @@ async fn a_server_echoing_the_key_never_gets_it_printed() {
     assert!(!err.contains("sk-secret-4242"), "{err}");
     assert!(err.contains("Bearer [redacted]") && err.contains("[redacted]"), "{err}");
 }
+
+#[tokio::test]
+async fn a_reply_beyond_the_size_limit_is_a_clear_error() {
+    let server = MockServer::start().await;
+    let huge = "{x} ".repeat(100_000);
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(&huge)))
+        .mount(&server)
+        .await;
+    let mut c = config(&server);
+    c.max_reply_bytes = 64 * 1024;
+    let err = OpenAiClient::new(c).unwrap().complete(&request()).await.unwrap_err();
+    assert!(err.to_string().contains("larger than 64 KB"), "{err}");
+    // Under the limit it is read.
+    let mut c = config(&server);
+    c.max_reply_bytes = 1 << 20;
+    assert_eq!(OpenAiClient::new(c).unwrap().complete(&request()).await.unwrap().text.len(), huge.len());
+}

@@ -416,5 +416,8 @@ fn openai_client(entry: &crate::config::LlmEntry) -> Result<OpenAiClient> {
         c.reasoning_max_tokens = budget;
     }
     c.structured = entry.structured;
+    if let Some(kb) = entry.max_reply_kb {
+        c.max_reply_bytes = kb.max(1).saturating_mul(1024);
+    }
     Ok(OpenAiClient::new(c)?)
 }

@@ -11,6 +11,9 @@ use super::structured::Shape;
 use super::{Context, EngineError, Request, Response, Topics, parse};
 use crate::kg::{EntityMatch, Term};
 
+/// The most topic-entity names taken from one reply.
+const MAX_TOPIC_NAMES: usize = 8;
+
 /// Best first: exact matches, and among them the id written verbatim, then the label written
 /// with the same case (`Believe` before `BELIEVE` when both read "believe"); then by
 /// similarity, then by id, so the same graph always gives the same choice.
@@ -164,7 +167,15 @@ impl TopicLinker {
         match self.stage {
             Stage::Extract => {
                 let c = completion(responses, 0)?;
-                let names = parse::parse_names(&c.text);
+                let mut names = parse::parse_names(&c.text);
+                if names.len() > MAX_TOPIC_NAMES {
+                    // One lookup per name: a reply listing thousands must not send thousands.
+                    ev.notes.push(format!(
+                        "the model named {} topic entities; the first {MAX_TOPIC_NAMES} are looked up",
+                        names.len()
+                    ));
+                    names.truncate(MAX_TOPIC_NAMES);
+                }
                 ev.calls.push(record(&requests[0], c, names.join("; ")));
                 if names.is_empty() {
                     unreadable(ev);

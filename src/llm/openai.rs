@@ -51,6 +51,8 @@ pub struct OpenAiConfig {
     pub reasoning_max_tokens: u32,
     /// How to ask for structured replies.
     pub structured: StructuredMode,
+    /// The largest reply body read; more is an error.
+    pub max_reply_bytes: usize,
 }
 
 /// The `structured` setting of an endpoint.
@@ -131,6 +133,7 @@ impl OpenAiConfig {
             reasoning: None,
             reasoning_max_tokens: 4096,
             structured: StructuredMode::Auto,
+            max_reply_bytes: 1 << 20,
         }
     }
 }
@@ -290,7 +293,7 @@ impl OpenAiClient {
                 Ok(response) => {
                     let status = response.status();
                     if status.is_success() {
-                        let text = response.text().await.map_err(|e| self.transport_error(&url, e))?;
+                        let text = self.read_body(&url, response).await?;
                         return serde_json::from_str(&text).map_err(|e| LlmError::Malformed {
                             url: url.clone(),
                             reason: format!("invalid JSON ({e})"),
@@ -318,6 +321,23 @@ impl OpenAiClient {
             tokio::time::sleep(wait).await;
             attempt += 1;
         }
+    }
+
+    /// The body of a reply, up to [`OpenAiConfig::max_reply_bytes`]: a server that sends more
+    /// (a runaway generation, a hostile endpoint) is an error, not gigabytes of memory.
+    async fn read_body(&self, url: &str, mut response: reqwest::Response) -> Result<String, LlmError> {
+        let limit = self.config.max_reply_bytes;
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| self.transport_error(url, e))? {
+            if body.len() + chunk.len() > limit {
+                return Err(LlmError::Malformed {
+                    url: url.into(),
+                    reason: format!("the reply is larger than {} KB (max_reply_bytes)", limit / 1024),
+                });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(String::from_utf8_lossy(&body).into_owned())
     }
 
     fn transport_error(&self, url: &str, e: reqwest::Error) -> LlmError {

@@ -22,6 +22,8 @@ use parse::Action;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The most triples taken from one Generate sample (each is verified and linked).
+const MAX_GENERATED: usize = 20;
 /// Relations kept per searched entity, and triples per relation (the paper's numbers).
 const RELATIONS_PER_SEARCH: usize = 3;
 const TRIPLES_PER_RELATION: usize = 5;
@@ -421,7 +423,15 @@ impl GogMachine {
                 self.samples.clear();
                 for (i, r) in requests.iter().enumerate() {
                     let c = completion(&responses, i)?;
-                    let triples = parse::parse_triples(&c.text);
+                    let mut triples = parse::parse_triples(&c.text);
+                    if triples.len() > MAX_GENERATED {
+                        ev.notes.push(format!(
+                            "sample {} wrote {} triples; the first {MAX_GENERATED} are kept",
+                            i + 1,
+                            triples.len()
+                        ));
+                        triples.truncate(MAX_GENERATED);
+                    }
                     ev.calls.push(record(r, c, format!("{} triple{}", triples.len(), plural_s(triples.len()))));
                     // An empty JSON list says "none"; prose with no triple in it says nothing.
                     if triples.is_empty() && c.json_reply.is_none() {
