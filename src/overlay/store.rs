@@ -59,6 +59,17 @@ pub struct SledStore {
 /// it; a db that holds fewer writes than were acknowledged is reported, never used.
 const ACK_FILE: &str = "acknowledged";
 
+/// Opens sled at `path`, containing the panics its recovery can raise on some damaged files
+/// (a truncated `db` beside a snapshot): `Err(())` then. The panic hook is silenced meanwhile,
+/// so the user sees the one-line error, not a backtrace.
+fn open_contained(path: &Path) -> Result<sled::Result<sled::Db>, ()> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|info| tracing::error!(%info, "sled panicked opening a store")));
+    let opened = std::panic::catch_unwind(|| sled::Config::new().path(path).open());
+    std::panic::set_hook(hook);
+    opened.map_err(|_| ())
+}
+
 impl SledStore {
     /// Opens (creating if needed) the store at `path`. Another process holding it open is a
     /// clear error, as is a damaged database.
@@ -68,7 +79,9 @@ impl SledStore {
             std::fs::create_dir_all(parent)
                 .map_err(|e| StoreError::Io { path: shown.clone(), detail: e.to_string() })?;
         }
-        let db = sled::Config::new().path(path).open().map_err(|e| classify(&shown, e))?;
+        let db = open_contained(path)
+            .map_err(|()| StoreError::Corrupt { path: shown.clone(), detail: "the database cannot be read".into() })?
+            .map_err(|e| classify(&shown, e))?;
         let on_disk = read_u64(db.get(GENERATION).map_err(|e| classify(&shown, e))?.as_deref());
         let acknowledged = std::fs::read(path.join(ACK_FILE)).ok().map(|b| read_u64(Some(&b))).unwrap_or(0);
         if on_disk < acknowledged {

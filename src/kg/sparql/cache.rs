@@ -1,4 +1,4 @@
-//! A sled-backed cache of SPARQL results, keyed by endpoint and normalised query text: asking
+//! A sled-backed cache of SPARQL results, keyed by endpoint and exact query text: asking
 //! the same question again sends no query. Knowledge graphs at endpoints change rarely; when
 //! one does, `ongraph cache clear` empties the cache.
 
@@ -24,9 +24,10 @@ impl QueryCache {
         }
     }
 
+    /// The exact query text: the engine writes the same query the same way, and whitespace
+    /// inside a literal is part of what is asked ("Lou  Seal" is not "Lou Seal").
     fn key(endpoint: &str, query: &str) -> Vec<u8> {
-        let normalised = query.split_whitespace().collect::<Vec<_>>().join(" ");
-        format!("{endpoint}\n{normalised}").into_bytes()
+        format!("{endpoint}\n{query}").into_bytes()
     }
 
     pub fn get(&self, endpoint: &str, query: &str) -> Option<Vec<u8>> {
@@ -70,5 +71,22 @@ impl QueryCache {
     }
     pub fn is_empty(&self) -> bool {
         self.db.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whitespace_inside_a_literal_is_another_query() {
+        // Regression: `kg search "Lou  Seal"` was answered with "Lou Seal"'s cached result.
+        let dir = tempfile::tempdir().unwrap();
+        let cache = QueryCache::open(dir.path()).unwrap();
+        let q = |label: &str| format!("SELECT ?e WHERE {{ ?e rdfs:label \"{label}\"@en }}");
+        cache.put("http://x/sparql", &q("Lou Seal"), b"one");
+        assert_eq!(cache.get("http://x/sparql", &q("Lou Seal")).as_deref(), Some(&b"one"[..]));
+        assert_eq!(cache.get("http://x/sparql", &q("Lou  Seal")), None);
+        assert_eq!(cache.get("http://y/sparql", &q("Lou Seal")), None, "another endpoint");
     }
 }
