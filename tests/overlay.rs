@@ -192,7 +192,7 @@ fn a_truncated_store_beside_a_snapshot_is_a_clear_error_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("overlay");
     for round in 0..4u32 {
-        let db = sled::Config::new().path(&path).snapshot_after_ops(5).open().unwrap();
+        let db = sled::Config::new().path(&path).open().unwrap();
         for i in 0..200u32 {
             db.insert((round * 1000 + i).to_be_bytes(), vec![7u8; 64]).unwrap();
         }
