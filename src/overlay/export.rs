@@ -16,15 +16,37 @@ pub enum ExportFormat {
 
 /// An id or relation as an IRI: kept when it already is one (or a blank node), otherwise
 /// placed in the profile's namespace (Freebase's for `m.0abc`), else under `urn:ongraph:`.
+/// Written by oxrdf, which checks the grammar: a term that is not valid (a correction stored
+/// before ids were checked, an edited backup) becomes a `urn:ongraph:invalid:` IRI with its
+/// text percent-encoded, never text that could change what the patch says.
 pub fn iri(id: &str, profile: &KgProfile) -> String {
-    if id.starts_with("_:") {
-        return id.to_string();
+    if let Some(label) = id.strip_prefix("_:") {
+        return match oxrdf::BlankNode::new(label) {
+            Ok(node) => node.to_string(),
+            Err(_) => invalid(id),
+        };
     }
-    if id.contains("://") || id.starts_with("urn:") {
-        return format!("<{id}>");
+    let full = if id.contains("://") || id.starts_with("urn:") {
+        id.to_string()
+    } else {
+        let base = profile.strip_prefixes.first().map(String::as_str).unwrap_or("urn:ongraph:");
+        format!("{base}{id}")
+    };
+    match oxrdf::NamedNode::new(full) {
+        Ok(node) => node.to_string(),
+        Err(_) => invalid(id),
     }
-    let base = profile.strip_prefixes.first().map(String::as_str).unwrap_or("urn:ongraph:");
-    format!("<{base}{id}>")
+}
+
+fn invalid(id: &str) -> String {
+    let encoded: String = id
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    format!("<urn:ongraph:invalid:{encoded}>")
 }
 
 pub use crate::kg::sparql::syntax::literal;
@@ -127,5 +149,20 @@ mod tests {
         assert_eq!(comment("line\n} ; DROP ALL"), "line } ; DROP ALL");
         assert_eq!(iri("m.0abc", &KgProfile::freebase()), "<http://rdf.freebase.com/ns/m.0abc>");
         assert_eq!(iri("http://ex.org/a", &KgProfile::freebase()), "<http://ex.org/a>");
+    }
+
+    #[test]
+    fn hostile_ids_cannot_change_what_a_patch_says() {
+        // Regression: `_:o;a'INJECTED',1337,true` was written raw into SPARQL Update.
+        let p = KgProfile::rdf();
+        assert_eq!(iri("_:b0", &p), "_:b0");
+        for hostile in ["_:o;a'INJECTED',1337,true", "_:x#rest", "_:", "m.a>b", "http://x/ y"] {
+            let written = iri(hostile, &p);
+            assert!(written.starts_with("<urn:ongraph:invalid:") && written.ends_with('>'), "{hostile}: {written}");
+            assert!(!written[1..written.len() - 1].contains(['<', '>', ';', '\'', '#', ' ', ',']), "{written}");
+        }
+        // The validation that guards new corrections refuses them in the first place.
+        assert!(crate::overlay::validate_id("object", "_:o;a'INJECTED',1337,true").is_err());
+        assert!(crate::overlay::validate_id("object", "_:b0").is_ok());
     }
 }

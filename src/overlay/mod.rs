@@ -106,6 +106,13 @@ pub fn validate_id(what: &str, id: &str) -> Result<(), String> {
     if let Some(c) = id.chars().find(|c| c.is_whitespace() || c.is_control() || "<>\"{}|^`\\".contains(*c)) {
         return Err(format!("the {what} {id:?} is not a valid id or IRI (it contains {c:?})"));
     }
+    // A blank node's label has a grammar of its own: written raw in exports, anything else in
+    // it (`;`, `'`, `#`, `,`) would change what a patch says.
+    if let Some(label) = id.strip_prefix("_:")
+        && oxrdf::BlankNode::new(label).is_err()
+    {
+        return Err(format!("the {what} {id:?} is not a valid blank node (_: then letters, digits, _ - .)"));
+    }
     Ok(())
 }
 
