@@ -481,3 +481,61 @@ fn eval_measures_a_correction_against_a_real_sparql_server() {
     assert_eq!(after["summary"]["strict"]["hits"], 1, "{after}");
     assert_eq!(after["run"]["corrections"], 1);
 }
+
+/// How many triples the endpoint at `url` holds (a SPARQL COUNT over plain HTTP).
+fn triple_count(url: &str) -> u64 {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let query = "SELECT%20(COUNT(*)%20AS%20%3Fn)%20WHERE%20%7B%20%3Fs%20%3Fp%20%3Fo%20%7D";
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    write!(s, "GET /{path}?query={query} HTTP/1.0\r\nHost: {host}\r\nAccept: application/sparql-results+json\r\n\r\n")
+        .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    let body = reply.split_once("\r\n\r\n").unwrap().1;
+    // The body may come chunked: the JSON is between the first `{` and the last `}`.
+    let json = &body[body.find('{').unwrap()..=body.rfind('}').unwrap()];
+    let json: serde_json::Value = serde_json::from_str(json).unwrap();
+    json["results"]["bindings"][0]["n"]["value"].as_str().unwrap().parse().unwrap()
+}
+
+#[test]
+fn hostile_corrections_export_as_exactly_what_they_say() {
+    // Regression: a blank-node object `_:o;a'INJECTED',1337,true` was accepted and written raw
+    // into the SPARQL Update export, which then inserted triples nobody asked for.
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let base = Oxigraph::start(&fixture("freebase-demo.nt"));
+    let config = config_file(
+        h,
+        &format!("[defaults]\nkg = \"fb\"\n[kg.fb]\nendpoint = \"{}\"\nprofile = \"freebase\"\n", base.url),
+    );
+    let c = config.as_str();
+    for object in ["_:o;a'INJECTED',1337,true", "_:x#", "m.a>b"] {
+        let out = common::ongraph_cmd(
+            h,
+            &["--config", c, "fix", "assert", "m.canberra", "location.location.containedby", object, "--reason", "x"],
+        )
+        .output()
+        .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{object} was accepted: {err}");
+        assert!(err.contains("not a valid"), "{object}: {err}");
+    }
+    // What is accepted (literals, labels and reasons full of syntax) says only itself.
+    let hostile = "\"a\\\"} ; DROP ALL ; INSERT DATA { <x:a> <x:b> <x:c> } # \"";
+    ongraph(
+        h,
+        &["--config", c, "fix", "assert", "m.canberra", "common.topic.alias", hostile, "--reason", "} ; DROP ALL\n#"],
+    );
+    ongraph(h, &["--config", c, "fix", "relabel", "m.canberra", "Evil\" } ; DROP ALL ; #", "--reason", "x"]);
+    ongraph(
+        h,
+        &["--config", c, "fix", "assert", "m.canberra", "common.topic.notable_for", "_:b0", "--reason", "a blank node"],
+    );
+    let patch = ongraph(h, &["--config", c, "fix", "export", "--format", "sparql-update"]);
+    let patched = Oxigraph::start_with(&fixture("freebase-demo.nt"), Some(&patch));
+    // Two triples added and one name replaced: nothing dropped, nothing else inserted.
+    assert_eq!(triple_count(&patched.url), triple_count(&base.url) + 2, "{patch}");
+}
