@@ -15,6 +15,11 @@ pub fn iri(text: &str) -> Result<String, String> {
     if !text.contains(':') {
         return Err(format!("{text:?} is not an absolute IRI"));
     }
+    // The full grammar (RFC 3987): `[` in a path, a stray `%`, a scheme such as `_` are not
+    // IRIs, and an endpoint would refuse the whole query over them.
+    if let Err(e) = oxrdf::NamedNode::new(text) {
+        return Err(format!("{text:?} is not a valid IRI ({e})"));
+    }
     Ok(format!("<{text}>"))
 }
 
@@ -52,6 +57,12 @@ mod tests {
         assert!(iri("http://ex.org/x> } ; DROP ALL ; { <y").is_err());
         assert!(iri("http://ex.org/a b").is_err());
         assert!(iri("m.0abc").is_err(), "relative ids must be expanded first");
+        // Regression: these passed the check and the endpoint's HTTP 400 aborted the run.
+        for bad in ["http://www.wikidata.org/entity/[Canberra]", "http://ex.org/50%", "_:b0"] {
+            assert!(iri(bad).is_err(), "{bad}");
+        }
+        assert!(iri("http://ex.org/caf%C3%A9").is_ok());
+        assert!(iri("urn:ongraph:lou_seal").is_ok());
         assert_eq!(iri("http://rdf.freebase.com/ns/m.0abc").unwrap(), "<http://rdf.freebase.com/ns/m.0abc>");
         assert_eq!(literal("\"} UNION { ?s ?p ?o"), "\"\\\"} UNION { ?s ?p ?o\"");
         assert_eq!(literal("a\\\"b\n"), "\"a\\\\\\\"b\\n\"");
