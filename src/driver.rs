@@ -135,7 +135,9 @@ impl Driver {
             if let Some(j) = copy_of[i]
                 && let Some(Response::Llm { completion }) = out[j].clone()
             {
-                out[i] = Some(Response::Llm { completion: Completion { cached: true, ..completion } });
+                // No request was made: what the client noted about its request is not repeated.
+                out[i] =
+                    Some(Response::Llm { completion: Completion { cached: true, notes: Vec::new(), ..completion } });
             }
         }
         Ok(out.into_iter().flatten().collect())
@@ -189,7 +191,9 @@ impl Driver {
             Request::Llm(chat) => {
                 let key = MemoKey::from(chat);
                 if let Some(c) = self.memo_get(&key) {
-                    return Ok(Response::Llm { completion: Completion { cached: true, latency_ms: 0, ..c } });
+                    return Ok(Response::Llm {
+                        completion: Completion { cached: true, latency_ms: 0, notes: Vec::new(), ..c },
+                    });
                 }
                 tracing::debug!(step = %chat.step, "LLM call");
                 // Reasoning is kept apart before anything can parse it.

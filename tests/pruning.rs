@@ -194,6 +194,7 @@ impl LanguageModel for Gauge {
             reasoning: None,
             usage: Usage::default(),
             latency_ms: 20,
+            notes: vec!["a note about this request".into()],
             ..Default::default()
         })
     }
@@ -221,12 +222,18 @@ async fn the_driver_respects_its_concurrency_limit_and_makes_duplicates_once() {
     let cached: Vec<bool> = out
         .iter()
         .map(|r| match r {
-            ongraph::engine::Response::Llm { completion } => completion.cached,
+            // A reused reply made no request: the client's notes about one are not repeated.
+            ongraph::engine::Response::Llm { completion } => {
+                assert_eq!(completion.notes.is_empty(), completion.cached, "{completion:?}");
+                completion.cached
+            }
             _ => panic!("LLM responses expected"),
         })
         .collect();
     assert_eq!(cached.iter().filter(|c| **c).count(), 2, "the two repeats of prompt \"x\" were not made again");
     // A later batch repeating a call is answered from the memo.
     let again = driver.perform(&[call("xx")]).await.unwrap();
-    assert!(matches!(&again[0], ongraph::engine::Response::Llm { completion } if completion.cached));
+    assert!(
+        matches!(&again[0], ongraph::engine::Response::Llm { completion } if completion.cached && completion.notes.is_empty())
+    );
 }
