@@ -117,6 +117,12 @@ pub struct LlmEntry {
     pub timeout_secs: u64,
     #[serde(default = "default_retries")]
     pub max_retries: u32,
+    /// The first wait before a retry, in milliseconds (default 500); doubled on each retry.
+    #[serde(default)]
+    pub backoff_ms: Option<u64>,
+    /// The longest wait a server's `Retry-After` can impose, in seconds (default 60).
+    #[serde(default)]
+    pub max_retry_after_secs: Option<u64>,
     /// `max_tokens` or `max_completion_tokens` (OpenAI's reasoning models); unset: learnt from
     /// the server's refusal.
     #[serde(default)]

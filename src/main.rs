@@ -25,7 +25,7 @@ fn main() -> ExitCode {
 /// One line on stderr: the error and its causes, joined.
 fn fail(e: &anyhow::Error) -> ExitCode {
     tracing::error!("{e:#}");
-    eprintln!("error: {e:#}");
+    ongraph::cli::print_error(e);
     ExitCode::from(1)
 }
 

@@ -21,6 +21,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Prints `e` and its causes as one `error:` line on stderr: line breaks from a server's error
+/// page become spaces and control characters from data are shown as `�`.
+pub fn print_error(e: &anyhow::Error) {
+    use std::io::Write as _;
+    let text = format!("{e:#}");
+    let line = text.split(['\n', '\r']).map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+    let mut err = printable::Printable::new(std::io::stderr().lock());
+    // Nothing more can be done when stderr itself is gone.
+    let _ = writeln!(err, "error: {line}");
+}
+
 #[derive(Debug, Parser)]
 #[command(name = "ongraph", version, about = "Watch, steer and correct an LLM reasoning over a knowledge graph")]
 pub struct Cli {
@@ -409,6 +420,12 @@ fn openai_client(entry: &crate::config::LlmEntry) -> Result<OpenAiClient> {
     c.api_key_env = entry.api_key_env.clone();
     c.timeout = Duration::from_secs(entry.timeout_secs);
     c.max_retries = entry.max_retries;
+    if let Some(ms) = entry.backoff_ms {
+        c.backoff = Duration::from_millis(ms);
+    }
+    if let Some(secs) = entry.max_retry_after_secs {
+        c.max_retry_after = Duration::from_secs(secs);
+    }
     c.token_limit_param = entry.token_limit_param;
     c.send_temperature = entry.send_temperature;
     c.reasoning = entry.reasoning;

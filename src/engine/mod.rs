@@ -512,6 +512,11 @@ impl Run {
             Ok(mut event) => {
                 event.elapsed_ms = elapsed.as_millis() as u64;
                 event.notes.extend(reading_notes);
+                // Every step says how it fell back; this only catches one that forgot to.
+                if event.notes.is_empty() && event.calls.iter().any(|c| c.fell_back) {
+                    tracing::warn!(step = event.index, "a fallback without a note");
+                    event.notes.push("a reply could not be read; the step fell back".into());
+                }
                 self.cx.trace.push(event);
                 self.snapshot();
                 Ok(self.cx.trace.len() - 1)

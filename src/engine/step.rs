@@ -133,6 +133,9 @@ pub(super) fn answer_call(
     ev.calls.push(record(&requests[0], c, answers.join("; ")));
     if answers.is_empty() {
         unreadable(ev);
+        if ev.notes.is_empty() {
+            ev.notes.push("the reply's braces hold no answer: none taken".into());
+        }
     }
     ev.summary = format!("answer {} ({})", answers.join(", "), source.describe());
     Ok((answers, c.text.clone()))

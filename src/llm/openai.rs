@@ -293,22 +293,29 @@ impl OpenAiClient {
                 Ok(response) => {
                     let status = response.status();
                     if status.is_success() {
-                        let text = self.read_body(&url, response).await?;
-                        return serde_json::from_str(&text).map_err(|e| LlmError::Malformed {
-                            url: url.clone(),
-                            reason: format!("invalid JSON ({e})"),
-                        });
+                        match self.read_body(&url, response).await {
+                            Ok(text) => {
+                                return serde_json::from_str(&text).map_err(|e| LlmError::Malformed {
+                                    url: url.clone(),
+                                    reason: format!("invalid JSON ({e})"),
+                                });
+                            }
+                            // The body stalled or stopped short: asked again, like a lost connection.
+                            Err(e @ (LlmError::Timeout { .. } | LlmError::Unreachable { .. })) => (e, None),
+                            Err(e) => return Err(e),
+                        }
+                    } else {
+                        let retry_after = retry_after(&response);
+                        let body = self.read_body(&url, response).await.unwrap_or_default();
+                        let error = self.status_error(&url, status, &body);
+                        // llama-cpp-python answers a request it cannot validate with HTTP 500:
+                        // asking again would fail the same way.
+                        let invalid = body.contains("response_format");
+                        if invalid || !(status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()) {
+                            return Err(error);
+                        }
+                        (error, retry_after)
                     }
-                    let retry_after = retry_after(&response);
-                    let body = response.text().await.unwrap_or_default();
-                    let error = self.status_error(&url, status, &body);
-                    // llama-cpp-python answers a request it cannot validate with HTTP 500:
-                    // asking again would fail the same way.
-                    let invalid = body.contains("response_format");
-                    if invalid || !(status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()) {
-                        return Err(error);
-                    }
-                    (error, retry_after)
                 }
                 Err(e) => (self.transport_error(&url, e), None),
             };
@@ -395,7 +402,8 @@ fn parse_retry_after(value: &str) -> Option<Duration> {
 #[derive(Deserialize)]
 struct ChatResponse {
     choices: Vec<Choice>,
-    usage: Option<UsageBody>,
+    #[serde(default)]
+    usage: serde_json::Value,
 }
 #[derive(Deserialize)]
 struct Choice {
@@ -411,19 +419,14 @@ struct MessageBody {
     #[serde(default)]
     reasoning: Option<String>,
 }
-#[derive(Deserialize)]
-struct UsageBody {
-    #[serde(default)]
-    prompt_tokens: u64,
-    #[serde(default)]
-    completion_tokens: u64,
-    #[serde(default)]
-    completion_tokens_details: Option<CompletionDetails>,
-}
-#[derive(Deserialize)]
-struct CompletionDetails {
-    #[serde(default)]
-    reasoning_tokens: u64,
+/// A token count as the server wrote it: a negative, fractional, huge or non-numeric one is no
+/// count (then estimated), never a failed call.
+fn token_count(usage: &serde_json::Value, path: &[&str]) -> Option<u64> {
+    let mut value = usage;
+    for key in path {
+        value = value.get(key)?;
+    }
+    value.as_u64().filter(|&n| n < 1 << 40)
 }
 
 #[async_trait]
@@ -474,17 +477,17 @@ impl LanguageModel for OpenAiClient {
         let message = choice.message;
         let text = message.content.unwrap_or_default();
         let reasoning = message.reasoning_content.or(message.reasoning).filter(|r| !r.trim().is_empty());
-        let usage = match parsed.usage {
-            Some(u) => Usage {
-                prompt_tokens: u.prompt_tokens,
-                completion_tokens: u.completion_tokens,
-                reasoning_tokens: u.completion_tokens_details.map_or(0, |d| d.reasoning_tokens),
-            },
-            None => Usage {
-                prompt_tokens: super::estimate_tokens(&request.system) + super::estimate_tokens(&request.prompt),
-                completion_tokens: super::estimate_tokens(&text),
-                reasoning_tokens: 0,
-            },
+        let usage = &parsed.usage;
+        let (prompt_tokens, completion_tokens) =
+            (token_count(usage, &["prompt_tokens"]), token_count(usage, &["completion_tokens"]));
+        if !usage.is_null() && (prompt_tokens.is_none() || completion_tokens.is_none()) {
+            notes.push("the endpoint's token counts were not counts; estimated from the text".into());
+        }
+        let usage = Usage {
+            prompt_tokens: prompt_tokens
+                .unwrap_or_else(|| super::estimate_tokens(&request.system) + super::estimate_tokens(&request.prompt)),
+            completion_tokens: completion_tokens.unwrap_or_else(|| super::estimate_tokens(&text)),
+            reasoning_tokens: token_count(usage, &["completion_tokens_details", "reasoning_tokens"]).unwrap_or(0),
         };
         let thinks = reasoning.is_some() || usage.reasoning_tokens > 0 || text.contains("</think>");
         if thinks && self.config.reasoning.is_none() {

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
+pub mod faults;
 pub mod servers;
 
 pub const DEMO_SCRIPT: &str = include_str!("../../sessions/demo-model.toml");

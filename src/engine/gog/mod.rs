@@ -436,6 +436,8 @@ impl GogMachine {
                     // An empty JSON list says "none"; prose with no triple in it says nothing.
                     if triples.is_empty() && c.json_reply.is_none() {
                         unreadable(&mut ev);
+                        ev.notes
+                            .push(format!("sample {} has no triple in the `(subject, relation, object)` form", i + 1));
                     }
                     for t in triples {
                         if !self.samples.contains(&t) {

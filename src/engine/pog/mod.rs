@@ -557,6 +557,7 @@ impl PogMachine {
                 ev.calls.push(record(&requests[0], c, format!("{} line(s)", self.summary.len())));
                 if self.summary.is_empty() {
                     unreadable(&mut ev);
+                    ev.notes.push("the summary reply is empty; the sufficiency check reads the paths alone".into());
                 }
                 ev.summary = format!("summarised {} path{}", self.pool.len(), plural_s(self.pool.len()));
                 self.phase = Phase::Sufficiency;
