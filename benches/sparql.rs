@@ -59,8 +59,8 @@ async fn main() {
         "batched:              {lookups} lookups, {batched} queries ({:.2} of one-per-lookup), {wall:.1} ms -> {answer}",
         batched as f64 / one_each as f64
     );
-    let (_, cold, _, wall, answer) = ask(&server.url, true, QueryCache::open(&cache_path)).await;
+    let (_, cold, _, wall, answer) = ask(&server.url, true, QueryCache::open(&cache_path).ok()).await;
     println!("batched, cold cache:  {cold} queries, {wall:.1} ms -> {answer}");
-    let (_, warm, hits, wall, answer) = ask(&server.url, true, QueryCache::open(&cache_path)).await;
+    let (_, warm, hits, wall, answer) = ask(&server.url, true, QueryCache::open(&cache_path).ok()).await;
     println!("batched, warm cache:  {warm} queries, {hits} answered from the cache, {wall:.1} ms -> {answer}");
 }

@@ -22,8 +22,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// One line on stderr: the error and its causes, joined.
+/// One line on stderr: the error and its causes, joined. A reader that stopped reading
+/// (`ongraph fix export | head`) is not an error: the output it wanted was written.
 fn fail(e: &anyhow::Error) -> ExitCode {
+    // Only a write error itself: a network error that wraps one is a real failure.
+    if e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) {
+        return ExitCode::SUCCESS;
+    }
     tracing::error!("{e:#}");
     ongraph::cli::print_error(e);
     ExitCode::from(1)

@@ -96,16 +96,17 @@ impl Template {
         let mut parts = Vec::new();
         let mut rest = text;
         let mut consumed = 0;
+        // The line of an error only: counting on every placeholder made parsing quadratic.
+        let line_at = |offset: usize| text[..offset].matches('\n').count() + 1;
         while let Some(start) = rest.find("{{") {
-            let line = text[..consumed + start].matches('\n').count() + 1;
             let Some(len) = rest[start + 2..].find("}}") else {
-                return Err(PromptError::Unclosed { file: file.into(), line });
+                return Err(PromptError::Unclosed { file: file.into(), line: line_at(consumed + start) });
             };
             let name = rest[start + 2..start + 2 + len].trim();
             if !required.contains(&name) {
                 return Err(PromptError::Unknown {
                     file: file.into(),
-                    line,
+                    line: line_at(consumed + start),
                     name: name.into(),
                     allowed: required.join(", "),
                 });
@@ -233,6 +234,15 @@ mod tests {
         assert_eq!(err.to_string(), "x.txt: missing placeholder {{question}}");
         let err = Template::parse("x.txt", "a\n{{question", &["question"]).unwrap_err();
         assert_eq!(err, PromptError::Unclosed { file: "x.txt".into(), line: 2 });
+    }
+
+    #[test]
+    fn a_template_of_many_placeholders_parses_in_one_pass() {
+        let text = "{{question}}\n".repeat(200_000);
+        let t = Template::parse("big.txt", &text, &["question"]).unwrap();
+        assert_eq!(t.parts.iter().filter(|p| matches!(p, Part::Slot(_))).count(), 200_000);
+        let err = Template::parse("big.txt", &format!("{text}{{{{nope}}}}"), &["question"]).unwrap_err();
+        assert!(err.to_string().starts_with("big.txt:200001: unknown placeholder {{nope}}"), "{err}");
     }
 
     #[test]

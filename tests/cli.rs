@@ -241,6 +241,14 @@ fn replay_check_reproduces_the_demo_sessions_and_bad_files_say_why() {
     std::fs::write(&newer, "{\"format\": \"ongraph-session\", \"version\": 7}").unwrap();
     let out = ongraph(home.path(), &["replay", "--check", newer.to_str().unwrap()]);
     assert_one_line_error(&out, "saved by a newer ongraph");
+    // A session of no runs checks nothing: said, not passed in silence.
+    let mut session: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("sessions/phillie-phanatic.json").unwrap()).unwrap();
+    session["runs"] = serde_json::json!([]);
+    let empty = home.path().join("empty.json");
+    std::fs::write(&empty, session.to_string()).unwrap();
+    let out = ongraph(home.path(), &["replay", "--check", empty.to_str().unwrap()]);
+    assert_one_line_error(&out, "empty.json records no runs: there is nothing to check");
 }
 
 #[test]
@@ -302,4 +310,45 @@ fn escape_sequences_in_labels_are_shown_not_obeyed() {
     }
     let text = stdout(&ongraph(home.path(), &["kg", "--kg", kg, "search", "Evil"]));
     assert!(text.contains("Evil\u{fffd}]0;PWNED"), "{text:?}");
+}
+
+#[test]
+fn a_damaged_query_cache_is_named_as_damaged_and_cache_clear_removes_it() {
+    let home = tempfile::tempdir().unwrap();
+    let o = ongraph(home.path(), &["cache", "stats"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cache = home.path().join("cache/ongraph/query-cache");
+    for entry in std::fs::read_dir(&cache).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::write(entry.path(), b"\x00\x01 garbage \xff\xff\xff\xff\xff\xff\xff\xff").unwrap();
+        }
+    }
+    let o = ongraph(home.path(), &["cache", "stats"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err.contains("is damaged") && err.contains("`ongraph cache clear` removes it"), "{err}");
+    assert!(!err.contains("another ongraph process"), "{err}");
+    let o = ongraph(home.path(), &["cache", "clear"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("removed the damaged query cache"));
+    let o = ongraph(home.path(), &["cache", "stats"]);
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("0 cached result(s)"));
+}
+
+#[test]
+fn a_reader_that_stops_reading_is_not_an_error() {
+    // `ongraph … | head`: the pipe closes before the output is written.
+    let home = tempfile::tempdir().unwrap();
+    for args in [&["ask", CANBERRA][..], &["kg", "search", "a"], &["fix", "list"], &["cache", "stats"]] {
+        let mut child = common::ongraph_cmd(home.path(), args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{args:?}");
+    }
 }

@@ -83,3 +83,22 @@ fn a_broken_file_names_the_record() {
     let err = load(&path, Format::Cwq, TopicIds::Freebase).unwrap_err().to_string();
     assert!(err.contains("cwq.json:1:"), "{err}");
 }
+
+#[test]
+fn an_empty_dataset_is_an_error_and_a_byte_order_mark_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cwq.json");
+    std::fs::write(&path, "[]").unwrap();
+    let err = ongraph::dataset::load(&path, Format::Cwq, TopicIds::Freebase).unwrap_err().to_string();
+    assert!(err.ends_with("cwq.json holds no questions"), "{err}");
+    std::fs::write(&path, "\u{feff}[{\"question\": \"ok?\", \"answer\": \"a\"}]").unwrap();
+    assert_eq!(ongraph::dataset::load(&path, Format::Cwq, TopicIds::Freebase).unwrap()[0].question, "ok?");
+    let pq = dir.path().join("PQ-2H.txt");
+    std::fs::write(&pq, "").unwrap();
+    let err = ongraph::dataset::load(&pq, Format::Pathquestion, TopicIds::Freebase).unwrap_err().to_string();
+    assert!(err.ends_with("PQ-2H.txt holds no questions"), "{err}");
+    std::fs::write(&pq, "\u{feff}which nationality is x 's couple ?\tuk(uk/)\tx#spouse#y#nationality#uk#<end>#uk\n")
+        .unwrap();
+    let items = ongraph::dataset::load(&pq, Format::Pathquestion, TopicIds::Freebase).unwrap();
+    assert!(items[0].question.starts_with("which"), "{:?}", items[0].question);
+}

@@ -112,3 +112,30 @@ fn missing_file_is_a_clear_error() {
     let err = load_file(std::path::Path::new("/nonexistent/kb.tsv"), KgProfile::freebase(), false).err().unwrap();
     assert!(err.to_string().starts_with("cannot read /nonexistent/kb.tsv"), "{err}");
 }
+
+#[tokio::test]
+async fn a_byte_order_mark_is_not_part_of_the_first_id_and_an_empty_file_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["kb.txt", "kb.nt"] {
+        let path = dir.path().join(name);
+        let line = if name.ends_with(".nt") {
+            "<http://ex.org/a> <http://ex.org/knows> <http://ex.org/b> .\n"
+        } else {
+            "a\tknows\tb\n"
+        };
+        std::fs::write(&path, format!("\u{feff}{line}")).unwrap();
+        let (g, report) = load_file(&path, KgProfile::named_ids(), false).unwrap();
+        assert_eq!(report.triples, 1, "{name}");
+        let head = if name.ends_with(".nt") { "http://ex.org/a" } else { "a" };
+        assert_eq!(g.relations(head).await.unwrap().len(), 1, "{name}: the head's id has no BOM");
+        for empty in ["", "\u{feff}", "# only a comment\n"] {
+            std::fs::write(&path, empty).unwrap();
+            let err = load_file(&path, KgProfile::named_ids(), false).err().unwrap().to_string();
+            assert!(err.ends_with("holds no triples: the file is empty or holds only comments"), "{name}: {err}");
+        }
+    }
+    let path = dir.path().join("bad.txt");
+    std::fs::write(&path, "one field\ntwo\tfields\n").unwrap();
+    let err = load_file(&path, KgProfile::named_ids(), true).err().unwrap().to_string();
+    assert!(err.contains("holds no triples: all 2 lines are malformed"), "{err}");
+}

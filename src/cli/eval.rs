@@ -18,6 +18,7 @@ use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
 use std::io::IsTerminal as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -148,16 +149,17 @@ fn read_meta(path: &Path) -> Result<RunMeta> {
 fn print_summary(summary: &Summary, meta: Option<&RunMeta>, json: bool) -> Result<()> {
     if json {
         let value = serde_json::json!({ "run": meta, "summary": summary });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        writeln!(std::io::stdout().lock(), "{}", serde_json::to_string_pretty(&value)?)?;
         return Ok(());
     }
+    let mut out = super::printable::Printable::new(std::io::stdout().lock());
     if let Some(m) = meta {
-        println!("{} on {} · KG {} · LLM {}", m.settings.method.label(), m.dataset, m.kg, m.llm);
+        writeln!(out, "{} on {} · KG {} · LLM {}", m.settings.method.label(), m.dataset, m.kg, m.llm)?;
         if m.simulation {
-            println!("(a simulation model: these figures measure the engine, not an LLM's accuracy)");
+            writeln!(out, "(a simulation model: these figures measure the engine, not an LLM's accuracy)")?;
         }
     }
-    print!("{}", summary.render());
+    write!(out, "{}", summary.render())?;
     Ok(())
 }
 
@@ -266,14 +268,15 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         .context("cannot write summary.json")?;
     std::fs::write(out.join("summary.txt"), summary.render()).context("cannot write summary.txt")?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        writeln!(std::io::stdout().lock(), "{}", serde_json::to_string_pretty(&json)?)?;
     } else {
         print_summary(&summary, Some(&meta), false)?;
-        println!("This run: {ran} question(s), {at_once} at once, in {elapsed:.2} s");
+        let mut stdout = super::printable::Printable::new(std::io::stdout().lock());
+        writeln!(stdout, "This run: {ran} question(s), {at_once} at once, in {elapsed:.2} s")?;
         if network.queries + network.cache_hits > 0 {
-            println!("KG queries: {} sent, {} answered from the cache", network.queries, network.cache_hits);
+            writeln!(stdout, "KG queries: {} sent, {} answered from the cache", network.queries, network.cache_hits)?;
         }
-        println!("Records: {}", out.join(RECORDS).display());
+        writeln!(stdout, "Records: {}", out.join(RECORDS).display())?;
     }
     Ok(match finished {
         Finished::All => 0,

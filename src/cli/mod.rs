@@ -87,13 +87,23 @@ pub fn cache_path(config: &Config) -> PathBuf {
 }
 
 fn cache_command(action: CacheAction, config: &Config) -> Result<i32> {
+    use crate::kg::sparql::cache::{CacheError, QueryCache};
+    use std::io::Write as _;
     let path = cache_path(config);
-    let cache = crate::kg::sparql::cache::QueryCache::open(&path).ok_or_else(|| {
-        anyhow::anyhow!("cannot open the query cache at {} (in use by another ongraph process?)", path.display())
-    })?;
+    let cache = match (QueryCache::open(&path), &action) {
+        (Ok(cache), _) => cache,
+        (Err(CacheError::Damaged { .. }), CacheAction::Clear) => {
+            QueryCache::remove(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+            writeln!(std::io::stdout(), "removed the damaged query cache at {}", path.display())?;
+            return Ok(0);
+        }
+        (Err(e), _) => return Err(e.into()),
+    };
     match action {
-        CacheAction::Clear => println!("removed {} cached result(s) from {}", cache.clear()?, path.display()),
-        CacheAction::Stats => println!("{} cached result(s) in {}", cache.len(), path.display()),
+        CacheAction::Clear => {
+            writeln!(std::io::stdout(), "removed {} cached result(s) from {}", cache.clear()?, path.display())?
+        }
+        CacheAction::Stats => writeln!(std::io::stdout(), "{} cached result(s) in {}", cache.len(), path.display())?,
     }
     Ok(0)
 }
@@ -320,9 +330,12 @@ pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeG
 
 /// The query cache, unless switched off.
 fn query_cache(setup: &SetupArgs, config: &Config) -> Option<crate::kg::sparql::cache::QueryCache> {
-    (config.defaults.query_cache && !setup.no_cache)
-        .then(|| crate::kg::sparql::cache::QueryCache::open(&cache_path(config)))
-        .flatten()
+    if !config.defaults.query_cache || setup.no_cache {
+        return None;
+    }
+    crate::kg::sparql::cache::QueryCache::open(&cache_path(config))
+        .inspect_err(|e| tracing::warn!("{e}; running without the query cache"))
+        .ok()
 }
 
 /// How to talk to an endpoint (from `[kg.NAME]`).

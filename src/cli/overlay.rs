@@ -52,7 +52,15 @@ pub fn corrections_for(config: &Config, scope: &str) -> Result<Vec<Correction>> 
     if !store_path(config).exists() {
         return Ok(Vec::new());
     }
-    Ok(open_store(config)?.list(scope)?)
+    let store = match open_store(config) {
+        // Opening writes; reading need not: a full disk still shows what is stored.
+        Err(StoreError::DiskFull { .. }) => {
+            tracing::warn!("the correction store's disk is full: reading a copy");
+            SledStore::read_copy(&store_path(config))?
+        }
+        other => other?,
+    };
+    Ok(store.list(scope)?)
 }
 
 /// `kg` seen through its corrections (unless `enabled` is false) and the run's scenario.

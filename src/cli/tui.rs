@@ -110,22 +110,29 @@ pub async fn replay(args: ReplayArgs, config: &Config) -> Result<i32> {
 
 /// `replay --check`: every run reproduces its saved trace.
 fn check(session: &Session, file: &Path) -> Result<i32> {
+    use std::io::Write as _;
+    if session.runs.is_empty() {
+        anyhow::bail!("{} records no runs: there is nothing to check", file.display());
+    }
+    // Questions, answers and reasons come from a file: shown, never obeyed by the terminal.
+    let mut out = super::printable::Printable::new(std::io::stdout().lock());
     let mut failed = 0;
     for (i, record) in session.runs.iter().enumerate() {
         let run = session.replay(i).with_context(|| format!("replaying {}", file.display()))?;
         let same = run.trace() == record.trace.as_slice();
         let answer = run.answer().map(|a| a.answers.join(" | ")).unwrap_or_else(|| "(not answered)".into());
-        println!(
+        writeln!(
+            out,
             "run {}: {} → {answer} · {} steps · {}",
             i + 1,
             record.question,
             run.trace().len(),
             if same { "same trace" } else { "TRACE DIFFERS" }
-        );
+        )?;
         failed += usize::from(!same);
     }
     for c in &session.corrections {
-        println!("correction {}: {} ({})", c.id, c.draft.op.describe(), c.draft.reason);
+        writeln!(out, "correction {}: {} ({})", c.id, c.draft.op.describe(), c.draft.reason)?;
     }
     Ok(if failed == 0 { 0 } else { 1 })
 }

@@ -35,7 +35,7 @@ enum Topics {
 
 pub fn load(path: &Path) -> Result<Vec<Item>, DatasetError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| DatasetError::Io { path: shown.clone(), source })?;
+    let text = super::read_text(path)?;
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with("//"))

@@ -91,12 +91,27 @@ impl Format {
 /// Reads every question of `path` in the given layout; `ids` says which topic ids ToG's files
 /// should give (the others carry their own).
 pub fn load(path: &Path, format: Format, ids: tog::TopicIds) -> Result<Vec<Item>, DatasetError> {
-    match format {
+    let items = match format {
         Format::Gog => gog::load(path),
         Format::Pathquestion => pathquestion::load(path),
         Format::Jsonl => jsonl::load(path),
         layout => tog::load(path, layout, ids),
+    }?;
+    if items.is_empty() {
+        return Err(DatasetError::Empty { path: path.display().to_string() });
     }
+    Ok(items)
+}
+
+/// A dataset file's text, without the UTF-8 byte-order mark some editors write (it would
+/// otherwise start the first question or break the JSON).
+fn read_text(path: &Path) -> Result<String, DatasetError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| DatasetError::Io { path: path.display().to_string(), source })?;
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    })
 }
 
 /// A file holding a JSON array of records (ToG's and GoG's files), each read by `item` (given
@@ -106,7 +121,7 @@ fn load_json_array(
     item: impl Fn(&serde_json::Value, usize) -> Result<Item, String>,
 ) -> Result<Vec<Item>, DatasetError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| DatasetError::Io { path: shown.clone(), source })?;
+    let text = read_text(path)?;
     let records: Vec<serde_json::Value> = serde_json::from_str(&text).map_err(|e| DatasetError::Line {
         path: shown.clone(),
         line: e.line(),
@@ -127,4 +142,6 @@ pub enum DatasetError {
     Line { path: String, line: usize, message: String },
     #[error("{path}, record {}: {message}", index + 1)]
     Record { path: String, index: usize, message: String },
+    #[error("{path} holds no questions")]
+    Empty { path: String },
 }

@@ -34,7 +34,7 @@ pub fn kb_for(questions: &Path) -> Option<PathBuf> {
 
 pub fn load(path: &Path) -> Result<Vec<Item>, DatasetError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| DatasetError::Io { path: shown.clone(), source })?;
+    let text = super::read_text(path)?;
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())

@@ -53,12 +53,30 @@ pub fn load_file(path: &Path, profile: KgProfile, lenient: bool) -> Result<(Loca
     let shown = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|source| KgError::Io { path: shown.clone(), source })?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| shown.clone());
+    let mut reader = BufReader::new(file);
+    skip_bom(&mut reader).map_err(|source| KgError::Io { path: shown.clone(), source })?;
     let mut builder = GraphBuilder::new();
     let report = match KgFormat::from_path(path) {
-        KgFormat::NTriples => read_ntriples(file, &shown, lenient, &mut builder)?,
-        KgFormat::Tsv => read_tsv(BufReader::new(file), &shown, lenient, &mut builder)?,
+        KgFormat::NTriples => read_ntriples(reader, &shown, lenient, &mut builder)?,
+        KgFormat::Tsv => read_tsv(reader, &shown, lenient, &mut builder)?,
     };
+    if report.triples == 0 {
+        let why = match report.skipped_examples.first() {
+            Some(example) => format!("all {} lines are malformed, e.g. {example}", report.skipped),
+            None => "the file is empty or holds only comments".into(),
+        };
+        return Err(KgError::Other(format!("{shown} holds no triples: {why}")));
+    }
     Ok((builder.finish(name, profile), report))
+}
+
+/// Steps over a UTF-8 byte-order mark (editors on Windows write one), which would otherwise
+/// become part of the first head's id.
+fn skip_bom(reader: &mut impl BufRead) -> std::io::Result<()> {
+    if reader.fill_buf()?.starts_with(b"\xEF\xBB\xBF") {
+        reader.consume(3);
+    }
+    Ok(())
 }
 
 /// Reads `head<TAB>relation<TAB>tail` lines. A tail written in double quotes is a literal; blank

@@ -16,6 +16,10 @@ pub enum StoreError {
     Corrupt { path: String, detail: String },
     #[error("the correction store at {path}: {detail}")]
     Io { path: String, detail: String },
+    #[error(
+        "the disk holding the correction store at {path} is full: free some space to make corrections (those stored are intact)"
+    )]
+    DiskFull { path: String },
     #[error("no correction {id} for knowledge graph {kg:?}")]
     UnknownId { kg: String, id: u64 },
     #[error("correction {id} is already undone")]
@@ -49,6 +53,8 @@ pub trait CorrectionStore: Send + Sync {
 pub struct SledStore {
     db: sled::Db,
     path: PathBuf,
+    /// A copy opened for reading (the store's own disk is full): removed on drop, never written.
+    copy: Option<PathBuf>,
     /// Writes made so far (also stored in the db, atomically with each record).
     generation: std::sync::atomic::AtomicU64,
 }
@@ -62,7 +68,7 @@ const ACK_FILE: &str = "acknowledged";
 /// Opens sled at `path`, containing the panics its recovery can raise on some damaged files
 /// (a truncated `db` beside a snapshot): `Err(())` then. The panic hook is silenced meanwhile,
 /// so the user sees the one-line error, not a backtrace.
-fn open_contained(path: &Path) -> Result<sled::Result<sled::Db>, ()> {
+pub(crate) fn open_contained(path: &Path) -> Result<sled::Result<sled::Db>, ()> {
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|info| tracing::error!(%info, "sled panicked opening a store")));
     let opened = std::panic::catch_unwind(|| sled::Config::new().path(path).open());
@@ -92,7 +98,30 @@ impl SledStore {
                 ),
             });
         }
-        Ok(Self { db, path: path.to_path_buf(), generation: std::sync::atomic::AtomicU64::new(on_disk) })
+        Ok(Self { db, path: path.to_path_buf(), copy: None, generation: std::sync::atomic::AtomicU64::new(on_disk) })
+    }
+
+    /// Opens a copy of the store in the temporary directory, to read it when its own disk is
+    /// too full for sled to open it (opening writes). The copy refuses writes.
+    pub fn read_copy(path: &Path) -> Result<Self, StoreError> {
+        let shown = path.display().to_string();
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let copy = std::env::temp_dir().join(format!("ongraph-overlay-{}-{nanos}", std::process::id()));
+        let copied = copy_dir(path, &copy);
+        let opened = copied
+            .map_err(|e| StoreError::Io { path: shown.clone(), detail: format!("cannot copy it to read it: {e}") })
+            .and_then(|()| Self::open(&copy));
+        match opened {
+            Ok(mut store) => {
+                store.path = path.to_path_buf();
+                store.copy = Some(copy);
+                Ok(store)
+            }
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&copy);
+                Err(e)
+            }
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -118,6 +147,9 @@ impl SledStore {
     }
 
     fn put(&self, correction: &Correction) -> Result<(), StoreError> {
+        if self.copy.is_some() {
+            return Err(StoreError::DiskFull { path: self.path.display().to_string() });
+        }
         let io = |e: std::io::Error| StoreError::Io { path: self.path.display().to_string(), detail: e.to_string() };
         let record = Record { v: CURRENT_VERSION, correction: correction.clone() };
         let bytes = serde_json::to_vec(&record).map_err(|e| io(e.into()))?;
@@ -173,8 +205,34 @@ fn key(kg: &str, id: u64) -> Vec<u8> {
     k
 }
 
+/// Copies a store's directory tree (files and subdirectories).
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+impl Drop for SledStore {
+    fn drop(&mut self) {
+        if let Some(copy) = &self.copy {
+            let _ = std::fs::remove_dir_all(copy);
+        }
+    }
+}
+
 fn classify(path: &str, e: sled::Error) -> StoreError {
     match e {
+        sled::Error::Io(io) if io.kind() == std::io::ErrorKind::StorageFull => {
+            StoreError::DiskFull { path: path.to_string() }
+        }
         sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
             StoreError::Locked { path: path.to_string() }
         }
@@ -228,5 +286,49 @@ impl CorrectionStore for SledStore {
                 self.read(&k, &v)
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::overlay::Op;
+
+    fn draft(label: &str) -> Draft {
+        Draft {
+            op: Op::Relabel { entity: "m.x".into(), label: label.into() },
+            reason: "test".into(),
+            author: "t".into(),
+            context: None,
+            origin: None,
+        }
+    }
+
+    #[test]
+    fn a_full_disk_is_named_as_such() {
+        let full = sled::Error::Io(std::io::Error::from(std::io::ErrorKind::StorageFull));
+        let err = classify("/s", full);
+        assert!(matches!(err, StoreError::DiskFull { .. }), "{err}");
+        assert!(err.to_string().contains("is full") && err.to_string().contains("intact"), "{err}");
+    }
+
+    #[test]
+    fn a_read_copy_shows_the_store_refuses_writes_and_is_removed_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("overlay");
+        {
+            let store = SledStore::open(&path).unwrap();
+            store.add("demo", draft("one")).unwrap();
+            store.add("demo", draft("two")).unwrap();
+        }
+        let copy = SledStore::read_copy(&path).unwrap();
+        let where_copied = copy.copy.clone().unwrap();
+        assert!(where_copied.exists() && where_copied != path);
+        assert_eq!(copy.list("demo").unwrap().len(), 2);
+        assert_eq!(copy.path(), path, "errors name the store, not the copy");
+        assert!(matches!(copy.add("demo", draft("three")), Err(StoreError::DiskFull { .. })));
+        drop(copy);
+        assert!(!where_copied.exists(), "the copy is removed");
+        assert_eq!(SledStore::open(&path).unwrap().list("demo").unwrap().len(), 2, "the store is untouched");
     }
 }

@@ -11,16 +11,47 @@ pub struct QueryCache {
     misses: AtomicU64,
 }
 
+/// Why the cache could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("the query cache at {path} is in use by another ongraph process")]
+    Locked { path: String },
+    #[error("the query cache at {path} is damaged ({detail}); `ongraph cache clear` removes it")]
+    Damaged { path: String, detail: String },
+    #[error("cannot open the query cache at {path}: {detail}")]
+    Io { path: String, detail: String },
+}
+
+fn classify(path: String, e: sled::Error) -> CacheError {
+    match e {
+        sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => CacheError::Locked { path },
+        sled::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied => {
+            CacheError::Io { path, detail: io.to_string() }
+        }
+        // Anything else (corrupt segments, a file cut short, random bytes) is damage.
+        e => CacheError::Damaged { path, detail: e.to_string() },
+    }
+}
+
 impl QueryCache {
-    /// Opens the cache; `None` (with a warning in the log) when it cannot be opened, e.g.
-    /// because another ongraph process holds it: a cache must never stop a question.
-    pub fn open(path: &Path) -> Option<Self> {
-        match sled::Config::new().path(path).open() {
-            Ok(db) => Some(Self { db, hits: AtomicU64::new(0), misses: AtomicU64::new(0) }),
-            Err(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "query cache unavailable; running without it");
-                None
-            }
+    /// Opens (creating if needed) the cache. A run that cannot open it runs without it: a
+    /// cache must never stop a question.
+    pub fn open(path: &Path) -> Result<Self, CacheError> {
+        let shown = path.display().to_string();
+        let opened = crate::overlay::store::open_contained(path)
+            .map_err(|()| CacheError::Damaged { path: shown.clone(), detail: "the database cannot be read".into() })?;
+        match opened {
+            Ok(db) => Ok(Self { db, hits: AtomicU64::new(0), misses: AtomicU64::new(0) }),
+            Err(e) => Err(classify(shown, e)),
+        }
+    }
+
+    /// Removes a cache that cannot be opened (damaged): it holds nothing that cannot be asked
+    /// again.
+    pub fn remove(path: &Path) -> std::io::Result<()> {
+        match std::fs::remove_dir_all(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
         }
     }
 
@@ -77,6 +108,34 @@ impl QueryCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_damaged_cache_says_so_and_can_be_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("query-cache");
+        drop(QueryCache::open(&path).unwrap());
+        for entry in std::fs::read_dir(&path).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_file() {
+                std::fs::write(entry.path(), b"\x13\x37 not a sled database \xff\xff\xff\xff").unwrap();
+            }
+        }
+        let err = QueryCache::open(&path).err().expect("a damaged cache does not open");
+        assert!(matches!(err, CacheError::Damaged { .. }), "{err}");
+        assert!(err.to_string().ends_with("`ongraph cache clear` removes it"), "{err}");
+        QueryCache::remove(&path).unwrap();
+        assert!(QueryCache::open(&path).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_lock_held_elsewhere_is_not_called_damage() {
+        let lock = std::io::Error::other("could not acquire lock on \"db\": Resource temporarily unavailable");
+        assert!(matches!(classify("c".into(), sled::Error::Io(lock)), CacheError::Locked { .. }));
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert!(matches!(classify("c".into(), sled::Error::Io(denied)), CacheError::Io { .. }));
+        let eof = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+        assert!(matches!(classify("c".into(), sled::Error::Io(eof)), CacheError::Damaged { .. }));
+    }
 
     #[test]
     fn whitespace_inside_a_literal_is_another_query() {
