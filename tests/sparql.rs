@@ -539,3 +539,32 @@ fn hostile_corrections_export_as_exactly_what_they_say() {
     // Two triples added and one name replaced: nothing dropped, nothing else inserted.
     assert_eq!(triple_count(&patched.url), triple_count(&base.url) + 2, "{patch}");
 }
+
+#[test]
+fn a_topic_that_is_no_valid_id_is_searched_as_a_label_never_sent_as_an_iri() {
+    // Regression: `--topic '[Canberra]'`, `_:b0` and `50%` passed the id check and the
+    // endpoint's HTTP 400 aborted the run.
+    let rdf = Oxigraph::start(&fixture("rdf-fixture.nt"));
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let config = config_file(
+        h,
+        &format!(
+            "[kg.mine]\nendpoint = \"{}\"\nprofile = \"rdf\"\nprefixes = {{ ex = \"http://example.org/\" }}\n",
+            rdf.url
+        ),
+    );
+    for (topic, expected) in [
+        ("[Ada Lovelace]", "unknown topic entity \"[Ada Lovelace]\"; closest labels: Ada Lovelace"),
+        ("_:b0", "unknown topic entity \"_:b0\"; no label in the knowledge graph resembles it"),
+        ("50%", "unknown topic entity \"50%\"; no label in the knowledge graph resembles it"),
+    ] {
+        let args =
+            ["--config", &config, "ask", "Where was Ada born?", "--kg", "mine", "--topic", topic, "--method", "tog"];
+        let out = common::ongraph_cmd(h, &args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{topic}: {err}");
+        assert!(err.contains(expected), "{topic}: {err}");
+        assert!(!err.contains("HTTP 400"), "{topic}: {err}");
+    }
+}

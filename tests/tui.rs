@@ -849,3 +849,17 @@ async fn pog_panel_shows_the_analysis_the_subgraph_and_the_stages() {
     let rows = ui.app.visible_rows();
     assert_eq!(rows[ui.app.selected].node.id, leaf);
 }
+
+#[tokio::test]
+async fn control_characters_from_data_never_reach_the_terminal() {
+    // A question (later a prompt, a status line, a history entry) carrying an OSC title change,
+    // a screen clear and a bell: shown as text, never as commands to the terminal.
+    let mut ui = Ui::new();
+    ui.ask("Who is \u{1b}]0;PWNED\u{7}\u{1b}[2J\u{9b}31m Canberra's mayor?").await;
+    for (w, h) in [(120, 40), (80, 24)] {
+        let text = ui.screen(w, h);
+        assert!(text.contains("PWNED"), "the text around the escapes is shown: {text}");
+        let bad: Vec<char> = text.chars().filter(|c| c.is_control() && *c != '\n').collect();
+        assert!(bad.is_empty(), "control characters on screen: {bad:?}");
+    }
+}
