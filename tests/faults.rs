@@ -283,8 +283,8 @@ fn gold_model() -> Arc<GoldPathModel> {
 }
 
 #[tokio::test]
-async fn a_body_that_stalls_or_stops_short_is_asked_again() {
-    for fault in [Fault::Stall, Fault::ShortBody, Fault::Hangup] {
+async fn a_reply_that_stalls_stops_short_or_is_no_completion_is_asked_again() {
+    for fault in [Fault::Stall, Fault::ShortBody, Fault::Hangup, Fault::Html, Fault::ServerError] {
         let server = FaultServer::start(gold_model(), Plan::Once(fault)).await;
         let got = client(&server).complete(&gold_request()).await;
         assert!(got.is_ok(), "{fault:?}: {got:?}");

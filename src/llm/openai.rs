@@ -271,13 +271,16 @@ impl OpenAiClient {
         format!("{}/{}", self.config.base_url.trim_end_matches('/'), path)
     }
 
-    /// POSTs `body` with bounded retries and returns the parsed JSON of the first success.
-    async fn post(
+    /// POSTs `body` with bounded retries and returns the first reply that reads as a `T` and
+    /// passes `check`. A 200 that does not (a proxy's HTML page, JSON cut short, no choices)
+    /// is asked again like a 5xx: it says nothing about the request.
+    async fn post<T: serde::de::DeserializeOwned>(
         &self,
         path: &str,
         body: &serde_json::Value,
         step: Option<&str>,
-    ) -> Result<serde_json::Value, LlmError> {
+        check: fn(&T) -> Result<(), String>,
+    ) -> Result<T, LlmError> {
         let url = self.url(path);
         let mut attempt = 0;
         loop {
@@ -294,12 +297,10 @@ impl OpenAiClient {
                     let status = response.status();
                     if status.is_success() {
                         match self.read_body(&url, response).await {
-                            Ok(text) => {
-                                return serde_json::from_str(&text).map_err(|e| LlmError::Malformed {
-                                    url: url.clone(),
-                                    reason: format!("invalid JSON ({e})"),
-                                });
-                            }
+                            Ok(text) => match self.read_reply(&text, check) {
+                                Ok(reply) => return Ok(reply),
+                                Err(reason) => (LlmError::Malformed { url: url.clone(), reason }, None),
+                            },
                             // The body stalled or stopped short: asked again, like a lost connection.
                             Err(e @ (LlmError::Timeout { .. } | LlmError::Unreachable { .. })) => (e, None),
                             Err(e) => return Err(e),
@@ -328,6 +329,17 @@ impl OpenAiClient {
             tokio::time::sleep(wait).await;
             attempt += 1;
         }
+    }
+
+    fn read_reply<T: serde::de::DeserializeOwned>(
+        &self,
+        text: &str,
+        check: fn(&T) -> Result<(), String>,
+    ) -> Result<T, String> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON ({e})"))?;
+        let reply: T = serde_json::from_value(value).map_err(|e| self.redact(&e.to_string()))?;
+        check(&reply)?;
+        Ok(reply)
     }
 
     /// The body of a reply, up to [`OpenAiConfig::max_reply_bytes`]: a server that sends more
@@ -405,6 +417,12 @@ struct ChatResponse {
     #[serde(default)]
     usage: serde_json::Value,
 }
+
+impl ChatResponse {
+    fn check(&self) -> Result<(), String> {
+        if self.choices.is_empty() { Err("no choices in the reply".into()) } else { Ok(()) }
+    }
+}
 #[derive(Deserialize)]
 struct Choice {
     message: MessageBody,
@@ -450,7 +468,7 @@ impl LanguageModel for OpenAiClient {
                 learned.structured = ReplyMode::FreeText;
             }
             let body = self.chat_body(request, learned);
-            match self.post("chat/completions", &body, Some(&request.step)).await {
+            match self.post("chat/completions", &body, Some(&request.step), ChatResponse::check).await {
                 Err(LlmError::Status { status: 400, body, .. }) if tries < 4 && self.learn_from_refusal(&body) => {
                     tries += 1;
                 }
@@ -468,11 +486,13 @@ impl LanguageModel for OpenAiClient {
                 other => break (other?, learned.structured),
             }
         };
-        let url = self.url("chat/completions");
-        let parsed: ChatResponse = serde_json::from_value(value)
-            .map_err(|e| LlmError::Malformed { url: url.clone(), reason: self.redact(&e.to_string()) })?;
+        let parsed: ChatResponse = value;
         let Some(choice) = parsed.choices.into_iter().next() else {
-            return Err(LlmError::Malformed { url, reason: "no choices in the reply".into() });
+            // `ChatResponse::check` refused it already; said again rather than assumed.
+            return Err(LlmError::Malformed {
+                url: self.url("chat/completions"),
+                reason: "no choices in the reply".into(),
+            });
         };
         let message = choice.message;
         let text = message.content.unwrap_or_default();
@@ -521,10 +541,8 @@ struct EmbeddingItem {
 impl Embedder for OpenAiClient {
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
         let body = json!({ "model": self.config.model, "input": texts });
-        let value = self.post("embeddings", &body, None).await?;
+        let parsed: EmbeddingResponse = self.post("embeddings", &body, None, |_| Ok(())).await?;
         let url = self.url("embeddings");
-        let parsed: EmbeddingResponse = serde_json::from_value(value)
-            .map_err(|e| LlmError::Malformed { url: url.clone(), reason: self.redact(&e.to_string()) })?;
         if parsed.data.len() != texts.len() {
             return Err(LlmError::Malformed {
                 url,
