@@ -389,10 +389,15 @@ enum Machine {
     Gog(Box<gog::GogMachine>),
 }
 
+/// The state right after a trace entry. The trace itself is not copied (it only grows between
+/// rewinds, so its first `trace_len` entries are the snapshot's): copying it every step made
+/// memory grow with the square of the steps.
 #[derive(Clone, Debug)]
 struct Snapshot {
     machine: Machine,
+    /// The context with an empty trace.
     context: Context,
+    trace_len: usize,
 }
 
 /// A branch set aside by a rewind: the steps after the rewind point and the beam they built.
@@ -498,7 +503,7 @@ impl Run {
             self.pending = Some(requests);
             return Err(err);
         }
-        let before = (self.machine.clone(), self.cx.clone());
+        let before = (self.machine.clone(), self.context_without_trace());
         self.account(&requests, &responses);
         let mut responses = responses;
         let reading_notes = step::read_structured(&requests, &mut responses);
@@ -522,8 +527,11 @@ impl Run {
                 Ok(self.cx.trace.len() - 1)
             }
             Err(e) => {
-                // A step that fails leaves the run as it was, the batch still pending.
+                // A step that fails leaves the run as it was, the batch still pending (steps
+                // only read the trace; it is pushed to after they succeed).
+                let trace = std::mem::take(&mut self.cx.trace);
                 (self.machine, self.cx) = before;
+                self.cx.trace = trace;
                 self.pending = Some(requests);
                 Err(e)
             }
@@ -553,8 +561,18 @@ impl Run {
         }
     }
 
+    /// A copy of the context without its trace.
+    fn context_without_trace(&mut self) -> Context {
+        let trace = std::mem::take(&mut self.cx.trace);
+        let copy = self.cx.clone();
+        self.cx.trace = trace;
+        copy
+    }
+
     fn snapshot(&mut self) {
-        self.history.push(Snapshot { machine: self.machine.clone(), context: self.cx.clone() });
+        let context = self.context_without_trace();
+        let trace_len = self.cx.trace.len();
+        self.history.push(Snapshot { machine: self.machine.clone(), context, trace_len });
     }
 
     /// Changes the run's state between steps; recorded in the trace.
@@ -583,26 +601,29 @@ impl Run {
     /// (see [`Run::abandoned`]) and the run continues from there.
     pub fn rewind(&mut self, step: usize) -> Result<usize, EngineError> {
         let snapshot = self.history.get(step).cloned().ok_or(EngineError::BadRewind(step))?;
-        let discarded: Vec<Event> = self.cx.trace[step + 1..].to_vec();
+        let mut trace = std::mem::take(&mut self.cx.trace);
+        let discarded: Vec<Event> = trace.split_off(snapshot.trace_len);
+        let discarded_count = discarded.len();
         self.abandoned.push(Abandoned {
             after_step: step,
             shared: snapshot.context.beam.nodes.len(),
-            events: discarded.clone(),
+            events: discarded,
             beam: self.cx.beam.clone(),
         });
         self.machine = snapshot.machine;
         // What was spent on the abandoned branch was spent: costs are not rewound.
         let costs = self.cx.costs;
         self.cx = snapshot.context;
+        self.cx.trace = trace;
         self.cx.costs = costs;
         self.history.truncate(step + 1);
         self.pending = None;
         let index = self.cx.trace.len();
         let depth = self.depth();
-        let summary = format!("rewound to step {step}; {} later steps set aside", discarded.len());
+        let summary = format!("rewound to step {step}; {discarded_count} later steps set aside");
         self.cx.trace.push(Event::new(
             index,
-            EventKind::Rewind { to: step, discarded: discarded.len() },
+            EventKind::Rewind { to: step, discarded: discarded_count },
             depth,
             summary,
         ));

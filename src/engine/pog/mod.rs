@@ -30,6 +30,7 @@ use crate::kg::{Direction, RelationRef, Term, name_similarity};
 use parse::Analysis;
 use rand::Rng;
 use std::collections::HashMap;
+use std::sync::Arc;
 use subgraph::{SgPath, Subgraph};
 
 /// Most candidates one precise-selection prompt lists (the paper's batch size).
@@ -154,7 +155,9 @@ pub(crate) struct PogMachine {
     analysis: Option<Analysis>,
     /// Depth predicted from the indicator (clamped to 1..=Dmax).
     predicted: u32,
-    sg: Subgraph,
+    /// Shared with the run's snapshots (one per step) until a step changes it: only the
+    /// expansion and reduction steps copy it.
+    sg: Arc<Subgraph>,
     /// Subgraph node of each topic entity, in the indicator's order.
     topics: Vec<usize>,
     keep: Vec<bool>,
@@ -189,7 +192,7 @@ impl PogMachine {
             linker,
             analysis: None,
             predicted: 1,
-            sg: Subgraph::default(),
+            sg: Arc::default(),
             topics: Vec::new(),
             keep: Vec::new(),
             connected: false,
@@ -463,7 +466,7 @@ impl PogMachine {
                         results: rels.len(),
                     });
                     total += rels.len();
-                    self.sg.nodes[n].searched = true;
+                    Arc::make_mut(&mut self.sg).nodes[n].searched = true;
                     if !rels.is_empty() {
                         self.found.push((n, rels));
                     }
@@ -511,8 +514,9 @@ impl PogMachine {
                                 Term::Literal(v) => Some(v.clone()),
                                 Term::Entity(_) => None,
                             });
-                            let m = self.sg.node(&nb.term, label.as_deref(), hop);
-                            self.sg.link(n, &r.relation, r.direction, m);
+                            let sg = Arc::make_mut(&mut self.sg);
+                            let m = sg.node(&nb.term, label.as_deref(), hop);
+                            sg.link(n, &r.relation, r.direction, m);
                         }
                     }
                 }
@@ -532,7 +536,7 @@ impl PogMachine {
                 self.after_expansion(cx, lookup, &mut ev);
             }
             Phase::Reduce => {
-                let r = self.sg.reduce(&self.topics, REDUCTION_SLACK);
+                let r = Arc::make_mut(&mut self.sg).reduce(&self.topics, REDUCTION_SLACK);
                 ev.summary = format!("subgraph reduced from {} to {} nodes", r.before, r.after);
                 if !r.connected {
                     ev.notes.push(format!(
@@ -676,7 +680,8 @@ impl PogMachine {
             })
             .collect();
         ranked.sort_by_key(|(pos, _)| *pos);
-        self.topics = ranked.into_iter().map(|(_, (t, l))| self.sg.node(&t, l.as_deref(), 0)).collect();
+        let sg = Arc::make_mut(&mut self.sg);
+        self.topics = ranked.into_iter().map(|(_, (t, l))| sg.node(&t, l.as_deref(), 0)).collect();
         self.hop = 1;
         self.phase = Phase::ExpandRelations(Lookup::Subgraph);
         Ok(())
