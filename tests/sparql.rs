@@ -568,3 +568,33 @@ fn a_topic_that_is_no_valid_id_is_searched_as_a_label_never_sent_as_an_iri() {
         assert!(!err.contains("HTTP 400"), "{topic}: {err}");
     }
 }
+
+#[tokio::test]
+async fn a_result_body_that_stops_short_is_asked_again() {
+    // First connection: headers promising more than is sent, then a close. Second: the result.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = std::thread::spawn(move || {
+        let result = r#"{"head":{"vars":["r"]},"results":{"bindings":[{"r":{"type":"uri","value":"http://rdf.freebase.com/ns/people.person.spouse_s"}}]}}"#;
+        for attempt in 0..2 {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 65536];
+            let _ = std::io::Read::read(&mut stream, &mut buf).unwrap();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/sparql-results+json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+                result.len()
+            );
+            let body = if attempt == 0 { &result[..20] } else { result };
+            std::io::Write::write_all(&mut stream, format!("{head}{body}").as_bytes()).unwrap();
+        }
+    });
+    let mut config = SparqlConfig::new(format!("http://{addr}/sparql"));
+    config.max_retries = 1;
+    config.backoff = Duration::from_millis(5);
+    let kg =
+        SparqlKg::new("x", SparqlClient::new(config).unwrap(), KgProfile::freebase(), Namespaces::freebase(), "en")
+            .unwrap();
+    let got = kg.relations("m.x").await;
+    assert!(got.is_ok(), "the second answer is read: {got:?}");
+    served.join().expect("two connections: the short reply was asked again");
+}

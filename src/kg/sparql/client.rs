@@ -128,16 +128,19 @@ impl SparqlClient {
                         .and_then(|v| v.trim().parse::<f64>().ok())
                         .filter(|s| s.is_finite() && *s >= 0.0)
                         .map(|s| Duration::from_secs_f64(s.min(60.0)));
-                    let body = response.bytes().await.map_err(|e| self.unreachable(e))?;
-                    if status.is_success() {
-                        return Ok(body.to_vec());
+                    match response.bytes().await {
+                        Ok(body) if status.is_success() => return Ok(body.to_vec()),
+                        Ok(body) => {
+                            let excerpt: String = String::from_utf8_lossy(&body).chars().take(200).collect();
+                            let error = self.unreachable(format!("HTTP {status}: {}", excerpt.trim()));
+                            if !(status.as_u16() == 429 || status.is_server_error()) {
+                                return Err(error);
+                            }
+                            (error, retry_after)
+                        }
+                        // The body stalled or stopped short: asked again, like a lost connection.
+                        Err(e) => (self.unreachable(format!("the reply stopped: {e}")), None),
                     }
-                    let excerpt: String = String::from_utf8_lossy(&body).chars().take(200).collect();
-                    let error = self.unreachable(format!("HTTP {status}: {}", excerpt.trim()));
-                    if !(status.as_u16() == 429 || status.is_server_error()) {
-                        return Err(error);
-                    }
-                    (error, retry_after)
                 }
                 Err(e) if e.is_timeout() => {
                     (self.unreachable(format!("no answer within {} s", self.config.timeout.as_secs())), None)
