@@ -340,7 +340,14 @@ fn a_damaged_query_cache_is_named_as_damaged_and_cache_clear_removes_it() {
 fn a_reader_that_stops_reading_is_not_an_error() {
     // `ongraph … | head`: the pipe closes before the output is written.
     let home = tempfile::tempdir().unwrap();
-    for args in [&["ask", CANBERRA][..], &["kg", "search", "a"], &["fix", "list"], &["cache", "stats"]] {
+    for args in [
+        &["ask", CANBERRA][..],
+        &["ask", "--json", CANBERRA],
+        &["kg", "search", "a"],
+        &["fix", "list"],
+        &["fix", "list", "--json"],
+        &["cache", "stats"],
+    ] {
         let mut child = common::ongraph_cmd(home.path(), args)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())

@@ -45,7 +45,8 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
             beam: run.beam(),
             generated: run.generated(),
         };
-        serde_json::to_writer_pretty(&mut out, &report)?;
+        // An io::Error, so a closed pipe is recognised as one (main.rs).
+        serde_json::to_writer_pretty(&mut out, &report).map_err(std::io::Error::from)?;
         writeln!(out)?;
     } else {
         let mut out = super::printable::Printable::new(&mut out);

@@ -129,7 +129,8 @@ fn read_run(run: &Path) -> Result<Vec<Record>> {
 
 fn compare(a: &Path, b: &Path, all: bool) -> Result<i32> {
     let comparison = crate::eval::compare::compare(&read_run(a)?, &read_run(b)?).map_err(anyhow::Error::msg)?;
-    print!("{}", comparison.render(&a.display().to_string(), &b.display().to_string(), all));
+    let mut out = super::printable::Printable::new(std::io::stdout().lock());
+    write!(out, "{}", comparison.render(&a.display().to_string(), &b.display().to_string(), all))?;
     Ok(0)
 }
 

@@ -147,7 +147,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         FixAction::List { json } => {
             let list = super::overlay::corrections_for(config, &scope)?;
             if *json {
-                serde_json::to_writer_pretty(&mut out, &list)?;
+                serde_json::to_writer_pretty(&mut out, &list).map_err(std::io::Error::from)?;
                 writeln!(out)?;
             } else if list.is_empty() {
                 writeln!(out, "no corrections for {scope}")?;

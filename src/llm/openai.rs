@@ -299,7 +299,9 @@ impl OpenAiClient {
                         match self.read_body(&url, response).await {
                             Ok(text) => match self.read_reply(&text, check) {
                                 Ok(reply) => return Ok(reply),
-                                Err(reason) => (LlmError::Malformed { url: url.clone(), reason }, None),
+                                Err((reason, true)) => (LlmError::Malformed { url: url.clone(), reason }, None),
+                                // JSON of another shape would come back the same: not paid for twice.
+                                Err((reason, false)) => return Err(LlmError::Malformed { url: url.clone(), reason }),
                             },
                             // The body stalled or stopped short: asked again, like a lost connection.
                             Err(e @ (LlmError::Timeout { .. } | LlmError::Unreachable { .. })) => (e, None),
@@ -331,14 +333,17 @@ impl OpenAiClient {
         }
     }
 
+    /// The reply as a `T`, or why not and whether asking again could help: a body that is not
+    /// JSON (a proxy's page, a cut) or has no choices may be transient; JSON of another shape
+    /// is how this server answers.
     fn read_reply<T: serde::de::DeserializeOwned>(
         &self,
         text: &str,
         check: fn(&T) -> Result<(), String>,
-    ) -> Result<T, String> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON ({e})"))?;
-        let reply: T = serde_json::from_value(value).map_err(|e| self.redact(&e.to_string()))?;
-        check(&reply)?;
+    ) -> Result<T, (String, bool)> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| (format!("invalid JSON ({e})"), true))?;
+        let reply: T = serde_json::from_value(value).map_err(|e| (self.redact(&e.to_string()), false))?;
+        check(&reply).map_err(|reason| (reason, true))?;
         Ok(reply)
     }
 
@@ -501,7 +506,7 @@ impl LanguageModel for OpenAiClient {
         let (prompt_tokens, completion_tokens) =
             (token_count(usage, &["prompt_tokens"]), token_count(usage, &["completion_tokens"]));
         if !usage.is_null() && (prompt_tokens.is_none() || completion_tokens.is_none()) {
-            notes.push("the endpoint's token counts were not counts; estimated from the text".into());
+            notes.push("the endpoint's token counts were missing or not counts; estimated from the text".into());
         }
         let usage = Usage {
             prompt_tokens: prompt_tokens

@@ -69,6 +69,10 @@ const ACK_FILE: &str = "acknowledged";
 /// (a truncated `db` beside a snapshot): `Err(())` then. The panic hook is silenced meanwhile,
 /// so the user sees the one-line error, not a backtrace.
 pub(crate) fn open_contained(path: &Path) -> Result<sled::Result<sled::Db>, ()> {
+    // The panic hook is process-wide: one swap at a time, or two opens at once could leave the
+    // silencing hook installed for good.
+    static SWAP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = SWAP.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|info| tracing::error!(%info, "sled panicked opening a store")));
     let opened = std::panic::catch_unwind(|| sled::Config::new().path(path).open());
@@ -107,9 +111,16 @@ impl SledStore {
         let shown = path.display().to_string();
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let copy = std::env::temp_dir().join(format!("ongraph-overlay-{}-{nanos}", std::process::id()));
-        let copied = copy_dir(path, &copy);
-        let opened = copied
-            .map_err(|e| StoreError::Io { path: shown.clone(), detail: format!("cannot copy it to read it: {e}") })
+        // A fresh directory only this user can read: corrections are not for a shared /tmp.
+        let mut dir = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut dir, 0o700);
+        let opened = dir
+            .create(&copy)
+            .and_then(|()| copy_dir(path, &copy))
+            // The temporary directory is often on the same full disk: then the first error says
+            // what matters.
+            .map_err(|_| StoreError::DiskFull { path: shown.clone() })
             .and_then(|()| Self::open(&copy));
         match opened {
             Ok(mut store) => {

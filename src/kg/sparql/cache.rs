@@ -22,14 +22,22 @@ pub enum CacheError {
     Io { path: String, detail: String },
 }
 
+/// Damage only when sled says so (or a file is cut short or unreadable as data): `cache clear`
+/// removes a damaged cache, and a full disk, a read-only file system or a directory that is not
+/// a cache must never be taken for one.
 fn classify(path: String, e: sled::Error) -> CacheError {
+    use std::io::ErrorKind;
     match e {
         sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => CacheError::Locked { path },
-        sled::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied => {
-            CacheError::Io { path, detail: io.to_string() }
+        sled::Error::Io(io) if matches!(io.kind(), ErrorKind::UnexpectedEof | ErrorKind::InvalidData) => {
+            CacheError::Damaged { path, detail: io.to_string() }
         }
-        // Anything else (corrupt segments, a file cut short, random bytes) is damage.
-        e => CacheError::Damaged { path, detail: e.to_string() },
+        sled::Error::Io(io) => CacheError::Io { path, detail: io.to_string() },
+        // Unsupported: a `conf` this sled cannot read (garbage, or another version's).
+        e @ (sled::Error::Corruption { .. } | sled::Error::ReportableBug(_) | sled::Error::Unsupported(_)) => {
+            CacheError::Damaged { path, detail: e.to_string() }
+        }
+        e => CacheError::Io { path, detail: e.to_string() },
     }
 }
 
@@ -47,12 +55,25 @@ impl QueryCache {
     }
 
     /// Removes a cache that cannot be opened (damaged): it holds nothing that cannot be asked
-    /// again.
+    /// again. Only sled's own files go (`db`, `conf`, `blobs/`, `snap.*`), never anything else
+    /// a configured directory may hold.
     pub fn remove(path: &Path) -> std::io::Result<()> {
-        match std::fs::remove_dir_all(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            other => other,
+        let entries = match std::fs::read_dir(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            other => other?,
+        };
+        for entry in entries {
+            let entry = entry?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            match name.as_ref() {
+                "blobs" if entry.file_type()?.is_dir() => std::fs::remove_dir_all(entry.path())?,
+                "db" | "conf" => std::fs::remove_file(entry.path())?,
+                snap if snap.starts_with("snap.") => std::fs::remove_file(entry.path())?,
+                _ => {}
+            }
         }
+        Ok(())
     }
 
     /// The exact query text: the engine writes the same query the same way, and whitespace
@@ -123,8 +144,10 @@ mod tests {
         let err = QueryCache::open(&path).err().expect("a damaged cache does not open");
         assert!(matches!(err, CacheError::Damaged { .. }), "{err}");
         assert!(err.to_string().ends_with("`ongraph cache clear` removes it"), "{err}");
+        std::fs::write(path.join("notes.txt"), "mine").unwrap();
         QueryCache::remove(&path).unwrap();
         assert!(QueryCache::open(&path).unwrap().is_empty());
+        assert_eq!(std::fs::read_to_string(path.join("notes.txt")).unwrap(), "mine", "only sled's files go");
     }
 
     #[test]
@@ -135,6 +158,10 @@ mod tests {
         assert!(matches!(classify("c".into(), sled::Error::Io(denied)), CacheError::Io { .. }));
         let eof = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
         assert!(matches!(classify("c".into(), sled::Error::Io(eof)), CacheError::Damaged { .. }));
+        // Never called damage (which `cache clear` removes): a full disk, a directory in the way.
+        for kind in [std::io::ErrorKind::StorageFull, std::io::ErrorKind::IsADirectory] {
+            assert!(matches!(classify("c".into(), sled::Error::Io(kind.into())), CacheError::Io { .. }), "{kind:?}");
+        }
     }
 
     #[test]

@@ -139,7 +139,10 @@ impl SparqlClient {
                             (error, retry_after)
                         }
                         // The body stalled or stopped short: asked again, like a lost connection.
-                        Err(e) => (self.unreachable(format!("the reply stopped: {e}")), None),
+                        Err(e) if e.is_timeout() => {
+                            (self.unreachable(format!("no answer within {} s", self.config.timeout.as_secs())), None)
+                        }
+                        Err(e) => (self.unreachable(format!("the reply stopped short ({})", e.without_url())), None),
                     }
                 }
                 Err(e) if e.is_timeout() => {
