@@ -238,7 +238,7 @@ impl Config {
 
     fn read(path: &Path) -> Result<Self, ConfigError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path)
+        let text = crate::text_file::read(path)
             .map_err(|e| ConfigError::Read { path: shown.clone(), message: e.to_string() })?;
         Self::parse(&shown, &text)
     }

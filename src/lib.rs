@@ -15,4 +15,5 @@ pub mod llm;
 pub mod overlay;
 pub mod prompts;
 pub mod session;
+mod text_file;
 pub mod tui;

@@ -162,7 +162,7 @@ impl Prompts {
                     continue;
                 }
                 let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
-                let text = std::fs::read_to_string(&path)
+                let text = crate::text_file::read(&path)
                     .map_err(|e| PromptError::Io { file: path.display().to_string(), message: e.to_string() })?;
                 overrides.insert(stem, (path.display().to_string(), text));
             }

@@ -132,7 +132,7 @@ impl Session {
     }
 
     pub fn load(path: &Path) -> Result<Self, SessionError> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::text_file::read(path)
             .map_err(|e| SessionError::Io { path: path.to_path_buf(), message: e.to_string() })?;
         Self::parse(path, &text)
     }

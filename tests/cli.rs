@@ -359,3 +359,17 @@ fn a_reader_that_stops_reading_is_not_an_error() {
         assert_eq!(stderr(&out), "", "{args:?}");
     }
 }
+
+#[test]
+fn files_saved_with_a_byte_order_mark_read_as_without() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(&config, "\u{feff}[defaults]\nwidth = 2\n").unwrap();
+    let session = home.path().join("session.json");
+    let saved = std::fs::read_to_string("sessions/phillie-phanatic.json").unwrap();
+    std::fs::write(&session, format!("\u{feff}{saved}")).unwrap();
+    let out =
+        ongraph(home.path(), &["--config", config.to_str().unwrap(), "replay", "--check", session.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("same trace"), "{}", stdout(&out));
+}

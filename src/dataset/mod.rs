@@ -106,12 +106,7 @@ pub fn load(path: &Path, format: Format, ids: tog::TopicIds) -> Result<Vec<Item>
 /// A dataset file's text, without the UTF-8 byte-order mark some editors write (it would
 /// otherwise start the first question or break the JSON).
 fn read_text(path: &Path) -> Result<String, DatasetError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| DatasetError::Io { path: path.display().to_string(), source })?;
-    Ok(match text.strip_prefix('\u{feff}') {
-        Some(rest) => rest.to_string(),
-        None => text,
-    })
+    crate::text_file::read(path).map_err(|source| DatasetError::Io { path: path.display().to_string(), source })
 }
 
 /// A file holding a JSON array of records (ToG's and GoG's files), each read by `item` (given

@@ -110,7 +110,7 @@ impl ScriptedModel {
     }
 
     pub fn from_file(path: &Path) -> Result<Self, LlmError> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::text_file::read(path)
             .map_err(|e| LlmError::Config(format!("cannot read the script {}: {e}", path.display())))?;
         Self::from_toml(path.display().to_string(), &text)
     }

@@ -36,7 +36,7 @@ struct GogRecord {
 /// quotes is a literal).
 pub fn load(path: &Path, id: Option<&str>) -> Result<Vec<Triple>, ScenarioError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path)
+    let text = crate::text_file::read(path)
         .map_err(|e| ScenarioError::Read { path: shown.clone(), message: e.to_string() })?;
     if path.extension().and_then(|e| e.to_str()) == Some("json") {
         let records: Vec<GogRecord> = serde_json::from_str(&text)
