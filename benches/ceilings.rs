@@ -9,7 +9,7 @@
 use ongraph::dataset::{Item, gold_paths, pathquestion};
 use ongraph::driver::Driver;
 use ongraph::engine::beam::{Beam, NodeId, NodeKind};
-use ongraph::engine::{Method, Run, Settings, Topics};
+use ongraph::engine::{MethodId, Run, Settings, Topics};
 use ongraph::eval::metrics::score;
 use ongraph::kg::load::load_file;
 use ongraph::kg::{Direction, KgProfile, KnowledgeGraph, RelationRef};
@@ -25,7 +25,7 @@ const FILES: &[(&str, &str)] = &[
     ("PQL-2H.txt", "PQL2-KB.txt"),
     ("PQL-3H.txt", "PQL3-KB.txt"),
 ];
-const METHODS: &[Method] = &[Method::Tog, Method::TogR, Method::Pog, Method::Gog];
+const METHODS: &[MethodId] = &[MethodId::TOG, MethodId::TOG_R, MethodId::POG, MethodId::GOG];
 /// GoG's Search shows at most this many triples of a relation (the paper's setting).
 const GOG_TRIPLES_PER_RELATION: usize = 5;
 
@@ -172,8 +172,8 @@ fn main() {
                     "the question text repeats on an earlier line with other answers; a reader follows that one".into()
                 } else {
                     match method {
-                        Method::Pog => pog_cause(gold),
-                        Method::Gog => {
+                        MethodId::POG => pog_cause(gold),
+                        MethodId::GOG => {
                             let (cause, triples) = rt.block_on(gog_cause(kg.as_ref(), gold));
                             example.push_str(&format!(" ({triples} triples)"));
                             cause

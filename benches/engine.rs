@@ -11,13 +11,13 @@
 mod pathquestion;
 
 use ongraph::dataset::Item;
-use ongraph::engine::{AnswerSource, Method, Run};
+use ongraph::engine::{AnswerSource, MethodId, Run};
 use ongraph::eval::metrics::score;
 use ongraph::prompts::Prompts;
 use std::sync::Arc;
 use std::time::Instant;
 
-const METHODS: &[Method] = &[Method::Tog, Method::TogR, Method::Pog, Method::PogE, Method::Gog];
+const METHODS: &[MethodId] = &[MethodId::TOG, MethodId::TOG_R, MethodId::POG, MethodId::POG_E, MethodId::GOG];
 
 /// With ONGRAPH_BENCH_DEBUG set: the trace of a question the simulation did not answer.
 fn print_miss(item: &Item, run: &Run) {

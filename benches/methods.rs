@@ -11,7 +11,7 @@
 mod pathquestion;
 
 use ongraph::driver::Driver;
-use ongraph::engine::{Method, Run, Settings, Topics};
+use ongraph::engine::{MethodId, Run, Settings, Topics};
 use ongraph::eval::metrics::score;
 use ongraph::kg::Term;
 use ongraph::kg::load::demo_graph;
@@ -28,8 +28,16 @@ const QUESTIONS: &[(&str, &str, bool)] = &[
     ("Giants–Rangers", "Which World Series did the San Francisco Giants win against the Texas Rangers?", false),
 ];
 
-const METHODS: &[Method] =
-    &[Method::Io, Method::Cot, Method::Sc, Method::Tog, Method::TogR, Method::Pog, Method::PogE, Method::Gog];
+const METHODS: &[MethodId] = &[
+    MethodId::IO,
+    MethodId::COT,
+    MethodId::SC,
+    MethodId::TOG,
+    MethodId::TOG_R,
+    MethodId::POG,
+    MethodId::POG_E,
+    MethodId::GOG,
+];
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {

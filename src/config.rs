@@ -2,7 +2,7 @@
 //! named LLM endpoints and knowledge graphs, and defaults. Unknown keys are errors, so a typo
 //! never silently does nothing.
 
-use crate::engine::{Method, PruneTool};
+use crate::engine::{MethodId, PruneTool};
 use crate::kg::KgProfile;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -35,7 +35,8 @@ pub struct Defaults {
     pub llm: String,
     /// `demo`, a name from `[kg.*]`, or a file path.
     pub kg: String,
-    pub method: Method,
+    #[serde(deserialize_with = "known_method")]
+    pub method: MethodId,
     pub width: usize,
     pub depth: u32,
     pub prune: PruneTool,
@@ -79,7 +80,7 @@ impl Default for Defaults {
         Self {
             llm: "demo".into(),
             kg: "demo".into(),
-            method: Method::Tog,
+            method: MethodId::TOG,
             width: 3,
             depth: 3,
             prune: PruneTool::Llm,
@@ -204,6 +205,17 @@ fn default_query_timeout() -> u64 {
     60
 }
 
+/// A method name the built-in registry knows, or an error naming the ones it does.
+fn known_method<'de, D: serde::Deserializer<'de>>(d: D) -> Result<MethodId, D::Error> {
+    let name = String::deserialize(d)?;
+    let id = MethodId::from(name.as_str());
+    let registry = crate::engine::Registry::builtin();
+    match registry.get(&id) {
+        Some(_) => Ok(id),
+        None => Err(serde::de::Error::custom(format!("unknown method {name:?} (methods: {})", registry.names()))),
+    }
+}
+
 fn default_profile() -> String {
     "freebase".into()
 }
@@ -299,7 +311,7 @@ mod tests {
             "#,
         )
         .unwrap();
-        assert_eq!(c.defaults.method, Method::TogR);
+        assert_eq!(c.defaults.method, MethodId::TOG_R);
         assert_eq!(c.llm["local"].timeout_secs, 120);
         assert_eq!(c.kg["pq"].profile, "named-ids");
         assert_eq!(c.kg["pq"].language, "en");

@@ -5,6 +5,7 @@
 use crate::engine::{EngineError, Poll, Request, Response, Run};
 use crate::kg::{KgError, KnowledgeGraph};
 use crate::llm::{ChatRequest, Completion, Embedder, LanguageModel, LlmError};
+use crate::session::{Moment, Session};
 use futures::{StreamExt, TryStreamExt};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -213,13 +214,30 @@ impl Driver {
     /// Takes one step of `run`. Returns the index of the event it recorded, or `None` when the
     /// run had already finished.
     pub async fn step(&self, run: &mut Run) -> Result<Option<usize>, DriverError> {
+        self.step_recorded(run, None).await
+    }
+
+    /// As [`Driver::step`], recording the batch and its answers into `session` (whose last run
+    /// is this one) when one is given.
+    pub async fn step_recorded(
+        &self,
+        run: &mut Run,
+        session: Option<&mut Session>,
+    ) -> Result<Option<usize>, DriverError> {
         let requests = match run.poll() {
             Poll::Finished => return Ok(None),
             Poll::Need(requests) => requests,
         };
         let started = std::time::Instant::now();
         let responses = self.perform(&requests).await?;
-        Ok(Some(run.feed_timed(responses, started.elapsed())?))
+        let elapsed = started.elapsed();
+        let recorded = session.map(|s| (s, responses.clone()));
+        let index = run.feed_timed(responses, elapsed)?;
+        if let Some((session, responses)) = recorded {
+            session.record(Moment::Exchange { requests, responses, elapsed_ms: elapsed.as_millis() as u64 });
+            session.sync(run);
+        }
+        Ok(Some(index))
     }
 
     /// Runs to the answer, calling `on_event` after every step.
@@ -227,6 +245,12 @@ impl Driver {
         while let Some(index) = self.step(run).await? {
             on_event(run, index);
         }
+        Ok(())
+    }
+
+    /// Runs to the answer, recording every step into `session` (whose last run is this one).
+    pub async fn run_recorded(&self, run: &mut Run, session: &mut Session) -> Result<(), DriverError> {
+        while self.step_recorded(run, Some(&mut *session)).await?.is_some() {}
         Ok(())
     }
 }

@@ -6,7 +6,7 @@
 //! saved one).
 
 use crate::engine::events::Event;
-use crate::engine::{Answer, EngineError, Override, Poll, Request, Response, Run, Settings, Topics};
+use crate::engine::{Answer, EngineError, Override, Poll, Registry, Request, Response, Run, Settings, Topics};
 use crate::kg::KgProfile;
 use crate::overlay::Draft;
 use crate::prompts::{PromptError, Prompts};
@@ -168,10 +168,42 @@ impl Session {
         Ok(Prompts::from_texts(&self.prompts)?)
     }
 
+    /// Starts recording a new run (a re-ask is a new run too).
+    pub fn begin(&mut self, question: &str, topics: Topics) {
+        self.runs.push(RunRecord {
+            question: question.into(),
+            topics,
+            moments: Vec::new(),
+            trace: Vec::new(),
+            answer: None,
+        });
+    }
+
+    /// Records what just happened to the last run begun.
+    pub fn record(&mut self, moment: Moment) {
+        if let Some(record) = self.runs.last_mut() {
+            record.moments.push(moment);
+        }
+    }
+
+    /// Copies `run`'s trace and answer into the last run's record.
+    pub fn sync(&mut self, run: &Run) {
+        if let Some(record) = self.runs.last_mut() {
+            record.trace = run.trace().to_vec();
+            record.answer = run.answer().cloned();
+        }
+    }
+
     /// A fresh run of recorded run `index`, before any step.
     pub fn start(&self, index: usize, prompts: Arc<Prompts>) -> Result<Run, SessionError> {
+        self.start_in(Registry::builtin(), index, prompts)
+    }
+
+    /// As [`Session::start`], for a method `registry` knows.
+    pub fn start_in(&self, registry: &Registry, index: usize, prompts: Arc<Prompts>) -> Result<Run, SessionError> {
         let record = self.runs.get(index).ok_or(SessionError::Diverged { run: index, why: "no such run".into() })?;
-        Run::new(
+        Run::new_in(
+            registry,
             &record.question,
             record.topics.clone(),
             self.settings.clone(),
@@ -185,7 +217,12 @@ impl Session {
     /// Replays run `index` to its end from the recording alone: no network, no model. Fails
     /// if the engine asks for anything other than what was recorded.
     pub fn replay(&self, index: usize) -> Result<Run, SessionError> {
-        let mut run = self.start(index, Arc::new(self.prompts()?))?;
+        self.replay_in(Registry::builtin(), index)
+    }
+
+    /// As [`Session::replay`], for a method `registry` knows.
+    pub fn replay_in(&self, registry: &Registry, index: usize) -> Result<Run, SessionError> {
+        let mut run = self.start_in(registry, index, Arc::new(self.prompts()?))?;
         let engine = |source| SessionError::Engine { run: index, source };
         for (i, moment) in self.runs[index].moments.iter().enumerate() {
             match moment {

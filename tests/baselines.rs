@@ -4,18 +4,18 @@
 mod common;
 
 use common::{demo_driver, new_run, run_to_end};
-use ongraph::engine::{AnswerSource, Method, Override, Settings, Topics};
+use ongraph::engine::{AnswerSource, MethodId, Override, Settings, Topics};
 
 const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";
 
-fn settings(method: Method) -> Settings {
+fn settings(method: MethodId) -> Settings {
     Settings { method, ..Settings::default() }
 }
 
 #[tokio::test]
 async fn io_answers_in_one_call_without_the_kg() {
     let driver = demo_driver("");
-    let mut run = new_run(&driver, CANBERRA, Topics::Extract, settings(Method::Io));
+    let mut run = new_run(&driver, CANBERRA, Topics::Extract, settings(MethodId::IO));
     run_to_end(&driver, &mut run).await;
     let answer = run.answer().unwrap();
     assert_eq!(answer.answers, vec!["Liberal Party of Australia"]);
@@ -30,7 +30,7 @@ async fn io_answers_in_one_call_without_the_kg() {
 #[tokio::test]
 async fn cot_reads_the_braced_answer() {
     let driver = demo_driver("");
-    let mut run = new_run(&driver, CANBERRA, Topics::Extract, settings(Method::Cot));
+    let mut run = new_run(&driver, CANBERRA, Topics::Extract, settings(MethodId::COT));
     run_to_end(&driver, &mut run).await;
     assert_eq!(run.answer().unwrap().answers, vec!["Australian Labor Party"], "the first CoT reply");
     assert_eq!(run.costs().llm_calls, 1);
@@ -39,7 +39,7 @@ async fn cot_reads_the_braced_answer() {
 #[tokio::test]
 async fn self_consistency_votes_over_distinct_samples_sent_at_once() {
     let driver = demo_driver("");
-    let mut run = new_run(&driver, CANBERRA, Topics::Extract, settings(Method::Sc));
+    let mut run = new_run(&driver, CANBERRA, Topics::Extract, settings(MethodId::SC));
     run_to_end(&driver, &mut run).await;
     let event = &run.trace()[0];
     assert_eq!(event.calls.len(), 5);
@@ -53,7 +53,7 @@ async fn self_consistency_votes_over_distinct_samples_sent_at_once() {
 
     // k is a setting; with k = 2 the tie goes to the first sample. The same driver already
     // made these two calls: they are reused, not repeated.
-    let mut run = new_run(&driver, CANBERRA, Topics::Extract, Settings { samples: 2, ..settings(Method::Sc) });
+    let mut run = new_run(&driver, CANBERRA, Topics::Extract, Settings { samples: 2, ..settings(MethodId::SC) });
     run_to_end(&driver, &mut run).await;
     assert_eq!(run.answer().unwrap().answers, vec!["Australian Labor Party"]);
     assert_eq!((run.costs().llm_calls, run.costs().llm_calls_saved), (0, 2));
@@ -68,7 +68,7 @@ step = "io"
 text = "I would rather not say."
 "#,
     );
-    let mut run = new_run(&driver, "Who?", Topics::Extract, settings(Method::Io));
+    let mut run = new_run(&driver, "Who?", Topics::Extract, settings(MethodId::IO));
     let err = run.apply(Override::ForceSufficient).unwrap_err();
     assert!(err.to_string().contains("no beam to change"), "{err}");
     run_to_end(&driver, &mut run).await;

@@ -373,3 +373,36 @@ fn files_saved_with_a_byte_order_mark_read_as_without() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("same trace"), "{}", stdout(&out));
 }
+
+#[test]
+fn ask_saves_a_session_that_replays_offline() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("saved/canberra.json");
+    let out = ongraph(
+        home.path(),
+        &[
+            "ask",
+            "What is the majority party now in the country where Canberra is located?",
+            "--save-session",
+            path.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let session = ongraph::session::Session::load(&path).unwrap();
+    assert_eq!(session.runs.len(), 1);
+    assert!(session.runs[0].answer.is_some(), "the answer is in the session");
+    let check = ongraph(home.path(), &["replay", "--check", path.to_str().unwrap()]);
+    assert!(
+        check.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+
+    // A question the run cannot answer still leaves the steps it took.
+    let failed = home.path().join("failed.json");
+    let out =
+        ongraph(home.path(), &["ask", "What is the capital of Atlantis?", "--save-session", failed.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(ongraph::session::Session::load(&failed).is_ok(), "{}", String::from_utf8_lossy(&out.stderr));
+}

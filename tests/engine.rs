@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use ongraph::engine::beam::{NodeKind, Status};
 use ongraph::engine::events::EventKind;
-use ongraph::engine::{AnswerSource, Method, Override, PruneTool, Settings, Topics};
+use ongraph::engine::{AnswerSource, MethodId, Override, PruneTool, Settings, Topics};
 use ongraph::kg::Term;
 
 const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";
@@ -35,7 +35,7 @@ async fn tog_beam_after_every_step() {
 #[tokio::test]
 async fn tog_r_keeps_relation_chains() {
     let driver = demo_driver("");
-    let settings = Settings { method: Method::TogR, seed: 7, ..Settings::default() };
+    let settings = Settings { method: MethodId::TOG_R, seed: 7, ..Settings::default() };
     let mut run = new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), settings);
     let transcript = step_transcript(&driver, &mut run).await;
     insta::assert_snapshot!("tog_r_lou_seal_steps", transcript);
@@ -70,13 +70,13 @@ async fn call_counts_stay_within_the_papers_bounds() {
     assert!(tog.llm_calls <= 2 * n * d + d + 1, "ToG made {} calls", tog.llm_calls);
     assert!(tog.llm_calls > 2 * d, "ToG made only {} calls: prunes are not being asked", tog.llm_calls);
 
-    let (tog_r, ..) = pessimist_costs(Settings { method: Method::TogR, ..Settings::default() }).await;
+    let (tog_r, ..) = pessimist_costs(Settings { method: MethodId::TOG_R, ..Settings::default() }).await;
     assert!(tog_r.llm_calls <= n * d + d + 1, "ToG-R made {} calls", tog_r.llm_calls);
 
     let (unified, ..) = pessimist_costs(Settings { unified: true, ..Settings::default() }).await;
     assert!(unified.llm_calls <= 2 * d + d + 1, "unified ToG made {} calls", unified.llm_calls);
     let (unified_r, ..) =
-        pessimist_costs(Settings { unified: true, method: Method::TogR, ..Settings::default() }).await;
+        pessimist_costs(Settings { unified: true, method: MethodId::TOG_R, ..Settings::default() }).await;
     assert!(unified_r.llm_calls <= d + d + 1, "unified ToG-R made {} calls", unified_r.llm_calls);
 
     let (bm25, source, _) = pessimist_costs(Settings { prune: PruneTool::Bm25, ..Settings::default() }).await;
@@ -291,7 +291,7 @@ async fn rewind_and_rerun() {
 
 #[tokio::test]
 async fn same_seed_same_trace() {
-    let trace = |seed: u64, method: Method| async move {
+    let trace = |seed: u64, method: MethodId| async move {
         let driver = demo_driver("");
         let mut run =
             new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), Settings { seed, method, ..Settings::default() });
@@ -301,8 +301,8 @@ async fn same_seed_same_trace() {
         trace.iter_mut().for_each(|e| e.elapsed_ms = 0);
         serde_json::to_string(&(trace, run.beam())).unwrap()
     };
-    assert_eq!(trace(7, Method::TogR).await, trace(7, Method::TogR).await);
-    assert_eq!(trace(7, Method::Tog).await, trace(7, Method::Tog).await);
+    assert_eq!(trace(7, MethodId::TOG_R).await, trace(7, MethodId::TOG_R).await);
+    assert_eq!(trace(7, MethodId::TOG).await, trace(7, MethodId::TOG).await);
 }
 
 #[tokio::test]
@@ -580,7 +580,7 @@ async fn tog_r_shares_a_chain_score_among_every_entity_it_reached() {
     let script = "[[reply]]\nstep = \"relation_prune\"\ntext = \"{value (Score: 0.5)} {next (Score: 0.5)}\"\n";
     let model = ongraph::llm::scripted::ScriptedModel::from_toml("test", script).unwrap();
     let driver = ongraph::driver::Driver::new(std::sync::Arc::new(graph), std::sync::Arc::new(model));
-    let settings = Settings { method: Method::TogR, ..Settings::default() };
+    let settings = Settings { method: MethodId::TOG_R, ..Settings::default() };
     let mut run = new_run(&driver, "Which value?", named(&["hub"]), settings);
     run_until(&driver, &mut run, "reasoning").await;
     let beam = run.beam();

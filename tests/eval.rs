@@ -7,7 +7,7 @@
 mod common;
 
 use ongraph::dataset::{Format, Item, gold_paths, pathquestion};
-use ongraph::engine::{Method, Settings};
+use ongraph::engine::{MethodId, Settings};
 use ongraph::eval::record::{self, RecordWriter};
 use ongraph::eval::runner::{Evaluator, Finished};
 use ongraph::eval::summary::summarise;
@@ -31,7 +31,7 @@ fn pq() -> (Arc<dyn KnowledgeGraph>, Vec<Item>) {
     (Arc::new(graph), items)
 }
 
-fn evaluator(kg: Arc<dyn KnowledgeGraph>, items: &[Item], method: Method) -> Evaluator {
+fn evaluator(kg: Arc<dyn KnowledgeGraph>, items: &[Item], method: MethodId) -> Evaluator {
     let model = Arc::new(GoldPathModel::new(gold_paths(items)));
     Evaluator::new(kg, model, Arc::new(Prompts::builtin()), Settings { method, ..Settings::default() })
 }
@@ -45,7 +45,7 @@ async fn an_interrupted_run_resumes_with_no_duplicate_and_none_skipped() {
     let (kg, items) = pq();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("records.jsonl");
-    let eval = evaluator(kg, &items, Method::Tog);
+    let eval = evaluator(kg, &items, MethodId::TOG);
     let all: Vec<(usize, &Item)> = items.iter().enumerate().collect();
 
     // Interrupted once 12 questions are written (Ctrl-C stands in as a notification).
@@ -124,7 +124,7 @@ async fn hidden_triples_apply_to_their_own_question_only() {
     assert!(kb.lines().any(|l| l == format!("{topic}\t{relation}\t{next}")), "the fixture has the triple");
     let hidden = (topic, relation, Term::Entity(next));
     items[0].hidden = vec![hidden];
-    let eval = evaluator(kg, &items, Method::Gog);
+    let eval = evaluator(kg, &items, MethodId::GOG);
     let hiding = eval.answer(0, &items[0]).await;
     assert_eq!(hiding.hidden_triples, 1);
     // The simulation reads only its prompts: it cannot know, nor write, the hidden hop.

@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use ongraph::dataset::{Item, gold_paths, pathquestion};
 use ongraph::driver::Driver;
-use ongraph::engine::{AnswerSource, Method, Run, Settings, Topics};
+use ongraph::engine::{AnswerSource, MethodId, Run, Settings, Topics};
 use ongraph::eval::metrics::score;
 use ongraph::kg::load::load_file;
 use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
@@ -31,7 +31,7 @@ fn model(items: &[Item]) -> Arc<GoldPathModel> {
     Arc::new(GoldPathModel::new(gold_paths(items)))
 }
 
-async fn answer(driver: &Driver, item: &Item, method: Method) -> Run {
+async fn answer(driver: &Driver, item: &Item, method: MethodId) -> Run {
     let settings = Settings { method, ..Settings::default() };
     run_with(driver, &item.question, Topics::Linked(item.topics.clone()), settings).await
 }
@@ -49,7 +49,7 @@ async fn every_graph_method_reaches_every_gold_answer_along_the_gold_path() {
     for (kb, questions) in FIXTURES {
         let (kg, items) = fixture(kb, questions);
         assert!(!items.is_empty());
-        for method in [Method::Tog, Method::TogR, Method::Pog, Method::PogE, Method::Gog] {
+        for method in [MethodId::TOG, MethodId::TOG_R, MethodId::POG, MethodId::POG_E, MethodId::GOG] {
             let driver = Driver::new(kg.clone(), model(&items));
             for item in &items {
                 let run = answer(&driver, item, method).await;
@@ -66,8 +66,8 @@ async fn every_graph_method_reaches_every_gold_answer_along_the_gold_path() {
                 let calls = run.costs().llm_calls;
                 // Each method's own bound for a path of this length, with every choice right.
                 let bound = match method {
-                    Method::Tog | Method::TogR => 2 * hops + hops + 1,
-                    Method::Pog | Method::PogE => 4 + 2 * hops,
+                    MethodId::TOG | MethodId::TOG_R => 2 * hops + hops + 1,
+                    MethodId::POG | MethodId::POG_E => 4 + 2 * hops,
                     _ => hops + 2 + hops,
                 };
                 assert!(calls <= bound, "{method:?} {:?}: {calls} calls > {bound}", item.question);
@@ -80,7 +80,7 @@ async fn every_graph_method_reaches_every_gold_answer_along_the_gold_path() {
 async fn the_baselines_know_nothing_beyond_the_path() {
     let (kg, items) = fixture("2H-kb.txt", "PQ-2H.txt");
     let driver = Driver::new(kg, model(&items));
-    let run = answer(&driver, &items[0], Method::Io).await;
+    let run = answer(&driver, &items[0], MethodId::IO).await;
     assert_eq!(run.answer().unwrap().answers, vec!["unknown"]);
 }
 
@@ -97,7 +97,7 @@ async fn with_a_gold_triple_hidden_the_simulation_does_not_write_it() {
     assert!(kg.name().contains("3H"));
     let model = Arc::new(Watched::new(item));
     let driver = Driver::new(Arc::new(overlay), model.clone());
-    let run = answer(&driver, item, Method::Gog).await;
+    let run = answer(&driver, item, MethodId::GOG).await;
     // A reader of its prompt cannot know the hidden fact: no gold answer, not from the KG.
     let a = run.answer().unwrap();
     assert_eq!(score(&a.answers, &item.answers).f1, 0.0, "{:?}", a.answers);
@@ -166,7 +166,7 @@ async fn no_simulated_reply_names_an_answer_its_prompt_does_not_show() {
     for (dir, kb, questions) in sets {
         let (kg, items) = fixture(&format!("{dir}{kb}"), &format!("{dir}{questions}"));
         for item in &items {
-            for method in [Method::Tog, Method::TogR, Method::Pog, Method::PogE, Method::Gog] {
+            for method in [MethodId::TOG, MethodId::TOG_R, MethodId::POG, MethodId::POG_E, MethodId::GOG] {
                 let model = Arc::new(Watched::new(item));
                 let driver = Driver::new(kg.clone(), model.clone());
                 answer(&driver, item, method).await;
@@ -234,7 +234,7 @@ async fn an_entity_reached_twice_keeps_both_paths() {
         ],
     };
     let driver = Driver::new(kg, Arc::new(steered));
-    let run = answer(&driver, item, Method::Tog).await;
+    let run = answer(&driver, item, MethodId::TOG).await;
     let merged = run.beam().nodes.iter().filter(|n| !n.also_via.is_empty()).count();
     assert_eq!(merged, 1, "livilla is reached twice and merged");
     let a = run.answer().unwrap();
@@ -253,7 +253,7 @@ async fn an_entity_reached_twice_keeps_both_paths() {
     }
     // The plain simulation reaches it too, along the gold path alone.
     let driver = Driver::new(regression("3H-kb.txt", "PQ-3H.txt").0, model(&items));
-    assert_eq!(answer(&driver, item, Method::Tog).await.answer().unwrap().answers, vec!["antonia minor"]);
+    assert_eq!(answer(&driver, item, MethodId::TOG).await.answer().unwrap().answers, vec!["antonia minor"]);
 }
 
 /// PQ-2H line 4: rudolf christian count of ostfriesland has `children` only as incoming (anna
@@ -262,7 +262,7 @@ async fn an_entity_reached_twice_keeps_both_paths() {
 async fn incoming_relations_are_marked_in_every_prompt() {
     let (kg, items) = regression("2H-kb.txt", "PQ-2H.txt");
     let item = &items[0];
-    for method in [Method::Tog, Method::TogR] {
+    for method in [MethodId::TOG, MethodId::TOG_R] {
         let driver = Driver::new(kg.clone(), model(&items));
         let run = answer(&driver, item, method).await;
         assert_eq!(run.answer().unwrap().answers, vec!["enno iii count of ostfriesland"], "{method:?}");
@@ -288,7 +288,7 @@ async fn tog_r_is_not_flooded_by_an_attribute_node() {
     let item = items.iter().find(|i| i.question.contains("carlos_thompson")).unwrap();
     for seed in 0..8 {
         let driver = Driver::new(kg.clone(), model(&items));
-        let settings = Settings { method: Method::TogR, seed, ..Settings::default() };
+        let settings = Settings { method: MethodId::TOG_R, seed, ..Settings::default() };
         let run = run_with(&driver, &item.question, Topics::Linked(item.topics.clone()), settings).await;
         let a = run.answer().unwrap();
         assert_eq!(a.answers, vec!["male"], "seed {seed}");

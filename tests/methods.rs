@@ -6,7 +6,7 @@ mod common;
 use common::{DEMO_SCRIPT, demo_driver, named, new_run, run_to_end, run_until};
 use ongraph::driver::Driver;
 use ongraph::engine::beam::{Provenance, Status};
-use ongraph::engine::{AnswerSource, Method, Override, Run, Settings, Topics};
+use ongraph::engine::{AnswerSource, MethodId, Override, Run, Settings, Topics};
 use ongraph::kg::Term;
 use ongraph::kg::load::demo_graph;
 use ongraph::llm::scripted::ScriptedModel;
@@ -17,7 +17,7 @@ const GIANTS_RANGERS: &str = "Which World Series did the San Francisco Giants wi
 const LOU_SEAL: &str = "In which years did the team whose mascot is Lou Seal win the World Series?";
 const APPLE: &str = "In which time zone is the headquarters of Apple Inc.?";
 
-fn settings(method: Method) -> Settings {
+fn settings(method: MethodId) -> Settings {
     Settings { method, ..Settings::default() }
 }
 
@@ -38,7 +38,7 @@ fn ikg_driver(extra: &str, corrections: &[ongraph::overlay::Correction]) -> Driv
 #[tokio::test]
 async fn pog_finds_the_path_joining_two_topic_entities() {
     let driver = demo_driver("");
-    let mut run = new_run(&driver, GIANTS_RANGERS, Topics::Extract, settings(Method::Pog));
+    let mut run = new_run(&driver, GIANTS_RANGERS, Topics::Extract, settings(MethodId::POG));
     run_to_end(&driver, &mut run).await;
     assert_eq!(
         phases(&run),
@@ -86,7 +86,7 @@ async fn pog_finds_the_path_joining_two_topic_entities() {
 #[tokio::test]
 async fn pog_prunes_precisely_and_a_kept_path_reaches_the_sufficiency_check() {
     let driver = demo_driver("");
-    let mut run = new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), settings(Method::Pog));
+    let mut run = new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), settings(MethodId::POG));
     run_until(&driver, &mut run, "path_summary").await;
     let precise = run.trace().last().unwrap();
     assert_eq!(precise.phase(), Some("precise_selection"));
@@ -121,7 +121,7 @@ contains = ["Question: In which years did the team whose mascot is Lou Seal win 
 text = "{2010 | 2012 | 2014}"
 "#;
     let driver = demo_driver(extra);
-    let mut run = new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), settings(Method::Pog));
+    let mut run = new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), settings(MethodId::POG));
     run_until(&driver, &mut run, "path_summary").await;
     let fuzzy = run.trace().iter().position(|e| e.phase() == Some("fuzzy_selection")).unwrap();
     // Forced sufficient: no summary, no check; the answer call reads the selected paths.
@@ -145,10 +145,10 @@ text = "{2010 | 2012 | 2014}"
 #[tokio::test]
 async fn pog_e_walks_the_same_paths_here_and_fuzzy_only_pruning_makes_no_selection_call() {
     let driver = demo_driver("");
-    let mut run = new_run(&driver, GIANTS_RANGERS, Topics::Extract, settings(Method::PogE));
+    let mut run = new_run(&driver, GIANTS_RANGERS, Topics::Extract, settings(MethodId::POG_E));
     run_to_end(&driver, &mut run).await;
     assert_eq!(run.answer().unwrap().answers, vec!["2010 World Series"]);
-    let fuzzy = Settings { pog_pruning: ongraph::engine::pog::PogPruning::Fuzzy, ..settings(Method::Pog) };
+    let fuzzy = Settings { pog_pruning: ongraph::engine::pog::PogPruning::Fuzzy, ..settings(MethodId::POG) };
     let extra = r#"
 [[reply]]
 step = "pog_sufficiency"
@@ -164,7 +164,7 @@ text = "{Yes}\nanswer: {2010}"
 }
 
 /// The text of the 1-hop candidate path from Canberra to Australia after fuzzy selection.
-async fn canberra_to_australia(method: Method, seed: u64) -> String {
+async fn canberra_to_australia(method: MethodId, seed: u64) -> String {
     let extra = r#"
 [[reply]]
 step = "pog_analysis"
@@ -189,7 +189,7 @@ text = "Thinking CoT: \"Canberra\" - located in - answer(country)"
 #[tokio::test]
 async fn pog_clusters_parallel_relations_and_pog_e_walks_one_of_them_by_seed() {
     // Canberra and Australia are joined by three relations (one incoming): one clustered edge.
-    let both = canberra_to_australia(Method::Pog, 0).await;
+    let both = canberra_to_australia(MethodId::POG, 0).await;
     for r in [
         "-> location.location.containedby ->",
         "-> base.biblioness.bibs_location.country ->",
@@ -197,12 +197,12 @@ async fn pog_clusters_parallel_relations_and_pog_e_walks_one_of_them_by_seed() {
     ] {
         assert!(both.contains(r), "{r} missing from {both}");
     }
-    let one = canberra_to_australia(Method::PogE, 0).await;
+    let one = canberra_to_australia(MethodId::POG_E, 0).await;
     assert!(both.contains(" | ") && !one.contains(" | "), "{one}");
-    assert_eq!(canberra_to_australia(Method::PogE, 0).await, one, "the same seed walks the same relation");
+    assert_eq!(canberra_to_australia(MethodId::POG_E, 0).await, one, "the same seed walks the same relation");
     let mut seen = std::collections::BTreeSet::new();
     for seed in 0..16 {
-        seen.insert(canberra_to_australia(Method::PogE, seed).await);
+        seen.insert(canberra_to_australia(MethodId::POG_E, seed).await);
     }
     assert_eq!(seen.len(), 3, "over seeds, each relation gets walked: {seen:?}");
 }
@@ -210,7 +210,7 @@ async fn pog_clusters_parallel_relations_and_pog_e_walks_one_of_them_by_seed() {
 #[tokio::test]
 async fn gog_generates_the_hidden_triple_verifies_it_and_finishes() {
     let driver = ikg_driver("", &[]);
-    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(Method::Gog));
+    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(MethodId::GOG));
     run_to_end(&driver, &mut run).await;
     assert_eq!(
         phases(&run),
@@ -281,7 +281,7 @@ contains = ["Question: In which time zone is the headquarters of Apple Inc.?\nTo
 text = "Thought 1: I know this one.\nAction 1: Finish[Pacific Time Zone]"
 "#;
     let driver = ikg_driver(first, &[]);
-    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(Method::Gog));
+    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(MethodId::GOG));
     run_to_end(&driver, &mut run).await;
     let a = run.answer().unwrap();
     assert_eq!((a.answers.as_slice(), a.source), (&["Pacific Time Zone".to_string()][..], AnswerSource::OwnKnowledge));
@@ -290,7 +290,7 @@ text = "Thought 1: I know this one.\nAction 1: Finish[Pacific Time Zone]"
 #[tokio::test]
 async fn gog_an_edited_action_runs_instead_and_generated_triples_can_be_rejected() {
     let driver = ikg_driver("", &[]);
-    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(Method::Gog));
+    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(MethodId::GOG));
     run_until(&driver, &mut run, "search_relations").await;
     assert!(run.apply(Override::EditAction { thought: None, action: "Look[x]".into() }).is_err());
     run.apply(Override::EditAction {
@@ -305,7 +305,7 @@ async fn gog_an_edited_action_runs_instead_and_generated_triples_can_be_rejected
     driver.step(&mut run).await.unwrap();
     assert_eq!(run.trace().last().unwrap().lookups[0].what, "relations of Cupertino");
 
-    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(Method::Gog));
+    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(MethodId::GOG));
     run_until(&driver, &mut run, "thought").await;
     while run.generated().is_empty() {
         driver.step(&mut run).await.unwrap();
@@ -330,7 +330,7 @@ contains = ["In which time zone is the headquarters of Apple Inc.?"]
 text = "{Pacific Time Zone}"
 "#;
     let driver = ikg_driver(unreadable, &[]);
-    let mut run = new_run(&driver, APPLE, named(&["Apple Inc."]), settings(Method::Gog));
+    let mut run = new_run(&driver, APPLE, named(&["Apple Inc."]), settings(MethodId::GOG));
     run_to_end(&driver, &mut run).await;
     let answer = run.answer().unwrap();
     assert_eq!(answer.source, AnswerSource::OwnKnowledge);
@@ -351,7 +351,7 @@ contains = ["Question: In which time zone is the headquarters of Apple Inc.?"]
 text = "Action 1: Finish[]"
 "#;
     let driver = ikg_driver(empty, &[]);
-    let mut run = new_run(&driver, APPLE, named(&["Apple Inc."]), settings(Method::Gog));
+    let mut run = new_run(&driver, APPLE, named(&["Apple Inc."]), settings(MethodId::GOG));
     run_to_end(&driver, &mut run).await;
     assert_eq!(run.gog_steps().len(), 2);
     assert_eq!(run.answer().unwrap().answers, vec!["Pacific Time Zone"]);
@@ -366,7 +366,7 @@ contains = ["In which time zone is the headquarters of Apple Inc.?"]
 text = "{Pacific Time Zone}"
 "#;
     let driver = ikg_driver(extra, &[]);
-    let mut run = new_run(&driver, APPLE, named(&["Apple Inc."]), Settings { gog_steps: 2, ..settings(Method::Gog) });
+    let mut run = new_run(&driver, APPLE, named(&["Apple Inc."]), Settings { gog_steps: 2, ..settings(MethodId::GOG) });
     run_to_end(&driver, &mut run).await;
     assert_eq!(run.gog_steps().len(), 2);
     assert_eq!(run.answer().unwrap().source, AnswerSource::OwnKnowledge);
@@ -375,7 +375,7 @@ text = "{Pacific Time Zone}"
 #[tokio::test]
 async fn gog_rewinds_to_before_the_generate_step_and_replays_from_the_memo() {
     let driver = ikg_driver("", &[]);
-    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(Method::Gog));
+    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(MethodId::GOG));
     run_to_end(&driver, &mut run).await;
     let made = run.costs().llm_calls;
     let generate = run.trace().iter().position(|e| e.phase() == Some("generate")).unwrap();

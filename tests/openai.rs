@@ -269,7 +269,7 @@ async fn a_configured_token_parameter_is_kept_and_a_refusal_reported() {
 #[tokio::test]
 async fn a_think_block_is_never_parsed_for_the_answer() {
     use ongraph::driver::Driver;
-    use ongraph::engine::{Method, Run, Settings, Topics};
+    use ongraph::engine::{MethodId, Run, Settings, Topics};
     use ongraph::kg::KnowledgeGraph;
     use ongraph::prompts::Prompts;
     use std::sync::Arc;
@@ -283,7 +283,7 @@ async fn a_think_block_is_never_parsed_for_the_answer() {
     let kg: Arc<dyn KnowledgeGraph> = Arc::new(ongraph::kg::load::demo_graph());
     let llm = Arc::new(OpenAiClient::new(config(&server)).unwrap());
     let driver = Driver::new(kg.clone(), llm);
-    let settings = Settings { method: Method::Io, ..Settings::default() };
+    let settings = Settings { method: MethodId::IO, ..Settings::default() };
     let mut run = Run::new(
         "Which country is Canberra the capital of?",
         Topics::Extract,

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use common::*;
 use ongraph::driver::Driver;
 use ongraph::engine::events::{CallRecord, ReadAs};
-use ongraph::engine::{AnswerSource, Method, Run, Settings};
+use ongraph::engine::{AnswerSource, MethodId, Run, Settings};
 use ongraph::kg::load::demo_graph;
 use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError, ReplyMode};
 use serde_json::{Value, json};
@@ -83,7 +83,7 @@ impl LanguageModel for JsonModel {
     }
 }
 
-async fn run_with(model: Arc<JsonModel>, method: Method) -> Run {
+async fn run_with(model: Arc<JsonModel>, method: MethodId) -> Run {
     let driver = Driver::new(Arc::new(demo_graph()), model);
     let settings = Settings { method, structured: true, depth: 3, ..Settings::default() };
     let mut run = new_run(&driver, CANBERRA, ongraph::engine::Topics::Extract, settings);
@@ -102,7 +102,7 @@ fn notes(run: &Run) -> Vec<&str> {
 #[tokio::test]
 async fn json_replies_carry_the_run_with_every_call_read_as_json() {
     let model = JsonModel::new(None);
-    let run = run_with(model.clone(), Method::Tog).await;
+    let run = run_with(model.clone(), MethodId::TOG).await;
     let answer = run.answer().expect("answered");
     assert_eq!(
         (answer.answers.clone(), answer.source),
@@ -134,7 +134,7 @@ async fn json_replies_carry_the_run_with_every_call_read_as_json() {
 async fn json_of_the_wrong_shape_falls_back_to_the_parser_and_says_so() {
     // A schema-violating reply (a string where a list belongs): not JSON of the shape, read as
     // text, nothing found there, BM25 ranks instead.
-    let run = run_with(JsonModel::new(Some(("relations", r#"{"relations": "all of them"}"#))), Method::Tog).await;
+    let run = run_with(JsonModel::new(Some(("relations", r#"{"relations": "all of them"}"#))), MethodId::TOG).await;
     let prune: Vec<&CallRecord> = calls(&run).into_iter().filter(|c| c.step == "relation_prune").collect();
     assert!(!prune.is_empty());
     assert!(prune.iter().all(|c| c.read == ReadAs::Text && c.fell_back), "{prune:?}");
@@ -146,7 +146,7 @@ async fn json_of_the_wrong_shape_falls_back_to_the_parser_and_says_so() {
 
 #[tokio::test]
 async fn json_cut_off_at_the_token_limit_is_closed_and_read() {
-    let run = run_with(JsonModel::new(Some(("topics", r#"{"entities": ["Canberra", "Austra"#))), Method::Tog).await;
+    let run = run_with(JsonModel::new(Some(("topics", r#"{"entities": ["Canberra", "Austra"#))), MethodId::TOG).await;
     let topics = calls(&run).into_iter().find(|c| c.step == "topic_entities").unwrap();
     assert_eq!((topics.read, topics.fell_back), (ReadAs::Json, false));
     assert_eq!(topics.parsed, "Canberra; Austra");
@@ -156,7 +156,7 @@ async fn json_cut_off_at_the_token_limit_is_closed_and_read() {
 #[tokio::test]
 async fn an_empty_reply_is_no_answer_and_never_a_panic() {
     // Nothing streamed for the verdict: no Yes/No, taken as No, marked as a fallback.
-    let run = run_with(JsonModel::new(Some(("verdict", ""))), Method::Tog).await;
+    let run = run_with(JsonModel::new(Some(("verdict", ""))), MethodId::TOG).await;
     let verdicts: Vec<&CallRecord> = calls(&run).into_iter().filter(|c| c.step == "reasoning").collect();
     assert!(!verdicts.is_empty());
     assert!(verdicts.iter().all(|c| c.fell_back && c.parsed == "No"), "{verdicts:?}");

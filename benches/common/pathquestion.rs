@@ -2,7 +2,7 @@
 
 use ongraph::dataset::{Item, gold_paths, pathquestion};
 use ongraph::driver::Driver;
-use ongraph::engine::{Method, Run, Settings, Topics};
+use ongraph::engine::{MethodId, Run, Settings, Topics};
 use ongraph::kg::load::load_file;
 use ongraph::kg::{KgProfile, KnowledgeGraph};
 use ongraph::llm::gold_path::GoldPathModel;
@@ -44,7 +44,7 @@ impl Sample {
     }
 
     /// `item` answered by `method`, its topic entity given as the dataset links it.
-    pub async fn answer(&self, driver: &Driver, item: &Item, method: Method, prompts: &Arc<Prompts>) -> Run {
+    pub async fn answer(&self, driver: &Driver, item: &Item, method: MethodId, prompts: &Arc<Prompts>) -> Run {
         let settings = Settings { method, ..Settings::default() };
         let topics = Topics::Linked(item.topics.clone());
         let kg = &self.kg;

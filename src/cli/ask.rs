@@ -4,6 +4,7 @@ use super::AskArgs;
 use crate::config::Config;
 use crate::engine::{AnswerSource, Run, Settings, Topics};
 use crate::prompts::Prompts;
+use crate::session::Session;
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 use std::io::Write;
@@ -18,15 +19,30 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
     let prompts = Arc::new(Prompts::load(prompts_dir.as_deref())?);
     let super::Opened { kg, report, corrections, llm, driver } = super::open_driver(s, config, !args.no_overlay)?;
     let topics = if args.topics.is_empty() { Topics::Extract } else { Topics::Named(args.topics.clone()) };
-    let mut run = Run::new(&args.question, topics, settings, prompts, kg.profile().clone(), kg.name())?;
-    driver
-        .run(&mut run, |run, i| {
-            if let Some(e) = run.trace().get(i) {
-                tracing::info!(step = i, summary = %e.summary, "step");
+    let mut run =
+        Run::new(&args.question, topics.clone(), settings.clone(), prompts.clone(), kg.profile().clone(), kg.name())?;
+    let mut session = args.save_session.as_ref().map(|_| {
+        let mut session = Session::new(kg.name(), &llm.describe(), settings, kg.profile().clone(), &prompts);
+        session.begin(run.question(), topics);
+        session
+    });
+    let outcome = loop {
+        match driver.step_recorded(&mut run, session.as_mut()).await {
+            Ok(Some(i)) => {
+                if let Some(e) = run.trace().get(i) {
+                    tracing::info!(step = i, summary = %e.summary, "step");
+                }
             }
-        })
-        .await
-        .context("the question could not be answered")?;
+            Ok(None) => break Ok(()),
+            Err(e) => break Err(e),
+        }
+    };
+    // Saved whatever happened: the steps already paid for are kept.
+    let saved = match (&args.save_session, &session) {
+        (Some(path), Some(session)) => session.save(path).context("the session could not be saved"),
+        _ => Ok(()),
+    };
+    outcome.context("the question could not be answered")?;
     let wall_ms = started.elapsed().as_millis() as u64;
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -52,6 +68,8 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         let mut out = super::printable::Printable::new(&mut out);
         print_human(&mut out, &run, &report, corrections, kg.network(), wall_ms)?;
     }
+    // Reported after the answer, so a failed save does not hide it.
+    saved?;
     Ok(if run.answer().is_some_and(|a| !a.answers.is_empty()) { 0 } else { 3 })
 }
 

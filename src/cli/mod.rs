@@ -9,7 +9,7 @@ mod printable;
 mod tui;
 
 use crate::config::{Config, profile_named};
-use crate::engine::{Method, PruneTool};
+use crate::engine::{MethodId, PruneTool};
 use crate::kg::KnowledgeGraph;
 use crate::kg::load::{LoadReport, demo_graph, load_file};
 use crate::llm::openai::{OpenAiClient, OpenAiConfig, StructuredMode};
@@ -132,6 +132,10 @@ pub struct AskArgs {
     /// Ask the knowledge graph as it is, without the correction overlay.
     #[arg(long)]
     pub no_overlay: bool,
+    /// Save the run as a session file that `ongraph replay` plays back offline (also when the
+    /// question could not be answered: the steps taken are kept).
+    #[arg(long, value_name = "FILE")]
+    pub save_session: Option<std::path::PathBuf>,
 }
 
 /// What to reason with and over: shared by every command that runs a method.
@@ -151,8 +155,8 @@ pub struct SetupArgs {
     /// `scripted:FILE`.
     #[arg(long, env = "ONGRAPH_LLM", global = true)]
     pub llm: Option<String>,
-    #[arg(long, value_enum, global = true)]
-    pub method: Option<Method>,
+    #[arg(long, global = true, value_parser = method_parser())]
+    pub method: Option<MethodId>,
     /// Beam width N.
     #[arg(long, global = true)]
     pub width: Option<usize>,
@@ -450,4 +454,11 @@ fn openai_client(entry: &crate::config::LlmEntry) -> Result<OpenAiClient> {
         c.max_reply_bytes = kb.max(1).saturating_mul(1024);
     }
     Ok(OpenAiClient::new(c)?)
+}
+
+/// `--method`: the registry's names, each with its one line for `--help`.
+fn method_parser() -> impl clap::builder::TypedValueParser<Value = MethodId> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
+    let names = crate::engine::Registry::builtin().entries().iter().map(|e| PossibleValue::new(e.id).help(e.about));
+    PossibleValuesParser::new(names).map(|name| MethodId::from(name.as_str()))
 }

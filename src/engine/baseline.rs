@@ -4,36 +4,46 @@
 //! costs counted exactly as for the graph methods, so the numbers compare.
 
 use super::events::Event;
+use super::method::{Method, MethodView};
 use super::parse::parse_answers;
 use super::step::{completion, record, unreadable};
 use super::structured::Shape;
-use super::{Answer, AnswerSource, Context, EngineError, Method, Override, Request, Response};
+use super::{Answer, AnswerSource, Context, EngineError, Request, Response};
 
-#[derive(Clone, Debug, Default)]
-pub struct BaselineMachine {
+/// How a baseline asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Prompting {
+    Io,
+    Cot,
+    SelfConsistency,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct BaselineMachine {
+    prompting: Prompting,
     done: bool,
 }
 
 impl BaselineMachine {
-    pub fn phase_name(&self) -> &'static str {
-        if self.done { "done" } else { "answer" }
+    pub fn new(prompting: Prompting) -> Self {
+        Self { prompting, done: false }
     }
 
     /// One call (IO, CoT), or k samples of the chain-of-thought prompt, all at once (SC).
-    pub fn requests(&self, cx: &Context) -> Vec<Request> {
+    fn requests(&self, cx: &Context) -> Vec<Request> {
         if self.done {
             return Vec::new();
         }
         let s = &cx.settings;
         let question = cx.question.as_str();
-        match s.method {
-            Method::Io => vec![cx.llm(
+        match self.prompting {
+            Prompting::Io => vec![cx.llm(
                 "io",
                 cx.prompts.render("io", &[("question", question)]),
                 s.reason_temperature,
                 Shape::Answer,
             )],
-            Method::Sc => {
+            Prompting::SelfConsistency => {
                 let prompt = cx.prompts.render("cot", &[("question", question)]);
                 (0..s.samples.max(1) as u32)
                     .map(|sample| {
@@ -41,7 +51,7 @@ impl BaselineMachine {
                     })
                     .collect()
             }
-            _ => vec![cx.llm(
+            Prompting::Cot => vec![cx.llm(
                 "cot",
                 cx.prompts.render("cot", &[("question", question)]),
                 s.reason_temperature,
@@ -49,10 +59,35 @@ impl BaselineMachine {
             )],
         }
     }
+}
 
-    pub fn absorb(
+impl Method for BaselineMachine {
+    type Plan = ();
+
+    fn next(&mut self, cx: &mut Context) -> (Vec<Request>, ()) {
+        (self.requests(cx), ())
+    }
+
+    fn phase(&self) -> &'static str {
+        if self.done { "done" } else { "answer" }
+    }
+
+    fn progress(&self, _cx: &Context) -> String {
+        String::new()
+    }
+
+    fn view(&self, _cx: &Context) -> MethodView {
+        MethodView {
+            title: "Paths in front of the model".into(),
+            empty: "A prompt-only baseline: it never looks at the KG, so there is no path to show.".into(),
+            ..MethodView::default()
+        }
+    }
+
+    fn absorb(
         &mut self,
         cx: &mut Context,
+        _plan: &(),
         requests: &[Request],
         responses: Vec<Response>,
     ) -> Result<Event, EngineError> {
@@ -90,11 +125,8 @@ impl BaselineMachine {
         Ok(ev)
     }
 
-    pub fn apply(&self, o: &Override) -> Result<String, EngineError> {
-        Err(EngineError::BadOverride {
-            what: format!("{o:?}"),
-            why: "a prompt-only baseline has no beam to change".into(),
-        })
+    fn apply(&mut self, _cx: &mut Context, o: &super::Override) -> Result<String, EngineError> {
+        Err(EngineError::BadOverride { what: o.describe(), why: "a prompt-only baseline has no beam to change".into() })
     }
 }
 

@@ -9,6 +9,7 @@ pub mod beam;
 pub mod events;
 pub mod gog;
 pub mod lexical;
+pub mod method;
 pub mod parse;
 pub mod pog;
 mod step;
@@ -27,43 +28,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use structured::Shape;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Method {
-    /// Think-on-Graph: beam search over triple paths, LLM-scored relations and entities.
-    Tog,
-    /// ToG-R: relation chains; entities sampled (seeded) instead of scored.
-    TogR,
-    /// Paths-over-Graph: question analysis, a reduced question subgraph, three exploration
-    /// stages with three-step pruning.
-    Pog,
-    /// PoG-E: PoG walking one relation per hop.
-    PogE,
-    /// Generate-on-Graph: Thought / Action / Observation with Search, Generate and Finish.
-    Gog,
-    /// Baseline: the model answers directly, no KG.
-    Io,
-    /// Baseline: chain of thought with exemplars, no KG.
-    Cot,
-    /// Baseline: self-consistency, the majority answer of `--samples` chain-of-thought samples.
-    Sc,
-}
-
-impl Method {
-    /// The name people know it by.
-    pub fn label(self) -> &'static str {
-        match self {
-            Method::Tog => "ToG",
-            Method::TogR => "ToG-R",
-            Method::Pog => "PoG",
-            Method::PogE => "PoG-E",
-            Method::Gog => "GoG",
-            Method::Io => "IO",
-            Method::Cot => "CoT",
-            Method::Sc => "SC",
-        }
-    }
-}
+pub use method::{Machine, Method, MethodEntry, MethodId, MethodView, Registry, Tone, ViewItem, ViewLine};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -78,7 +43,7 @@ pub enum PruneTool {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
-    pub method: Method,
+    pub method: MethodId,
     /// Beam width N.
     pub width: usize,
     /// Maximum depth Dmax.
@@ -158,7 +123,7 @@ fn default_sample_temperature() -> f64 {
 impl Default for Settings {
     fn default() -> Self {
         Self {
-            method: Method::Tog,
+            method: MethodId::TOG,
             width: 3,
             depth: 3,
             prune: PruneTool::Llm,
@@ -308,6 +273,27 @@ pub enum Override {
     },
 }
 
+impl Override {
+    /// The change in words, for messages (never Rust's debug text).
+    pub fn describe(&self) -> String {
+        match self {
+            Override::Keep { node } => format!("keep node {node}"),
+            Override::Drop { node } => format!("drop node {node}"),
+            Override::AddRelation { parent, relation } => {
+                format!("add relation {} under node {parent}", relation.relation)
+            }
+            Override::AddEntity { parent, term, label } => {
+                format!("add {} under node {parent}", label.as_deref().unwrap_or(term.as_str()))
+            }
+            Override::Pin { node } => format!("pin node {node}"),
+            Override::PrunePath { node } => format!("prune the path at node {node}"),
+            Override::ForceSufficient => "force \"sufficient\"".into(),
+            Override::ForceContinue => "force another depth".into(),
+            Override::EditAction { action, .. } => format!("edit the action to {action}"),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum EngineError {
     #[error("no topic entity: give one with --topic, or ask a question that names one")]
@@ -320,8 +306,10 @@ pub enum EngineError {
     BatchMismatch { expected: usize, got: usize },
     #[error("result {index} of this step is a {got}, not the {expected} that was asked for")]
     WrongResponse { index: usize, expected: &'static str, got: String },
-    #[error("cannot apply {what} now: {why}")]
+    #[error("cannot {what} now: {why}")]
     BadOverride { what: String, why: String },
+    #[error("unknown method {name:?} (methods: {known})")]
+    UnknownMethod { name: String, known: String },
     #[error("no step {0} to rewind to")]
     BadRewind(usize),
     #[error("the run is finished")]
@@ -340,27 +328,34 @@ fn suggest(s: &[String]) -> String {
 
 /// The state shared by every method: what the run knows, apart from where its method is.
 #[derive(Clone, Debug)]
-pub(crate) struct Context {
-    pub question: String,
-    pub settings: Settings,
-    pub prompts: Arc<Prompts>,
-    pub profile: KgProfile,
-    pub graph_name: String,
-    pub beam: Beam,
-    pub rng: ChaCha8Rng,
-    pub costs: Costs,
-    pub trace: Vec<Event>,
-    pub answer: Option<Answer>,
+pub struct Context {
+    pub(crate) question: String,
+    pub(crate) settings: Settings,
+    pub(crate) prompts: Arc<Prompts>,
+    pub(crate) profile: KgProfile,
+    pub(crate) graph_name: String,
+    pub(crate) beam: Beam,
+    pub(crate) rng: ChaCha8Rng,
+    pub(crate) costs: Costs,
+    pub(crate) trace: Vec<Event>,
+    pub(crate) answer: Option<Answer>,
 }
 
 impl Context {
     /// A call whose reply takes `shape` (asked for as JSON in structured mode).
-    pub fn llm(&self, step: &str, prompt: String, temperature: f64, shape: Shape) -> Request {
+    pub(crate) fn llm(&self, step: &str, prompt: String, temperature: f64, shape: Shape) -> Request {
         self.llm_sample(step, prompt, temperature, 0, shape)
     }
 
     /// Sample `sample` of a call made several times on purpose (self-consistency).
-    pub fn llm_sample(&self, step: &str, mut prompt: String, temperature: f64, sample: u32, shape: Shape) -> Request {
+    pub(crate) fn llm_sample(
+        &self,
+        step: &str,
+        mut prompt: String,
+        temperature: f64,
+        sample: u32,
+        shape: Shape,
+    ) -> Request {
         let schema = self.settings.structured.then(|| {
             prompt.push_str(&shape.instruction());
             shape.reply_schema()
@@ -376,17 +371,42 @@ impl Context {
         })
     }
 
+    /// A call whose reply is read as an answer: `{name}` in free text, or JSON of the answer
+    /// shape in structured mode (read back into braces before the method sees it).
+    pub fn ask_for_answer(&self, step: &str, prompt: String) -> Request {
+        self.llm(step, prompt, self.settings.reason_temperature, Shape::Answer)
+    }
+
+    /// The index the next trace entry will have.
     pub fn next_index(&self) -> usize {
         self.trace.len()
     }
-}
-
-#[derive(Clone, Debug)]
-enum Machine {
-    Tog(tog::TogMachine),
-    Baseline(baseline::BaselineMachine),
-    Pog(Box<pog::PogMachine>),
-    Gog(Box<gog::GogMachine>),
+    pub fn question(&self) -> &str {
+        &self.question
+    }
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+    pub fn prompts(&self) -> &Prompts {
+        &self.prompts
+    }
+    pub fn graph_name(&self) -> &str {
+        &self.graph_name
+    }
+    pub fn beam(&self) -> &Beam {
+        &self.beam
+    }
+    pub fn beam_mut(&mut self) -> &mut Beam {
+        &mut self.beam
+    }
+    /// The run's seeded randomness: the same seed, the same draws.
+    pub fn rng(&mut self) -> &mut ChaCha8Rng {
+        &mut self.rng
+    }
+    /// Ends the run with `answer`.
+    pub fn finish(&mut self, answer: Answer) {
+        self.answer = Some(answer);
+    }
 }
 
 /// The state right after a trace entry. The trace itself is not copied (it only grows between
@@ -411,12 +431,17 @@ pub struct Abandoned {
     pub beam: Beam,
 }
 
+/// The batch handed out by the last poll, with the method's plan for it.
+struct Pending {
+    requests: Vec<Request>,
+    plan: method::AnyPlan,
+}
+
 /// One question being answered by one method.
 pub struct Run {
     machine: Machine,
     cx: Context,
-    /// The requests handed out by the last `poll`, awaiting `feed`.
-    pending: Option<Vec<Request>>,
+    pending: Option<Pending>,
     /// State after each trace entry, for rewinding.
     history: Vec<Snapshot>,
     abandoned: Vec<Abandoned>,
@@ -435,6 +460,7 @@ pub enum Topics {
 }
 
 impl Run {
+    /// A run of `settings.method`, one of ongraph's own methods.
     pub fn new(
         question: &str,
         topics: Topics,
@@ -443,6 +469,22 @@ impl Run {
         profile: KgProfile,
         graph_name: &str,
     ) -> Result<Self, EngineError> {
+        Self::new_in(Registry::builtin(), question, topics, settings, prompts, profile, graph_name)
+    }
+
+    /// A run of `settings.method` as `registry` knows it.
+    pub fn new_in(
+        registry: &Registry,
+        question: &str,
+        topics: Topics,
+        settings: Settings,
+        prompts: Arc<Prompts>,
+        profile: KgProfile,
+        graph_name: &str,
+    ) -> Result<Self, EngineError> {
+        let entry = registry
+            .get(&settings.method)
+            .ok_or_else(|| EngineError::UnknownMethod { name: settings.method.to_string(), known: registry.names() })?;
         let question = question.trim();
         if question.is_empty() {
             return Err(EngineError::EmptyQuestion);
@@ -459,31 +501,20 @@ impl Run {
             trace: Vec::new(),
             answer: None,
         };
-        let machine = match cx.settings.method {
-            Method::Tog | Method::TogR => Machine::Tog(tog::TogMachine::new(&mut cx, topics)?),
-            Method::Pog | Method::PogE => Machine::Pog(Box::new(pog::PogMachine::new(&mut cx, topics)?)),
-            Method::Gog => Machine::Gog(Box::new(gog::GogMachine::new(&mut cx, topics)?)),
-            // The baselines never look at the KG: topic entities do not matter to them.
-            Method::Io | Method::Cot | Method::Sc => Machine::Baseline(baseline::BaselineMachine::default()),
-        };
+        let machine = (entry.start)(&mut cx, topics)?;
         Ok(Self { machine, cx, pending: None, history: Vec::new(), abandoned: Vec::new() })
     }
 
     /// What the run needs next. Calling it again before `feed` returns the same batch.
     pub fn poll(&mut self) -> Poll {
         if let Some(p) = &self.pending {
-            return Poll::Need(p.clone());
+            return Poll::Need(p.requests.clone());
         }
         if self.cx.answer.is_some() {
             return Poll::Finished;
         }
-        let requests = match &mut self.machine {
-            Machine::Tog(m) => m.requests(&mut self.cx),
-            Machine::Baseline(m) => m.requests(&self.cx),
-            Machine::Pog(m) => m.requests(&mut self.cx),
-            Machine::Gog(m) => m.requests(&mut self.cx),
-        };
-        self.pending = Some(requests.clone());
+        let (requests, plan) = self.machine.inner_mut().next(&mut self.cx);
+        self.pending = Some(Pending { requests: requests.clone(), plan });
         Poll::Need(requests)
     }
 
@@ -495,24 +526,19 @@ impl Run {
 
     /// As [`Run::feed`], recording how long the driver took to get the results.
     pub fn feed_timed(&mut self, responses: Vec<Response>, elapsed: std::time::Duration) -> Result<usize, EngineError> {
-        let Some(requests) = self.pending.take() else {
+        let Some(pending) = self.pending.take() else {
             return Err(if self.cx.answer.is_some() { EngineError::Finished } else { EngineError::NotPolled });
         };
-        if requests.len() != responses.len() {
-            let err = EngineError::BatchMismatch { expected: requests.len(), got: responses.len() };
-            self.pending = Some(requests);
+        if pending.requests.len() != responses.len() {
+            let err = EngineError::BatchMismatch { expected: pending.requests.len(), got: responses.len() };
+            self.pending = Some(pending);
             return Err(err);
         }
         let before = (self.machine.clone(), self.context_without_trace());
-        self.account(&requests, &responses);
+        self.account(&pending.requests, &responses);
         let mut responses = responses;
-        let reading_notes = step::read_structured(&requests, &mut responses);
-        let result = match &mut self.machine {
-            Machine::Tog(m) => m.absorb(&mut self.cx, &requests, responses),
-            Machine::Baseline(m) => m.absorb(&mut self.cx, &requests, responses),
-            Machine::Pog(m) => m.absorb(&mut self.cx, &requests, responses),
-            Machine::Gog(m) => m.absorb(&mut self.cx, &requests, responses),
-        };
+        let reading_notes = step::read_structured(&pending.requests, &mut responses);
+        let result = self.machine.inner_mut().absorb(&mut self.cx, &pending.plan, &pending.requests, responses);
         match result {
             Ok(mut event) => {
                 event.elapsed_ms = elapsed.as_millis() as u64;
@@ -532,7 +558,7 @@ impl Run {
                 let trace = std::mem::take(&mut self.cx.trace);
                 (self.machine, self.cx) = before;
                 self.cx.trace = trace;
-                self.pending = Some(requests);
+                self.pending = Some(pending);
                 Err(e)
             }
         }
@@ -577,14 +603,9 @@ impl Run {
 
     /// Changes the run's state between steps; recorded in the trace.
     pub fn apply(&mut self, o: Override) -> Result<usize, EngineError> {
+        let description = self.machine.inner_mut().apply(&mut self.cx, &o)?;
         // Requests handed out were built from the old state; the next poll rebuilds them.
         self.pending = None;
-        let description = match &mut self.machine {
-            Machine::Tog(m) => m.apply(&mut self.cx, &o)?,
-            Machine::Baseline(m) => m.apply(&o)?,
-            Machine::Pog(m) => m.apply(&mut self.cx, &o)?,
-            Machine::Gog(m) => m.apply(&mut self.cx, &o)?,
-        };
         let index = self.cx.trace.len();
         let depth = self.depth();
         self.cx.trace.push(Event::new(
@@ -657,58 +678,49 @@ impl Run {
     }
     /// The depth the run is exploring (0 while linking topic entities).
     pub fn depth(&self) -> u32 {
-        match &self.machine {
-            Machine::Tog(m) => m.depth(),
-            Machine::Baseline(_) => 0,
-            Machine::Pog(m) => m.depth(),
-            Machine::Gog(m) => m.depth(),
-        }
+        self.machine.inner().depth()
     }
     /// The phase the next step will perform, e.g. `relation_prune`.
     pub fn next_phase(&self) -> &'static str {
-        match &self.machine {
-            Machine::Tog(m) => m.phase_name(),
-            Machine::Baseline(m) => m.phase_name(),
-            Machine::Pog(m) => m.phase_name(),
-            Machine::Gog(m) => m.phase_name(),
+        self.machine.inner().phase()
+    }
+    /// The method and where it is, for a status line: `ToG d2/3 N=3`, `GoG step 4/6`, `IO`.
+    pub fn progress(&self) -> String {
+        let label = self.cx.settings.method.label();
+        match self.machine.inner().progress(&self.cx) {
+            p if p.is_empty() => label.to_string(),
+            p => format!("{label} {p}"),
         }
     }
     /// The live paths now in front of the model, best first.
     pub fn live_paths(&self) -> Vec<PathView> {
-        match &self.machine {
-            Machine::Tog(m) => m.live_paths(&self.cx),
-            Machine::Baseline(_) => Vec::new(),
-            Machine::Pog(m) => m.live_paths(&self.cx),
-            Machine::Gog(m) => m.live_paths(&self.cx),
-        }
+        self.machine.inner().live_paths(&self.cx)
+    }
+    /// The method's own pane, as data.
+    pub fn view(&self) -> MethodView {
+        self.machine.inner().view(&self.cx)
+    }
+    /// Triples the model wrote that the KG does not hold (GoG), with their verdicts.
+    pub fn generated(&self) -> &[gog::GeneratedTriple] {
+        self.machine.inner().generated()
+    }
+    /// The method's own state, when it is an `M`.
+    pub fn method_state<M: Method>(&self) -> Option<&M> {
+        self.machine.downcast_ref()
     }
 
     /// GoG's Thought / Action / Observation steps so far (empty for other methods).
     pub fn gog_steps(&self) -> &[gog::GogStep] {
-        match &self.machine {
-            Machine::Gog(m) => m.steps(),
-            _ => &[],
-        }
+        self.method_state::<gog::GogMachine>().map_or(&[], |m| m.steps())
     }
 
     /// Whether GoG's last thought and action can still be edited (written, not yet run).
     pub fn gog_editable(&self) -> bool {
-        matches!(&self.machine, Machine::Gog(m) if m.editable())
+        self.method_state::<gog::GogMachine>().is_some_and(|m| m.editable())
     }
 
     /// PoG's question analysis, subgraph sizes and stages so far (None for other methods).
     pub fn pog_report(&self) -> Option<&pog::PogReport> {
-        match &self.machine {
-            Machine::Pog(m) => Some(m.report()),
-            _ => None,
-        }
-    }
-
-    /// The triples GoG's model generated, with verification's verdict and their KG links.
-    pub fn generated(&self) -> &[gog::GeneratedTriple] {
-        match &self.machine {
-            Machine::Gog(m) => &m.generated,
-            _ => &[],
-        }
+        self.method_state::<pog::PogMachine>().map(|m| m.report())
     }
 }

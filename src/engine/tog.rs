@@ -10,15 +10,14 @@
 use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{Decision, Event, LookupRecord};
 use super::lexical::{bm25_tokens, cosine, query_without, tokens};
+use super::method::Method;
 use super::parse;
 use super::step::{
     answer_call, completion, neighbours, plural_s, plural_y, record, relations, sample_indices, unreadable, wrong,
 };
 use super::structured::Shape;
 use super::topics::TopicLinker;
-use super::{
-    Answer, AnswerSource, Context, EngineError, Method, Override, PathView, PruneTool, Request, Response, Topics,
-};
+use super::{Answer, AnswerSource, Context, EngineError, Override, PathView, PruneTool, Request, Response, Topics};
 use crate::kg::{Neighbour, RelationRef, Term};
 use rand::Rng;
 
@@ -37,6 +36,14 @@ enum Phase {
 /// (candidate position, normalised score), best first.
 type Ranked = Vec<(usize, f64)>;
 
+/// What a batch is for: the nodes its lookups expand (in request order) and the groups its
+/// scoring calls score.
+#[derive(Debug, Default)]
+pub(crate) struct TogPlan {
+    nodes: Vec<NodeId>,
+    groups: Vec<Group>,
+}
+
 /// One scoring prompt's worth of candidates: the node they hang under and the candidates.
 #[derive(Clone, Debug)]
 struct Group {
@@ -52,8 +59,8 @@ pub(crate) struct TogMachine {
     /// The hop being explored (1-based); 0 before the topic entities are linked.
     depth: u32,
     linker: TopicLinker,
-    /// The groups the last `requests` planned, so `absorb` reads replies against them.
-    plan: Vec<Group>,
+    /// ToG-R: relation chains, entities sampled instead of scored.
+    chains: bool,
     /// The last sufficiency verdict (overrides of the verdict need it).
     last_verdict: Option<bool>,
     /// Speculation: `depth` has moved on to the next hop while the verdict on the previous one
@@ -62,24 +69,20 @@ pub(crate) struct TogMachine {
 }
 
 impl TogMachine {
-    pub fn new(cx: &mut Context, topics: Topics) -> Result<Self, EngineError> {
+    pub fn new(cx: &mut Context, topics: Topics, chains: bool) -> Result<Self, EngineError> {
         let linker = TopicLinker::new(cx, topics)?;
         let linked = linker.done();
         Ok(Self {
             phase: if linked { Phase::RelationSearch } else { Phase::Topics },
             depth: u32::from(linked),
             linker,
-            plan: Vec::new(),
+            chains,
             last_verdict: None,
             pending_verdict: false,
         })
     }
 
-    pub fn depth(&self) -> u32 {
-        self.depth
-    }
-
-    pub fn phase_name(&self) -> &'static str {
+    fn phase_name(&self) -> &'static str {
         match self.phase {
             Phase::Topics => self.linker.phase_name(),
             Phase::RelationSearch => "relation_search",
@@ -189,7 +192,7 @@ impl TogMachine {
 
     /// The live paths now in front of the model: live entity nodes with no live entity below
     /// them, best path score first (ties: older node first).
-    pub fn live_paths(&self, cx: &Context) -> Vec<PathView> {
+    fn paths(&self, cx: &Context) -> Vec<PathView> {
         let beam = &cx.beam;
         let mut leaves: Vec<NodeId> = beam
             .nodes
@@ -220,7 +223,7 @@ impl TogMachine {
     fn triples_text(&self, cx: &Context) -> String {
         let beam = &cx.beam;
         let mut lines: Vec<String> = Vec::new();
-        for path in self.live_paths(cx) {
+        for path in self.paths(cx) {
             let merged = beam.path(path.leaf).into_iter().flat_map(|n| beam.nodes[n].also_via.iter().copied());
             let triples = merged.flat_map(|copy| beam.triples(copy)).chain(path.triples);
             for t in triples {
@@ -237,7 +240,7 @@ impl TogMachine {
     fn chains_text(&self, cx: &Context) -> String {
         let beam = &cx.beam;
         let mut chains: Vec<(String, Vec<String>)> = Vec::new();
-        for path in self.live_paths(cx) {
+        for path in self.paths(cx) {
             let ids = beam.path(path.leaf);
             let Some(&root) = ids.first() else { continue };
             let mut chain = beam.nodes[root].shown().to_string();
@@ -260,36 +263,41 @@ impl TogMachine {
         chains.into_iter().map(|(c, e)| format!("{c}: {}", e.join("; "))).collect::<Vec<_>>().join("\n")
     }
 
-    pub fn requests(&mut self, cx: &mut Context) -> Vec<Request> {
-        self.plan.clear();
+    fn requests(&mut self, cx: &mut Context) -> (Vec<Request>, TogPlan) {
         let s = cx.settings.clone();
         let q = cx.question.clone();
-        match self.phase {
+        let mut plan = TogPlan::default();
+        let requests = match self.phase {
             Phase::Topics => self.linker.requests(cx),
-            Phase::RelationSearch => self
-                .unsearched_frontier(cx)
-                .into_iter()
-                .map(|n| Request::Relations {
-                    entity: cx.beam.nodes[n].term().map(|t| t.as_str().to_string()).unwrap_or_default(),
-                })
-                .collect(),
+            Phase::RelationSearch => {
+                plan.nodes = self.unsearched_frontier(cx);
+                plan.nodes
+                    .iter()
+                    .map(|&n| Request::Relations {
+                        entity: cx.beam.nodes[n].term().map(|t| t.as_str().to_string()).unwrap_or_default(),
+                    })
+                    .collect()
+            }
             Phase::RelationPrune => {
                 let groups = self.relation_groups(cx);
-                self.plan_scoring(cx, groups, "relation")
+                let requests;
+                (requests, plan.groups) = self.plan_scoring(cx, groups, "relation");
+                requests
             }
-            Phase::EntitySearch => self
-                .live_relations(cx)
-                .into_iter()
-                .filter_map(|r| {
+            Phase::EntitySearch => {
+                let mut requests = Vec::new();
+                for r in self.live_relations(cx) {
                     let rel = &cx.beam.nodes[r];
-                    let NodeKind::Relation { relation, direction, .. } = &rel.kind else { return None };
-                    let entity = cx.beam.nodes[rel.parent?].term()?.as_str().to_string();
-                    Some(Request::Neighbours {
-                        entity,
+                    let NodeKind::Relation { relation, direction, .. } = &rel.kind else { continue };
+                    let Some(entity) = rel.parent.and_then(|p| cx.beam.nodes[p].term()) else { continue };
+                    plan.nodes.push(r);
+                    requests.push(Request::Neighbours {
+                        entity: entity.as_str().to_string(),
                         relation: RelationRef { relation: relation.clone(), direction: *direction, label: None },
-                    })
-                })
-                .collect(),
+                    });
+                }
+                requests
+            }
             Phase::EntityPrune => {
                 let groups: Vec<Group> = self
                     .live_relations(cx)
@@ -297,16 +305,18 @@ impl TogMachine {
                     .map(|r| Group { parent: r, candidates: Self::candidates_under(cx, r), request: None })
                     .filter(|g| !g.candidates.is_empty())
                     .collect();
-                if s.method == Method::TogR {
+                if self.chains {
                     // ToG-R samples entities instead of scoring them: no request.
-                    self.plan = groups;
-                    return Vec::new();
+                    plan.groups = groups;
+                    return (Vec::new(), plan);
                 }
-                self.plan_scoring(cx, groups, "entity")
+                let requests;
+                (requests, plan.groups) = self.plan_scoring(cx, groups, "entity");
+                requests
             }
             Phase::Reasoning => {
                 // This machine runs ToG and ToG-R only (the baselines have their own).
-                let (step, prompt) = if s.method == Method::TogR {
+                let (step, prompt) = if self.chains {
                     (
                         "reasoning",
                         cx.prompts.render("reasoning_tog_r", &[("question", &q), ("chains", &self.chains_text(cx))]),
@@ -322,7 +332,9 @@ impl TogMachine {
                     // The next hop's relation scoring rides along; its plan indexes the requests
                     // after the reasoning call.
                     let groups = self.relation_groups(cx);
-                    requests.extend(self.plan_scoring(cx, groups, "relation"));
+                    let scoring;
+                    (scoring, plan.groups) = self.plan_scoring(cx, groups, "relation");
+                    requests.extend(scoring);
                 }
                 requests
             }
@@ -335,12 +347,14 @@ impl TogMachine {
                 vec![cx.llm("answer", prompt, s.reason_temperature, Shape::Answer)]
             }
             Phase::Done => Vec::new(),
-        }
+        };
+        (requests, plan)
     }
 
     /// Plans the scoring requests for `groups` (relations under entities, or entities under
-    /// relations) according to the pruning tool, and stores the plan.
-    fn plan_scoring(&mut self, cx: &Context, mut groups: Vec<Group>, what: &str) -> Vec<Request> {
+    /// relations) according to the pruning tool: the requests, and the groups marked with the
+    /// request that scores each.
+    fn plan_scoring(&self, cx: &Context, mut groups: Vec<Group>, what: &str) -> (Vec<Request>, Vec<Group>) {
         let s = &cx.settings;
         let q = &cx.question;
         let mut requests = Vec::new();
@@ -425,13 +439,13 @@ impl TogMachine {
                 }
             }
         }
-        self.plan = groups;
-        requests
+        (requests, groups)
     }
 
-    pub fn absorb(
+    fn absorb_step(
         &mut self,
         cx: &mut Context,
+        plan: &TogPlan,
         requests: &[Request],
         responses: Vec<Response>,
     ) -> Result<Event, EngineError> {
@@ -446,7 +460,7 @@ impl TogMachine {
                 }
             }
             Phase::RelationSearch => {
-                let frontier = self.unsearched_frontier(cx);
+                let frontier = &plan.nodes;
                 let mut found = 0;
                 for (i, &node) in frontier.iter().enumerate() {
                     let relations = relations(&responses, i)?;
@@ -480,14 +494,13 @@ impl TogMachine {
                 };
             }
             Phase::RelationPrune => {
-                let kept = self.absorb_scores(cx, requests, &responses, &mut ev, "relation")?;
+                let kept = self.absorb_scores(cx, &plan.groups, requests, &responses, &mut ev, "relation")?;
                 ev.summary = format!("depth {}: kept {kept} relation{}", self.depth, plural_s(kept));
                 self.phase = if kept == 0 { self.dry(&mut ev) } else { Phase::EntitySearch };
             }
             Phase::EntitySearch => {
-                let relations = self.live_relations(cx);
                 let mut found = 0;
-                for (i, &rel) in relations.iter().enumerate() {
+                for (i, &rel) in plan.nodes.iter().enumerate() {
                     let neighbours = neighbours(&responses, i)?;
                     ev.lookups.push(LookupRecord {
                         what: format!("neighbours through {}", cx.beam.path_text(rel)),
@@ -499,11 +512,11 @@ impl TogMachine {
                 self.phase = if found == 0 { self.dry(&mut ev) } else { Phase::EntityPrune };
             }
             Phase::EntityPrune => {
-                if cx.settings.method == Method::TogR {
-                    self.sample_entities(cx, &mut ev);
+                if self.chains {
+                    self.sample_entities(cx, &plan.groups, &mut ev);
                 } else {
-                    self.absorb_scores(cx, requests, &responses, &mut ev, "entity")?;
-                    self.select_width(cx, &mut ev);
+                    self.absorb_scores(cx, &plan.groups, requests, &responses, &mut ev, "entity")?;
+                    self.select_width(cx, &plan.groups, &mut ev);
                 }
                 let kept = Self::live_entities_at(cx, self.depth).len();
                 ev.summary = format!("depth {}: {kept} path{} on the beam", self.depth, plural_s(kept));
@@ -544,7 +557,8 @@ impl TogMachine {
                     self.phase = Phase::Answer(AnswerSource::KgPaths);
                 } else if speculated {
                     self.depth += 1;
-                    let kept = self.absorb_scores(cx, &requests[1..], &responses[1..], &mut ev, "relation")?;
+                    let kept =
+                        self.absorb_scores(cx, &plan.groups, &requests[1..], &responses[1..], &mut ev, "relation")?;
                     ev.summary = format!(
                         "depth {}: not sufficient; depth {} relations scored meanwhile: kept {kept}",
                         self.depth - 1,
@@ -578,7 +592,7 @@ impl TogMachine {
     }
 
     fn finish(&mut self, cx: &mut Context, answers: Vec<String>, reply: String, source: AnswerSource) {
-        let mut paths = self.live_paths(cx);
+        let mut paths = self.paths(cx);
         // The paths merged into a kept entity's slot were shown to the model too.
         let beam = &cx.beam;
         let merged: Vec<NodeId> =
@@ -676,12 +690,12 @@ impl TogMachine {
     fn absorb_scores(
         &mut self,
         cx: &mut Context,
+        plan: &[Group],
         requests: &[Request],
         responses: &[Response],
         ev: &mut Event,
         what: &str,
     ) -> Result<usize, EngineError> {
-        let plan = self.plan.clone();
         let s = cx.settings.clone();
         let step = ev.index;
         let mut kept_total = 0;
@@ -690,8 +704,8 @@ impl TogMachine {
             match plan.iter().find_map(|g| g.request) {
                 Some(r) => {
                     let c = completion(responses, r)?;
-                    let (per_group, fell_back) = self.parse_unified(cx, &plan, &c.text, what, ev);
-                    ev.calls.push(record(&requests[r], c, summarise_groups(cx, &plan, &per_group)));
+                    let (per_group, fell_back) = self.parse_unified(cx, plan, &c.text, what, ev);
+                    ev.calls.push(record(&requests[r], c, summarise_groups(cx, plan, &per_group)));
                     if fell_back {
                         unreadable(ev);
                     }
@@ -879,10 +893,9 @@ impl TogMachine {
     /// paths takes one beam slot, on its best path (the reference spends slots on duplicates);
     /// the other paths that reached it are merged into that slot (`also_via`), so neither their
     /// triples nor the hops they make legal are lost.
-    fn select_width(&mut self, cx: &mut Context, ev: &mut Event) {
+    fn select_width(&mut self, cx: &mut Context, groups: &[Group], ev: &mut Event) {
         let step = ev.index;
-        let mut candidates: Vec<NodeId> = self
-            .plan
+        let mut candidates: Vec<NodeId> = groups
             .iter()
             .flat_map(|g| g.candidates.iter().copied())
             .filter(|&c| cx.beam.nodes[c].status == Status::Candidate)
@@ -918,10 +931,10 @@ impl TogMachine {
     /// reached (those sampled out of an oversized set included, so a relation fanning out to
     /// hundreds of values cannot crowd a narrow chain out of the draw); N are drawn by seeded
     /// weighted sampling without replacement.
-    fn sample_entities(&mut self, cx: &mut Context, ev: &mut Event) {
+    fn sample_entities(&mut self, cx: &mut Context, groups: &[Group], ev: &mut Event) {
         let step = ev.index;
         let mut pool: Vec<NodeId> = Vec::new();
-        for g in self.plan.clone() {
+        for g in groups {
             let reached = cx.beam.nodes[g.parent].children.len().max(g.candidates.len());
             let share = 1.0 / reached as f64;
             for &c in &g.candidates {
@@ -948,9 +961,9 @@ impl TogMachine {
         }
     }
 
-    pub fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
+    fn apply_override(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
         let step = cx.next_index();
-        let bad = |why: &str| EngineError::BadOverride { what: format!("{o:?}"), why: why.into() };
+        let bad = |why: &str| EngineError::BadOverride { what: o.describe(), why: why.into() };
         let node_ok = |id: NodeId| cx.beam.get(id).ok_or_else(|| bad("no such node"));
         match o {
             Override::Keep { node } | Override::Drop { node } => {
@@ -1169,4 +1182,38 @@ fn summarise_groups(cx: &Context, plan: &[Group], per_group: &[Vec<(usize, f64)>
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+impl Method for TogMachine {
+    type Plan = TogPlan;
+
+    fn next(&mut self, cx: &mut Context) -> (Vec<Request>, TogPlan) {
+        self.requests(cx)
+    }
+
+    fn absorb(
+        &mut self,
+        cx: &mut Context,
+        plan: &TogPlan,
+        requests: &[Request],
+        responses: Vec<Response>,
+    ) -> Result<Event, EngineError> {
+        self.absorb_step(cx, plan, requests, responses)
+    }
+
+    fn phase(&self) -> &'static str {
+        self.phase_name()
+    }
+
+    fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    fn live_paths(&self, cx: &Context) -> Vec<PathView> {
+        self.paths(cx)
+    }
+
+    fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
+        self.apply_override(cx, o)
+    }
 }

@@ -10,11 +10,11 @@ use super::keymap::{Command, Keymap, Pane};
 use super::modal::{Form, FormKind, Outcome, Palette, PickItem, PickValue, Picker, Purpose, Search, fuzzy_rank};
 use super::theme::Theme;
 use crate::engine::beam::{Beam, BeamNode, NodeId, NodeKind};
-use crate::engine::{Method, Override, Poll, Request, Response, Run, Settings, Topics};
+use crate::engine::{MethodId, Override, Poll, Request, Response, Run, Settings, Topics};
 use crate::kg::{KgProfile, Term};
 use crate::overlay::{Correction, CorrectionContext, Draft, Op};
 use crate::prompts::Prompts;
-use crate::session::{Moment, RunRecord, Session, SessionCorrection};
+use crate::session::{Moment, Session, SessionCorrection};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 use ratatui_textarea::TextArea;
@@ -441,16 +441,13 @@ impl App {
     }
 
     fn record(&mut self, moment: Moment) {
-        if let Some(record) = self.recording.runs.last_mut() {
-            record.moments.push(moment);
-        }
+        self.recording.record(moment);
     }
 
     /// Copies the current run's trace and answer into the recording.
     fn sync_record(&mut self) {
-        if let (Some(run), Some(record)) = (&self.run, self.recording.runs.last_mut()) {
-            record.trace = run.trace().to_vec();
-            record.answer = run.answer().cloned();
+        if let Some(run) = &self.run {
+            self.recording.sync(run);
         }
     }
 
@@ -603,13 +600,7 @@ impl App {
         ) {
             Ok(run) => {
                 self.sync_record();
-                self.recording.runs.push(RunRecord {
-                    question: question.clone(),
-                    topics: Topics::Extract,
-                    moments: Vec::new(),
-                    trace: Vec::new(),
-                    answer: None,
-                });
+                self.recording.begin(&question, Topics::Extract);
                 if let Some(replay) = &mut self.replay {
                     // The next recorded run with this question (a re-ask is the next run).
                     let from = replay.run.map_or(0, |i| i + 1);
@@ -853,30 +844,28 @@ impl App {
         }
     }
 
-    /// Rows of the method pane: GoG's steps, or the paths in front of the model.
+    /// Rows of the method pane (the method's view: paths, or steps).
     fn method_rows(&self) -> usize {
-        let Some(run) = &self.run else { return 0 };
-        if run.settings().method == Method::Gog { run.gog_steps().len() } else { run.live_paths().len() }
+        self.run.as_ref().map_or(0, |run| run.view().items.len())
     }
 
-    /// Enter in the method pane: GoG's pending step opens for editing; a path is shown in the tree.
+    /// Enter in the method pane: a step about to run opens for editing; a path is shown in the
+    /// tree.
     fn method_row(&mut self) -> Vec<Effect> {
         let Some(run) = &self.run else { return Vec::new() };
-        if run.settings().method == Method::Gog {
-            let steps = run.gog_steps();
-            let Some(step) = steps.get(self.method_at) else { return Vec::new() };
-            if self.method_at + 1 == steps.len() && run.gog_editable() {
+        let view = run.view();
+        let Some(item) = view.items.get(self.method_at) else { return Vec::new() };
+        if item.editable {
+            if let Some(step) = run.gog_steps().last() {
                 self.form = Some(Form::edit_step(step.thought.clone(), step.action.clone()));
-            } else {
-                self.message = Some(format!(
-                    "step {} has run: only the step about to run can be edited (go back to it from the transcript)",
-                    self.method_at + 1
-                ));
             }
-            return Vec::new();
-        }
-        if let Some(leaf) = run.live_paths().get(self.method_at).map(|p| p.leaf) {
+        } else if let Some(leaf) = item.node {
             self.reveal(NodeRef { branch: None, id: leaf });
+        } else {
+            self.message = Some(format!(
+                "step {} has run: only the step about to run can be edited (go back to it from the transcript)",
+                self.method_at + 1
+            ));
         }
         Vec::new()
     }
@@ -1324,29 +1313,23 @@ impl App {
                 }
             }
             Command::SwitchMethod => {
-                use clap::ValueEnum;
-                let methods = Method::value_variants();
+                let registry = crate::engine::Registry::builtin();
+                let methods = registry.entries();
                 let chosen = match arg.as_deref() {
-                    Some(name) => Method::from_str(name, true).ok(),
+                    Some(name) => methods.iter().find(|e| e.id.eq_ignore_ascii_case(name.trim())),
                     None => methods
                         .iter()
-                        .position(|m| *m == self.settings.method)
-                        .map(|i| methods[(i + 1) % methods.len()]),
+                        .position(|e| e.id == self.settings.method.as_str())
+                        .map(|i| &methods[(i + 1) % methods.len()]),
                 };
                 match chosen {
-                    Some(method) => {
+                    Some(entry) => {
+                        let method = MethodId::named(entry.id);
                         self.settings.method = method;
                         self.recording.settings.method = method;
-                        self.message = Some(format!("method for the next question: {}", method.label()));
+                        self.message = Some(format!("method for the next question: {}", entry.label));
                     }
-                    None => {
-                        let names: Vec<String> = methods
-                            .iter()
-                            .filter_map(|m| m.to_possible_value())
-                            .map(|v| v.get_name().to_string())
-                            .collect();
-                        self.message = Some(format!("no such method (methods: {})", names.join(", ")));
-                    }
+                    None => self.message = Some(format!("no such method (methods: {})", registry.names())),
                 }
             }
             Command::Palette => self.palette = Some(Palette::default()),

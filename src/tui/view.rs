@@ -6,7 +6,7 @@
 use super::app::{App, Areas, Bottom, Focus, NodeRef, bar, node_parts, window};
 use super::modal::FormKind;
 use crate::engine::beam::{BeamNode, Provenance, Status};
-use crate::engine::{Method, Run};
+use crate::engine::{Tone, ViewItem, ViewLine};
 use crate::kg::Term;
 use crate::overlay::Op;
 use ratatui::Frame;
@@ -605,179 +605,109 @@ fn draw_transcript(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), detail);
 }
 
-/// The method's own view: GoG's timeline, PoG's analysis and stages, else the live paths.
+/// The method's own pane, drawn from the view model the method gives: a report beside the
+/// rows (PoG's analysis and stages), the rows, and the selected row in full (GoG's steps).
 fn draw_method(frame: &mut Frame, app: &App, area: Rect) {
-    let method = app.run.as_ref().map_or(app.settings.method, |r| r.settings().method);
-    let title = match method {
-        Method::Gog => " GoG: thought · action · observation (enter: edit the step about to run) ",
-        Method::Pog | Method::PogE => " PoG: question analysis, subgraph, stages · candidate paths (enter: show) ",
-        _ => " Paths in front of the model (enter: show in the tree) ",
-    };
-    let block = pane_block(app, Focus::Method, title.into());
     let Some(run) = &app.run else {
+        let block = pane_block(app, Focus::Method, " Paths in front of the model ".into());
         frame.render_widget(Paragraph::new("").block(block), area);
         return;
     };
+    let view = run.view();
+    let hint = if view.items.iter().any(|i| i.editable) || view.items.iter().any(|i| !i.detail.is_empty()) {
+        "enter: edit the step about to run"
+    } else if view.report.is_empty() {
+        "enter: show in the tree"
+    } else {
+        "enter: show"
+    };
+    let block = pane_block(app, Focus::Method, format!(" {} ({hint}) ", view.title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let focused = app.focus == Focus::Method;
-    match method {
-        Method::Gog => draw_gog(frame, app, run, inner, focused),
-        Method::Pog | Method::PogE => {
-            let [report, paths] =
-                Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(inner);
-            draw_pog_report(frame, app, run, report);
-            let list = ruled(frame, app, paths);
-            draw_live_paths(frame, app, run, list, focused);
-        }
-        Method::Io | Method::Cot | Method::Sc => {
-            let text = "A prompt-only baseline: it never looks at the KG, so there is no path to show.";
-            frame.render_widget(Paragraph::new(Span::styled(text, dim(app))), inner);
-        }
-        Method::Tog | Method::TogR => draw_live_paths(frame, app, run, inner, focused),
+    let rows_area = if view.report.is_empty() {
+        inner
+    } else {
+        let [report, rows] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(inner);
+        let lines: Vec<Line> = view.report.iter().map(|l| view_line(app, l)).collect();
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), report);
+        ruled(frame, app, rows)
+    };
+    if view.items.is_empty() {
+        frame.render_widget(Paragraph::new(Span::styled(view.empty.clone(), dim(app))), rows_area);
+    } else if view.items.iter().any(|i| !i.detail.is_empty()) {
+        draw_rows_with_detail(frame, app, &view.items, rows_area, focused);
+    } else {
+        draw_rows(frame, app, &view.items, rows_area, focused);
     }
 }
 
-/// The paths now in front of the model, with their scores and where pruning left them; each
-/// path wraps, and the list starts early enough for the selected one to show whole.
-fn draw_live_paths(frame: &mut Frame, app: &App, run: &Run, area: Rect, focused: bool) {
-    let paths = run.live_paths();
-    if paths.is_empty() {
-        frame.render_widget(Paragraph::new(Span::styled("No path in front of the model yet.", dim(app))), area);
-        return;
-    }
-    let at = if focused { app.method_at.min(paths.len() - 1) } else { 0 };
-    let items: Vec<(Status, String)> = paths
-        .iter()
-        .map(|p| {
-            let status = run.beam().get(p.leaf).map_or(Status::Candidate, |n| n.status);
-            (status, format!("[{:.2}] {}", p.score, p.text))
-        })
-        .collect();
+/// One line of a method's view in the theme's styles.
+fn view_line(app: &App, l: &ViewLine) -> Line<'static> {
+    let text = match l.tone {
+        Tone::Plain => Span::raw(l.text.clone()),
+        Tone::Dim => Span::styled(l.text.clone(), dim(app)),
+        Tone::Accent => Span::styled(l.text.clone(), app.theme.fg(app.theme.accent).add_modifier(Modifier::BOLD)),
+    };
+    if l.label.is_empty() { Line::from(text) } else { Line::from(vec![Span::styled(l.label.clone(), bold()), text]) }
+}
+
+/// Rows that wrap (paths, with the status pruning left them in); the list starts early enough
+/// for the selected one to show whole.
+fn draw_rows(frame: &mut Frame, app: &App, items: &[ViewItem], area: Rect, focused: bool) {
+    let at = if focused { app.method_at.min(items.len() - 1) } else { 0 };
     let width = area.width.max(1) as usize;
     let rows = |text: &str| (text.chars().count() + 2).div_ceil(width).max(1);
     let mut first = at;
-    let mut used = rows(&items[at].1);
-    while first > 0 && used + rows(&items[first - 1].1) <= area.height as usize {
+    let mut used = rows(&items[at].row);
+    while first > 0 && used + rows(&items[first - 1].row) <= area.height as usize {
         first -= 1;
-        used += rows(&items[first].1);
+        used += rows(&items[first].row);
     }
     let lines: Vec<Line> = items
         .iter()
         .enumerate()
         .skip(first)
-        .map(|(i, (status, text))| {
-            let line = Line::from(vec![
-                Span::styled(format!("{} ", status.symbol()), status_style(app, *status)),
-                Span::raw(text.clone()),
-            ]);
+        .map(|(i, item)| {
+            let mut spans = Vec::new();
+            if let Some(status) = item.status {
+                spans.push(Span::styled(format!("{} ", status.symbol()), status_style(app, status)));
+            }
+            spans.push(Span::raw(item.row.clone()));
+            let line = Line::from(spans);
             if focused && i == at { line.style(app.theme.selected()) } else { line }
         })
         .collect();
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
 }
 
-/// PoG's report, most telling first (the pane is short): the indicator, the depth and the
-/// subgraph, each stage's pruning counts and verdict, the answer's stage, then the details.
-fn draw_pog_report(frame: &mut Frame, app: &App, run: &Run, area: Rect) {
-    let Some(r) = run.pog_report() else { return };
-    let mut lines = Vec::new();
-    match &r.indicator {
-        Some(ind) => lines.push(Line::from(vec![Span::styled("indicator ", bold()), Span::raw(ind.clone())])),
-        None => lines.push(Line::from(Span::styled("question not analysed yet", dim(app)))),
-    }
-    let mut facts = Vec::new();
-    if let Some(d) = r.predicted_depth {
-        facts.push(format!("depth {d} of {}", run.settings().depth));
-    }
-    if r.subgraph.0 > 0 {
-        facts.push(format!("subgraph {} nodes, {} triples", r.subgraph.0, r.subgraph.1));
-    }
-    if let Some((before, after)) = r.reduced {
-        facts.push(format!("reduced {before} → {after} nodes{}", if r.connected { " (topics joined)" } else { "" }));
-    }
-    if !facts.is_empty() {
-        lines.push(Line::from(facts.join(" · ")));
-    }
-    for s in &r.stages {
-        let step = |name: &str, n: Option<usize>| n.map(|n| format!(" → {name} {n}")).unwrap_or_default();
-        let verdict = match s.sufficient {
-            Some(true) => " ✓ sufficient",
-            Some(false) => " ✗ not sufficient",
-            None => "",
-        };
-        lines.push(Line::from(format!(
-            "{}: {}{}{}{}{verdict}",
-            s.stage,
-            s.candidates,
-            step("fuzzy", s.after_fuzzy),
-            step("branch", s.after_branch),
-            step("precise", s.after_precise)
-        )));
-    }
-    if let Some(by) = &r.answered_by {
-        lines.push(Line::from(Span::styled(
-            format!("answered by {by}"),
-            app.theme.fg(app.theme.accent).add_modifier(Modifier::BOLD),
-        )));
-    }
-    for l in &r.summary {
-        lines.push(Line::from(Span::styled(format!("summary: {l}"), dim(app))));
-    }
-    for (i, q) in r.sub_questions.iter().enumerate() {
-        lines.push(Line::from(Span::styled(format!("sub-question {}: {q}", i + 1), dim(app))));
-    }
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
-}
-
-/// GoG's steps, one row each, and the selected one in full.
-fn draw_gog(frame: &mut Frame, app: &App, run: &Run, area: Rect, focused: bool) {
-    let steps = run.gog_steps();
-    if steps.is_empty() {
-        frame.render_widget(Paragraph::new(Span::styled("No thought yet.", dim(app))), area);
-        return;
-    }
+/// One-line rows (GoG's steps) and the selected one in full beside them; unfocused, the last.
+fn draw_rows_with_detail(frame: &mut Frame, app: &App, items: &[ViewItem], area: Rect, focused: bool) {
     let [list, detail] = Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area);
-    let last = steps.len() - 1;
+    let last = items.len() - 1;
     let at = if focused { app.method_at.min(last) } else { last };
-    let pending = run.gog_editable();
     let height = list.height as usize;
-    let rows: Vec<Line> = steps
+    let rows: Vec<Line> = items
         .iter()
         .enumerate()
-        .skip(window(at, steps.len(), height))
+        .skip(window(at, items.len(), height))
         .take(height)
-        .map(|(i, s)| {
-            let mark = if i == last && pending { "⏵" } else { " " };
-            let line = Line::from(format!("{:>2}{mark}{}  {}", i + 1, s.action, s.thought));
+        .map(|(i, item)| {
+            let line = Line::from(item.row.clone());
             if i == at && focused { line.style(app.theme.selected()) } else { line }
         })
         .collect();
     frame.render_widget(Paragraph::new(rows), list);
     let detail_area = ruled(frame, app, detail);
-    let step = &steps[at];
-    let mut lines = vec![
-        Line::from(vec![Span::styled("Thought: ", bold()), Span::raw(step.thought.clone())]),
-        Line::from(vec![Span::styled("Action: ", bold()), Span::raw(step.action.clone())]),
-    ];
-    if at == last && pending {
-        lines.push(Line::from(Span::styled(
+    let item = &items[at];
+    let mut lines: Vec<Line> = item.detail.iter().map(|l| view_line(app, l)).collect();
+    if item.editable {
+        let about = Line::from(Span::styled(
             "about to run · enter: edit the thought or the action first",
             app.theme.fg(app.theme.accent),
-        )));
-    } else if step.observation.is_empty() {
-        lines.push(Line::from(Span::styled("Observation: (under way)", dim(app))));
-    } else {
-        lines.push(Line::from(Span::styled("Observation:", bold())));
-        lines.extend(step.observation.lines().map(|l| Line::from(l.to_string())));
-    }
-    let generated = run.generated();
-    if !generated.is_empty() {
-        let kept = generated.iter().filter(|g| g.kept).count();
-        lines.push(Line::from(Span::styled(
-            format!("✦ {} generated triple(s), {kept} kept: select one in the tree, A accepts it", generated.len()),
-            dim(app),
-        )));
+        ));
+        // After the thought and the action it would run.
+        lines.insert(lines.len().min(2), about);
     }
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), detail_area);
 }
@@ -869,11 +799,9 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     let overlay = app.corrections.iter().filter(|c| c.active).count();
     // The run's own settings: the app's may have changed for the next question.
     let s = app.run.as_ref().map_or(s, |r| r.settings());
-    let method = s.method.label();
-    let progress = match s.method {
-        Method::Gog => format!("{method} step {depth}/{}", s.gog_steps),
-        Method::Io | Method::Cot | Method::Sc => method.to_string(),
-        _ => format!("{method} d{depth}/{} N={}", s.depth, s.width),
+    let progress = match &app.run {
+        Some(run) => run.progress(),
+        None => format!("{} d{depth}/{} N={}", s.method.label(), s.depth, s.width),
     };
     // Most important first; the tail is dropped when the message would get under 30 columns.
     let mut segments = vec![

@@ -13,6 +13,7 @@ pub mod parse;
 use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{Event, LookupRecord};
 use super::lexical::top_k;
+use super::method::{Method, MethodView, ViewItem, ViewLine};
 use super::step::{answer_call, completion, entity_matches, neighbours, plural_s, record, relations, unreadable};
 use super::structured::Shape;
 use super::topics::{TopicLinker, link_model_name};
@@ -31,6 +32,14 @@ const TRIPLES_PER_RELATION: usize = 5;
 const GENERATE_CONTEXT: usize = 10;
 /// Tries at a readable step before answering without the KG.
 const STEP_TRIES: u32 = 3;
+
+/// What a batch is for: the searched entities (by position) whose relations go to the filter,
+/// or the generated names being linked.
+#[derive(Debug, Default)]
+pub(crate) struct GogPlan {
+    filtered: Vec<usize>,
+    names: Vec<String>,
+}
 
 /// One Thought / Action / Observation step, as the model sees it in the transcript.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -139,7 +148,7 @@ impl GogMachine {
         }
     }
 
-    pub fn depth(&self) -> u32 {
+    fn step_count(&self) -> u32 {
         self.steps.len() as u32
     }
 
@@ -153,7 +162,7 @@ impl GogMachine {
         matches!(self.phase, Phase::Link | Phase::Relations | Phase::Generate) && self.action.is_some()
     }
 
-    pub fn phase_name(&self) -> &'static str {
+    fn phase_name(&self) -> &'static str {
         match self.phase {
             Phase::Topics => self.linker.phase_name(),
             Phase::Think => "thought",
@@ -170,7 +179,7 @@ impl GogMachine {
     }
 
     /// The observed and generated triples as paths (one per triple), newest first.
-    pub fn live_paths(&self, cx: &Context) -> Vec<PathView> {
+    fn paths(&self, cx: &Context) -> Vec<PathView> {
         let mut leaves: Vec<NodeId> = cx
             .beam
             .nodes
@@ -207,11 +216,12 @@ impl GogMachine {
         cx.beam.roots().map(|r| r.shown().to_string()).collect::<Vec<_>>().join(" | ")
     }
 
-    pub fn requests(&mut self, cx: &mut Context) -> Vec<Request> {
+    fn requests(&mut self, cx: &mut Context) -> (Vec<Request>, GogPlan) {
         let s = cx.settings.clone();
         let q = cx.question.clone();
         let t = s.sample_temperature;
-        match self.phase {
+        let mut plan = GogPlan::default();
+        let requests = match self.phase {
             Phase::Topics => self.linker.requests(cx),
             Phase::Think => {
                 let prompt = cx.prompts.render(
@@ -223,17 +233,18 @@ impl GogMachine {
             }
             Phase::Link => self.unlinked.iter().map(|n| Request::FindEntities { name: n.clone(), limit: 5 }).collect(),
             Phase::LinkGenerated => {
-                self.unlinked_generated().into_iter().map(|n| Request::FindEntities { name: n, limit: 5 }).collect()
+                plan.names = self.unlinked_generated();
+                plan.names.iter().map(|n| Request::FindEntities { name: n.clone(), limit: 5 }).collect()
             }
             Phase::Relations => {
                 self.targets.iter().map(|(term, _)| Request::Relations { entity: term.as_str().to_string() }).collect()
             }
             Phase::Filter => {
                 let thought = self.steps.last().map(|s| s.thought.clone()).unwrap_or_default();
-                self.targets
+                plan.filtered = (0..self.found.len()).filter(|&i| self.found[i].len() > RELATIONS_PER_SEARCH).collect();
+                plan.filtered
                     .iter()
-                    .zip(&self.found)
-                    .filter(|(_, rels)| rels.len() > RELATIONS_PER_SEARCH)
+                    .map(|&i| (&self.targets[i], &self.found[i]))
                     .map(|((_, node), rels)| {
                         let names: Vec<String> = rels.iter().map(relation_name).collect();
                         let list = names.join(", ");
@@ -264,7 +275,7 @@ impl GogMachine {
                 })
                 .collect(),
             Phase::Generate => {
-                let Some(Action::Generate(thought)) = &self.action else { return Vec::new() };
+                let Some(Action::Generate(thought)) = &self.action else { return (Vec::new(), plan) };
                 let prompt = cx.prompts.render(
                     "gog_generate",
                     &[("question", &q), ("thought", thought), ("triples", &self.related_known(thought))],
@@ -289,7 +300,8 @@ impl GogMachine {
                 vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
             }
             Phase::Answer(_) | Phase::Done => Vec::new(),
-        }
+        };
+        (requests, plan)
     }
 
     /// The known triples most related to `thought` by BM25 (query and documents tokenised the
@@ -313,13 +325,14 @@ impl GogMachine {
         out
     }
 
-    pub fn absorb(
+    fn absorb_step(
         &mut self,
         cx: &mut Context,
+        plan: &GogPlan,
         requests: &[Request],
         responses: Vec<Response>,
     ) -> Result<Event, EngineError> {
-        let mut ev = Event::step(cx.next_index(), self.phase_name(), self.depth());
+        let mut ev = Event::step(cx.next_index(), self.phase_name(), self.step_count());
         match self.phase {
             Phase::Topics => {
                 self.linker.absorb(cx, requests, &responses, &mut ev)?;
@@ -385,11 +398,8 @@ impl GogMachine {
                 };
             }
             Phase::Filter => {
-                let mut k = 0;
-                for (i, rels) in self.found.iter().enumerate() {
-                    if rels.len() <= RELATIONS_PER_SEARCH {
-                        continue;
-                    }
+                for (k, &i) in plan.filtered.iter().enumerate() {
+                    let rels = &self.found[i];
                     let c = completion(&responses, k)?;
                     let names: Vec<String> = rels.iter().map(relation_name).collect();
                     let mut fell_back = false;
@@ -412,7 +422,6 @@ impl GogMachine {
                         unreadable(&mut ev);
                     }
                     self.chosen[i] = picks.into_iter().map(|p| rels[p].clone()).collect();
-                    k += 1;
                 }
                 let n: usize = self.chosen.iter().map(Vec::len).sum();
                 ev.summary = format!("kept {n} relation{}", plural_s(n));
@@ -490,7 +499,7 @@ impl GogMachine {
                 self.after_generate(cx, &mut ev);
             }
             Phase::LinkGenerated => {
-                for (i, name) in self.unlinked_generated().iter().enumerate() {
+                for (i, name) in plan.names.iter().enumerate() {
                     let matches = entity_matches(&responses, i)?;
                     ev.lookups.push(LookupRecord { what: format!("entities named {name:?}"), results: matches.len() });
                     if let Some(m) = link_model_name(name, matches) {
@@ -852,15 +861,15 @@ impl GogMachine {
     }
 
     fn finish(&mut self, cx: &mut Context, answers: Vec<String>, reply: String, source: AnswerSource) {
-        let paths = self.live_paths(cx);
+        let paths = self.paths(cx);
         cx.answer = Some(Answer { answers, source, reply, paths });
         self.phase = Phase::Done;
         self.action = None;
     }
 
-    pub fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
+    fn apply_override(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
         let step = cx.next_index();
-        let bad = |why: &str| EngineError::BadOverride { what: format!("{o:?}"), why: why.into() };
+        let bad = |why: &str| EngineError::BadOverride { what: o.describe(), why: why.into() };
         match o {
             Override::EditAction { thought, action } => {
                 if !self.editable() {
@@ -923,4 +932,93 @@ fn relation_name(r: &RelationRef) -> String {
 fn observed_name(cx: &Context, node: NodeId) -> String {
     let n = &cx.beam.nodes[node];
     if n.is_named() { n.shown().to_string() } else { n.term().map(|t| t.as_str().to_string()).unwrap_or_default() }
+}
+
+impl Method for GogMachine {
+    type Plan = GogPlan;
+
+    fn next(&mut self, cx: &mut Context) -> (Vec<Request>, GogPlan) {
+        self.requests(cx)
+    }
+
+    fn absorb(
+        &mut self,
+        cx: &mut Context,
+        plan: &GogPlan,
+        requests: &[Request],
+        responses: Vec<Response>,
+    ) -> Result<Event, EngineError> {
+        self.absorb_step(cx, plan, requests, responses)
+    }
+
+    fn phase(&self) -> &'static str {
+        self.phase_name()
+    }
+
+    fn depth(&self) -> u32 {
+        self.step_count()
+    }
+
+    fn progress(&self, cx: &Context) -> String {
+        format!("step {}/{}", self.step_count(), cx.settings.gog_steps)
+    }
+
+    fn live_paths(&self, cx: &Context) -> Vec<PathView> {
+        self.paths(cx)
+    }
+
+    fn generated(&self) -> &[GeneratedTriple] {
+        &self.generated
+    }
+
+    fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
+        self.apply_override(cx, o)
+    }
+
+    /// The steps, one row each, with the thought, the action and the observation in full.
+    fn view(&self, _cx: &Context) -> MethodView {
+        let last = self.steps.len().saturating_sub(1);
+        let pending = self.editable();
+        let generated = (!self.generated.is_empty()).then(|| {
+            let kept = self.generated.iter().filter(|g| g.kept).count();
+            ViewLine::dim(format!(
+                "✦ {} generated triple(s), {kept} kept: select one in the tree, A accepts it",
+                self.generated.len()
+            ))
+        });
+        let items = self
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let editable = i == last && pending;
+                let mark = if editable { "⏵" } else { " " };
+                let mut detail = vec![
+                    ViewLine::labelled("Thought: ", s.thought.clone()),
+                    ViewLine::labelled("Action: ", s.action.clone()),
+                ];
+                if editable {
+                    // The UI says how to edit it.
+                } else if s.observation.is_empty() {
+                    detail.push(ViewLine::dim("Observation: (under way)"));
+                } else {
+                    detail.push(ViewLine::labelled("Observation:", ""));
+                    detail.extend(s.observation.lines().map(ViewLine::plain));
+                }
+                detail.extend(generated.clone());
+                ViewItem {
+                    row: format!("{:>2}{mark}{}  {}", i + 1, s.action, s.thought),
+                    detail,
+                    editable,
+                    ..ViewItem::default()
+                }
+            })
+            .collect();
+        MethodView {
+            title: "GoG: thought · action · observation".into(),
+            report: Vec::new(),
+            items,
+            empty: "No thought yet.".into(),
+        }
+    }
 }

@@ -18,14 +18,13 @@ pub mod subgraph;
 use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{Decision, Event, LookupRecord};
 use super::lexical::{bm25, cosine};
+use super::method::{Method, MethodView, ViewLine};
 use super::step::{
     answer_call, completion, neighbours, plural_s, record, relations, sample_indices, unreadable, with_notes, wrong,
 };
 use super::structured::Shape;
 use super::topics::TopicLinker;
-use super::{
-    Answer, AnswerSource, Context, EngineError, Method, Override, PathView, PruneTool, Request, Response, Topics,
-};
+use super::{Answer, AnswerSource, Context, EngineError, Override, PathView, PruneTool, Request, Response, Topics};
 use crate::kg::{Direction, RelationRef, Term, name_similarity};
 use parse::Analysis;
 use rand::Rng;
@@ -148,6 +147,15 @@ struct Cand {
     fuzzy: f64,
 }
 
+/// What a batch is for: the subgraph nodes its relation lookups expand, the candidates each
+/// precise-selection prompt lists, or the prefixes the branch prompt lists (in request order).
+#[derive(Debug, Default)]
+pub(crate) struct PogPlan {
+    nodes: Vec<usize>,
+    batches: Vec<Vec<usize>>,
+    prefixes: Vec<(String, Vec<usize>)>,
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct PogMachine {
     phase: Phase,
@@ -184,7 +192,7 @@ pub(crate) struct PogMachine {
 }
 
 impl PogMachine {
-    pub fn new(cx: &mut Context, topics: Topics) -> Result<Self, EngineError> {
+    pub fn new(cx: &mut Context, topics: Topics, one_relation: bool) -> Result<Self, EngineError> {
         let linker = TopicLinker::new(cx, topics)?;
         let phase = if linker.done() { Phase::Analysis } else { Phase::Topics };
         Ok(Self {
@@ -207,13 +215,13 @@ impl PogMachine {
             banned: Vec::new(),
             summary: Vec::new(),
             last_verdict: None,
-            one_relation: cx.settings.method == Method::PogE,
+            one_relation,
             seed: cx.settings.seed,
             report: PogReport::default(),
         })
     }
 
-    pub fn depth(&self) -> u32 {
+    fn hop_depth(&self) -> u32 {
         match self.phase {
             Phase::Topics | Phase::Analysis => 0,
             Phase::ExpandRelations(Lookup::Subgraph) | Phase::ExpandNeighbours(Lookup::Subgraph) => self.hop,
@@ -224,7 +232,7 @@ impl PogMachine {
         }
     }
 
-    pub fn phase_name(&self) -> &'static str {
+    fn phase_name(&self) -> &'static str {
         match self.phase {
             Phase::Topics => self.linker.phase_name(),
             Phase::Analysis => "question_analysis",
@@ -253,7 +261,7 @@ impl PogMachine {
     }
 
     /// The paths now in front of the model, best first.
-    pub fn live_paths(&self, cx: &Context) -> Vec<PathView> {
+    fn paths(&self, cx: &Context) -> Vec<PathView> {
         let shown = if self.pool.is_empty() { &self.selected } else { &self.pool };
         shown.iter().map(|&c| self.path_view(cx, c)).collect()
     }
@@ -292,21 +300,24 @@ impl PogMachine {
             .join("\n")
     }
 
-    pub fn requests(&mut self, cx: &mut Context) -> Vec<Request> {
+    fn requests(&mut self, cx: &mut Context) -> (Vec<Request>, PogPlan) {
         let s = cx.settings.clone();
         let q = cx.question.clone();
-        match self.phase {
+        let mut plan = PogPlan::default();
+        let requests = match self.phase {
             Phase::Topics => self.linker.requests(cx),
             Phase::Analysis => {
                 let topics: Vec<String> = cx.beam.roots().map(|r| format!("\"{}\"", r.shown())).collect();
                 let prompt = cx.prompts.render("pog_analysis", &[("question", &q), ("topics", &topics.join(", "))]);
                 vec![cx.llm("pog_analysis", prompt, s.prune_temperature, Shape::Analysis)]
             }
-            Phase::ExpandRelations(lookup) => self
-                .to_search(lookup)
-                .into_iter()
-                .map(|n| Request::Relations { entity: self.sg.nodes[n].term.as_str().to_string() })
-                .collect(),
+            Phase::ExpandRelations(lookup) => {
+                plan.nodes = self.to_search(lookup);
+                plan.nodes
+                    .iter()
+                    .map(|&n| Request::Relations { entity: self.sg.nodes[n].term.as_str().to_string() })
+                    .collect()
+            }
             Phase::ExpandNeighbours(_) => self
                 .found
                 .iter()
@@ -325,17 +336,19 @@ impl PogMachine {
                     Vec::new()
                 }
             }
-            Phase::Precise => self
-                .precise_batches()
-                .iter()
-                .map(|batch| {
-                    let texts: Vec<&str> = batch.iter().map(|&c| self.cands[c].text.as_str()).collect();
-                    self.selection(cx, "pog_precise", &texts)
-                })
-                .collect(),
+            Phase::Precise => {
+                plan.batches = self.precise_batches();
+                plan.batches
+                    .iter()
+                    .map(|batch| {
+                        let texts: Vec<&str> = batch.iter().map(|&c| self.cands[c].text.as_str()).collect();
+                        self.selection(cx, "pog_precise", &texts)
+                    })
+                    .collect()
+            }
             Phase::Branch(hops) => {
-                let prefixes = self.prefixes(hops);
-                let texts: Vec<&str> = prefixes.iter().map(|(text, _)| text.as_str()).collect();
+                plan.prefixes = self.prefixes(hops);
+                let texts: Vec<&str> = plan.prefixes.iter().map(|(text, _)| text.as_str()).collect();
                 vec![self.selection(cx, "pog_branch", &texts)]
             }
             Phase::Summary => {
@@ -371,7 +384,8 @@ impl PogMachine {
                 vec![cx.llm(template, prompt, s.reason_temperature, Shape::Answer)]
             }
             Phase::Done => Vec::new(),
-        }
+        };
+        (requests, plan)
     }
 
     /// Subgraph nodes whose relations the lookup needs: the last hop's unsearched entities, or
@@ -440,13 +454,14 @@ impl PogMachine {
         self.pool.iter().map(|&c| self.cands[c].path.len()).max().unwrap_or(0)
     }
 
-    pub fn absorb(
+    fn absorb_step(
         &mut self,
         cx: &mut Context,
+        plan: &PogPlan,
         requests: &[Request],
         responses: Vec<Response>,
     ) -> Result<Event, EngineError> {
-        let mut ev = Event::step(cx.next_index(), self.phase_name(), self.depth());
+        let mut ev = Event::step(cx.next_index(), self.phase_name(), self.hop_depth());
         match self.phase {
             Phase::Topics => {
                 self.linker.absorb(cx, requests, &responses, &mut ev)?;
@@ -456,7 +471,7 @@ impl PogMachine {
             }
             Phase::Analysis => self.absorb_analysis(cx, requests, &responses, &mut ev)?,
             Phase::ExpandRelations(lookup) => {
-                let nodes = self.to_search(lookup);
+                let nodes = &plan.nodes;
                 self.found.clear();
                 let mut total = 0;
                 for (i, &n) in nodes.iter().enumerate() {
@@ -552,8 +567,8 @@ impl PogMachine {
                 self.gather(cx, &mut ev);
             }
             Phase::Fuzzy => self.absorb_fuzzy(cx, &responses, &mut ev)?,
-            Phase::Precise => self.absorb_precise(cx, requests, &responses, &mut ev)?,
-            Phase::Branch(hops) => self.absorb_branch(cx, hops, requests, &responses, &mut ev)?,
+            Phase::Precise => self.absorb_precise(cx, &plan.batches, requests, &responses, &mut ev)?,
+            Phase::Branch(hops) => self.absorb_branch(cx, hops, &plan.prefixes, requests, &responses, &mut ev)?,
             Phase::Summary => {
                 let c = completion(&responses, 0)?;
                 self.summary = parse::parse_summary(&c.text);
@@ -1010,6 +1025,7 @@ impl PogMachine {
     fn absorb_precise(
         &mut self,
         cx: &mut Context,
+        batches: &[Vec<usize>],
         requests: &[Request],
         responses: &[Response],
         ev: &mut Event,
@@ -1017,7 +1033,7 @@ impl PogMachine {
         let w = cx.settings.width.max(1);
         let before = self.pool.clone();
         let mut chosen: Vec<usize> = Vec::new();
-        for (i, batch) in self.precise_batches().iter().enumerate() {
+        for (i, batch) in batches.iter().enumerate() {
             let c = completion(responses, i)?;
             let mut fell_back = false;
             let picks = match parse::parse_top_list(&c.text, batch.len()) {
@@ -1055,12 +1071,12 @@ impl PogMachine {
         &mut self,
         cx: &mut Context,
         hops: usize,
+        prefixes: &[(String, Vec<usize>)],
         requests: &[Request],
         responses: &[Response],
         ev: &mut Event,
     ) -> Result<(), EngineError> {
         let w = cx.settings.width.max(1);
-        let prefixes = self.prefixes(hops);
         let c = completion(responses, 0)?;
         let mut fell_back = false;
         let picks = match parse::parse_top_list(&c.text, prefixes.len()) {
@@ -1204,9 +1220,9 @@ impl PogMachine {
         self.phase = Phase::Done;
     }
 
-    pub fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
+    fn apply_override(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
         let step = cx.next_index();
-        let bad = |why: &str| EngineError::BadOverride { what: format!("{o:?}"), why: why.into() };
+        let bad = |why: &str| EngineError::BadOverride { what: o.describe(), why: why.into() };
         let selecting = matches!(self.phase, Phase::Precise | Phase::Branch(_) | Phase::Summary | Phase::Sufficiency);
         let cand_of = |node: NodeId| self.cands.iter().position(|c| c.leaf == node);
         match o {
@@ -1320,4 +1336,91 @@ fn pog_e_choice(seed: u64, edge: usize, n: usize) -> usize {
     use rand::SeedableRng;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ (edge as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     rng.random_range(0..n)
+}
+
+impl Method for PogMachine {
+    type Plan = PogPlan;
+
+    fn next(&mut self, cx: &mut Context) -> (Vec<Request>, PogPlan) {
+        self.requests(cx)
+    }
+
+    fn absorb(
+        &mut self,
+        cx: &mut Context,
+        plan: &PogPlan,
+        requests: &[Request],
+        responses: Vec<Response>,
+    ) -> Result<Event, EngineError> {
+        self.absorb_step(cx, plan, requests, responses)
+    }
+
+    fn phase(&self) -> &'static str {
+        self.phase_name()
+    }
+
+    fn depth(&self) -> u32 {
+        self.hop_depth()
+    }
+
+    fn live_paths(&self, cx: &Context) -> Vec<PathView> {
+        self.paths(cx)
+    }
+
+    fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
+        self.apply_override(cx, o)
+    }
+
+    /// The candidate paths, beside the report, most telling first (the pane is short): the
+    /// indicator, the depth and the subgraph, each stage's pruning counts and verdict, the
+    /// answer's stage, then the details.
+    fn view(&self, cx: &Context) -> MethodView {
+        let r = &self.report;
+        let mut report = Vec::new();
+        match &r.indicator {
+            Some(ind) => report.push(ViewLine::labelled("indicator ", ind.clone())),
+            None => report.push(ViewLine::dim("question not analysed yet")),
+        }
+        let mut facts = Vec::new();
+        if let Some(d) = r.predicted_depth {
+            facts.push(format!("depth {d} of {}", cx.settings.depth));
+        }
+        if r.subgraph.0 > 0 {
+            facts.push(format!("subgraph {} nodes, {} triples", r.subgraph.0, r.subgraph.1));
+        }
+        if let Some((before, after)) = r.reduced {
+            facts
+                .push(format!("reduced {before} → {after} nodes{}", if r.connected { " (topics joined)" } else { "" }));
+        }
+        if !facts.is_empty() {
+            report.push(ViewLine::plain(facts.join(" · ")));
+        }
+        for s in &r.stages {
+            let step = |name: &str, n: Option<usize>| n.map(|n| format!(" → {name} {n}")).unwrap_or_default();
+            let verdict = match s.sufficient {
+                Some(true) => " ✓ sufficient",
+                Some(false) => " ✗ not sufficient",
+                None => "",
+            };
+            report.push(ViewLine::plain(format!(
+                "{}: {}{}{}{}{verdict}",
+                s.stage,
+                s.candidates,
+                step("fuzzy", s.after_fuzzy),
+                step("branch", s.after_branch),
+                step("precise", s.after_precise)
+            )));
+        }
+        if let Some(by) = &r.answered_by {
+            report.push(ViewLine::accent(format!("answered by {by}")));
+        }
+        report.extend(r.summary.iter().map(|l| ViewLine::dim(format!("summary: {l}"))));
+        report.extend(
+            r.sub_questions.iter().enumerate().map(|(i, q)| ViewLine::dim(format!("sub-question {}: {q}", i + 1))),
+        );
+        MethodView {
+            report,
+            ..MethodView::paths("PoG: question analysis, subgraph, stages · candidate paths", cx, self.paths(cx))
+        }
+    }
 }

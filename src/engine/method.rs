@@ -1,0 +1,440 @@
+//! What every reasoning method answers to, and the registry that names them.
+//!
+//! A method is a state machine over the shared [`Context`]: asked for its next batch it returns
+//! the requests together with a [`Method::Plan`] saying what each request is for; the [`Run`]
+//! keeps the plan beside the pending batch and hands it back with the responses, so `absorb`
+//! never has to rebuild the list `next` built. Methods are cloned for rewinding, so their state
+//! is plain data; large parts they share between steps belong behind an `Arc`.
+//!
+//! Adding a method is one module implementing [`Method`] plus one [`MethodEntry`] in
+//! [`BUILTIN`] (or, from outside the crate, [`Registry::with`]).
+//!
+//! [`Run`]: super::Run
+
+use super::beam::{NodeId, Status};
+use super::events::Event;
+use super::gog::GeneratedTriple;
+use super::{Context, EngineError, Override, PathView, Request, Response, Topics};
+use serde::{Deserialize, Serialize};
+use std::any::Any;
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::{LazyLock, Mutex, PoisonError};
+
+/// A reasoning method: the calls the engine makes on it between polls and feeds.
+pub trait Method: Clone + fmt::Debug + Send + Sync + 'static {
+    /// What a batch of requests is for (which node each lookup expands, which candidates each
+    /// call scores), kept by the run until the batch's responses come back.
+    type Plan: fmt::Debug + Send + Sync + 'static;
+
+    /// The requests of the next step and their plan. An empty batch is a step that needs
+    /// nothing from outside.
+    fn next(&mut self, cx: &mut Context) -> (Vec<Request>, Self::Plan);
+
+    /// Takes the step: reads `responses` (in the order of `requests`) against `plan` and
+    /// returns the event to record. On an error the run restores the state it had before.
+    fn absorb(
+        &mut self,
+        cx: &mut Context,
+        plan: &Self::Plan,
+        requests: &[Request],
+        responses: Vec<Response>,
+    ) -> Result<Event, EngineError>;
+
+    /// The phase the next step performs, e.g. `relation_prune`.
+    fn phase(&self) -> &'static str;
+
+    /// The depth (hop, or step) being explored; 0 before exploring.
+    fn depth(&self) -> u32 {
+        0
+    }
+
+    /// Where the run is, for a status line: `d2/3 N=3`, `step 4/6`; empty when depth means
+    /// nothing to the method.
+    fn progress(&self, cx: &Context) -> String {
+        format!("d{}/{} N={}", self.depth(), cx.settings.depth, cx.settings.width)
+    }
+
+    /// The paths now in front of the model, best first.
+    fn live_paths(&self, _cx: &Context) -> Vec<PathView> {
+        Vec::new()
+    }
+
+    /// Triples the model wrote that the KG does not hold.
+    fn generated(&self) -> &[GeneratedTriple] {
+        &[]
+    }
+
+    /// Changes the method's state between steps; returns the change in words for the trace.
+    fn apply(&mut self, _cx: &mut Context, o: &Override) -> Result<String, EngineError> {
+        Err(EngineError::BadOverride { what: o.describe(), why: "this method takes no changes between steps".into() })
+    }
+
+    /// What the method shows of itself: by default, the live paths.
+    fn view(&self, cx: &Context) -> MethodView {
+        MethodView::paths("Paths in front of the model", cx, self.live_paths(cx))
+    }
+}
+
+/// A method's own pane, as data: the terminal UI and the CLI draw it without knowing which
+/// method made it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MethodView {
+    /// What the pane shows, e.g. `GoG: thought · action · observation`.
+    pub title: String,
+    /// Facts about the whole run shown beside the list (PoG's analysis and stages).
+    pub report: Vec<ViewLine>,
+    /// The rows a user moves through: paths, or steps.
+    pub items: Vec<ViewItem>,
+    /// What to say when there are no items.
+    pub empty: String,
+}
+
+/// One row of a [`MethodView`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ViewItem {
+    /// The row, on one line.
+    pub row: String,
+    /// The beam status of the row's node, when it is one.
+    pub status: Option<Status>,
+    /// The beam node the row stands for (a path's leaf), to show in the tree.
+    pub node: Option<NodeId>,
+    /// The row in full, shown beside the list when any row has some.
+    pub detail: Vec<ViewLine>,
+    /// Written by the model and not yet run: the user may edit it first.
+    pub editable: bool,
+}
+
+/// A line of a view: an optional label (drawn bold), text, and a tone.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ViewLine {
+    pub label: String,
+    pub text: String,
+    pub tone: Tone,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tone {
+    #[default]
+    Plain,
+    /// Secondary detail.
+    Dim,
+    /// What the user should see first.
+    Accent,
+}
+
+impl ViewLine {
+    pub fn plain(text: impl Into<String>) -> Self {
+        Self { text: text.into(), ..Self::default() }
+    }
+    pub fn dim(text: impl Into<String>) -> Self {
+        Self { text: text.into(), tone: Tone::Dim, ..Self::default() }
+    }
+    pub fn accent(text: impl Into<String>) -> Self {
+        Self { text: text.into(), tone: Tone::Accent, ..Self::default() }
+    }
+    pub fn labelled(label: impl Into<String>, text: impl Into<String>) -> Self {
+        Self { label: label.into(), text: text.into(), tone: Tone::Plain }
+    }
+}
+
+impl MethodView {
+    /// A list of paths with their scores and where pruning left them.
+    pub fn paths(title: &str, cx: &Context, paths: Vec<PathView>) -> Self {
+        let items = paths
+            .into_iter()
+            .map(|p| ViewItem {
+                row: format!("[{:.2}] {}", p.score, p.text),
+                status: Some(cx.beam.get(p.leaf).map_or(Status::Candidate, |n| n.status)),
+                node: Some(p.leaf),
+                ..ViewItem::default()
+            })
+            .collect();
+        Self { title: title.into(), report: Vec::new(), items, empty: "No path in front of the model yet.".into() }
+    }
+}
+
+/// Which method, by its registry name (`tog`, `pog-e`, or one registered from outside).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MethodId(&'static str);
+
+impl MethodId {
+    pub const TOG: Self = Self::named("tog");
+    pub const TOG_R: Self = Self::named("tog-r");
+    pub const POG: Self = Self::named("pog");
+    pub const POG_E: Self = Self::named("pog-e");
+    pub const GOG: Self = Self::named("gog");
+    pub const IO: Self = Self::named("io");
+    pub const COT: Self = Self::named("cot");
+    pub const SC: Self = Self::named("sc");
+
+    pub const fn named(name: &'static str) -> Self {
+        Self(name)
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        self.0
+    }
+
+    /// The name people know it by (`ToG-R`); the id itself for a method the built-in
+    /// registry does not know.
+    pub fn label(&self) -> &'static str {
+        Registry::builtin().get(self).map_or(self.0, |e| e.label)
+    }
+}
+
+impl From<&str> for MethodId {
+    /// Ids are few and live as long as the program: a name not built in is kept once (so
+    /// ids stay `Copy` and comparable in patterns).
+    fn from(name: &str) -> Self {
+        if let Some(e) = BUILTIN.iter().find(|e| e.id == name) {
+            return Self(e.id);
+        }
+        static OTHERS: LazyLock<Mutex<HashSet<&'static str>>> = LazyLock::new(Mutex::default);
+        let mut others = OTHERS.lock().unwrap_or_else(PoisonError::into_inner);
+        match others.get(name) {
+            Some(&kept) => Self(kept),
+            None => {
+                let kept: &'static str = Box::leak(name.to_string().into_boxed_str());
+                others.insert(kept);
+                Self(kept)
+            }
+        }
+    }
+}
+
+impl Serialize for MethodId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for MethodId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(Self::from(name.as_ref()))
+    }
+}
+
+impl fmt::Debug for MethodId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+impl fmt::Display for MethodId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// A method the registry can start: its names and its constructor.
+#[derive(Clone, Copy)]
+pub struct MethodEntry {
+    /// What `--method`, configs and sessions call it.
+    pub id: &'static str,
+    /// What people call it.
+    pub label: &'static str,
+    /// One line for `--help`.
+    pub about: &'static str,
+    /// Starts the method on a fresh context (linking topics is the method's business).
+    pub start: fn(&mut Context, Topics) -> Result<Machine, EngineError>,
+}
+
+impl fmt::Debug for MethodEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MethodEntry").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+/// The methods ongraph ships, in the order `--help` lists them.
+pub const BUILTIN: &[MethodEntry] = &[
+    MethodEntry {
+        id: "tog",
+        label: "ToG",
+        about: "Think-on-Graph: beam search over triple paths, LLM-scored relations and entities",
+        start: |cx, topics| Ok(Machine::new(super::tog::TogMachine::new(cx, topics, false)?)),
+    },
+    MethodEntry {
+        id: "tog-r",
+        label: "ToG-R",
+        about: "ToG-R: relation chains; entities sampled (seeded) instead of scored",
+        start: |cx, topics| Ok(Machine::new(super::tog::TogMachine::new(cx, topics, true)?)),
+    },
+    MethodEntry {
+        id: "pog",
+        label: "PoG",
+        about: "Paths-over-Graph: question analysis, a question subgraph, three-step pruning",
+        start: |cx, topics| Ok(Machine::new(super::pog::PogMachine::new(cx, topics, false)?)),
+    },
+    MethodEntry {
+        id: "pog-e",
+        label: "PoG-E",
+        about: "PoG walking one relation per hop",
+        start: |cx, topics| Ok(Machine::new(super::pog::PogMachine::new(cx, topics, true)?)),
+    },
+    MethodEntry {
+        id: "gog",
+        label: "GoG",
+        about: "Generate-on-Graph: Thought / Action / Observation with Search, Generate and Finish",
+        start: |cx, topics| Ok(Machine::new(super::gog::GogMachine::new(cx, topics)?)),
+    },
+    MethodEntry {
+        id: "io",
+        label: "IO",
+        about: "baseline: the model answers directly, no KG",
+        start: |_, _| Ok(Machine::new(super::baseline::BaselineMachine::new(super::baseline::Prompting::Io))),
+    },
+    MethodEntry {
+        id: "cot",
+        label: "CoT",
+        about: "baseline: chain of thought with exemplars, no KG",
+        start: |_, _| Ok(Machine::new(super::baseline::BaselineMachine::new(super::baseline::Prompting::Cot))),
+    },
+    MethodEntry {
+        id: "sc",
+        label: "SC",
+        about: "baseline: self-consistency, the majority answer of --samples chain-of-thought samples",
+        start: |_, _| {
+            Ok(Machine::new(super::baseline::BaselineMachine::new(super::baseline::Prompting::SelfConsistency)))
+        },
+    },
+];
+
+/// Names to constructors.
+#[derive(Clone, Debug)]
+pub struct Registry {
+    entries: Vec<MethodEntry>,
+}
+
+impl Registry {
+    /// The methods ongraph ships.
+    pub fn builtin() -> &'static Registry {
+        static BUILT_IN: LazyLock<Registry> = LazyLock::new(|| Registry { entries: BUILTIN.to_vec() });
+        &BUILT_IN
+    }
+
+    /// This registry and one more method (replacing one of the same id).
+    pub fn with(mut self, entry: MethodEntry) -> Self {
+        self.entries.retain(|e| e.id != entry.id);
+        self.entries.push(entry);
+        self
+    }
+
+    pub fn get(&self, id: &MethodId) -> Option<&MethodEntry> {
+        self.entries.iter().find(|e| e.id == id.as_str())
+    }
+
+    pub fn entries(&self) -> &[MethodEntry] {
+        &self.entries
+    }
+
+    /// `tog, tog-r, …`, for error messages.
+    pub fn names(&self) -> String {
+        self.entries.iter().map(|e| e.id).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// A method's state, type-erased so a run can hold any method (and clone it for rewinding).
+pub struct Machine(Box<dyn Erased>);
+
+impl Machine {
+    pub fn new<M: Method>(method: M) -> Self {
+        Self(Box::new(method))
+    }
+
+    /// The method's own state, when it is an `M` (for method-specific inspection).
+    pub fn downcast_ref<M: Method>(&self) -> Option<&M> {
+        self.0.as_any().downcast_ref()
+    }
+
+    pub(crate) fn inner(&self) -> &dyn Erased {
+        &*self.0
+    }
+
+    pub(crate) fn inner_mut(&mut self) -> &mut dyn Erased {
+        &mut *self.0
+    }
+}
+
+impl Clone for Machine {
+    fn clone(&self) -> Self {
+        Self(self.0.clone_box())
+    }
+}
+
+impl fmt::Debug for Machine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A plan of any method, as the run keeps it.
+pub(crate) type AnyPlan = Box<dyn Any + Send + Sync>;
+
+/// [`Method`] with its plan type erased: what a run calls.
+pub(crate) trait Erased: fmt::Debug + Send + Sync {
+    fn next(&mut self, cx: &mut Context) -> (Vec<Request>, AnyPlan);
+    fn absorb(
+        &mut self,
+        cx: &mut Context,
+        plan: &AnyPlan,
+        requests: &[Request],
+        responses: Vec<Response>,
+    ) -> Result<Event, EngineError>;
+    fn phase(&self) -> &'static str;
+    fn depth(&self) -> u32;
+    fn progress(&self, cx: &Context) -> String;
+    fn live_paths(&self, cx: &Context) -> Vec<PathView>;
+    fn generated(&self) -> &[GeneratedTriple];
+    fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError>;
+    fn view(&self, cx: &Context) -> MethodView;
+    fn clone_box(&self) -> Box<dyn Erased>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<M: Method> Erased for M {
+    fn next(&mut self, cx: &mut Context) -> (Vec<Request>, AnyPlan) {
+        let (requests, plan) = Method::next(self, cx);
+        (requests, Box::new(plan))
+    }
+    fn absorb(
+        &mut self,
+        cx: &mut Context,
+        plan: &AnyPlan,
+        requests: &[Request],
+        responses: Vec<Response>,
+    ) -> Result<Event, EngineError> {
+        // The run only ever hands back the plan this method made.
+        let plan = plan.downcast_ref::<M::Plan>().ok_or(EngineError::NotPolled)?;
+        Method::absorb(self, cx, plan, requests, responses)
+    }
+    fn phase(&self) -> &'static str {
+        Method::phase(self)
+    }
+    fn depth(&self) -> u32 {
+        Method::depth(self)
+    }
+    fn progress(&self, cx: &Context) -> String {
+        Method::progress(self, cx)
+    }
+    fn live_paths(&self, cx: &Context) -> Vec<PathView> {
+        Method::live_paths(self, cx)
+    }
+    fn generated(&self) -> &[GeneratedTriple] {
+        Method::generated(self)
+    }
+    fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
+        Method::apply(self, cx, o)
+    }
+    fn view(&self, cx: &Context) -> MethodView {
+        Method::view(self, cx)
+    }
+    fn clone_box(&self) -> Box<dyn Erased> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,255 @@
+//! A method defined outside the engine, through the `Method` trait and a registry line: a
+//! breadth-first walk that asks the model only for the final answer. It runs through `ask`'s
+//! driver, is recorded into a session saved on disk, and replays from that file alone.
+
+use async_trait::async_trait;
+use ongraph::driver::Driver;
+use ongraph::engine::beam::{NodeId, NodeKind, Provenance};
+use ongraph::engine::events::{CallRecord, Event, LookupRecord};
+use ongraph::engine::{
+    Answer, AnswerSource, Context, EngineError, Machine, Method, MethodEntry, MethodId, Override, Registry, Request,
+    Response, Run, Settings, Topics,
+};
+use ongraph::kg::load::demo_graph;
+use ongraph::kg::{KnowledgeGraph, Term};
+use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError};
+use ongraph::prompts::Prompts;
+use ongraph::session::{Session, SessionError};
+use std::sync::Arc;
+
+const QUESTION: &str = "In which time zone is Canberra?";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Relations,
+    Neighbours,
+    Answer,
+    Done,
+}
+
+/// Every relation of every frontier entity, every neighbour through it, `depth` hops; then one
+/// call with all the triples found.
+#[derive(Clone, Debug)]
+struct Bfs {
+    phase: Phase,
+    hop: u32,
+    frontier: Vec<NodeId>,
+    /// Relation nodes awaiting their neighbours: (node, entity id, relation).
+    relations: Vec<(NodeId, String, ongraph::kg::RelationRef)>,
+}
+
+impl Bfs {
+    fn start(cx: &mut Context, topics: Topics) -> Result<Self, EngineError> {
+        let Topics::Linked(linked) = topics else { return Err(EngineError::NoTopic) };
+        let frontier = linked
+            .into_iter()
+            .map(|(id, label)| {
+                cx.beam_mut().add(None, NodeKind::Entity { term: Term::Entity(id), label }, Provenance::User)
+            })
+            .collect();
+        Ok(Self { phase: Phase::Relations, hop: 0, frontier, relations: Vec::new() })
+    }
+
+    fn entity(cx: &Context, node: NodeId) -> String {
+        cx.beam().nodes[node].term().map(|t| t.as_str().to_string()).unwrap_or_default()
+    }
+}
+
+impl Method for Bfs {
+    /// The nodes the batch's lookups expand, in request order.
+    type Plan = Vec<NodeId>;
+
+    fn next(&mut self, cx: &mut Context) -> (Vec<Request>, Vec<NodeId>) {
+        match self.phase {
+            Phase::Relations => (
+                self.frontier.iter().map(|&n| Request::Relations { entity: Self::entity(cx, n) }).collect(),
+                self.frontier.clone(),
+            ),
+            Phase::Neighbours => (
+                self.relations
+                    .iter()
+                    .map(|(_, entity, relation)| Request::Neighbours {
+                        entity: entity.clone(),
+                        relation: relation.clone(),
+                    })
+                    .collect(),
+                self.relations.iter().map(|(n, ..)| *n).collect(),
+            ),
+            Phase::Answer => {
+                let beam = cx.beam();
+                let lines: Vec<String> =
+                    self.frontier.iter().flat_map(|&n| beam.triples(n)).map(|t| t.line()).collect();
+                let prompt = format!("Question: {}\nTriples:\n{}\nAnswer in braces.", cx.question(), lines.join("\n"));
+                (vec![cx.ask_for_answer("bfs_answer", prompt)], Vec::new())
+            }
+            Phase::Done => (Vec::new(), Vec::new()),
+        }
+    }
+
+    fn absorb(
+        &mut self,
+        cx: &mut Context,
+        plan: &Vec<NodeId>,
+        requests: &[Request],
+        responses: Vec<Response>,
+    ) -> Result<Event, EngineError> {
+        let mut ev = Event::step(cx.next_index(), self.phase(), self.hop);
+        let graph = Provenance::Kg { graph: cx.graph_name().to_string() };
+        match (self.phase, responses.as_slice()) {
+            (Phase::Relations, _) => {
+                self.relations.clear();
+                for (&node, response) in plan.iter().zip(&responses) {
+                    let Response::Relations { relations } = response else { return Err(EngineError::NotPolled) };
+                    ev.lookups
+                        .push(LookupRecord { what: format!("relations of node {node}"), results: relations.len() });
+                    for r in relations {
+                        let kind = NodeKind::Relation {
+                            relation: r.relation.clone(),
+                            direction: r.direction,
+                            shown: r.relation.clone(),
+                        };
+                        let rel = cx.beam_mut().add(Some(node), kind, graph.clone());
+                        self.relations.push((rel, Self::entity(cx, node), r.clone()));
+                    }
+                }
+                ev.summary = format!("{} relations", self.relations.len());
+                self.phase = Phase::Neighbours;
+            }
+            (Phase::Neighbours, _) => {
+                self.frontier.clear();
+                for (&rel, response) in plan.iter().zip(&responses) {
+                    let Response::Neighbours { neighbours } = response else { return Err(EngineError::NotPolled) };
+                    for nb in neighbours {
+                        let kind = NodeKind::Entity { term: nb.term.clone(), label: nb.label.clone() };
+                        self.frontier.push(cx.beam_mut().add(Some(rel), kind, graph.clone()));
+                    }
+                }
+                self.hop += 1;
+                ev.summary = format!("hop {}: {} entities", self.hop, self.frontier.len());
+                self.phase = if self.hop >= cx.settings().depth { Phase::Answer } else { Phase::Relations };
+            }
+            (Phase::Answer, [Response::Llm { completion }]) => {
+                let answers = ongraph::engine::parse::parse_answers(&completion.text).unwrap_or_default();
+                ev.calls.push(CallRecord::of(&requests[0], completion, answers.join("; ")));
+                ev.summary = format!("answer {}", answers.join(", "));
+                cx.finish(Answer {
+                    answers,
+                    source: AnswerSource::KgPaths,
+                    reply: completion.text.clone(),
+                    paths: Vec::new(),
+                });
+                self.phase = Phase::Done;
+            }
+            _ => return Err(EngineError::Finished),
+        }
+        Ok(ev)
+    }
+
+    fn phase(&self) -> &'static str {
+        match self.phase {
+            Phase::Relations => "relations",
+            Phase::Neighbours => "neighbours",
+            Phase::Answer => "answer",
+            Phase::Done => "done",
+        }
+    }
+
+    fn depth(&self) -> u32 {
+        self.hop
+    }
+}
+
+/// The one line that registers it.
+fn registry() -> Registry {
+    Registry::builtin().clone().with(MethodEntry {
+        id: "bfs",
+        label: "BFS",
+        about: "breadth-first walk; the model only answers",
+        start: |cx, topics| Ok(Machine::new(Bfs::start(cx, topics)?)),
+    })
+}
+
+/// Reads its prompt only: answers with the object of the triple whose relation is a time
+/// zone, or says it does not know.
+struct TimeZoneReader;
+
+#[async_trait]
+impl LanguageModel for TimeZoneReader {
+    fn describe(&self) -> String {
+        "time-zone reader".into()
+    }
+    async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        let tail = request
+            .prompt
+            .lines()
+            .filter_map(|l| l.strip_prefix('(').and_then(|l| l.strip_suffix(')')).or(Some(l)))
+            .map(|l| l.split(", ").collect::<Vec<_>>())
+            .find(|parts| parts.len() == 3 && parts[1].contains("time_zones"))
+            .map(|parts| parts[2].to_string());
+        let text = match tail {
+            Some(t) => format!("The triples say so: {{{t}}}."),
+            None => "I do not know.".into(),
+        };
+        Ok(Completion { text, ..Completion::default() })
+    }
+}
+
+fn settings() -> Settings {
+    Settings { method: MethodId::from("bfs"), depth: 1, ..Settings::default() }
+}
+
+fn topics() -> Topics {
+    Topics::Linked(vec![("m.canberra".into(), Some("Canberra".into()))])
+}
+
+#[tokio::test]
+async fn a_method_from_outside_runs_is_recorded_and_replays_from_its_file() {
+    let kg = Arc::new(demo_graph());
+    let profile = kg.profile().clone();
+    let prompts = Arc::new(Prompts::load(None).unwrap());
+    let registry = registry();
+    let mut run =
+        Run::new_in(&registry, QUESTION, topics(), settings(), prompts.clone(), profile.clone(), "demo").unwrap();
+    let driver = Driver::new(kg, Arc::new(TimeZoneReader));
+    let mut session = Session::new("demo", "time-zone reader", settings(), profile, &prompts);
+    session.begin(QUESTION, topics());
+    driver.run_recorded(&mut run, &mut session).await.unwrap();
+
+    let answer = run.answer().expect("answered");
+    assert_eq!(run.trace().len(), 3, "relations, neighbours, answer: {:#?}", run.trace());
+    assert_eq!(answer.answers.len(), 1, "{answer:?}");
+    assert!(answer.answers[0].contains("AEST") || answer.answers[0].contains("Australian"), "{answer:?}");
+    assert_eq!(run.costs().llm_calls, 1, "the model is asked only for the answer");
+    assert_eq!(run.progress(), "bfs d1/1 N=3", "a method the built-in registry does not know goes by its id");
+
+    // The session on disk is all replay needs.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bfs.json");
+    session.save(&path).unwrap();
+    let loaded = Session::load(&path).unwrap();
+    assert_eq!(loaded.settings.method, MethodId::from("bfs"));
+    let replayed = loaded.replay_in(&registry, 0).unwrap();
+    assert_eq!(replayed.trace(), run.trace());
+    assert_eq!(replayed.answer(), run.answer());
+    assert_eq!(loaded.runs[0].trace, run.trace(), "the recorder kept the trace");
+
+    // Without its registry line, the method is unknown, by name.
+    match loaded.replay(0) {
+        Err(SessionError::Engine { source: EngineError::UnknownMethod { name, known }, .. }) => {
+            assert_eq!(name, "bfs");
+            assert!(known.contains("tog-r"), "{known}");
+        }
+        other => panic!("expected an unknown method, got {:?}", other.map(|r| r.trace().len())),
+    }
+}
+
+#[tokio::test]
+async fn a_method_without_overrides_refuses_them_in_words() {
+    let kg = Arc::new(demo_graph());
+    let prompts = Arc::new(Prompts::load(None).unwrap());
+    let mut run =
+        Run::new_in(&registry(), QUESTION, topics(), settings(), prompts, kg.profile().clone(), "demo").unwrap();
+    let err = run.apply(Override::ForceSufficient).unwrap_err().to_string();
+    assert_eq!(err, "cannot force \"sufficient\" now: this method takes no changes between steps");
+    assert!(run.trace().is_empty(), "a refused change is not recorded");
+}
