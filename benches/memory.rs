@@ -16,7 +16,7 @@
 //! `cargo bench --bench memory` (deterministic: the same counts every time, RSS aside).
 
 use ongraph::driver::Driver;
-use ongraph::engine::{Method, Run, Settings, Topics};
+use ongraph::engine::{MethodId, Run, Settings, Topics};
 use ongraph::kg::local::{GraphBuilder, LocalGraph};
 use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
 use ongraph::llm::gold_path::{GoldPath, GoldPathModel};
@@ -274,17 +274,17 @@ fn measure(index: usize) {
         0 => Case {
             name: "GoG, 6 steps",
             question: gog_q,
-            settings: Settings { method: Method::Gog, gog_steps: 6, ..Settings::default() },
+            settings: Settings { method: MethodId::GOG, gog_steps: 6, ..Settings::default() },
         },
         1 => Case {
             name: "PoG, depth 3",
             question: tog_q,
-            settings: Settings { method: Method::Pog, depth: 3, ..Settings::default() },
+            settings: Settings { method: MethodId::POG, depth: 3, ..Settings::default() },
         },
         _ => Case {
             name: "ToG, depth 3",
             question: tog_q,
-            settings: Settings { method: Method::Tog, depth: 3, width: 3, ..Settings::default() },
+            settings: Settings { method: MethodId::TOG, depth: 3, width: 3, ..Settings::default() },
         },
     };
     let topics = Topics::Linked(vec![(ids[topic].clone(), Some(label(topic)))]);
@@ -339,12 +339,12 @@ fn measure(index: usize) {
         answer.source
     );
     let shape = match case.settings.method {
-        Method::Gog => {
+        MethodId::GOG => {
             let actions: Vec<&str> = run.gog_steps().iter().map(|s| s.action.as_str()).collect();
             println!("GoG steps {}: {}", actions.len(), actions.join(" / "));
             format!("{} T/A/O steps", actions.len())
         }
-        Method::Pog => {
+        MethodId::POG => {
             let r = run.pog_report().expect("a PoG report");
             println!(
                 "PoG predicted depth {:?}, subgraph {} nodes / {} triples, reduced {:?}, stages {}, answered by {:?}",
