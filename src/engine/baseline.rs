@@ -8,6 +8,7 @@ use super::parse::parse_answers;
 use super::step::{completion, record, unreadable};
 use super::structured::Shape;
 use super::{Answer, AnswerSource, Context, EngineError, Method, Override, Request, Response};
+use crate::prompts::Template;
 
 #[derive(Clone, Debug, Default)]
 pub struct BaselineMachine {
@@ -29,12 +30,12 @@ impl BaselineMachine {
         match s.method {
             Method::Io => vec![cx.llm(
                 "io",
-                cx.prompts.render("io", &[("question", question)]),
+                cx.prompts.render(Template::Io, &[("question", question)]),
                 s.reason_temperature,
                 Shape::Answer,
             )],
             Method::Sc => {
-                let prompt = cx.prompts.render("cot", &[("question", question)]);
+                let prompt = cx.prompts.render(Template::Cot, &[("question", question)]);
                 (0..s.samples.max(1) as u32)
                     .map(|sample| {
                         cx.llm_sample("cot", prompt.clone(), s.sample_temperature, sample, Shape::ReasonedAnswer)
@@ -43,7 +44,7 @@ impl BaselineMachine {
             }
             _ => vec![cx.llm(
                 "cot",
-                cx.prompts.render("cot", &[("question", question)]),
+                cx.prompts.render(Template::Cot, &[("question", question)]),
                 s.reason_temperature,
                 Shape::ReasonedAnswer,
             )],
