@@ -3,63 +3,100 @@
 //! are loaded, so a broken one is a start-up error, not a failure mid-question.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::Path;
 
-/// Every template, with the placeholders it must contain.
-pub const TEMPLATES: &[(&str, &[&str])] = &[
-    ("system", &[]),
-    ("relation_prune", &["width", "question", "topic_entity", "relations"]),
-    ("relation_prune_unified", &["width", "question", "entities"]),
-    ("entity_prune", &["question", "relation", "entities"]),
-    ("entity_prune_unified", &["question", "groups"]),
-    ("reasoning", &["question", "triples"]),
-    ("reasoning_tog_r", &["question", "chains"]),
-    ("answer", &["question", "triples"]),
-    ("answer_own_knowledge", &["question"]),
-    ("topic_entities", &["question"]),
-    ("io", &["question"]),
-    ("cot", &["question"]),
-    ("pog_analysis", &["question", "topics"]),
-    ("pog_precise", &["question", "indicator", "width", "candidates"]),
-    ("pog_branch", &["question", "indicator", "width", "candidates"]),
-    ("pog_summary", &["question", "paths"]),
-    ("pog_sufficiency", &["question", "paths", "summary"]),
-    ("pog_supplement", &["question", "topics", "paths"]),
-    ("pog_answer", &["question", "paths"]),
-    ("pog_answer_own", &["question", "paths"]),
-    ("gog_step", &["question", "topics", "transcript"]),
-    ("gog_relations", &["question", "thought", "entity", "relations"]),
-    ("gog_generate", &["question", "thought", "triples"]),
-    ("gog_verify", &["question", "triples"]),
-];
+/// Declares [`Template`] from one table, so a template is registered in one place: its
+/// variant, its name (the file `prompts/NAME.txt`, the key in a prompts directory and in a saved
+/// session), the placeholders it must contain, and the structured reply shape its calls ask for.
+macro_rules! templates {
+    ($($variant:ident = $name:literal, [$($slot:literal),*], $reply:expr;)*) => {
+        /// A prompt template of the engine. Rendering takes one of these, never a string, so a
+        /// misspelt template is a compile error rather than an empty prompt.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Template {
+            $($variant,)*
+        }
 
-pub(crate) fn default_text(name: &str) -> &'static str {
-    match name {
-        "system" => include_str!("../prompts/system.txt"),
-        "relation_prune" => include_str!("../prompts/relation_prune.txt"),
-        "relation_prune_unified" => include_str!("../prompts/relation_prune_unified.txt"),
-        "entity_prune" => include_str!("../prompts/entity_prune.txt"),
-        "entity_prune_unified" => include_str!("../prompts/entity_prune_unified.txt"),
-        "reasoning" => include_str!("../prompts/reasoning.txt"),
-        "reasoning_tog_r" => include_str!("../prompts/reasoning_tog_r.txt"),
-        "answer" => include_str!("../prompts/answer.txt"),
-        "answer_own_knowledge" => include_str!("../prompts/answer_own_knowledge.txt"),
-        "topic_entities" => include_str!("../prompts/topic_entities.txt"),
-        "io" => include_str!("../prompts/io.txt"),
-        "cot" => include_str!("../prompts/cot.txt"),
-        "pog_analysis" => include_str!("../prompts/pog_analysis.txt"),
-        "pog_precise" => include_str!("../prompts/pog_precise.txt"),
-        "pog_branch" => include_str!("../prompts/pog_branch.txt"),
-        "pog_summary" => include_str!("../prompts/pog_summary.txt"),
-        "pog_sufficiency" => include_str!("../prompts/pog_sufficiency.txt"),
-        "pog_supplement" => include_str!("../prompts/pog_supplement.txt"),
-        "pog_answer" => include_str!("../prompts/pog_answer.txt"),
-        "pog_answer_own" => include_str!("../prompts/pog_answer_own.txt"),
-        "gog_step" => include_str!("../prompts/gog_step.txt"),
-        "gog_relations" => include_str!("../prompts/gog_relations.txt"),
-        "gog_generate" => include_str!("../prompts/gog_generate.txt"),
-        "gog_verify" => include_str!("../prompts/gog_verify.txt"),
-        _ => "",
+        impl Template {
+            /// Every template, in declaration order (the order [`Prompts`] keeps them in).
+            pub const ALL: &'static [Template] = &[$(Template::$variant,)*];
+
+            /// The name of its file and of its entry in a saved session.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Template::$variant => $name,)*
+                }
+            }
+
+            /// The placeholders it must contain (and may only contain).
+            pub const fn placeholders(self) -> &'static [&'static str] {
+                match self {
+                    $(Template::$variant => &[$($slot),*],)*
+                }
+            }
+
+            /// The reply shape its calls ask for in structured mode (`Shape::name` in
+            /// `engine::structured`); `None` for text that is no call of its own (the system
+            /// prompt).
+            pub const fn reply(self) -> Option<&'static str> {
+                match self {
+                    $(Template::$variant => $reply,)*
+                }
+            }
+
+            /// The compiled-in text.
+            pub(crate) const fn default_text(self) -> &'static str {
+                match self {
+                    $(Template::$variant => include_str!(concat!("../prompts/", $name, ".txt")),)*
+                }
+            }
+        }
+    };
+}
+
+templates! {
+    System = "system", [], None;
+    RelationPrune = "relation_prune", ["width", "question", "topic_entity", "relations"], Some("relations");
+    RelationPruneUnified = "relation_prune_unified", ["width", "question", "entities"], Some("unified_relations");
+    EntityPrune = "entity_prune", ["question", "relation", "entities"], Some("entity_scores");
+    EntityPruneUnified = "entity_prune_unified", ["question", "groups"], Some("entity_groups");
+    Reasoning = "reasoning", ["question", "triples"], Some("verdict");
+    ReasoningTogR = "reasoning_tog_r", ["question", "chains"], Some("verdict");
+    Answer = "answer", ["question", "triples"], Some("answer");
+    AnswerOwnKnowledge = "answer_own_knowledge", ["question"], Some("reasoned_answer");
+    TopicEntities = "topic_entities", ["question"], Some("topics");
+    Io = "io", ["question"], Some("answer");
+    Cot = "cot", ["question"], Some("reasoned_answer");
+    PogAnalysis = "pog_analysis", ["question", "topics"], Some("analysis");
+    PogPrecise = "pog_precise", ["question", "indicator", "width", "candidates"], Some("selection");
+    PogBranch = "pog_branch", ["question", "indicator", "width", "candidates"], Some("selection");
+    PogSummary = "pog_summary", ["question", "paths"], Some("summary");
+    PogSufficiency = "pog_sufficiency", ["question", "paths", "summary"], Some("verdict");
+    PogSupplement = "pog_supplement", ["question", "topics", "paths"], Some("supplement");
+    PogAnswer = "pog_answer", ["question", "paths"], Some("answer");
+    PogAnswerOwn = "pog_answer_own", ["question", "paths"], Some("answer");
+    GogStep = "gog_step", ["question", "topics", "transcript"], Some("gog_step");
+    GogRelations = "gog_relations", ["question", "thought", "entity", "relations"], Some("choice");
+    GogGenerate = "gog_generate", ["question", "thought", "triples"], Some("triples");
+    GogVerify = "gog_verify", ["question", "triples"], Some("kept");
+}
+
+impl Template {
+    /// The template of this name (a file in a prompts directory, an entry in a saved session).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|t| t.name() == name)
+    }
+
+    /// The first placeholder `values` leaves without a value (it would render empty).
+    fn unfilled(self, values: &[(&str, &str)]) -> Option<&'static str> {
+        self.placeholders().iter().copied().find(|p| !values.iter().any(|(k, _)| k == p))
+    }
+}
+
+impl fmt::Display for Template {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -79,7 +116,7 @@ pub enum PromptError {
 
 /// A checked template: literal text and placeholders, in order.
 #[derive(Clone, Debug)]
-struct Template {
+struct Parsed {
     parts: Vec<Part>,
     /// The text it was parsed from (saved with sessions, so a replay renders the same prompts).
     source: String,
@@ -91,7 +128,7 @@ enum Part {
     Slot(String),
 }
 
-impl Template {
+impl Parsed {
     fn parse(file: &str, text: &str, required: &[&str]) -> Result<Self, PromptError> {
         let mut parts = Vec::new();
         let mut rest = text;
@@ -140,7 +177,8 @@ impl Template {
 /// The full set of templates the engine uses.
 #[derive(Clone, Debug)]
 pub struct Prompts {
-    templates: BTreeMap<&'static str, Template>,
+    /// One per template, in the order of [`Template::ALL`] (indexed by the variant).
+    templates: Vec<Parsed>,
 }
 
 impl Prompts {
@@ -177,36 +215,47 @@ impl Prompts {
 
     /// Every template's text by name.
     pub fn texts(&self) -> BTreeMap<String, String> {
-        self.templates.iter().map(|(k, t)| (k.to_string(), t.source.clone())).collect()
+        Template::ALL.iter().map(|&t| (t.name().to_string(), self.parsed(t).source.clone())).collect()
     }
 
     /// The defaults, with `overrides` (name → (where it came from, text)) in their place.
     fn from_overrides(overrides: BTreeMap<String, (String, String)>) -> Result<Self, PromptError> {
-        if let Some((_, (file, _))) = overrides.iter().find(|(name, _)| !TEMPLATES.iter().any(|(n, _)| n == name)) {
+        if let Some((_, (file, _))) = overrides.iter().find(|(name, _)| Template::from_name(name).is_none()) {
             return Err(PromptError::UnknownTemplate {
                 file: file.clone(),
-                known: TEMPLATES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+                known: Template::ALL.iter().map(|t| t.name()).collect::<Vec<_>>().join(", "),
             });
         }
-        let mut templates = BTreeMap::new();
-        for (name, required) in TEMPLATES {
-            let template = match overrides.get(*name) {
-                Some((file, text)) => Template::parse(file, text, required)?,
-                None => Template::parse(&format!("prompts/{name}.txt"), default_text(name), required)?,
+        let mut templates = Vec::with_capacity(Template::ALL.len());
+        for &t in Template::ALL {
+            let (name, required) = (t.name(), t.placeholders());
+            let parsed = match overrides.get(name) {
+                Some((file, text)) => Parsed::parse(file, text, required)?,
+                None => Parsed::parse(&format!("prompts/{name}.txt"), t.default_text(), required)?,
             };
-            templates.insert(*name, template);
+            templates.push(parsed);
         }
         Ok(Self { templates })
     }
 
-    /// Renders template `name` with `values`. Unknown names render empty (names are constants
-    /// in the engine, checked by the tests).
-    pub fn render(&self, name: &str, values: &[(&str, &str)]) -> String {
-        self.templates.get(name).map(|t| t.render(values)).unwrap_or_default()
+    /// `ALL` lists the variants in declaration order, so a variant is its own index.
+    fn parsed(&self, template: Template) -> &Parsed {
+        &self.templates[template as usize]
+    }
+
+    /// Renders `template` with `values`, which must give every placeholder it takes (checked in
+    /// debug builds: a missing one would render empty).
+    pub fn render(&self, template: Template, values: &[(&str, &str)]) -> String {
+        debug_assert!(
+            template.unfilled(values).is_none(),
+            "{template}: no value for {{{{{}}}}}",
+            template.unfilled(values).unwrap_or_default()
+        );
+        self.parsed(template).render(values)
     }
 
     pub fn system(&self) -> String {
-        self.render("system", &[]).trim().to_string()
+        self.render(Template::System, &[]).trim().to_string()
     }
 }
 
@@ -220,28 +269,56 @@ mod tests {
     }
 
     #[test]
+    fn the_registry_is_one_consistent_list() {
+        for (i, &t) in Template::ALL.iter().enumerate() {
+            // `Prompts` indexes its templates by the variant.
+            assert_eq!(t as usize, i, "{t}");
+            assert_eq!(Template::from_name(t.name()), Some(t));
+        }
+        assert_eq!(Template::from_name("anwser"), None);
+        // Every file of the prompts directory is a template, and every template a file.
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path().file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        let mut names: Vec<String> = Template::ALL.iter().map(|t| t.name().to_string()).collect();
+        names.sort();
+        assert_eq!(files, names);
+    }
+
+    #[test]
+    fn unfilled_placeholders_are_found() {
+        let all = [("question", "q"), ("triples", "t")];
+        assert_eq!(Template::Answer.unfilled(&all), None);
+        assert_eq!(Template::Answer.unfilled(&all[..1]), Some("triples"));
+        assert_eq!(Template::System.unfilled(&[]), None);
+    }
+
+    #[test]
     fn render_fills_placeholders() {
         let p = Prompts::builtin();
-        let text = p.render("answer", &[("question", "Q?"), ("triples", "a, r, b")]);
+        let text = p.render(Template::Answer, &[("question", "Q?"), ("triples", "a, r, b")]);
         assert!(text.ends_with("Q: Q?\nKnowledge Triplets: a, r, b\nA: \n"), "{text}");
     }
 
     #[test]
     fn broken_templates_are_clear_errors() {
-        let err = Template::parse("x.txt", "Q: {{question}}\n{{questoin}}", &["question"]).unwrap_err();
+        let err = Parsed::parse("x.txt", "Q: {{question}}\n{{questoin}}", &["question"]).unwrap_err();
         assert_eq!(err.to_string(), "x.txt:2: unknown placeholder {{questoin}} (this template takes: question)");
-        let err = Template::parse("x.txt", "no slots", &["question"]).unwrap_err();
+        let err = Parsed::parse("x.txt", "no slots", &["question"]).unwrap_err();
         assert_eq!(err.to_string(), "x.txt: missing placeholder {{question}}");
-        let err = Template::parse("x.txt", "a\n{{question", &["question"]).unwrap_err();
+        let err = Parsed::parse("x.txt", "a\n{{question", &["question"]).unwrap_err();
         assert_eq!(err, PromptError::Unclosed { file: "x.txt".into(), line: 2 });
     }
 
     #[test]
     fn a_template_of_many_placeholders_parses_in_one_pass() {
         let text = "{{question}}\n".repeat(200_000);
-        let t = Template::parse("big.txt", &text, &["question"]).unwrap();
+        let t = Parsed::parse("big.txt", &text, &["question"]).unwrap();
         assert_eq!(t.parts.iter().filter(|p| matches!(p, Part::Slot(_))).count(), 200_000);
-        let err = Template::parse("big.txt", &format!("{text}{{{{nope}}}}"), &["question"]).unwrap_err();
+        let err = Parsed::parse("big.txt", &format!("{text}{{{{nope}}}}"), &["question"]).unwrap_err();
         assert!(err.to_string().starts_with("big.txt:200001: unknown placeholder {{nope}}"), "{err}");
     }
 
@@ -250,8 +327,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("answer.txt"), "A {{question}} / {{triples}}").unwrap();
         let p = Prompts::load(Some(dir.path())).unwrap();
-        assert_eq!(p.render("answer", &[("question", "q"), ("triples", "t")]), "A q / t");
+        assert_eq!(p.render(Template::Answer, &[("question", "q"), ("triples", "t")]), "A q / t");
         std::fs::write(dir.path().join("anwser.txt"), "x").unwrap();
-        assert!(matches!(Prompts::load(Some(dir.path())), Err(PromptError::UnknownTemplate { .. })));
+        let err = Prompts::load(Some(dir.path())).unwrap_err();
+        assert!(matches!(err, PromptError::UnknownTemplate { .. }), "{err}");
+        assert!(err.to_string().ends_with("anwser.txt: not a known template (known: system, relation_prune, relation_prune_unified, entity_prune, entity_prune_unified, reasoning, reasoning_tog_r, answer, answer_own_knowledge, topic_entities, io, cot, pog_analysis, pog_precise, pog_branch, pog_summary, pog_sufficiency, pog_supplement, pog_answer, pog_answer_own, gog_step, gog_relations, gog_generate, gog_verify)"), "{err}");
     }
 }

@@ -11,6 +11,7 @@ use ongraph::engine::events::{CallRecord, ReadAs};
 use ongraph::engine::{AnswerSource, MethodId, Run, Settings};
 use ongraph::kg::load::demo_graph;
 use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError, ReplyMode};
+use ongraph::prompts::Template;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
@@ -161,4 +162,37 @@ async fn an_empty_reply_is_no_answer_and_never_a_panic() {
     assert!(!verdicts.is_empty());
     assert!(verdicts.iter().all(|c| c.fell_back && c.parsed == "No"), "{verdicts:?}");
     assert_eq!(run.answer().map(|a| a.source), Some(AnswerSource::OwnKnowledge));
+}
+
+#[tokio::test]
+async fn every_call_asks_for_the_reply_shape_its_template_names() {
+    // The registry's reply slot and the shapes the methods ask for must not drift apart. Steps
+    // named after a template are checked; a run that stops early (replies this model does not
+    // know) still checks the calls it made.
+    let mut seen = std::collections::BTreeSet::new();
+    for method in [
+        MethodId::TOG,
+        MethodId::TOG_R,
+        MethodId::POG,
+        MethodId::POG_E,
+        MethodId::GOG,
+        MethodId::IO,
+        MethodId::COT,
+        MethodId::SC,
+    ] {
+        for unified in [false, true] {
+            let model = JsonModel::new(None);
+            let driver = Driver::new(Arc::new(demo_graph()), model.clone());
+            let settings = Settings { method, unified, structured: true, depth: 3, ..Settings::default() };
+            let mut run = new_run(&driver, CANBERRA, ongraph::engine::Topics::Extract, settings);
+            let _ = driver.run(&mut run, |_, _| {}).await;
+            for r in model.requests.lock().unwrap().iter() {
+                let Some(template) = Template::from_name(&r.step) else { continue };
+                let schema = r.schema.as_ref().map(|s| s.name.as_str());
+                assert_eq!(schema, template.reply(), "{method:?}: {}", r.step);
+                seen.insert(template.name());
+            }
+        }
+    }
+    assert!(seen.len() >= 14, "{seen:?}");
 }

@@ -9,6 +9,7 @@ use super::parse::parse_answers;
 use super::step::{completion, record, unreadable};
 use super::structured::Shape;
 use super::{Answer, AnswerSource, Context, EngineError, Request, Response};
+use crate::prompts::Template;
 
 /// How a baseline asks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,12 +40,12 @@ impl BaselineMachine {
         match self.prompting {
             Prompting::Io => vec![cx.llm(
                 "io",
-                cx.prompts.render("io", &[("question", question)]),
+                cx.prompts.render(Template::Io, &[("question", question)]),
                 s.reason_temperature,
                 Shape::Answer,
             )],
             Prompting::SelfConsistency => {
-                let prompt = cx.prompts.render("cot", &[("question", question)]);
+                let prompt = cx.prompts.render(Template::Cot, &[("question", question)]);
                 (0..s.samples.max(1) as u32)
                     .map(|sample| {
                         cx.llm_sample("cot", prompt.clone(), s.sample_temperature, sample, Shape::ReasonedAnswer)
@@ -53,7 +54,7 @@ impl BaselineMachine {
             }
             Prompting::Cot => vec![cx.llm(
                 "cot",
-                cx.prompts.render("cot", &[("question", question)]),
+                cx.prompts.render(Template::Cot, &[("question", question)]),
                 s.reason_temperature,
                 Shape::ReasonedAnswer,
             )],

@@ -711,6 +711,7 @@ mod tests {
         let c = vec!["x".to_string()];
         let e = vec![("E".to_string(), c.clone())];
         let g = vec![c.clone()];
+        let mut names = Vec::new();
         for shape in [
             Shape::Topics,
             Shape::Relations { candidates: &c, width: 1 },
@@ -739,6 +740,11 @@ mod tests {
                 shape.name()
             );
             assert!(shape.instruction().contains("JSON"));
+            names.push(shape.name());
+        }
+        // The prompt registry names the shape each template's calls ask for: a shape there is.
+        for &t in crate::prompts::Template::ALL {
+            assert!(t.reply().is_none_or(|r| names.contains(&r)), "{t}: {:?}", t.reply());
         }
     }
 }

@@ -19,6 +19,7 @@ use super::structured::Shape;
 use super::topics::TopicLinker;
 use super::{Answer, AnswerSource, Context, EngineError, Override, PathView, PruneTool, Request, Response, Topics};
 use crate::kg::{Neighbour, RelationRef, Term};
+use crate::prompts::Template;
 use rand::Rng;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,12 +320,14 @@ impl TogMachine {
                 let (step, prompt) = if self.chains {
                     (
                         "reasoning",
-                        cx.prompts.render("reasoning_tog_r", &[("question", &q), ("chains", &self.chains_text(cx))]),
+                        cx.prompts
+                            .render(Template::ReasoningTogR, &[("question", &q), ("chains", &self.chains_text(cx))]),
                     )
                 } else {
                     (
                         "reasoning",
-                        cx.prompts.render("reasoning", &[("question", &q), ("triples", &self.triples_text(cx))]),
+                        cx.prompts
+                            .render(Template::Reasoning, &[("question", &q), ("triples", &self.triples_text(cx))]),
                     )
                 };
                 let mut requests = vec![cx.llm(step, prompt, s.reason_temperature, Shape::Verdict)];
@@ -339,11 +342,12 @@ impl TogMachine {
                 requests
             }
             Phase::Answer(AnswerSource::OwnKnowledge) => {
-                let prompt = cx.prompts.render("answer_own_knowledge", &[("question", &q)]);
+                let prompt = cx.prompts.render(Template::AnswerOwnKnowledge, &[("question", &q)]);
                 vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
             }
             Phase::Answer(_) => {
-                let prompt = cx.prompts.render("answer", &[("question", &q), ("triples", &self.triples_text(cx))]);
+                let prompt =
+                    cx.prompts.render(Template::Answer, &[("question", &q), ("triples", &self.triples_text(cx))]);
                 vec![cx.llm("answer", prompt, s.reason_temperature, Shape::Answer)]
             }
             Phase::Done => Vec::new(),
@@ -393,9 +397,9 @@ impl TogMachine {
                 }
                 if !blocks.is_empty() {
                     let (template, slot, step) = if what == "relation" {
-                        ("relation_prune_unified", "entities", "relation_prune_unified")
+                        (Template::RelationPruneUnified, "entities", "relation_prune_unified")
                     } else {
-                        ("entity_prune_unified", "groups", "entity_prune_unified")
+                        (Template::EntityPruneUnified, "groups", "entity_prune_unified")
                     };
                     let width = s.width.to_string();
                     let prompt =
@@ -415,7 +419,7 @@ impl TogMachine {
                     let parent = offered_name(&cx.beam.nodes[g.parent]);
                     let prompt = if what == "relation" {
                         cx.prompts.render(
-                            "relation_prune",
+                            Template::RelationPrune,
                             &[
                                 ("width", &s.width.to_string()),
                                 ("question", q),
@@ -425,7 +429,7 @@ impl TogMachine {
                         )
                     } else {
                         cx.prompts.render(
-                            "entity_prune",
+                            Template::EntityPrune,
                             &[("question", q), ("relation", &parent), ("entities", &names.join("; "))],
                         )
                     };

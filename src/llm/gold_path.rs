@@ -18,6 +18,7 @@
 //! as any reader of the question text must.
 
 use super::{ChatRequest, Completion, LanguageModel, LlmError, Usage};
+use crate::prompts::Template;
 use async_trait::async_trait;
 use std::collections::HashMap;
 
@@ -101,39 +102,42 @@ enum Kind {
     OwnKnowledge,
 }
 
-const KINDS: &[(&str, Kind)] = &[
-    ("topic_entities", Kind::Topics),
-    ("relation_prune", Kind::RelationPrune),
-    ("relation_prune_unified", Kind::RelationPruneUnified),
-    ("entity_prune", Kind::EntityPrune),
-    ("entity_prune_unified", Kind::EntityPruneUnified),
-    ("reasoning", Kind::Reasoning),
-    ("reasoning_tog_r", Kind::ReasoningTogR),
-    ("answer", Kind::Answer),
-    ("answer_own_knowledge", Kind::OwnKnowledge),
-    ("io", Kind::OwnKnowledge),
-    ("cot", Kind::OwnKnowledge),
-    ("pog_analysis", Kind::PogAnalysis),
-    ("pog_precise", Kind::PogSelect),
-    ("pog_branch", Kind::PogSelect),
-    ("pog_summary", Kind::PogSummary),
-    ("pog_sufficiency", Kind::PogSufficiency),
-    ("pog_supplement", Kind::PogSupplement),
-    ("pog_answer", Kind::PogAnswer),
-    ("pog_answer_own", Kind::OwnKnowledge),
-    ("gog_step", Kind::GogStep),
-    ("gog_relations", Kind::GogRelations),
-    ("gog_generate", Kind::GogGenerate),
-    ("gog_verify", Kind::GogVerify),
-];
+/// The kind of prompt each template renders. Exhaustive, so a new template must be given one.
+fn kind_of(template: Template) -> Option<Kind> {
+    Some(match template {
+        // Never a prompt of its own.
+        Template::System => return None,
+        Template::TopicEntities => Kind::Topics,
+        Template::RelationPrune => Kind::RelationPrune,
+        Template::RelationPruneUnified => Kind::RelationPruneUnified,
+        Template::EntityPrune => Kind::EntityPrune,
+        Template::EntityPruneUnified => Kind::EntityPruneUnified,
+        Template::Reasoning => Kind::Reasoning,
+        Template::ReasoningTogR => Kind::ReasoningTogR,
+        Template::Answer => Kind::Answer,
+        Template::AnswerOwnKnowledge | Template::Io | Template::Cot => Kind::OwnKnowledge,
+        Template::PogAnalysis => Kind::PogAnalysis,
+        Template::PogPrecise | Template::PogBranch => Kind::PogSelect,
+        Template::PogSummary => Kind::PogSummary,
+        Template::PogSufficiency => Kind::PogSufficiency,
+        Template::PogSupplement => Kind::PogSupplement,
+        Template::PogAnswer => Kind::PogAnswer,
+        Template::PogAnswerOwn => Kind::OwnKnowledge,
+        Template::GogStep => Kind::GogStep,
+        Template::GogRelations => Kind::GogRelations,
+        Template::GogGenerate => Kind::GogGenerate,
+        Template::GogVerify => Kind::GogVerify,
+    })
+}
 
 /// Which default template a prompt was rendered from: the one whose first line (up to its
 /// first placeholder) the prompt starts with, the longest such line winning.
 fn kind(prompt: &str) -> Option<Kind> {
-    KINDS
+    Template::ALL
         .iter()
-        .filter_map(|&(template, kind)| {
-            let first = crate::prompts::default_text(template).lines().next().unwrap_or_default();
+        .filter_map(|&template| {
+            let kind = kind_of(template)?;
+            let first = template.default_text().lines().next().unwrap_or_default();
             let lead = first.split("{{").next().unwrap_or_default();
             (!lead.is_empty() && prompt.starts_with(lead)).then_some((lead.len(), kind))
         })
@@ -630,9 +634,11 @@ mod tests {
 
     #[test]
     fn tells_prompts_apart_by_their_text() {
-        let render = |t: &str| crate::prompts::default_text(t).replace("{{", "").replace("}}", "");
-        for &(template, want) in KINDS {
-            assert_eq!(kind(&render(template)), Some(want), "{template}");
+        let render = |t: Template| t.default_text().replace("{{", "").replace("}}", "");
+        for &template in Template::ALL {
+            if let Some(want) = kind_of(template) {
+                assert_eq!(kind(&render(template)), Some(want), "{template}");
+            }
         }
         assert_eq!(kind("Tell me a joke."), None);
     }
@@ -701,7 +707,8 @@ mod tests {
 
     fn gog_generate_reply() -> String {
         let model = GoldPathModel::new([("q".to_string(), gold())]);
-        let prompt = crate::prompts::default_text("gog_generate")
+        let prompt = Template::GogGenerate
+            .default_text()
             .replace("{{question}}", "q")
             .replace("{{thought}}", "charles vyner brooke parents")
             .replace("{{triples}}", "");

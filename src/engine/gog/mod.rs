@@ -19,6 +19,7 @@ use super::structured::Shape;
 use super::topics::{TopicLinker, link_model_name};
 use super::{Answer, AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
 use crate::kg::{Direction, RelationRef, Term};
+use crate::prompts::Template;
 use parse::Action;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -225,7 +226,7 @@ impl GogMachine {
             Phase::Topics => self.linker.requests(cx),
             Phase::Think => {
                 let prompt = cx.prompts.render(
-                    "gog_step",
+                    Template::GogStep,
                     &[("question", &q), ("topics", &Self::topics_text(cx)), ("transcript", &self.transcript())],
                 );
                 // A retry is a new sample: the same prompt again would be answered from the memo.
@@ -249,7 +250,7 @@ impl GogMachine {
                         let names: Vec<String> = rels.iter().map(relation_name).collect();
                         let list = names.join(", ");
                         let prompt = cx.prompts.render(
-                            "gog_relations",
+                            Template::GogRelations,
                             &[
                                 ("question", &q),
                                 ("thought", &thought),
@@ -277,7 +278,7 @@ impl GogMachine {
             Phase::Generate => {
                 let Some(Action::Generate(thought)) = &self.action else { return (Vec::new(), plan) };
                 let prompt = cx.prompts.render(
-                    "gog_generate",
+                    Template::GogGenerate,
                     &[("question", &q), ("thought", thought), ("triples", &self.related_known(thought))],
                 );
                 (0..s.generate_samples.max(1) as u32)
@@ -292,11 +293,11 @@ impl GogMachine {
                     .map(|(i, (h, r, tl))| format!("{}. {h}, {r}, {tl}", i + 1))
                     .collect::<Vec<_>>()
                     .join("\n");
-                let prompt = cx.prompts.render("gog_verify", &[("question", &q), ("triples", &list)]);
+                let prompt = cx.prompts.render(Template::GogVerify, &[("question", &q), ("triples", &list)]);
                 vec![cx.llm("gog_verify", prompt, t, Shape::Kept { n: self.samples.len() })]
             }
             Phase::Answer(AnswerSource::OwnKnowledge) => {
-                let prompt = cx.prompts.render("answer_own_knowledge", &[("question", &q)]);
+                let prompt = cx.prompts.render(Template::AnswerOwnKnowledge, &[("question", &q)]);
                 vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
             }
             Phase::Answer(_) | Phase::Done => Vec::new(),

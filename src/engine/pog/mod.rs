@@ -26,6 +26,7 @@ use super::structured::Shape;
 use super::topics::TopicLinker;
 use super::{Answer, AnswerSource, Context, EngineError, Override, PathView, PruneTool, Request, Response, Topics};
 use crate::kg::{Direction, RelationRef, Term, name_similarity};
+use crate::prompts::Template;
 use parse::Analysis;
 use rand::Rng;
 use std::collections::HashMap;
@@ -272,7 +273,7 @@ impl PogMachine {
     }
 
     /// A precise or branch-reduced selection call: the model picks W of numbered candidates.
-    fn selection(&self, cx: &Context, template: &str, texts: &[&str]) -> Request {
+    fn selection(&self, cx: &Context, template: Template, texts: &[&str]) -> Request {
         let list: Vec<String> =
             texts.iter().enumerate().map(|(i, t)| format!("Candidate Edge {}: {t}", i + 1)).collect();
         let prompt = cx.prompts.render(
@@ -285,7 +286,7 @@ impl PogMachine {
             ],
         );
         cx.llm(
-            template,
+            template.name(),
             prompt,
             cx.settings.prune_temperature,
             Shape::Selection { n: texts.len(), width: cx.settings.width },
@@ -308,7 +309,8 @@ impl PogMachine {
             Phase::Topics => self.linker.requests(cx),
             Phase::Analysis => {
                 let topics: Vec<String> = cx.beam.roots().map(|r| format!("\"{}\"", r.shown())).collect();
-                let prompt = cx.prompts.render("pog_analysis", &[("question", &q), ("topics", &topics.join(", "))]);
+                let prompt =
+                    cx.prompts.render(Template::PogAnalysis, &[("question", &q), ("topics", &topics.join(", "))]);
                 vec![cx.llm("pog_analysis", prompt, s.prune_temperature, Shape::Analysis)]
             }
             Phase::ExpandRelations(lookup) => {
@@ -342,24 +344,24 @@ impl PogMachine {
                     .iter()
                     .map(|batch| {
                         let texts: Vec<&str> = batch.iter().map(|&c| self.cands[c].text.as_str()).collect();
-                        self.selection(cx, "pog_precise", &texts)
+                        self.selection(cx, Template::PogPrecise, &texts)
                     })
                     .collect()
             }
             Phase::Branch(hops) => {
                 plan.prefixes = self.prefixes(hops);
                 let texts: Vec<&str> = plan.prefixes.iter().map(|(text, _)| text.as_str()).collect();
-                vec![self.selection(cx, "pog_branch", &texts)]
+                vec![self.selection(cx, Template::PogBranch, &texts)]
             }
             Phase::Summary => {
                 let prompt =
-                    cx.prompts.render("pog_summary", &[("question", &q), ("paths", &self.numbered(&self.pool))]);
+                    cx.prompts.render(Template::PogSummary, &[("question", &q), ("paths", &self.numbered(&self.pool))]);
                 vec![cx.llm("pog_summary", prompt, s.prune_temperature, Shape::Summary)]
             }
             Phase::Sufficiency => {
                 let summary = if self.summary.is_empty() { "(none)".to_string() } else { self.summary.join("\n") };
                 let prompt = cx.prompts.render(
-                    "pog_sufficiency",
+                    Template::PogSufficiency,
                     &[("question", &q), ("paths", &self.numbered(&self.pool)), ("summary", &summary)],
                 );
                 vec![cx.llm("pog_sufficiency", prompt, s.reason_temperature, Shape::Verdict)]
@@ -367,7 +369,7 @@ impl PogMachine {
             Phase::Supplement => {
                 let topics: Vec<String> = cx.beam.roots().map(|r| r.shown().to_string()).collect();
                 let prompt = cx.prompts.render(
-                    "pog_supplement",
+                    Template::PogSupplement,
                     &[("question", &q), ("topics", &topics.join(", ")), ("paths", &self.numbered(&self.selected))],
                 );
                 vec![cx.llm("pog_supplement", prompt, s.prune_temperature, Shape::Supplement)]
@@ -379,9 +381,10 @@ impl PogMachine {
                         all.push(c);
                     }
                 }
-                let template = if source == AnswerSource::KgPaths { "pog_answer" } else { "pog_answer_own" };
+                let template =
+                    if source == AnswerSource::KgPaths { Template::PogAnswer } else { Template::PogAnswerOwn };
                 let prompt = cx.prompts.render(template, &[("question", &q), ("paths", &self.numbered(&all))]);
-                vec![cx.llm(template, prompt, s.reason_temperature, Shape::Answer)]
+                vec![cx.llm(template.name(), prompt, s.reason_temperature, Shape::Answer)]
             }
             Phase::Done => Vec::new(),
         };
