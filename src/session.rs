@@ -223,46 +223,116 @@ impl Session {
     /// As [`Session::replay`], for a method `registry` knows.
     pub fn replay_in(&self, registry: &Registry, index: usize) -> Result<Run, SessionError> {
         let mut run = self.start_in(registry, index, Arc::new(self.prompts()?))?;
+        let mut player = Player::new(&self.runs[index]);
         let engine = |source| SessionError::Engine { run: index, source };
-        for (i, moment) in self.runs[index].moments.iter().enumerate() {
-            match moment {
-                Moment::Exchange { requests, responses, elapsed_ms } => {
-                    match run.poll() {
-                        Poll::Need(asked) if &asked == requests => {}
-                        Poll::Need(_) => {
-                            return Err(SessionError::Diverged {
-                                run: index,
-                                why: format!("moment {i}: the engine asked for other requests than were recorded"),
-                            });
-                        }
-                        Poll::Finished => {
-                            return Err(SessionError::Diverged {
-                                run: index,
-                                why: format!("moment {i}: the run finished before the recording did"),
-                            });
-                        }
+        let diverged = |why: String| SessionError::Diverged { run: index, why };
+        while !player.at_end() {
+            let at = player.position();
+            if let Some(change) = player.change() {
+                player.play(&mut run, &change).map_err(engine)?;
+                continue;
+            }
+            match run.poll() {
+                Poll::Need(asked) => match player.answers(&asked) {
+                    Some((responses, elapsed_ms)) if player.on_track() => {
+                        run.feed_timed(responses, std::time::Duration::from_millis(elapsed_ms)).map_err(engine)?;
                     }
-                    run.feed_timed(responses.clone(), std::time::Duration::from_millis(*elapsed_ms)).map_err(engine)?;
-                }
-                Moment::Override { change } => {
-                    run.apply(change.clone()).map_err(engine)?;
-                }
-                Moment::Rewind { to } => {
-                    run.rewind(*to).map_err(engine)?;
+                    _ => {
+                        return Err(diverged(format!(
+                            "moment {at}: the engine asked for other requests than were recorded"
+                        )));
+                    }
+                },
+                Poll::Finished => {
+                    return Err(diverged(format!("moment {at}: the run finished before the recording did")));
                 }
             }
         }
         Ok(run)
     }
+}
 
-    /// The recorded answers to `requests` in run `index`, if that batch was recorded.
-    pub fn answers(&self, index: usize, requests: &[Request]) -> Option<(Vec<Response>, u64)> {
-        self.runs.get(index)?.moments.iter().find_map(|m| match m {
+/// Follows one recorded run while a run is stepped: the one replayer behind `replay --check`
+/// and the UI's replays. It hands out the recording's overrides and rewinds when they are due
+/// and its answers to the batch the engine asks for. Once the run leaves the recording (the
+/// engine asks for another batch, or the user changes something the recording did not) it is
+/// off track: recorded changes are no longer applied, but any batch the recording answered is
+/// still answered from it.
+#[derive(Clone, Debug)]
+pub struct Player {
+    record: RunRecord,
+    /// The next recorded moment.
+    cursor: usize,
+    on_track: bool,
+}
+
+impl Player {
+    pub fn new(record: &RunRecord) -> Self {
+        Self { record: record.clone(), cursor: 0, on_track: true }
+    }
+
+    pub fn on_track(&self) -> bool {
+        self.on_track
+    }
+
+    /// Whether every recorded moment has been played.
+    pub fn at_end(&self) -> bool {
+        self.cursor >= self.record.moments.len()
+    }
+
+    /// The index of the next recorded moment.
+    pub fn position(&self) -> usize {
+        self.cursor
+    }
+
+    /// The recorded override or rewind due now, when on track.
+    pub fn change(&mut self) -> Option<Moment> {
+        if !self.on_track {
+            return None;
+        }
+        let moment = self.record.moments.get(self.cursor)?;
+        if matches!(moment, Moment::Exchange { .. }) {
+            return None;
+        }
+        self.cursor += 1;
+        Some(moment.clone())
+    }
+
+    /// Applies a recorded change to `run`; returns the index of the event it recorded.
+    pub fn play(&self, run: &mut Run, change: &Moment) -> Result<usize, EngineError> {
+        match change {
+            Moment::Override { change } => run.apply(change.clone()),
+            Moment::Rewind { to } => run.rewind(*to),
+            Moment::Exchange { .. } => Err(EngineError::NotPolled),
+        }
+    }
+
+    /// The recorded answers to `requests`: the next moment's when it is this batch; otherwise
+    /// (the run is off track from now on) those of any batch recorded with the same requests.
+    pub fn answers(&mut self, requests: &[Request]) -> Option<(Vec<Response>, u64)> {
+        if self.on_track
+            && let Some(Moment::Exchange { requests: r, responses, elapsed_ms }) = self.record.moments.get(self.cursor)
+            && r == requests
+        {
+            self.cursor += 1;
+            return Some((responses.clone(), *elapsed_ms));
+        }
+        self.on_track = false;
+        self.record.moments.iter().find_map(|m| match m {
             Moment::Exchange { requests: r, responses, elapsed_ms } if r == requests => {
                 Some((responses.clone(), *elapsed_ms))
             }
             _ => None,
         })
+    }
+
+    /// Notes a change the user made: still on track if it is the recorded one.
+    pub fn follows(&mut self, moment: &Moment) {
+        if self.on_track && self.record.moments.get(self.cursor) == Some(moment) {
+            self.cursor += 1;
+        } else {
+            self.on_track = false;
+        }
     }
 }
 
@@ -286,4 +356,56 @@ pub fn file_name(session: &Session) -> String {
         .to_lowercase();
     let stamp: String = session.saved_at.chars().filter(|c| c.is_ascii_digit()).take(14).collect();
     format!("{stamp}-{slug}.json")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup(entity: &str) -> Vec<Request> {
+        vec![Request::Relations { entity: entity.into() }]
+    }
+
+    fn found(n: usize) -> Vec<Response> {
+        vec![Response::Relations { relations: vec![crate::kg::RelationRef::out("r"); n] }]
+    }
+
+    fn record() -> RunRecord {
+        RunRecord {
+            question: "q".into(),
+            topics: Topics::Extract,
+            moments: vec![
+                Moment::Exchange { requests: lookup("a"), responses: found(1), elapsed_ms: 5 },
+                Moment::Override { change: Override::ForceContinue },
+                Moment::Exchange { requests: lookup("b"), responses: found(2), elapsed_ms: 7 },
+            ],
+            trace: Vec::new(),
+            answer: None,
+        }
+    }
+
+    #[test]
+    fn the_player_follows_the_recording_in_order() {
+        let mut player = Player::new(&record());
+        assert_eq!(player.change(), None, "an exchange is due first");
+        assert_eq!(player.answers(&lookup("a")), Some((found(1), 5)));
+        assert_eq!(player.change(), Some(Moment::Override { change: Override::ForceContinue }));
+        assert_eq!(player.answers(&lookup("b")), Some((found(2), 7)));
+        assert!(player.on_track() && player.at_end());
+    }
+
+    #[test]
+    fn off_the_recording_changes_stop_but_recorded_batches_are_still_answered() {
+        let mut player = Player::new(&record());
+        player.answers(&lookup("a"));
+        player.follows(&Moment::Rewind { to: 0 });
+        assert!(!player.on_track(), "the user did something the recording did not");
+        assert_eq!(player.change(), None, "recorded changes no longer apply");
+        assert_eq!(player.answers(&lookup("b")), Some((found(2), 7)), "a batch the recording holds");
+        assert_eq!(player.answers(&lookup("c")), None);
+
+        let mut other = Player::new(&record());
+        assert_eq!(other.answers(&lookup("b")), Some((found(2), 7)), "asked out of order");
+        assert!(!other.on_track());
+    }
 }

@@ -583,7 +583,7 @@ async fn save_load_and_replay_give_the_same_trace() {
     update(&mut app, key(KeyCode::Char('s')));
     assert!(update(&mut app, key(KeyCode::Char('r'))).is_empty(), "offline: nothing is performed");
     assert!(app.message.as_deref().unwrap().contains("--live"), "{:?}", app.message);
-    assert!(!app.replay.as_ref().unwrap().on_track);
+    assert!(!app.replay.as_ref().unwrap().player.as_ref().unwrap().on_track());
 }
 
 #[test]

@@ -14,7 +14,7 @@ use crate::engine::{MethodId, Override, Poll, Request, Response, Run, Settings, 
 use crate::kg::{KgProfile, Term};
 use crate::overlay::{Correction, CorrectionContext, Draft, Op};
 use crate::prompts::Prompts;
-use crate::session::{Moment, Session, SessionCorrection};
+use crate::session::{Moment, Player, Session, SessionCorrection};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 use ratatui_textarea::TextArea;
@@ -151,11 +151,8 @@ pub struct Replay {
     pub session: Arc<Session>,
     /// The recorded run now replayed, if the current question was recorded.
     pub run: Option<usize>,
-    /// The next recorded moment of that run.
-    pub cursor: usize,
-    /// False once the user did something the recording did not: recorded overrides are then
-    /// no longer applied (recorded answers are still used where the requests match).
-    pub on_track: bool,
+    /// Follows that run's recording.
+    pub player: Option<Player>,
 }
 
 /// Where the screen's panes are, for the mouse.
@@ -310,7 +307,7 @@ impl App {
             })
             .collect();
         let first = session.runs.first().map(|r| r.question.clone()).unwrap_or_default();
-        app.replay = Some(Replay { session: Arc::new(session), run: None, cursor: 0, on_track: true });
+        app.replay = Some(Replay { session: Arc::new(session), run: None, player: None });
         app.reset_input(&first);
         Ok(app)
     }
@@ -461,39 +458,18 @@ impl App {
 
     /// The recorded answers to `requests`, when replaying a run that made them.
     fn recorded(&mut self, requests: &[Request]) -> Option<(Vec<Response>, u64)> {
-        let replay = self.replay.as_mut()?;
-        let index = replay.run?;
-        let record = replay.session.runs.get(index)?;
-        if let Some(Moment::Exchange { requests: r, responses, elapsed_ms }) = record.moments.get(replay.cursor)
-            && r == requests
-        {
-            replay.cursor += 1;
-            return Some((responses.clone(), *elapsed_ms));
-        }
-        replay.on_track = false;
-        replay.session.answers(index, requests)
+        self.replay.as_mut()?.player.as_mut()?.answers(requests)
     }
 
     /// The next recorded override or rewind, when the replay is on track and one is due.
     fn recorded_change(&mut self) -> Option<Moment> {
-        let replay = self.replay.as_mut().filter(|r| r.on_track)?;
-        let moment = replay.session.runs.get(replay.run?)?.moments.get(replay.cursor)?;
-        if matches!(moment, Moment::Exchange { .. }) {
-            return None;
-        }
-        replay.cursor += 1;
-        Some(moment.clone())
+        self.replay.as_mut()?.player.as_mut()?.change()
     }
 
     /// Notes a user's change in a replay: on track if it is the recorded one.
     fn replay_follows(&mut self, moment: &Moment) {
-        if let Some(replay) = self.replay.as_mut().filter(|r| r.on_track) {
-            let due = replay.run.and_then(|i| replay.session.runs.get(i)).and_then(|r| r.moments.get(replay.cursor));
-            if due == Some(moment) {
-                replay.cursor += 1;
-            } else {
-                replay.on_track = false;
-            }
+        if let Some(player) = self.replay.as_mut().and_then(|r| r.player.as_mut()) {
+            player.follows(moment);
         }
     }
 
@@ -504,10 +480,10 @@ impl App {
                 return Vec::new();
             }
             if let Some(moment) = self.recorded_change() {
-                let replayed = match &moment {
-                    Moment::Override { change } => self.run.as_mut().map(|r| r.apply(change.clone())),
-                    Moment::Rewind { to } => self.run.as_mut().map(|r| r.rewind(*to)),
-                    Moment::Exchange { .. } => None,
+                let player = self.replay.as_ref().and_then(|r| r.player.as_ref());
+                let replayed = match (player, self.run.as_mut()) {
+                    (Some(player), Some(run)) => Some(player.play(run, &moment)),
+                    _ => None,
                 };
                 self.record(moment);
                 self.generation += 1;
@@ -606,8 +582,7 @@ impl App {
                     let from = replay.run.map_or(0, |i| i + 1);
                     let runs = &replay.session.runs;
                     replay.run = (from..runs.len()).chain(0..from).find(|&i| runs[i].question == question);
-                    replay.cursor = 0;
-                    replay.on_track = replay.run.is_some();
+                    replay.player = replay.run.map(|i| Player::new(&runs[i]));
                 }
                 self.run = Some(run);
                 self.generation += 1;
