@@ -5,6 +5,7 @@
 //! ToG-R), the gold path (PoG) or the KG (GoG), and counted, with one example each.
 //!
 //! `cargo bench --bench ceilings [-- FILE…]` (default all four; needs ../shared/datasets).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a bench prints its figures
 
 use ongraph::dataset::{Item, gold_paths, pathquestion};
 use ongraph::driver::Driver;

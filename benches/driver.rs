@@ -3,6 +3,7 @@
 //! the number of dependent rounds of calls.
 //!
 //! `cargo bench --bench driver`
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a bench prints its figures
 
 use ongraph::driver::Driver;
 use ongraph::engine::{Run, Settings, Topics};

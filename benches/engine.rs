@@ -6,6 +6,7 @@
 //! engine's ceiling when every choice is right, not any LLM's accuracy.
 //!
 //! `cargo bench --bench engine [-- LIMIT]` (default 500 questions per file; needs ../shared).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a bench prints its figures
 
 #[path = "common/pathquestion.rs"]
 mod pathquestion;

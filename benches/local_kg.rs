@@ -2,6 +2,7 @@
 //! time, peak RSS and bytes per triple, then neighbour-lookup latency percentiles.
 //!
 //! `cargo bench --bench local_kg` (each load runs in a child process so its peak RSS is its own).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a bench prints its figures
 
 use ongraph::kg::load::load_file;
 use ongraph::kg::{KgProfile, KnowledgeGraph, RelationRef};

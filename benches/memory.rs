@@ -14,6 +14,8 @@
 //! but the run holds memory between steps (the driver's memo of identical calls would).
 //!
 //! `cargo bench --bench memory` (deterministic: the same counts every time, RSS aside).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a bench prints its figures
+#![allow(unsafe_code)] // the counting global allocator
 
 use ongraph::driver::Driver;
 use ongraph::engine::{MethodId, Run, Settings, Topics};

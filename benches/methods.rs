@@ -6,6 +6,7 @@
 //!
 //! `cargo bench --bench methods [-- SAMPLE]` prints one Markdown table (default sample: the
 //! first 100 questions of PQ-2H and of PQ-3H; docs/BENCHMARKS.md keeps the latest).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a bench prints its figures
 
 #[path = "common/pathquestion.rs"]
 mod pathquestion;

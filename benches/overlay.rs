@@ -2,6 +2,7 @@
 //! graph of 1,000,000 triples; and the latency of one durable correction write (flush included).
 //!
 //! `cargo bench --bench overlay`
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a bench prints its figures
 
 use ongraph::kg::local::GraphBuilder;
 use ongraph::kg::{KgProfile, KnowledgeGraph, RelationRef, Term};

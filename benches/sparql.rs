@@ -4,6 +4,7 @@
 //! (`bash scripts/install-sparql-servers`).
 //!
 //! `cargo bench --bench sparql`
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a bench prints its figures
 
 #[path = "../tests/common/servers.rs"]
 mod servers;

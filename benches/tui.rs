@@ -9,6 +9,7 @@
 //!    is drawn. Goal: < 16 ms.
 //!
 //! `cargo bench --bench tui`
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a bench prints its figures
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ongraph::driver::Driver;

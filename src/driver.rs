@@ -218,7 +218,9 @@ impl Driver {
     }
 
     /// As [`Driver::step`], recording the batch and its answers into `session` (whose last run
-    /// is this one) when one is given.
+    /// is this one) when one is given. The run's trace is copied into the session by
+    /// [`Session::sync`], once, before saving (copying it every step costs the square of the
+    /// steps).
     pub async fn step_recorded(
         &self,
         run: &mut Run,
@@ -235,7 +237,6 @@ impl Driver {
         let index = run.feed_timed(responses, elapsed)?;
         if let Some((session, responses)) = recorded {
             session.record(Moment::Exchange { requests, responses, elapsed_ms: elapsed.as_millis() as u64 });
-            session.sync(run);
         }
         Ok(Some(index))
     }
@@ -250,7 +251,12 @@ impl Driver {
 
     /// Runs to the answer, recording every step into `session` (whose last run is this one).
     pub async fn run_recorded(&self, run: &mut Run, session: &mut Session) -> Result<(), DriverError> {
-        while self.step_recorded(run, Some(&mut *session)).await?.is_some() {}
-        Ok(())
+        let result = async {
+            while self.step_recorded(run, Some(&mut *session)).await?.is_some() {}
+            Ok(())
+        }
+        .await;
+        session.sync(run);
+        result
     }
 }

@@ -85,6 +85,8 @@ pub struct SessionCorrection {
 pub enum SessionError {
     #[error("cannot read {path}: {message}")]
     Io { path: PathBuf, message: String },
+    #[error("cannot write {path}: {message}")]
+    Write { path: PathBuf, message: String },
     #[error("{path} is not an ongraph session (it has no \"format\": \"{FORMAT}\" field)")]
     NotASession { path: PathBuf },
     #[error("{path} was saved by a newer ongraph (session format v{version}; this build reads up to v{VERSION})")]
@@ -122,7 +124,7 @@ impl Session {
 
     /// Writes the session to `path` whole or not at all (a temporary file, then a rename).
     pub fn save(&self, path: &Path) -> Result<(), SessionError> {
-        let io = |e: std::io::Error| SessionError::Io { path: path.to_path_buf(), message: e.to_string() };
+        let io = |e: std::io::Error| SessionError::Write { path: path.to_path_buf(), message: e.to_string() };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io)?;
         }

@@ -405,4 +405,11 @@ fn ask_saves_a_session_that_replays_offline() {
         ongraph(home.path(), &["ask", "What is the capital of Atlantis?", "--save-session", failed.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(ongraph::session::Session::load(&failed).is_ok(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // Both failures are said when the session cannot be written either.
+    let blocked = home.path().join("saved/canberra.json/inside.json");
+    let out =
+        ongraph(home.path(), &["ask", "What is the capital of Atlantis?", "--save-session", blocked.to_str().unwrap()]);
+    assert_one_line_error(&out, "the question could not be answered");
+    assert!(stderr(&out).contains("(and the session could not be saved: cannot write"), "{}", stderr(&out));
 }

@@ -165,6 +165,7 @@ fn registry() -> Registry {
         id: "bfs",
         label: "BFS",
         about: "breadth-first walk; the model only answers",
+        progress: ongraph::engine::method::depth_progress,
         start: |cx, topics| Ok(Machine::new(Bfs::start(cx, topics)?)),
     })
 }
@@ -220,7 +221,7 @@ async fn a_method_from_outside_runs_is_recorded_and_replays_from_its_file() {
     assert_eq!(answer.answers.len(), 1, "{answer:?}");
     assert!(answer.answers[0].contains("AEST") || answer.answers[0].contains("Australian"), "{answer:?}");
     assert_eq!(run.costs().llm_calls, 1, "the model is asked only for the answer");
-    assert_eq!(run.progress(), "bfs d1/1 N=3", "a method the built-in registry does not know goes by its id");
+    assert_eq!(run.progress(), "BFS d1/1 N=3", "the registry's label and progress line");
 
     // The session on disk is all replay needs.
     let dir = tempfile::tempdir().unwrap();
@@ -249,7 +250,12 @@ async fn a_method_without_overrides_refuses_them_in_words() {
     let prompts = Arc::new(Prompts::load(None).unwrap());
     let mut run =
         Run::new_in(&registry(), QUESTION, topics(), settings(), prompts, kg.profile().clone(), "demo").unwrap();
+    let ongraph::engine::Poll::Need(requests) = run.poll() else { panic!("a first batch") };
     let err = run.apply(Override::ForceSufficient).unwrap_err().to_string();
     assert_eq!(err, "cannot force \"sufficient\" now: this method takes no changes between steps");
     assert!(run.trace().is_empty(), "a refused change is not recorded");
+    // The batch handed out before the refusal can still be fed.
+    let driver = Driver::new(kg, Arc::new(TimeZoneReader));
+    let responses = driver.perform(&requests).await.unwrap();
+    assert_eq!(run.feed(responses).unwrap(), 0);
 }

@@ -90,6 +90,7 @@ struct Tally {
 }
 
 #[test]
+#[allow(clippy::print_stdout)] // the counts are its report (cargo shows them with --nocapture)
 fn seeded_faults_never_panic_hang_leak_or_go_unnoted() {
     let per_method: usize = std::env::var("ONGRAPH_FAULT_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(36);
     let items = pathquestion::load(&fixtures().join("PQ-2H.txt")).unwrap();

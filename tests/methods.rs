@@ -394,3 +394,15 @@ async fn gog_rewinds_to_before_the_generate_step_and_replays_from_the_memo() {
     assert!(run.costs().llm_calls_saved >= 5, "{:?}", run.costs());
     assert_eq!(run.abandoned().len(), 1);
 }
+
+#[test]
+fn each_method_has_its_own_progress_line_before_and_during_a_run() {
+    use ongraph::engine::{Registry, progress_line};
+    let (registry, s) = (Registry::builtin(), Settings::default());
+    let line = |m: MethodId, depth| progress_line(registry.get(&m).unwrap(), &s, depth);
+    assert_eq!(line(MethodId::GOG, 0), "GoG step 0/6");
+    assert_eq!(line(MethodId::IO, 0), "IO");
+    assert_eq!(line(MethodId::SC, 0), "SC");
+    assert_eq!(line(MethodId::TOG_R, 2), "ToG-R d2/3 N=3");
+    assert_eq!(line(MethodId::POG_E, 1), "PoG-E d1/3 N=3");
+}

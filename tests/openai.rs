@@ -1,4 +1,5 @@
 //! The OpenAI-compatible client against a loopback HTTP server.
+#![allow(unsafe_code)] // set_var: each test sets a variable of its own name, read by the client it starts
 
 use ongraph::llm::openai::{OpenAiClient, OpenAiConfig, StructuredMode, TokenLimitParam};
 use ongraph::llm::{ChatRequest, Embedder, LanguageModel, LlmError, ReplyMode};

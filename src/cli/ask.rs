@@ -37,12 +37,23 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
             Err(e) => break Err(e),
         }
     };
-    // Saved whatever happened: the steps already paid for are kept.
-    let saved = match (&args.save_session, &session) {
-        (Some(path), Some(session)) => session.save(path).context("the session could not be saved"),
+    // Saved whatever happened: the steps that were answered are kept.
+    let saved = match (&args.save_session, &mut session) {
+        (Some(path), Some(session)) => {
+            session.sync(&run);
+            session.saved_at = crate::overlay::now();
+            session.save(path).context("the session could not be saved")
+        }
         _ => Ok(()),
     };
-    outcome.context("the question could not be answered")?;
+    if let Err(e) = outcome {
+        let e = anyhow::Error::from(e).context("the question could not be answered");
+        // Both failures are said, on the one error line.
+        return Err(match saved {
+            Err(unsaved) => anyhow::anyhow!("{e:#} (and {unsaved:#})"),
+            Ok(()) => e,
+        });
+    }
     let wall_ms = started.elapsed().as_millis() as u64;
     let mut out = std::io::stdout().lock();
     if args.json {

@@ -195,7 +195,9 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     let (base, report) = super::open_kg(&setup, config)?;
     if report.skipped > 0 {
         // --lenient: say what the KG lost, as `ask` does.
-        eprintln!("Skipped {} malformed KG line(s), e.g. {}", report.skipped, report.skipped_examples.join("; "));
+        // The examples are the file's own text: through Printable, so no escape reaches the terminal.
+        let mut err = super::printable::Printable::new(std::io::stderr().lock());
+        writeln!(err, "Skipped {} malformed KG line(s), e.g. {}", report.skipped, report.skipped_examples.join("; "))?;
     }
     let ids = match args.topic_ids {
         Some(TopicIdChoice::Wikidata) => TopicIds::Wikidata,
@@ -282,7 +284,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     Ok(match finished {
         Finished::All => 0,
         Finished::Interrupted => {
-            eprintln!("interrupted: {} recorded; run again with --resume to finish", records.len());
+            writeln!(std::io::stderr(), "interrupted: {} recorded; run again with --resume to finish", records.len())?;
             130
         }
     })

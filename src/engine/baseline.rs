@@ -73,10 +73,6 @@ impl Method for BaselineMachine {
         if self.done { "done" } else { "answer" }
     }
 
-    fn progress(&self, _cx: &Context) -> String {
-        String::new()
-    }
-
     fn view(&self, _cx: &Context) -> MethodView {
         MethodView {
             title: "Paths in front of the model".into(),

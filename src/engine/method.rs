@@ -14,7 +14,7 @@
 use super::beam::{NodeId, Status};
 use super::events::Event;
 use super::gog::GeneratedTriple;
-use super::{Context, EngineError, Override, PathView, Request, Response, Topics};
+use super::{Context, EngineError, Override, PathView, Request, Response, Settings, Topics};
 use serde::{Deserialize, Serialize};
 use std::any::Any;
 use std::collections::HashSet;
@@ -49,12 +49,6 @@ pub trait Method: Clone + fmt::Debug + Send + Sync + 'static {
         0
     }
 
-    /// Where the run is, for a status line: `d2/3 N=3`, `step 4/6`; empty when depth means
-    /// nothing to the method.
-    fn progress(&self, cx: &Context) -> String {
-        format!("d{}/{} N={}", self.depth(), cx.settings.depth, cx.settings.width)
-    }
-
     /// The paths now in front of the model, best first.
     fn live_paths(&self, _cx: &Context) -> Vec<PathView> {
         Vec::new()
@@ -76,8 +70,8 @@ pub trait Method: Clone + fmt::Debug + Send + Sync + 'static {
     }
 }
 
-/// A method's own pane, as data: the terminal UI and the CLI draw it without knowing which
-/// method made it.
+/// A method's own pane, as data: the terminal UI draws it without knowing which method made
+/// it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MethodView {
     /// What the pane shows, e.g. `GoG: thought · action · observation`.
@@ -88,6 +82,8 @@ pub struct MethodView {
     pub items: Vec<ViewItem>,
     /// What to say when there are no items.
     pub empty: String,
+    /// The rows are steps the user may edit before they run (rather than paths to show).
+    pub edits_steps: bool,
 }
 
 /// One row of a [`MethodView`].
@@ -151,7 +147,13 @@ impl MethodView {
                 ..ViewItem::default()
             })
             .collect();
-        Self { title: title.into(), report: Vec::new(), items, empty: "No path in front of the model yet.".into() }
+        Self {
+            title: title.into(),
+            report: Vec::new(),
+            items,
+            empty: "No path in front of the model yet.".into(),
+            edits_steps: false,
+        }
     }
 }
 
@@ -238,6 +240,9 @@ pub struct MethodEntry {
     pub label: &'static str,
     /// One line for `--help`.
     pub about: &'static str,
+    /// Where a run is, for a status line (`d2/3 N=3`, `step 4/6`), from the settings and the
+    /// depth the method reports; empty when depth means nothing to the method.
+    pub progress: fn(&Settings, u32) -> String,
     /// Starts the method on a fresh context (linking topics is the method's business).
     pub start: fn(&mut Context, Topics) -> Result<Machine, EngineError>,
 }
@@ -248,54 +253,77 @@ impl fmt::Debug for MethodEntry {
     }
 }
 
+/// Progress as depth out of Dmax, and the beam width.
+pub fn depth_progress(s: &Settings, depth: u32) -> String {
+    format!("d{depth}/{} N={}", s.depth, s.width)
+}
+
+/// Progress as GoG's steps out of its most.
+fn step_progress(s: &Settings, steps: u32) -> String {
+    format!("step {steps}/{}", s.gog_steps)
+}
+
+/// No progress to show: the baselines make one step.
+fn no_progress(_: &Settings, _: u32) -> String {
+    String::new()
+}
+
 /// The methods ongraph ships, in the order `--help` lists them.
 pub const BUILTIN: &[MethodEntry] = &[
     MethodEntry {
         id: "tog",
         label: "ToG",
         about: "Think-on-Graph: beam search over triple paths, LLM-scored relations and entities",
+        progress: depth_progress,
         start: |cx, topics| Ok(Machine::new(super::tog::TogMachine::new(cx, topics, false)?)),
     },
     MethodEntry {
         id: "tog-r",
         label: "ToG-R",
         about: "ToG-R: relation chains; entities sampled (seeded) instead of scored",
+        progress: depth_progress,
         start: |cx, topics| Ok(Machine::new(super::tog::TogMachine::new(cx, topics, true)?)),
     },
     MethodEntry {
         id: "pog",
         label: "PoG",
         about: "Paths-over-Graph: question analysis, a question subgraph, three-step pruning",
+        progress: depth_progress,
         start: |cx, topics| Ok(Machine::new(super::pog::PogMachine::new(cx, topics, false)?)),
     },
     MethodEntry {
         id: "pog-e",
         label: "PoG-E",
         about: "PoG walking one relation per hop",
+        progress: depth_progress,
         start: |cx, topics| Ok(Machine::new(super::pog::PogMachine::new(cx, topics, true)?)),
     },
     MethodEntry {
         id: "gog",
         label: "GoG",
         about: "Generate-on-Graph: Thought / Action / Observation with Search, Generate and Finish",
+        progress: step_progress,
         start: |cx, topics| Ok(Machine::new(super::gog::GogMachine::new(cx, topics)?)),
     },
     MethodEntry {
         id: "io",
         label: "IO",
         about: "baseline: the model answers directly, no KG",
+        progress: no_progress,
         start: |_, _| Ok(Machine::new(super::baseline::BaselineMachine::new(super::baseline::Prompting::Io))),
     },
     MethodEntry {
         id: "cot",
         label: "CoT",
         about: "baseline: chain of thought with exemplars, no KG",
+        progress: no_progress,
         start: |_, _| Ok(Machine::new(super::baseline::BaselineMachine::new(super::baseline::Prompting::Cot))),
     },
     MethodEntry {
         id: "sc",
         label: "SC",
         about: "baseline: self-consistency, the majority answer of --samples chain-of-thought samples",
+        progress: no_progress,
         start: |_, _| {
             Ok(Machine::new(super::baseline::BaselineMachine::new(super::baseline::Prompting::SelfConsistency)))
         },
@@ -385,7 +413,6 @@ pub(crate) trait Erased: fmt::Debug + Send + Sync {
     ) -> Result<Event, EngineError>;
     fn phase(&self) -> &'static str;
     fn depth(&self) -> u32;
-    fn progress(&self, cx: &Context) -> String;
     fn live_paths(&self, cx: &Context) -> Vec<PathView>;
     fn generated(&self) -> &[GeneratedTriple];
     fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError>;
@@ -407,7 +434,7 @@ impl<M: Method> Erased for M {
         responses: Vec<Response>,
     ) -> Result<Event, EngineError> {
         // The run only ever hands back the plan this method made.
-        let plan = plan.downcast_ref::<M::Plan>().ok_or(EngineError::NotPolled)?;
+        let plan = plan.downcast_ref::<M::Plan>().ok_or(EngineError::ForeignPlan)?;
         Method::absorb(self, cx, plan, requests, responses)
     }
     fn phase(&self) -> &'static str {
@@ -415,9 +442,6 @@ impl<M: Method> Erased for M {
     }
     fn depth(&self) -> u32 {
         Method::depth(self)
-    }
-    fn progress(&self, cx: &Context) -> String {
-        Method::progress(self, cx)
     }
     fn live_paths(&self, cx: &Context) -> Vec<PathView> {
         Method::live_paths(self, cx)

@@ -316,6 +316,8 @@ pub enum EngineError {
     Finished,
     #[error("results were fed without a poll asking for them (or after an override changed what is needed)")]
     NotPolled,
+    #[error("the plan handed back with the results is not this method's (an engine bug)")]
+    ForeignPlan,
 }
 
 fn suggest(s: &[String]) -> String {
@@ -343,7 +345,7 @@ pub struct Context {
 
 impl Context {
     /// A call whose reply takes `shape` (asked for as JSON in structured mode).
-    pub(crate) fn llm(&self, step: &str, prompt: String, temperature: f64, shape: Shape) -> Request {
+    pub(crate) fn llm(&self, step: &str, prompt: String, temperature: f64, shape: Shape<'_>) -> Request {
         self.llm_sample(step, prompt, temperature, 0, shape)
     }
 
@@ -354,7 +356,7 @@ impl Context {
         mut prompt: String,
         temperature: f64,
         sample: u32,
-        shape: Shape,
+        shape: Shape<'_>,
     ) -> Request {
         let schema = self.settings.structured.then(|| {
             prompt.push_str(&shape.instruction());
@@ -439,6 +441,8 @@ struct Pending {
 
 /// One question being answered by one method.
 pub struct Run {
+    /// The method's registry entry (its names, its progress line).
+    entry: MethodEntry,
     machine: Machine,
     cx: Context,
     pending: Option<Pending>,
@@ -502,7 +506,7 @@ impl Run {
             answer: None,
         };
         let machine = (entry.start)(&mut cx, topics)?;
-        Ok(Self { machine, cx, pending: None, history: Vec::new(), abandoned: Vec::new() })
+        Ok(Self { entry: *entry, machine, cx, pending: None, history: Vec::new(), abandoned: Vec::new() })
     }
 
     /// What the run needs next. Calling it again before `feed` returns the same batch.
@@ -601,7 +605,8 @@ impl Run {
         self.history.push(Snapshot { machine: self.machine.clone(), context, trace_len });
     }
 
-    /// Changes the run's state between steps; recorded in the trace.
+    /// Changes the run's state between steps; recorded in the trace. A change the method
+    /// refuses changes nothing: a batch handed out stays pending and can still be fed.
     pub fn apply(&mut self, o: Override) -> Result<usize, EngineError> {
         let description = self.machine.inner_mut().apply(&mut self.cx, &o)?;
         // Requests handed out were built from the old state; the next poll rebuilds them.
@@ -686,11 +691,7 @@ impl Run {
     }
     /// The method and where it is, for a status line: `ToG d2/3 N=3`, `GoG step 4/6`, `IO`.
     pub fn progress(&self) -> String {
-        let label = self.cx.settings.method.label();
-        match self.machine.inner().progress(&self.cx) {
-            p if p.is_empty() => label.to_string(),
-            p => format!("{label} {p}"),
-        }
+        progress_line(&self.entry, &self.cx.settings, self.depth())
     }
     /// The live paths now in front of the model, best first.
     pub fn live_paths(&self) -> Vec<PathView> {
@@ -722,5 +723,13 @@ impl Run {
     /// PoG's question analysis, subgraph sizes and stages so far (None for other methods).
     pub fn pog_report(&self) -> Option<&pog::PogReport> {
         self.method_state::<pog::PogMachine>().map(|m| m.report())
+    }
+}
+
+/// `label progress` for a status line, before a run (depth 0) or during one.
+pub fn progress_line(entry: &MethodEntry, settings: &Settings, depth: u32) -> String {
+    match (entry.progress)(settings, depth) {
+        p if p.is_empty() => entry.label.to_string(),
+        p => format!("{} {p}", entry.label),
     }
 }

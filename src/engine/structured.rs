@@ -633,7 +633,7 @@ mod tests {
     use super::*;
     use crate::engine::parse;
 
-    fn read_as(shape: &Shape, reply: &str) -> Option<String> {
+    fn read_as(shape: &Shape<'_>, reply: &str) -> Option<String> {
         read(&shape.reply_schema(), reply).map(|r| r.text)
     }
 

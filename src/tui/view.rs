@@ -39,7 +39,7 @@ pub fn layout(area: Rect) -> Areas {
     Areas { question, tree, inspector, bottom, status }
 }
 
-pub fn draw(frame: &mut Frame, app: &App) {
+pub fn draw(frame: &mut Frame<'_>, app: &App) {
     let area = frame.area();
     if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
         let text = format!("terminal too small: {}×{} (needs {}×{})", area.width, area.height, MIN_SIZE.0, MIN_SIZE.1);
@@ -92,7 +92,7 @@ fn pane_block(app: &App, pane: Focus, title: String) -> Block<'static> {
 
 /// Draws a rule down the left of `area` (the second half of a split pane); returns what is
 /// right of it.
-fn ruled(frame: &mut Frame, app: &App, area: Rect) -> Rect {
+fn ruled(frame: &mut Frame<'_>, app: &App, area: Rect) -> Rect {
     let rule = Block::new().borders(ratatui::widgets::Borders::LEFT).border_style(app.theme.border(false));
     let inner = rule.inner(area);
     frame.render_widget(rule, area);
@@ -103,7 +103,7 @@ fn dim(app: &App) -> Style {
     app.theme.fg(app.theme.dim).add_modifier(Modifier::DIM)
 }
 
-fn draw_form(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_form(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let Some(form) = &app.form else { return };
     let rect = popup(area, 90, 14);
     let mut lines = Vec::new();
@@ -158,7 +158,7 @@ fn draw_form(frame: &mut Frame, app: &App, area: Rect) {
     );
 }
 
-fn draw_picker(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_picker(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let Some(picker) = &app.picker else { return };
     let rect = popup(area, 80, 18);
     let inner = rect.height.saturating_sub(4) as usize;
@@ -182,7 +182,7 @@ fn draw_picker(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(lines).block(Block::bordered().title(picker.title.clone())), rect);
 }
 
-fn draw_palette(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_palette(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let Some(palette) = &app.palette else { return };
     let rect = popup(area, 96, 16);
     let inner = rect.height.saturating_sub(3) as usize;
@@ -205,9 +205,9 @@ fn draw_palette(frame: &mut Frame, app: &App, area: Rect) {
     );
 }
 
-fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_help(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let rect = popup(area, 110, area.height.saturating_sub(2));
-    let mut lines: Vec<Line> = app
+    let mut lines: Vec<Line<'_>> = app
         .keymap
         .help(&app.help_panes())
         .into_iter()
@@ -245,7 +245,7 @@ fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
     );
 }
 
-fn draw_question(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_question(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let focused = app.focus == Focus::Question;
     let title = if focused {
         " Question (enter: ask · alt-enter: new line · ↑/↓: history · ctrl-u: clear · esc: back) "
@@ -301,7 +301,7 @@ fn is_flagged(app: &App, node: NodeRef, retracted: &HashSet<(String, String, Ter
     })
 }
 
-fn draw_tree(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_tree(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let replay = if app.replay.is_some() { " · replay" } else { "" };
     let block = pane_block(app, Focus::Tree, format!(" Beam · {} · {}{replay} ", app.kg_name, app.llm_name));
     let Some(run) = &app.run else {
@@ -342,7 +342,7 @@ fn draw_tree(frame: &mut Frame, app: &App, area: Rect) {
         }
         _ => HashSet::new(),
     };
-    let lines: Vec<Line> = rows
+    let lines: Vec<Line<'_>> = rows
         .iter()
         .enumerate()
         .skip(offset)
@@ -449,7 +449,7 @@ fn provenance_line(app: &App, node: &BeamNode) -> Vec<Line<'static>> {
     }
 }
 
-fn draw_inspector(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_inspector(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let block = Block::bordered().title(" Inspector ").border_style(app.theme.border(false));
     let (Some(run), Some(node_ref)) = (&app.run, app.selected_ref()) else {
         frame.render_widget(Paragraph::new("Select a node.").block(block), area);
@@ -539,7 +539,7 @@ fn reply_label(c: &crate::engine::events::CallRecord) -> String {
     label
 }
 
-fn draw_transcript(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let block =
         pane_block(app, Focus::Transcript, " Transcript (tab: next pane · enter: go back to this step) ".into());
     let Some(run) = &app.run else {
@@ -553,7 +553,7 @@ fn draw_transcript(frame: &mut Frame, app: &App, area: Rect) {
     let at = if app.focus == Focus::Transcript { app.transcript_at } else { events.len().saturating_sub(1) };
     let height = list.height as usize;
     let offset = window(at, events.len(), height);
-    let lines: Vec<Line> = events
+    let lines: Vec<Line<'_>> = events
         .iter()
         .enumerate()
         .skip(offset)
@@ -607,14 +607,14 @@ fn draw_transcript(frame: &mut Frame, app: &App, area: Rect) {
 
 /// The method's own pane, drawn from the view model the method gives: a report beside the
 /// rows (PoG's analysis and stages), the rows, and the selected row in full (GoG's steps).
-fn draw_method(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_method(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let Some(run) = &app.run else {
         let block = pane_block(app, Focus::Method, " Paths in front of the model ".into());
         frame.render_widget(Paragraph::new("").block(block), area);
         return;
     };
     let view = run.view();
-    let hint = if view.items.iter().any(|i| i.editable) || view.items.iter().any(|i| !i.detail.is_empty()) {
+    let hint = if view.edits_steps {
         "enter: edit the step about to run"
     } else if view.report.is_empty() {
         "enter: show in the tree"
@@ -629,7 +629,7 @@ fn draw_method(frame: &mut Frame, app: &App, area: Rect) {
         inner
     } else {
         let [report, rows] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(inner);
-        let lines: Vec<Line> = view.report.iter().map(|l| view_line(app, l)).collect();
+        let lines: Vec<Line<'_>> = view.report.iter().map(|l| view_line(app, l)).collect();
         frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), report);
         ruled(frame, app, rows)
     };
@@ -654,7 +654,7 @@ fn view_line(app: &App, l: &ViewLine) -> Line<'static> {
 
 /// Rows that wrap (paths, with the status pruning left them in); the list starts early enough
 /// for the selected one to show whole.
-fn draw_rows(frame: &mut Frame, app: &App, items: &[ViewItem], area: Rect, focused: bool) {
+fn draw_rows(frame: &mut Frame<'_>, app: &App, items: &[ViewItem], area: Rect, focused: bool) {
     let at = if focused { app.method_at.min(items.len() - 1) } else { 0 };
     let width = area.width.max(1) as usize;
     let rows = |text: &str| (text.chars().count() + 2).div_ceil(width).max(1);
@@ -664,7 +664,7 @@ fn draw_rows(frame: &mut Frame, app: &App, items: &[ViewItem], area: Rect, focus
         first -= 1;
         used += rows(&items[first].row);
     }
-    let lines: Vec<Line> = items
+    let lines: Vec<Line<'_>> = items
         .iter()
         .enumerate()
         .skip(first)
@@ -682,12 +682,12 @@ fn draw_rows(frame: &mut Frame, app: &App, items: &[ViewItem], area: Rect, focus
 }
 
 /// One-line rows (GoG's steps) and the selected one in full beside them; unfocused, the last.
-fn draw_rows_with_detail(frame: &mut Frame, app: &App, items: &[ViewItem], area: Rect, focused: bool) {
+fn draw_rows_with_detail(frame: &mut Frame<'_>, app: &App, items: &[ViewItem], area: Rect, focused: bool) {
     let [list, detail] = Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area);
     let last = items.len() - 1;
     let at = if focused { app.method_at.min(last) } else { last };
     let height = list.height as usize;
-    let rows: Vec<Line> = items
+    let rows: Vec<Line<'_>> = items
         .iter()
         .enumerate()
         .skip(window(at, items.len(), height))
@@ -700,7 +700,7 @@ fn draw_rows_with_detail(frame: &mut Frame, app: &App, items: &[ViewItem], area:
     frame.render_widget(Paragraph::new(rows), list);
     let detail_area = ruled(frame, app, detail);
     let item = &items[at];
-    let mut lines: Vec<Line> = item.detail.iter().map(|l| view_line(app, l)).collect();
+    let mut lines: Vec<Line<'_>> = item.detail.iter().map(|l| view_line(app, l)).collect();
     if item.editable {
         let about = Line::from(Span::styled(
             "about to run · enter: edit the thought or the action first",
@@ -712,7 +712,7 @@ fn draw_rows_with_detail(frame: &mut Frame, app: &App, items: &[ViewItem], area:
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), detail_area);
 }
 
-fn draw_answer(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_answer(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let block = pane_block(app, Focus::Answer, " Answer (t: the triples behind it · enter: show the path) ".into());
     let Some(answer) = app.run.as_ref().and_then(|r| r.answer()) else {
         frame.render_widget(Paragraph::new("Not answered yet.").block(block), area);
@@ -747,7 +747,7 @@ fn draw_answer(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
 }
 
-fn draw_corrections(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_corrections(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let title = if app.replay.is_some() && !app.live {
         format!(" Corrections made in the session ({}) ", app.corrections.len())
     } else {
@@ -760,7 +760,7 @@ fn draw_corrections(frame: &mut Frame, app: &App, area: Rect) {
     }
     let height = area.height.saturating_sub(2) as usize;
     let offset = window(app.corrections_at, app.corrections.len(), height);
-    let lines: Vec<Line> = app
+    let lines: Vec<Line<'_>> = app
         .corrections
         .iter()
         .enumerate()
@@ -782,7 +782,7 @@ fn draw_corrections(frame: &mut Frame, app: &App, area: Rect) {
 
 /// The status bar: the latest message (or the search being typed) on the left, the run's
 /// counters on the right.
-fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let s = &app.settings;
     let (depth, next, costs) = match &app.run {
         Some(run) => (run.depth(), run.next_phase(), run.costs()),
@@ -799,9 +799,10 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     let overlay = app.corrections.iter().filter(|c| c.active).count();
     // The run's own settings: the app's may have changed for the next question.
     let s = app.run.as_ref().map_or(s, |r| r.settings());
-    let progress = match &app.run {
-        Some(run) => run.progress(),
-        None => format!("{} d{depth}/{} N={}", s.method.label(), s.depth, s.width),
+    let progress = match (&app.run, crate::engine::Registry::builtin().get(&s.method)) {
+        (Some(run), _) => run.progress(),
+        (None, Some(entry)) => crate::engine::progress_line(entry, s, depth),
+        (None, None) => s.method.to_string(),
     };
     // Most important first; the tail is dropped when the message would get under 30 columns.
     let mut segments = vec![

@@ -960,10 +960,6 @@ impl Method for GogMachine {
         self.step_count()
     }
 
-    fn progress(&self, cx: &Context) -> String {
-        format!("step {}/{}", self.step_count(), cx.settings.gog_steps)
-    }
-
     fn live_paths(&self, cx: &Context) -> Vec<PathView> {
         self.paths(cx)
     }
@@ -1020,6 +1016,7 @@ impl Method for GogMachine {
             report: Vec::new(),
             items,
             empty: "No thought yet.".into(),
+            edits_steps: true,
         }
     }
 }
