@@ -81,9 +81,6 @@ impl Driver {
     pub fn kg(&self) -> &Arc<dyn KnowledgeGraph> {
         &self.kg
     }
-    pub fn llm(&self) -> &Arc<dyn LanguageModel> {
-        &self.llm
-    }
 
     fn memo_get(&self, key: &MemoKey) -> Option<Completion> {
         self.memo.lock().ok()?.get(key).cloned()

@@ -80,7 +80,7 @@ commands! {
     SaveAs, "save-as", Any, [], "save the session to a file (palette: save-as FILE)";
     Open, "open", Any, [], "open a saved session and replay it (palette: open FILE)";
     NextTheme, "theme", Any, [], "switch to the next theme (palette: theme [NAME])";
-    SwitchMethod, "method", Any, [], "switch the method for the next question (palette: method tog|tog-r|pog|pog-e|gog|io|cot|sc)";
+    SwitchMethod, "method", Any, [], "switch the method for the next question (palette: method [NAME]; without a name, the next one)";
 }
 
 /// A key with its modifiers, as written in the config: `n`, `G`, `ctrl-s`, `space`, `enter`.
