@@ -18,7 +18,6 @@ use super::{ChatRequest, Completion, LanguageModel, LlmError, Usage, estimate_to
 use async_trait::async_trait;
 use serde::Deserialize;
 use std::path::Path;
-use std::time::Duration;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -56,7 +55,6 @@ pub struct ScriptedModel {
     source: String,
     questions: Vec<ScriptedQuestion>,
     replies: Vec<ScriptedReply>,
-    latency: Duration,
     /// The offline demo: off its script it says so in one line and points to a real model.
     demo: bool,
 }
@@ -81,7 +79,7 @@ fn question_span(prompt: &str) -> Option<(usize, usize)> {
 
 impl ScriptedModel {
     pub fn new(source: impl Into<String>, replies: Vec<ScriptedReply>) -> Self {
-        Self { source: source.into(), questions: Vec::new(), replies, latency: Duration::ZERO, demo: false }
+        Self { source: source.into(), questions: Vec::new(), replies, demo: false }
     }
 
     pub fn from_toml(source: impl Into<String>, text: &str) -> Result<Self, LlmError> {
@@ -121,12 +119,6 @@ impl ScriptedModel {
         Ok(Self { demo: true, ..model })
     }
 
-    /// Simulated latency per call, for benchmarks.
-    pub fn with_latency(mut self, latency: Duration) -> Self {
-        self.latency = latency;
-        self
-    }
-
     pub fn reply_for(&self, request: &ChatRequest) -> Option<&ScriptedReply> {
         let prompt = self.as_scripted(&request.prompt);
         self.replies.iter().find(|r| {
@@ -160,9 +152,6 @@ impl LanguageModel for ScriptedModel {
                 file: self.source.clone(),
             });
         };
-        if !self.latency.is_zero() {
-            tokio::time::sleep(self.latency).await;
-        }
         Ok(Completion {
             text: reply.text.clone(),
             reasoning: None,
@@ -171,7 +160,6 @@ impl LanguageModel for ScriptedModel {
                 completion_tokens: estimate_tokens(&reply.text),
                 reasoning_tokens: 0,
             },
-            latency_ms: self.latency.as_millis() as u64,
             ..Default::default()
         })
     }

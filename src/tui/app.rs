@@ -1592,15 +1592,6 @@ pub fn new_entity_id(name: &str) -> String {
     format!("new.{}", slug.trim_matches('_'))
 }
 
-/// A node's one-line description for the tree.
-pub fn node_line(node: &BeamNode) -> String {
-    let (what, scores) = node_parts(node);
-    match scores {
-        Some(scores) => format!("{} {what}  {scores}", node.status.symbol()),
-        None => format!("{} {what}", node.status.symbol()),
-    }
-}
-
 /// What a node is, and its scores (`0.80 ████·  Σ0.560`) if it was scored.
 pub fn node_parts(node: &BeamNode) -> (String, Option<String>) {
     let what = match &node.kind {

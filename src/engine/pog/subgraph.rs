@@ -83,10 +83,6 @@ impl Subgraph {
         i
     }
 
-    pub fn find(&self, term: &Term) -> Option<usize> {
-        self.index.get(term).copied()
-    }
-
     /// Records `from -relation-> to` (as seen from `from` in `direction`), clustering it with
     /// any other relation between the same two nodes.
     pub fn link(&mut self, from: usize, relation: &str, direction: Direction, to: usize) {
