@@ -413,3 +413,19 @@ fn ask_saves_a_session_that_replays_offline() {
     assert_one_line_error(&out, "the question could not be answered");
     assert!(stderr(&out).contains("(and the session could not be saved: cannot write"), "{}", stderr(&out));
 }
+
+#[test]
+fn ask_prints_what_the_method_reports_of_the_run() {
+    let home = tempfile::tempdir().unwrap();
+    let q = "Which World Series did the San Francisco Giants win against the Texas Rangers?";
+    let out = ongraph(home.path(), &["ask", "--method", "pog", q]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("PoG:\n  indicator \"San Francisco Giants\""), "{text}");
+    assert!(text.contains("answered by topic-entity paths (depth 1)"), "{text}");
+    let tog = stdout(&ongraph(
+        home.path(),
+        &["ask", "What is the majority party now in the country where Canberra is located?"],
+    ));
+    assert!(!tog.contains("ToG:"), "ToG reports nothing beyond its paths: {tog}");
+}

@@ -123,6 +123,14 @@ fn print_human(
         writeln!(out, "Answer: {}", answer.answers.join(" | "))?;
     }
     writeln!(out, "Source: {}", answer.source.describe())?;
+    // What the method reports of the whole run (PoG: its analysis and stages), as the UI shows it.
+    let report = run.view().report;
+    if !report.is_empty() {
+        writeln!(out, "{}:", run.settings().method.label())?;
+        for line in report {
+            writeln!(out, "  {}{}", line.label, line.text)?;
+        }
+    }
     let heading = match answer.source {
         AnswerSource::OwnKnowledge => "Paths explored (judged not sufficient):",
         _ => "Supporting paths:",
