@@ -733,3 +733,20 @@ pub fn progress_line(entry: &MethodEntry, settings: &Settings, depth: u32) -> St
         p => format!("{} {p}", entry.label),
     }
 }
+
+/// A context for a method's unit tests: default settings and the built-in prompts.
+#[cfg(test)]
+pub(crate) fn test_context(question: &str, settings: Settings) -> Context {
+    Context {
+        question: question.into(),
+        rng: ChaCha8Rng::seed_from_u64(settings.seed),
+        settings,
+        prompts: Arc::new(Prompts::load(None).expect("the built-in prompts parse")),
+        profile: KgProfile::default(),
+        graph_name: "test".into(),
+        beam: Beam::default(),
+        costs: Costs::default(),
+        trace: Vec::new(),
+        answer: None,
+    }
+}

@@ -1221,3 +1221,74 @@ impl Method for TogMachine {
         self.apply_override(cx, o)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Settings, test_context};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    fn linked() -> Topics {
+        Topics::Linked(vec![("m.canberra".into(), Some("Canberra".into()))])
+    }
+
+    fn relations(names: &[&str]) -> Response {
+        Response::Relations { relations: names.iter().map(|n| RelationRef::out(*n)).collect() }
+    }
+
+    #[test]
+    fn each_batch_carries_the_plan_its_results_are_read_against() {
+        let mut cx = test_context("Which party governs the capital?", Settings::default());
+        let mut tog = TogMachine::new(&mut cx, linked(), false).unwrap();
+        let (requests, plan) = Method::next(&mut tog, &mut cx);
+        assert_eq!(requests, vec![Request::Relations { entity: "m.canberra".into() }]);
+        assert_eq!(plan.nodes, vec![0], "the lookup expands the topic entity");
+        let ev = Method::absorb(&mut tog, &mut cx, &plan, &requests, vec![relations(&["a.b", "c.d"])]).unwrap();
+        assert_eq!(ev.lookups.len(), 1);
+        assert_eq!(cx.beam.nodes[0].children.len(), 2);
+
+        let (requests, plan) = Method::next(&mut tog, &mut cx);
+        assert_eq!(Method::phase(&tog), "relation_prune");
+        assert_eq!(requests.len(), 1, "one scoring call for the one entity's relations");
+        assert_eq!(plan.groups.len(), 1);
+        assert_eq!((plan.groups[0].parent, plan.groups[0].request), (0, Some(0)));
+        assert_eq!(plan.groups[0].candidates, cx.beam.nodes[0].children);
+    }
+
+    #[test]
+    fn a_failed_read_names_the_result_that_is_not_what_was_asked() {
+        let mut cx = test_context("q", Settings::default());
+        let mut tog = TogMachine::new(&mut cx, linked(), false).unwrap();
+        let (requests, plan) = Method::next(&mut tog, &mut cx);
+        let wrong = vec![Response::Entities { matches: Vec::new() }];
+        let err = Method::absorb(&mut tog, &mut cx, &plan, &requests, wrong).unwrap_err();
+        assert!(matches!(err, EngineError::WrongResponse { index: 0, expected: "relation list", .. }), "{err}");
+    }
+
+    #[test]
+    fn weighted_sampling_is_seeded_distinct_and_draws_zero_weights_last() {
+        let draw = |seed, k| weighted_sample(&mut ChaCha8Rng::seed_from_u64(seed), &[0.0, 1.0, 1.0, 0.0, 5.0], k);
+        assert_eq!(draw(7, 2), draw(7, 2), "the same seed, the same draw");
+        for seed in 0..50 {
+            let two = draw(seed, 2);
+            assert_eq!(two.len(), 2);
+            assert!(two.iter().all(|&i| i != 0 && i != 3), "a zero weight drawn before a positive one: {two:?}");
+        }
+        assert_eq!(draw(3, 4), vec![0, 1, 2, 4], "past the positive weights, the first zero-weight one");
+        assert!(draw(3, 0).is_empty());
+    }
+
+    #[test]
+    fn top_by_keeps_the_best_normalised_and_says_when_nothing_matches() {
+        let names: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let mut ev = Event::step(0, "relation_prune", 1);
+        let kept = top_by(vec![0.2, 0.0, 0.6], 2, &mut ev, &names);
+        assert_eq!(kept.iter().map(|(i, _)| *i).collect::<Vec<_>>(), vec![2, 0]);
+        assert!((kept[0].1 - 0.75).abs() < 1e-9 && (kept[1].1 - 0.25).abs() < 1e-9, "{kept:?}");
+        assert!(ev.notes.is_empty());
+        let equal = top_by(vec![0.0, 0.0, 0.0], 2, &mut ev, &names);
+        assert_eq!(equal, vec![(0, 0.5), (1, 0.5)]);
+        assert_eq!(ev.notes.len(), 1, "the fallback is said");
+    }
+}

@@ -1020,3 +1020,79 @@ impl Method for GogMachine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Settings, test_context};
+    use crate::llm::Completion;
+
+    fn reply(text: &str) -> Response {
+        Response::Llm { completion: Completion { text: text.into(), ..Completion::default() } }
+    }
+
+    fn start() -> (Context, GogMachine) {
+        let mut cx = test_context("In which time zone is Canberra?", Settings::default());
+        let gog =
+            GogMachine::new(&mut cx, Topics::Linked(vec![("m.canberra".into(), Some("Canberra".into()))])).unwrap();
+        (cx, gog)
+    }
+
+    /// Takes one step with `responses` to whatever the machine asks.
+    fn step(cx: &mut Context, gog: &mut GogMachine, responses: Vec<Response>) -> (Vec<Request>, Event) {
+        let (requests, plan) = Method::next(gog, cx);
+        let ev = Method::absorb(gog, cx, &plan, &requests, responses).unwrap();
+        (requests, ev)
+    }
+
+    fn sample_of(request: &Request) -> u32 {
+        match request {
+            Request::Llm(chat) => chat.sample,
+            other => panic!("not a call: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_unreadable_step_is_asked_again_as_a_new_sample_then_answered_without_the_kg() {
+        let (mut cx, mut gog) = start();
+        assert_eq!(Method::phase(&gog), "thought");
+        for try_ in 0..STEP_TRIES {
+            let (requests, ev) = step(&mut cx, &mut gog, vec![reply("hmm")]);
+            assert_eq!(sample_of(&requests[0]), try_, "a retry is a new sample, not the memo's answer");
+            assert!(ev.calls[0].fell_back);
+        }
+        assert_eq!(Method::phase(&gog), "answer");
+        let (requests, _) = Method::next(&mut gog, &mut cx);
+        assert!(matches!(&requests[0], Request::Llm(c) if c.step == "answer_own_knowledge"), "{requests:?}");
+    }
+
+    #[test]
+    fn the_relation_filter_asks_only_about_the_entities_with_too_many_relations() {
+        let (mut cx, mut gog) = start();
+        step(&mut cx, &mut gog, vec![reply("Thought: Canberra's time zone.\nAction: Search[Canberra]")]);
+        assert_eq!(Method::phase(&gog), "search_relations", "Canberra is already linked");
+        assert!(gog.editable(), "written, not run yet");
+        let view = Method::view(&gog, &cx);
+        assert!(view.edits_steps && view.items.len() == 1 && view.items[0].editable, "{view:?}");
+
+        let many = ["a", "b", "c", "d", "e"].map(RelationRef::out).to_vec();
+        step(&mut cx, &mut gog, vec![Response::Relations { relations: many }]);
+        assert_eq!(Method::phase(&gog), "relation_filter");
+        let (requests, plan) = Method::next(&mut gog, &mut cx);
+        assert_eq!(plan.filtered, vec![0]);
+        assert_eq!(requests.len(), 1);
+        assert!(!gog.editable(), "the search has run");
+    }
+
+    #[test]
+    fn the_transcript_shows_every_step_and_opens_the_next_thought() {
+        let (mut cx, mut gog) = start();
+        assert_eq!(gog.transcript(), "Thought 1:");
+        step(&mut cx, &mut gog, vec![reply("Thought: look it up\nAction: Search[Canberra]")]);
+        gog.observe("Canberra, location.location.time_zones, AEST".into());
+        assert_eq!(
+            gog.transcript(),
+            "Thought 1: look it up\nAction 1: Search[Canberra]\nObservation 1: Canberra, location.location.time_zones, AEST\nThought 2:"
+        );
+    }
+}

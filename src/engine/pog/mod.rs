@@ -1427,3 +1427,63 @@ impl Method for PogMachine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Settings, test_context};
+    use crate::llm::Completion;
+
+    fn start() -> (Context, PogMachine) {
+        let mut cx = test_context("Which country contains Canberra?", Settings::default());
+        let topics = Topics::Linked(vec![("m.canberra".into(), Some("Canberra".into()))]);
+        let pog = PogMachine::new(&mut cx, topics, false).unwrap();
+        (cx, pog)
+    }
+
+    fn analysed() -> (Context, PogMachine) {
+        let (mut cx, mut pog) = start();
+        let (requests, plan) = Method::next(&mut pog, &mut cx);
+        let text = "Indicator:\n\"Canberra\" - contained by - answer(country)\nsub_question 1: Where is Canberra?";
+        let reply = Response::Llm { completion: Completion { text: text.into(), ..Completion::default() } };
+        Method::absorb(&mut pog, &mut cx, &plan, &requests, vec![reply]).unwrap();
+        (cx, pog)
+    }
+
+    #[test]
+    fn the_analysis_sets_the_depth_and_the_subgraph_lookups_carry_their_nodes() {
+        let (mut cx, mut pog) = analysed();
+        assert_eq!(pog.report().predicted_depth, Some(1));
+        assert_eq!(Method::phase(&pog), "subgraph_relations");
+        let (requests, plan) = Method::next(&mut pog, &mut cx);
+        assert_eq!(requests, vec![Request::Relations { entity: "m.canberra".into() }]);
+        assert_eq!(plan.nodes, vec![0], "the topic entity's subgraph node");
+
+        let found = vec![Response::Relations { relations: vec![RelationRef::out("location.location.containedby")] }];
+        let ev = Method::absorb(&mut pog, &mut cx, &plan, &requests, found).unwrap();
+        assert_eq!(ev.lookups.len(), 1);
+        assert!(pog.sg.nodes[0].searched, "a searched node is not searched again");
+        assert_eq!(Method::phase(&pog), "subgraph_neighbours");
+        let (requests, _) = Method::next(&mut pog, &mut cx);
+        assert_eq!(requests.len(), 1, "one neighbour lookup per relation found");
+    }
+
+    #[test]
+    fn the_view_reports_the_analysis_beside_the_paths() {
+        let (cx, pog) = analysed();
+        let view = Method::view(&pog, &cx);
+        assert_eq!(view.report[0].label, "indicator ");
+        assert!(view.report[0].text.contains("answer(country)"), "{:?}", view.report);
+        assert!(view.report.iter().any(|l| l.text == "sub-question 1: Where is Canberra?"));
+        assert!(view.items.is_empty() && !view.edits_steps);
+    }
+
+    #[test]
+    fn overrides_it_cannot_take_are_refused_in_words() {
+        let (mut cx, mut pog) = start();
+        let err = Method::apply(&mut pog, &mut cx, &Override::EditAction { thought: None, action: "Finish[x]".into() })
+            .unwrap_err();
+        assert!(err.to_string().starts_with("cannot edit the action to Finish[x] now: "), "{err}");
+        assert!(!err.to_string().contains("EditAction"), "no debug text: {err}");
+    }
+}
