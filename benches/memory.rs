@@ -16,7 +16,7 @@
 //! `cargo bench --bench memory` (deterministic: the same counts every time, RSS aside).
 
 use ongraph::driver::Driver;
-use ongraph::engine::{MethodId, Run, Settings, Topics};
+use ongraph::engine::{GogSettings, MethodId, Run, Settings, Topics};
 use ongraph::kg::local::{GraphBuilder, LocalGraph};
 use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
 use ongraph::llm::gold_path::{GoldPath, GoldPathModel};
@@ -274,7 +274,11 @@ fn measure(index: usize) {
         0 => Case {
             name: "GoG, 6 steps",
             question: gog_q,
-            settings: Settings { method: MethodId::GOG, gog_steps: 6, ..Settings::default() },
+            settings: Settings {
+                method: MethodId::GOG,
+                gog: GogSettings { gog_steps: 6, ..GogSettings::default() },
+                ..Settings::default()
+            },
         },
         1 => Case {
             name: "PoG, depth 3",
