@@ -18,7 +18,7 @@
 #![allow(unsafe_code)] // the counting global allocator
 
 use ongraph::driver::Driver;
-use ongraph::engine::{MethodId, Run, Settings, Topics};
+use ongraph::engine::{GogSettings, MethodId, Run, Settings, Topics};
 use ongraph::kg::local::{GraphBuilder, LocalGraph};
 use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
 use ongraph::llm::gold_path::{GoldPath, GoldPathModel};
@@ -276,7 +276,11 @@ fn measure(index: usize) {
         0 => Case {
             name: "GoG, 6 steps",
             question: gog_q,
-            settings: Settings { method: MethodId::GOG, gog_steps: 6, ..Settings::default() },
+            settings: Settings {
+                method: MethodId::GOG,
+                gog: GogSettings { gog_steps: 6, ..GogSettings::default() },
+                ..Settings::default()
+            },
         },
         1 => Case {
             name: "PoG, depth 3",

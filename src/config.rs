@@ -2,16 +2,17 @@
 //! named LLM endpoints and knowledge graphs, and defaults. Unknown keys are errors, so a typo
 //! never silently does nothing.
 
-use crate::engine::{MethodId, PruneTool};
 use crate::kg::KgProfile;
-use serde::Deserialize;
+use crate::settings::{SettingsPatch, keys_of};
+use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "read_defaults")]
     pub defaults: Defaults,
     /// Named OpenAI-compatible endpoints: `[llm.NAME]`.
     #[serde(default)]
@@ -28,34 +29,19 @@ pub struct Config {
     pub keys: BTreeMap<String, Vec<String>>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+/// `[defaults]`: the engine's settings, under their flags' names in snake case
+/// (`max_tokens = 512` is `--max-tokens 512`), and what only the config sets. (`Serialize`
+/// only lists the keys.)
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Defaults {
+    /// The engine's settings (read by `read_defaults`, not by this derive).
+    #[serde(skip)]
+    pub settings: SettingsPatch,
     /// `demo`, a name from `[llm.*]`, or `scripted:FILE`.
     pub llm: String,
     /// `demo`, a name from `[kg.*]`, or a file path.
     pub kg: String,
-    #[serde(deserialize_with = "known_method")]
-    pub method: MethodId,
-    pub width: usize,
-    pub depth: u32,
-    pub prune: PruneTool,
-    pub unified: bool,
-    /// Score the next hop's relations while the sufficiency check runs.
-    pub speculate: bool,
-    pub seed: u64,
-    /// `sc`: chain-of-thought samples that vote.
-    pub samples: usize,
-    /// `pog`, `pog-e`: pruning strategy (fuzzy, fuzzy-branch, fuzzy-precise, all).
-    pub pog_pruning: crate::engine::pog::PogPruning,
-    /// `pog`, `pog-e`: W1, the paths fuzzy selection keeps.
-    pub fuzzy_width: usize,
-    /// `pog`, `pog-e`: summarise the selected paths before each sufficiency check.
-    pub path_summary: bool,
-    /// `gog`: most Thought/Action/Observation steps.
-    pub gog_steps: usize,
-    /// `gog`: samples per Generate action (verification when more than 1).
-    pub generate_samples: usize,
     /// Requests in flight at once.
     pub concurrency: usize,
     /// A directory of prompt templates overriding the built-in ones.
@@ -78,21 +64,9 @@ pub struct Defaults {
 impl Default for Defaults {
     fn default() -> Self {
         Self {
+            settings: SettingsPatch::default(),
             llm: "demo".into(),
             kg: "demo".into(),
-            method: MethodId::TOG,
-            width: 3,
-            depth: 3,
-            prune: PruneTool::Llm,
-            unified: false,
-            speculate: false,
-            seed: 0,
-            samples: 5,
-            pog_pruning: Default::default(),
-            fuzzy_width: 80,
-            path_summary: true,
-            gog_steps: 6,
-            generate_samples: 3,
             concurrency: 8,
             prompts: None,
             log_file: None,
@@ -102,6 +76,98 @@ impl Default for Defaults {
             query_cache_dir: None,
             theme: None,
         }
+    }
+}
+
+/// Reads `[defaults]` key by key: the engine's settings into the patch, the rest into
+/// [`Defaults`]. Not with serde's `flatten`, which would take unknown keys silently and report
+/// a bad value without its line: here both are errors at their key's or value's line.
+fn read_defaults<'de, D: Deserializer<'de>>(d: D) -> Result<Defaults, D::Error> {
+    let keys = DefaultsKeys { engine: SettingsPatch::keys(), own: keys_of(&Defaults::default()) };
+    let (engine, own) = d.deserialize_map(DefaultsVisitor(&keys))?;
+    // Every value was checked as it was read; these cannot fail but for a bug.
+    let mut defaults = own.try_into::<Defaults>().map_err(|e| D::Error::custom(e.message()))?;
+    defaults.settings = engine.try_into::<SettingsPatch>().map_err(|e| D::Error::custom(e.message()))?;
+    Ok(defaults)
+}
+
+struct DefaultsKeys {
+    engine: Vec<String>,
+    own: Vec<String>,
+}
+
+impl DefaultsKeys {
+    fn is_engine(&self, key: &str) -> bool {
+        self.engine.iter().any(|k| k == key)
+    }
+}
+
+/// `[defaults]` split into the engine's keys and the config's own.
+struct DefaultsVisitor<'a>(&'a DefaultsKeys);
+
+impl<'de> Visitor<'de> for DefaultsVisitor<'_> {
+    type Value = (toml::Table, toml::Table);
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a table of defaults")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (mut engine, mut own) = (toml::Table::new(), toml::Table::new());
+        while let Some(key) = map.next_key_seed(KnownKey(self.0))? {
+            let value = map.next_value_seed(CheckedValue { keys: self.0, key: &key })?;
+            let table = if self.0.is_engine(&key) { &mut engine } else { &mut own };
+            table.insert(key, value);
+        }
+        Ok((engine, own))
+    }
+}
+
+/// A key of `[defaults]`, or an error (at the key's line) saying which keys there are.
+struct KnownKey<'a>(&'a DefaultsKeys);
+
+impl<'de> DeserializeSeed<'de> for KnownKey<'_> {
+    type Value = String;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        let key = String::deserialize(d)?;
+        let known = || self.0.engine.iter().chain(&self.0.own);
+        if known().any(|k| *k == key) {
+            return Ok(key);
+        }
+        // A typo (one edit in four characters, a swap counting as one) is likely the near key.
+        let near = |k: &&String| strsim::damerau_levenshtein(k, &key) <= (key.len() / 4).max(1);
+        let message = match known().find(near) {
+            Some(close) => format!("unknown field `{key}`, did you mean `{close}`?"),
+            None => {
+                let all: Vec<String> = known().map(|k| format!("`{k}`")).collect();
+                format!("unknown field `{key}`, expected one of {}", all.join(", "))
+            }
+        };
+        Err(D::Error::custom(message))
+    }
+}
+
+/// The value of `key`, checked by reading it alone into its type, so that a bad one is an
+/// error at its own line.
+struct CheckedValue<'a> {
+    keys: &'a DefaultsKeys,
+    key: &'a str,
+}
+
+impl<'de> DeserializeSeed<'de> for CheckedValue<'_> {
+    type Value = toml::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<toml::Value, D::Error> {
+        let value = toml::Value::deserialize(d)?;
+        let alone = toml::Table::from_iter([(self.key.to_string(), value.clone())]);
+        let checked = if self.keys.is_engine(self.key) {
+            alone.try_into::<SettingsPatch>().map(drop)
+        } else {
+            alone.try_into::<Defaults>().map(drop)
+        };
+        checked.map_err(|e| D::Error::custom(e.message()))?;
+        Ok(value)
     }
 }
 
@@ -205,17 +271,6 @@ fn default_query_timeout() -> u64 {
     60
 }
 
-/// A method name the built-in registry knows, or an error naming the ones it does.
-fn known_method<'de, D: serde::Deserializer<'de>>(d: D) -> Result<MethodId, D::Error> {
-    let name = String::deserialize(d)?;
-    let id = MethodId::from(name.as_str());
-    let registry = crate::engine::Registry::builtin();
-    match registry.get(&id) {
-        Some(_) => Ok(id),
-        None => Err(serde::de::Error::custom(format!("unknown method {name:?} (methods: {})", registry.names()))),
-    }
-}
-
 fn default_profile() -> String {
     "freebase".into()
 }
@@ -293,6 +348,25 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_key_is_named_with_the_keys_there_are() {
+        let err = Config::parse("c.toml", "[defaults]\nllm = \"demo\"\n\nbeam = 3\n").unwrap_err().to_string();
+        assert!(err.starts_with("c.toml:4: unknown field `beam`, expected one of `method`, `width`"), "{err}");
+        assert!(err.contains("`max_tokens`") && err.contains("`rollbacks`") && err.contains("`theme`"), "{err}");
+        let err = Config::parse("c.toml", "[defaults.pog]\nfuzzy_width = 3\n").unwrap_err().to_string();
+        assert!(err.starts_with("c.toml:1: unknown field `pog`, expected one of"), "{err}");
+    }
+
+    #[test]
+    fn a_bad_value_names_its_line() {
+        let err = Config::parse("c.toml", "[defaults]\nkg = \"demo\"\nmax_tokens = \"many\"\n").unwrap_err();
+        assert_eq!(err.to_string(), "c.toml:3: invalid type: string \"many\", expected u32");
+        let err = Config::parse("c.toml", "[defaults]\nconcurrency = -1\n").unwrap_err();
+        assert_eq!(err.to_string(), "c.toml:2: invalid value: integer `-1`, expected usize");
+        let err = Config::parse("c.toml", "[defaults]\nmethod = \"tot\"\n").unwrap_err().to_string();
+        assert!(err.starts_with("c.toml:2: unknown method \"tot\" (methods: tog, tog-r,"), "{err}");
+    }
+
+    #[test]
     fn full_config_parses() {
         let c = Config::parse(
             "c.toml",
@@ -301,6 +375,7 @@ mod tests {
             llm = "local"
             method = "tog-r"
             prune = "bm25"
+            concurrency = 2
             [llm.local]
             base_url = "http://127.0.0.1:11434/v1"
             model = "llama3.1"
@@ -311,7 +386,9 @@ mod tests {
             "#,
         )
         .unwrap();
-        assert_eq!(c.defaults.method, MethodId::TOG_R);
+        assert_eq!(c.defaults.settings.method, Some(crate::engine::MethodId::TOG_R));
+        assert_eq!(c.defaults.settings.prune, Some(crate::engine::PruneTool::Bm25));
+        assert_eq!((c.defaults.llm.as_str(), c.defaults.kg.as_str(), c.defaults.concurrency), ("local", "demo", 2));
         assert_eq!(c.llm["local"].timeout_secs, 120);
         assert_eq!(c.kg["pq"].profile, "named-ids");
         assert_eq!(c.kg["pq"].language, "en");

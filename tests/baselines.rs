@@ -4,7 +4,7 @@
 mod common;
 
 use common::{demo_driver, new_run, run_to_end};
-use ongraph::engine::{AnswerSource, MethodId, Override, Settings, Topics};
+use ongraph::engine::{AnswerSource, MethodId, Override, ScSettings, Settings, Topics};
 
 const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";
 
@@ -53,7 +53,12 @@ async fn self_consistency_votes_over_distinct_samples_sent_at_once() {
 
     // k is a setting; with k = 2 the tie goes to the first sample. The same driver already
     // made these two calls: they are reused, not repeated.
-    let mut run = new_run(&driver, CANBERRA, Topics::Extract, Settings { samples: 2, ..settings(MethodId::SC) });
+    let mut run = new_run(
+        &driver,
+        CANBERRA,
+        Topics::Extract,
+        Settings { sc: ScSettings { samples: 2, ..ScSettings::default() }, ..settings(MethodId::SC) },
+    );
     run_to_end(&driver, &mut run).await;
     assert_eq!(run.answer().unwrap().answers, vec!["Australian Labor Party"]);
     assert_eq!((run.costs().llm_calls, run.costs().llm_calls_saved), (0, 2));

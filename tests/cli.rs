@@ -360,6 +360,36 @@ fn a_reader_that_stops_reading_is_not_an_error() {
     }
 }
 
+/// Every engine setting is a config key and a flag: the defaults, then the config, then the
+/// flags; and the calls are made with them.
+#[test]
+fn engine_settings_come_from_the_config_then_the_flags() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(&config, "[defaults]\nmax_tokens = 300\nprune_temperature = 0.3\nsample_size = 4\nrollbacks = 1\n")
+        .unwrap();
+    let c = config.to_str().unwrap();
+    let args = ["--config", c, "ask", CANBERRA, "--json", "--sample-size", "6", "--reason-temperature", "0.1"];
+    let out = ongraph(home.path(), &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let s = &json["settings"];
+    let got = [&s["max_tokens"], &s["prune_temperature"], &s["sample_size"], &s["rollbacks"], &s["reason_temperature"]];
+    assert_eq!(got.map(ToString::to_string), ["300", "0.3", "6", "1", "0.1"], "{s}");
+    assert_eq!(s["sample_threshold"], 20, "a default");
+    let calls: Vec<(String, f64)> = json["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|e| e["calls"].as_array().cloned().unwrap_or_default())
+        .map(|c| (c["step"].as_str().unwrap().to_string(), c["temperature"].as_f64().unwrap()))
+        .collect();
+    assert!(calls.iter().all(|(step, t)| *t == if step.ends_with("_prune") { 0.3 } else { 0.1 }), "{calls:?}");
+
+    std::fs::write(&config, "[defaults]\nmax_tokens = 0\n").unwrap();
+    assert_one_line_error(&ongraph(home.path(), &["--config", c, "ask", CANBERRA]), "--max-tokens must be at least 1");
+}
+
 #[test]
 fn files_saved_with_a_byte_order_mark_read_as_without() {
     let home = tempfile::tempdir().unwrap();

@@ -6,7 +6,7 @@ mod common;
 use common::{DEMO_SCRIPT, demo_driver, named, new_run, run_to_end, run_until};
 use ongraph::driver::Driver;
 use ongraph::engine::beam::{Provenance, Status};
-use ongraph::engine::{AnswerSource, MethodId, Override, Run, Settings, Topics};
+use ongraph::engine::{AnswerSource, GogSettings, MethodId, Override, PogSettings, Run, Settings, Topics};
 use ongraph::kg::Term;
 use ongraph::kg::load::demo_graph;
 use ongraph::llm::scripted::ScriptedModel;
@@ -148,7 +148,10 @@ async fn pog_e_walks_the_same_paths_here_and_fuzzy_only_pruning_makes_no_selecti
     let mut run = new_run(&driver, GIANTS_RANGERS, Topics::Extract, settings(MethodId::POG_E));
     run_to_end(&driver, &mut run).await;
     assert_eq!(run.answer().unwrap().answers, vec!["2010 World Series"]);
-    let fuzzy = Settings { pog_pruning: ongraph::engine::pog::PogPruning::Fuzzy, ..settings(MethodId::POG) };
+    let fuzzy = Settings {
+        pog: PogSettings { pog_pruning: ongraph::engine::pog::PogPruning::Fuzzy, ..PogSettings::default() },
+        ..settings(MethodId::POG)
+    };
     let extra = r#"
 [[reply]]
 step = "pog_sufficiency"
@@ -366,7 +369,12 @@ contains = ["In which time zone is the headquarters of Apple Inc.?"]
 text = "{Pacific Time Zone}"
 "#;
     let driver = ikg_driver(extra, &[]);
-    let mut run = new_run(&driver, APPLE, named(&["Apple Inc."]), Settings { gog_steps: 2, ..settings(MethodId::GOG) });
+    let mut run = new_run(
+        &driver,
+        APPLE,
+        named(&["Apple Inc."]),
+        Settings { gog: GogSettings { gog_steps: 2, ..GogSettings::default() }, ..settings(MethodId::GOG) },
+    );
     run_to_end(&driver, &mut run).await;
     assert_eq!(run.gog_steps().len(), 2);
     assert_eq!(run.answer().unwrap().source, AnswerSource::OwnKnowledge);

@@ -208,8 +208,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         None => TopicIds::Freebase,
     };
     let items = crate::dataset::load(&dataset, format, ids)?;
-    let seed = setup.seed.unwrap_or(config.defaults.seed);
-    let chosen = select(items.len(), args.limit, args.sample, seed);
+    let chosen = select(items.len(), args.limit, args.sample, settings.seed);
     let (kg, corrections) = super::overlay::with_overlay(base, config, &setup, args.with_corrections)?;
     let llm_name = setup.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
     let simulation = is_simulation(&llm_name);

@@ -9,7 +9,6 @@ mod printable;
 mod tui;
 
 use crate::config::{Config, profile_named};
-use crate::engine::{MethodId, PruneTool};
 use crate::kg::KnowledgeGraph;
 use crate::kg::load::{LoadReport, demo_graph, load_file};
 use crate::llm::openai::{OpenAiClient, OpenAiConfig, StructuredMode};
@@ -155,49 +154,14 @@ pub struct SetupArgs {
     /// `scripted:FILE`.
     #[arg(long, env = "ONGRAPH_LLM", global = true)]
     pub llm: Option<String>,
-    #[arg(long, global = true, value_parser = method_parser())]
-    pub method: Option<MethodId>,
-    /// Beam width N.
-    #[arg(long, global = true)]
-    pub width: Option<usize>,
-    /// Maximum depth Dmax.
-    #[arg(long, global = true)]
-    pub depth: Option<u32>,
-    #[arg(long, value_enum, global = true)]
-    pub prune: Option<PruneTool>,
-    /// One prompt per prune step for all frontier entities.
-    #[arg(long, global = true)]
-    pub unified: bool,
-    /// Score the next hop's relations while the sufficiency check runs (fewer rounds of
-    /// waiting; up to N extra calls when the check says "sufficient" early).
-    #[arg(long, global = true)]
-    pub speculate: bool,
-    #[arg(long, global = true)]
-    pub seed: Option<u64>,
-    /// `--method sc`: how many chain-of-thought samples vote (default 5).
-    #[arg(long, global = true)]
-    pub samples: Option<usize>,
-    /// `--method pog|pog-e`: which pruning steps run (default fuzzy-precise, the paper's).
-    #[arg(long, value_enum, global = true)]
-    pub pog_pruning: Option<crate::engine::pog::PogPruning>,
-    /// `--method pog|pog-e`: paths fuzzy selection keeps, W1 (default 80).
-    #[arg(long, global = true, value_name = "W1")]
-    pub fuzzy_width: Option<usize>,
-    /// `--method pog|pog-e`: skip the path summary before each sufficiency check.
-    #[arg(long, global = true)]
-    pub no_summary: bool,
+    // The engine's settings: --method, --width, --max-tokens, …
+    #[command(flatten)]
+    pub settings: crate::settings::SettingsPatch,
     /// Structured replies from an endpoint: auto (JSON schema, else JSON object, else free
     /// text, as the endpoint accepts), json_schema, json_object or off. Default: the
     /// endpoint's `structured` setting, else auto. Simulation models read free text only.
     #[arg(long, global = true, value_enum, value_name = "MODE")]
     pub structured: Option<StructuredMode>,
-    /// `--method gog`: most Thought/Action/Observation steps (default 6).
-    #[arg(long, global = true)]
-    pub gog_steps: Option<usize>,
-    /// `--method gog`: samples per Generate action; verification runs when more than 1
-    /// (default 3).
-    #[arg(long, global = true)]
-    pub generate_samples: Option<usize>,
     /// Requests in flight at once (`eval`: questions answered at once).
     #[arg(long, global = true)]
     pub concurrency: Option<usize>,
@@ -228,35 +192,10 @@ pub async fn run(cli: Cli, config: Config) -> Result<i32> {
     }
 }
 
-/// The engine settings from the flags, else the config's defaults.
+/// The engine settings: the defaults, then the config's `[defaults]`, then the flags.
 pub fn settings(s: &SetupArgs, config: &Config) -> Result<crate::engine::Settings> {
-    let d = &config.defaults;
-    let settings = crate::engine::Settings {
-        method: s.method.unwrap_or(d.method),
-        width: s.width.unwrap_or(d.width),
-        depth: s.depth.unwrap_or(d.depth),
-        prune: s.prune.unwrap_or(d.prune),
-        unified: s.unified || d.unified,
-        speculate: s.speculate || d.speculate,
-        seed: s.seed.unwrap_or(d.seed),
-        samples: s.samples.unwrap_or(d.samples),
-        pog_pruning: s.pog_pruning.unwrap_or(d.pog_pruning),
-        fuzzy_width: s.fuzzy_width.unwrap_or(d.fuzzy_width),
-        path_summary: !s.no_summary && d.path_summary,
-        gog_steps: s.gog_steps.unwrap_or(d.gog_steps),
-        generate_samples: s.generate_samples.unwrap_or(d.generate_samples),
-        structured: structured_mode(s, config).is_some_and(|m| m != StructuredMode::Off),
-        ..crate::engine::Settings::default()
-    };
-    if settings.fuzzy_width == 0 || settings.gog_steps == 0 || settings.generate_samples == 0 {
-        bail!("--fuzzy-width, --gog-steps and --generate-samples must be at least 1");
-    }
-    if settings.samples == 0 {
-        bail!("--samples must be at least 1");
-    }
-    if settings.width == 0 || settings.depth == 0 {
-        bail!("--width and --depth must be at least 1");
-    }
+    let mut settings = crate::settings::build(&[&config.defaults.settings, &s.settings])?;
+    settings.structured = structured_mode(s, config).is_some_and(|m| m != StructuredMode::Off);
     Ok(settings)
 }
 
@@ -454,11 +393,4 @@ fn openai_client(entry: &crate::config::LlmEntry) -> Result<OpenAiClient> {
         c.max_reply_bytes = kb.max(1).saturating_mul(1024);
     }
     Ok(OpenAiClient::new(c)?)
-}
-
-/// `--method`: the registry's names, each with its one line for `--help`.
-fn method_parser() -> impl clap::builder::TypedValueParser<Value = MethodId> {
-    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
-    let names = crate::engine::Registry::builtin().entries().iter().map(|e| PossibleValue::new(e.id).help(e.about));
-    PossibleValuesParser::new(names).map(|name| MethodId::from(name.as_str()))
 }

@@ -46,9 +46,9 @@ impl BaselineMachine {
             )],
             Prompting::SelfConsistency => {
                 let prompt = cx.prompts.render(Template::Cot, &[("question", question)]);
-                (0..s.samples.max(1) as u32)
+                (0..s.sc.samples.max(1) as u32)
                     .map(|sample| {
-                        cx.llm_sample("cot", prompt.clone(), s.sample_temperature, sample, Shape::ReasonedAnswer)
+                        cx.llm_sample("cot", prompt.clone(), s.sc.sample_temperature, sample, Shape::ReasonedAnswer)
                     })
                     .collect()
             }

@@ -260,7 +260,7 @@ pub fn depth_progress(s: &Settings, depth: u32) -> String {
 
 /// Progress as GoG's steps out of its most.
 fn step_progress(s: &Settings, steps: u32) -> String {
-    format!("step {steps}/{}", s.gog_steps)
+    format!("step {steps}/{}", s.gog.gog_steps)
 }
 
 /// No progress to show: the baselines make one step.

@@ -41,12 +41,17 @@ pub enum PruneTool {
     Embedding,
 }
 
+/// How a run reasons: the knobs every method shares, then one section per method family.
+/// Serialised flat (the sections are flattened), as sessions and eval records store it; a
+/// section's keys missing from an older file take their defaults. The defaults are the papers'.
+/// `ongraph` builds it from them, the config's `[defaults]` and the command line
+/// (`crate::settings::SettingsPatch`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     pub method: MethodId,
-    /// Beam width N.
+    /// Beam width N: candidates kept per prune step (PoG: paths the model picks).
     pub width: usize,
-    /// Maximum depth Dmax.
+    /// Maximum depth Dmax: hops explored before answering from the model's own knowledge.
     pub depth: u32,
     pub prune: PruneTool,
     /// Score all frontier entities' candidates in one prompt per prune step.
@@ -54,70 +59,83 @@ pub struct Settings {
     /// Score the next hop's relations while the sufficiency check runs: fewer dependent rounds,
     /// up to N extra calls whenever the check says "sufficient" before Dmax.
     pub speculate: bool,
+    /// Seeds every random choice (entity sampling, ToG-R, PoG-E): the same seed, the same run.
     pub seed: u64,
+    /// The temperature of calls that score or pick candidates (and PoG's analysis, summary and
+    /// supplement).
     pub prune_temperature: f64,
+    /// The temperature of calls that name topic entities, judge sufficiency or answer.
     pub reason_temperature: f64,
+    /// The most tokens a reply may take (a reasoning model gets at least its endpoint's
+    /// `reasoning_max_tokens`).
     pub max_tokens: u32,
-    /// A relation reaching this many entities or more has them sampled before scoring…
+    /// A relation reaching this many entities or more has them sampled before scoring (PoG:
+    /// a node's neighbours in the question subgraph)…
     pub sample_threshold: usize,
     /// …down to this many (seeded).
     pub sample_size: usize,
-    /// Self-consistency: how many chain-of-thought samples vote.
-    #[serde(default = "default_samples")]
-    pub samples: usize,
-    /// Self-consistency: the sampling temperature (GoG samples every call at it too).
-    #[serde(default = "default_sample_temperature")]
-    pub sample_temperature: f64,
-    /// PoG: how many paths fuzzy selection keeps (W1).
-    #[serde(default = "default_fuzzy_width")]
-    pub fuzzy_width: usize,
-    /// PoG: which pruning steps run.
-    #[serde(default)]
-    pub pog_pruning: pog::PogPruning,
-    /// PoG: condense the selected paths before each sufficiency check.
-    #[serde(default = "default_true")]
-    pub path_summary: bool,
-    /// GoG: most Thought / Action / Observation steps before answering from own knowledge.
-    #[serde(default = "default_gog_steps")]
-    pub gog_steps: usize,
-    /// GoG: how many times `Generate` samples the model (verification runs when more than one).
-    #[serde(default = "default_generate_samples")]
-    pub generate_samples: usize,
-    /// GoG: how many times `Finish[unknown]` may roll back and expand the last search.
-    #[serde(default = "default_rollbacks")]
-    pub rollbacks: usize,
+    #[serde(flatten)]
+    pub sc: ScSettings,
+    #[serde(flatten)]
+    pub pog: PogSettings,
+    #[serde(flatten)]
+    pub gog: GogSettings,
     /// Ask for replies as JSON of a schema per prompt kind (the prompts then show the JSON
-    /// shape); off for models that read only free text.
+    /// shape); off for models that read only free text. Set from the endpoint's `structured`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub structured: bool,
 }
 
-fn default_fuzzy_width() -> usize {
-    80
+/// Self-consistency (`sc`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ScSettings {
+    /// How many chain-of-thought samples vote.
+    pub samples: usize,
+    /// The temperature of the samples (GoG makes its steps' calls at it too).
+    pub sample_temperature: f64,
 }
 
-fn default_true() -> bool {
-    true
+impl Default for ScSettings {
+    fn default() -> Self {
+        Self { samples: 5, sample_temperature: 0.7 }
+    }
 }
 
-fn default_gog_steps() -> usize {
-    6
+/// Paths-over-Graph (`pog`, `pog-e`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PogSettings {
+    /// How many paths fuzzy selection keeps (W1).
+    pub fuzzy_width: usize,
+    /// Which pruning steps run.
+    pub pog_pruning: pog::PogPruning,
+    /// Condense the selected paths before each sufficiency check.
+    pub path_summary: bool,
 }
 
-fn default_generate_samples() -> usize {
-    3
+impl Default for PogSettings {
+    fn default() -> Self {
+        Self { fuzzy_width: 80, pog_pruning: pog::PogPruning::default(), path_summary: true }
+    }
 }
 
-fn default_rollbacks() -> usize {
-    2
+/// Generate-on-Graph (`gog`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GogSettings {
+    /// The most Thought / Action / Observation steps before answering from own knowledge.
+    pub gog_steps: usize,
+    /// How many times `Generate` samples the model (verification runs when more than one).
+    pub generate_samples: usize,
+    /// How many times `Finish[unknown]` may roll back and expand the last search.
+    pub rollbacks: usize,
 }
 
-fn default_samples() -> usize {
-    5
-}
-
-fn default_sample_temperature() -> f64 {
-    0.7
+impl Default for GogSettings {
+    fn default() -> Self {
+        Self { gog_steps: 6, generate_samples: 3, rollbacks: 2 }
+    }
 }
 
 impl Default for Settings {
@@ -135,14 +153,9 @@ impl Default for Settings {
             max_tokens: 256,
             sample_threshold: 20,
             sample_size: 5,
-            samples: default_samples(),
-            sample_temperature: default_sample_temperature(),
-            fuzzy_width: default_fuzzy_width(),
-            pog_pruning: pog::PogPruning::default(),
-            path_summary: true,
-            gog_steps: default_gog_steps(),
-            generate_samples: default_generate_samples(),
-            rollbacks: default_rollbacks(),
+            sc: ScSettings::default(),
+            pog: PogSettings::default(),
+            gog: GogSettings::default(),
             structured: false,
         }
     }
@@ -748,5 +761,35 @@ pub(crate) fn test_context(question: &str, settings: Settings) -> Context {
         costs: Costs::default(),
         trace: Vec::new(),
         answer: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sessions and eval records store settings flat, in this order; the sections do not show.
+    #[test]
+    fn settings_serialise_flat_as_they_always_have() {
+        let saved = r#"{"method":"tog","width":3,"depth":3,"prune":"llm","unified":false,"speculate":false,"seed":0,"prune_temperature":0.4,"reason_temperature":0.0,"max_tokens":256,"sample_threshold":20,"sample_size":5,"samples":5,"sample_temperature":0.7,"fuzzy_width":80,"pog_pruning":"fuzzy-precise","path_summary":true,"gog_steps":6,"generate_samples":3,"rollbacks":2}"#;
+        assert_eq!(serde_json::to_string(&Settings::default()).unwrap(), saved);
+        assert_eq!(serde_json::from_str::<Settings>(saved).unwrap(), Settings::default());
+        let structured = Settings { structured: true, ..Settings::default() };
+        let json = serde_json::to_string(&structured).unwrap();
+        assert!(json.ends_with(r#""rollbacks":2,"structured":true}"#), "{json}");
+        assert_eq!(serde_json::from_str::<Settings>(&json).unwrap(), structured);
+    }
+
+    /// Settings saved before a method existed lack its keys: they load with its defaults.
+    #[test]
+    fn settings_without_a_sections_keys_load_with_its_defaults() {
+        let old = r#"{"method":"tog","width":2,"depth":3,"prune":"bm25","unified":false,"speculate":false,"seed":0,"prune_temperature":0.4,"reason_temperature":0.0,"max_tokens":256,"sample_threshold":20,"sample_size":5,"fuzzy_width":10}"#;
+        let expected = Settings {
+            width: 2,
+            prune: PruneTool::Bm25,
+            pog: PogSettings { fuzzy_width: 10, ..PogSettings::default() },
+            ..Settings::default()
+        };
+        assert_eq!(serde_json::from_str::<Settings>(old).unwrap(), expected);
     }
 }

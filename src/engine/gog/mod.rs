@@ -130,7 +130,7 @@ impl GogMachine {
             last_seen: Vec::new(),
             samples: Vec::new(),
             sample_kept: Vec::new(),
-            max_steps: cx.settings.gog_steps.max(1),
+            max_steps: cx.settings.gog.gog_steps.max(1),
             generated: Vec::new(),
         };
         if m.linker.done() {
@@ -220,7 +220,7 @@ impl GogMachine {
     fn requests(&mut self, cx: &mut Context) -> (Vec<Request>, GogPlan) {
         let s = cx.settings.clone();
         let q = cx.question.clone();
-        let t = s.sample_temperature;
+        let t = s.sc.sample_temperature;
         let mut plan = GogPlan::default();
         let requests = match self.phase {
             Phase::Topics => self.linker.requests(cx),
@@ -281,7 +281,7 @@ impl GogMachine {
                     Template::GogGenerate,
                     &[("question", &q), ("thought", thought), ("triples", &self.related_known(thought))],
                 );
-                (0..s.generate_samples.max(1) as u32)
+                (0..s.gog.generate_samples.max(1) as u32)
                     .map(|k| cx.llm_sample("gog_generate", prompt.clone(), t, k, Shape::Triples))
                     .collect()
             }
@@ -815,7 +815,7 @@ impl GogMachine {
     /// search found but nobody searched; at most `rollbacks` times.
     fn roll_back(&mut self, cx: &mut Context, ev: &mut Event) {
         let fresh: Vec<Term> = self.last_seen.iter().filter(|t| !self.searched.contains(t)).cloned().collect();
-        if self.rollbacks >= cx.settings.rollbacks || fresh.is_empty() {
+        if self.rollbacks >= cx.settings.gog.rollbacks || fresh.is_empty() {
             ev.notes.push("Finish[unknown]: nothing left to roll back to; answering without the KG".into());
             self.phase = Phase::Answer(AnswerSource::OwnKnowledge);
             return;

@@ -1006,8 +1006,11 @@ impl PogMachine {
         let before = self.pool.clone();
         let mut ranked = before.clone();
         ranked.sort_by(|&a, &b| self.cands[b].fuzzy.total_cmp(&self.cands[a].fuzzy).then(a.cmp(&b)));
-        let keep =
-            if cx.settings.pog_pruning == PogPruning::Fuzzy { cx.settings.width } else { cx.settings.fuzzy_width };
+        let keep = if cx.settings.pog.pog_pruning == PogPruning::Fuzzy {
+            cx.settings.width
+        } else {
+            cx.settings.pog.fuzzy_width
+        };
         ranked.truncate(keep.max(1));
         self.add_pinned(&mut ranked);
         self.pool = ranked;
@@ -1131,10 +1134,10 @@ impl PogMachine {
         }
         let s = cx.settings.clone();
         let w = s.width.max(1);
-        let branch = matches!(s.pog_pruning, PogPruning::FuzzyBranch | PogPruning::All);
-        let precise = matches!(s.pog_pruning, PogPruning::FuzzyPrecise | PogPruning::All);
+        let branch = matches!(s.pog.pog_pruning, PogPruning::FuzzyBranch | PogPruning::All);
+        let precise = matches!(s.pog.pog_pruning, PogPruning::FuzzyPrecise | PogPruning::All);
         // With all three, branch-reduced selection narrows to one precise prompt's worth.
-        let branch_target = if s.pog_pruning == PogPruning::All { PRECISE_BATCH.max(w) } else { w };
+        let branch_target = if s.pog.pog_pruning == PogPruning::All { PRECISE_BATCH.max(w) } else { w };
         let next_level = match just {
             Phase::Fuzzy => Some(1),
             Phase::Branch(k) => Some(k + 1),
@@ -1162,7 +1165,7 @@ impl PogMachine {
             self.mark(cx, ev, &before, Status::PrunedByWidth, &format!("beyond the width {w}"));
         }
         self.summary.clear();
-        self.phase = if s.path_summary { Phase::Summary } else { Phase::Sufficiency };
+        self.phase = if s.pog.path_summary { Phase::Summary } else { Phase::Sufficiency };
     }
 
     /// Sets the statuses after a pruning step: the pool's paths kept, the rest of `before`

@@ -1,0 +1,411 @@
+//! The engine's [`Settings`] as a user changes them: one patch type, read from the config's
+//! `[defaults]` (`max_tokens = 512`) and from the command line (`--max-tokens 512`), applied
+//! over the defaults in that order. The defaults themselves live with [`Settings`] only.
+//!
+//! It lives here rather than in the engine so that the engine needs no more of clap than the
+//! value enums it already derives.
+
+use crate::engine::pog::PogPruning;
+use crate::engine::{GogSettings, MethodId, PogSettings, PruneTool, ScSettings, Settings};
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+/// Changes to [`Settings`], each unset unless given. Its doc comments are the `--help` text.
+/// (`Serialize` only lists the config's keys.)
+#[derive(Clone, Debug, Default, PartialEq, Args, Deserialize, Serialize)]
+#[serde(default)]
+pub struct SettingsPatch {
+    /// The method (default tog).
+    #[arg(long, global = true, value_parser = method_parser())]
+    #[serde(deserialize_with = "known_method")]
+    pub method: Option<MethodId>,
+    /// Beam width N: candidates kept per prune step (default 3).
+    #[arg(long, global = true, value_name = "N")]
+    pub width: Option<usize>,
+    /// Maximum depth Dmax: hops explored before answering from the model's own knowledge
+    /// (default 3).
+    #[arg(long, global = true, value_name = "D")]
+    pub depth: Option<u32>,
+    /// What scores candidates (default llm).
+    #[arg(long, value_enum, global = true)]
+    pub prune: Option<PruneTool>,
+    /// One prompt per prune step for all frontier entities (`--unified=false` undoes the
+    /// config's `unified = true`).
+    #[arg(long, global = true, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(value_name = "BOOL")]
+    pub unified: Option<bool>,
+    /// Score the next hop's relations while the sufficiency check runs (fewer rounds of
+    /// waiting; up to N extra calls when the check says "sufficient" early).
+    #[arg(long, global = true, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(value_name = "BOOL")]
+    pub speculate: Option<bool>,
+    /// Seeds every random choice (entity sampling, ToG-R, PoG-E) (default 0).
+    #[arg(long, global = true, value_name = "S")]
+    pub seed: Option<u64>,
+    /// The temperature of calls that score or pick candidates, and of PoG's analysis, summary
+    /// and supplement (default 0.4).
+    #[arg(long, global = true, value_name = "T")]
+    pub prune_temperature: Option<f64>,
+    /// The temperature of calls that name topic entities, judge sufficiency or answer
+    /// (default 0).
+    #[arg(long, global = true, value_name = "T")]
+    pub reason_temperature: Option<f64>,
+    /// The most tokens a reply may take; a reasoning model gets at least its endpoint's
+    /// `reasoning_max_tokens` (default 256).
+    #[arg(long, global = true, value_name = "N")]
+    pub max_tokens: Option<u32>,
+    /// A relation reaching this many entities or more has them sampled (seeded) before
+    /// scoring; PoG samples a node's neighbours down to it (default 20).
+    #[arg(long, global = true, value_name = "N")]
+    pub sample_threshold: Option<usize>,
+    /// How many entities such a relation is sampled down to (default 5).
+    #[arg(long, global = true, value_name = "N")]
+    pub sample_size: Option<usize>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub sc: ScPatch,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub pog: PogPatch,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub gog: GogPatch,
+}
+
+/// Changes to [`ScSettings`].
+#[derive(Clone, Debug, Default, PartialEq, Args, Deserialize, Serialize)]
+#[serde(default)]
+pub struct ScPatch {
+    /// `--method sc`: how many chain-of-thought samples vote (default 5).
+    #[arg(long, global = true, value_name = "K")]
+    pub samples: Option<usize>,
+    /// `--method sc`: the samples' temperature; GoG makes its steps' calls at it too
+    /// (default 0.7).
+    #[arg(long, global = true, value_name = "T")]
+    pub sample_temperature: Option<f64>,
+}
+
+/// Changes to [`PogSettings`].
+#[derive(Clone, Debug, Default, PartialEq, Args, Deserialize, Serialize)]
+#[serde(default)]
+pub struct PogPatch {
+    /// `--method pog|pog-e`: paths fuzzy selection keeps, W1 (default 80).
+    #[arg(long, global = true, value_name = "W1")]
+    pub fuzzy_width: Option<usize>,
+    /// `--method pog|pog-e`: which pruning steps run (default fuzzy-precise, the paper's).
+    #[arg(long, value_enum, global = true)]
+    pub pog_pruning: Option<PogPruning>,
+    /// `--method pog|pog-e`: skip the path summary before each sufficiency check (config:
+    /// `path_summary = false`).
+    // A flag that only turns the summary off, as before: present means `Some(false)`.
+    #[arg(long = "no-summary", global = true, num_args = 0, default_missing_value = "false")]
+    pub path_summary: Option<bool>,
+}
+
+/// Changes to [`GogSettings`].
+#[derive(Clone, Debug, Default, PartialEq, Args, Deserialize, Serialize)]
+#[serde(default)]
+pub struct GogPatch {
+    /// `--method gog`: most Thought/Action/Observation steps (default 6).
+    #[arg(long, global = true, value_name = "N")]
+    pub gog_steps: Option<usize>,
+    /// `--method gog`: samples per Generate action; verification runs when more than 1
+    /// (default 3).
+    #[arg(long, global = true, value_name = "N")]
+    pub generate_samples: Option<usize>,
+    /// `--method gog`: how many times `Finish[unknown]` may roll back and search the last
+    /// search's new neighbours (default 2).
+    #[arg(long, global = true, value_name = "N")]
+    pub rollbacks: Option<usize>,
+}
+
+/// `slot` becomes `value` when it is given.
+fn set<T: Copy>(slot: &mut T, value: Option<T>) {
+    if let Some(v) = value {
+        *slot = v;
+    }
+}
+
+impl SettingsPatch {
+    /// Overwrites what this patch gives.
+    pub fn apply(&self, s: &mut Settings) {
+        set(&mut s.method, self.method);
+        set(&mut s.width, self.width);
+        set(&mut s.depth, self.depth);
+        set(&mut s.prune, self.prune);
+        set(&mut s.unified, self.unified);
+        set(&mut s.speculate, self.speculate);
+        set(&mut s.seed, self.seed);
+        set(&mut s.prune_temperature, self.prune_temperature);
+        set(&mut s.reason_temperature, self.reason_temperature);
+        set(&mut s.max_tokens, self.max_tokens);
+        set(&mut s.sample_threshold, self.sample_threshold);
+        set(&mut s.sample_size, self.sample_size);
+        self.sc.apply(&mut s.sc);
+        self.pog.apply(&mut s.pog);
+        self.gog.apply(&mut s.gog);
+    }
+
+    /// The keys this patch reads in the config, which are its flags' names in snake case.
+    pub(crate) fn keys() -> Vec<String> {
+        keys_of(&Self::default())
+    }
+}
+
+impl ScPatch {
+    fn apply(&self, s: &mut ScSettings) {
+        set(&mut s.samples, self.samples);
+        set(&mut s.sample_temperature, self.sample_temperature);
+    }
+}
+
+impl PogPatch {
+    fn apply(&self, s: &mut PogSettings) {
+        set(&mut s.fuzzy_width, self.fuzzy_width);
+        set(&mut s.pog_pruning, self.pog_pruning);
+        set(&mut s.path_summary, self.path_summary);
+    }
+}
+
+impl GogPatch {
+    fn apply(&self, s: &mut GogSettings) {
+        set(&mut s.gog_steps, self.gog_steps);
+        set(&mut s.generate_samples, self.generate_samples);
+        set(&mut s.rollbacks, self.rollbacks);
+    }
+}
+
+/// The top-level keys `value` serialises to (every one: unset fields become nulls).
+pub(crate) fn keys_of<T: Serialize>(value: &T) -> Vec<String> {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Settings no method can run with, in terms of the flags (the config's keys are the same
+/// names in snake case).
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub(crate) enum SettingsError {
+    #[error("{0} must be at least 1")]
+    Zero(&'static str),
+    #[error("{0} must be a number of at least 0")]
+    Temperature(&'static str),
+}
+
+/// The defaults, then each patch in turn (the config's, then the command line's), checked.
+pub(crate) fn build(patches: &[&SettingsPatch]) -> Result<Settings, SettingsError> {
+    let mut s = Settings::default();
+    for patch in patches {
+        patch.apply(&mut s);
+    }
+    check(&s)?;
+    Ok(s)
+}
+
+fn check(s: &Settings) -> Result<(), SettingsError> {
+    use SettingsError::{Temperature, Zero};
+    // The messages predate the other checks; tests and scripts match them.
+    if s.pog.fuzzy_width == 0 || s.gog.gog_steps == 0 || s.gog.generate_samples == 0 {
+        return Err(Zero("--fuzzy-width, --gog-steps and --generate-samples"));
+    }
+    if s.sc.samples == 0 {
+        return Err(Zero("--samples"));
+    }
+    if s.width == 0 || s.depth == 0 {
+        return Err(Zero("--width and --depth"));
+    }
+    if s.max_tokens == 0 {
+        return Err(Zero("--max-tokens"));
+    }
+    // Sampling down to nothing would empty the beam.
+    if s.sample_threshold == 0 || s.sample_size == 0 {
+        return Err(Zero("--sample-threshold and --sample-size"));
+    }
+    let temperatures = [
+        ("--prune-temperature", s.prune_temperature),
+        ("--reason-temperature", s.reason_temperature),
+        ("--sample-temperature", s.sc.sample_temperature),
+    ];
+    match temperatures.into_iter().find(|(_, t)| !(t.is_finite() && *t >= 0.0)) {
+        Some((flag, _)) => Err(Temperature(flag)),
+        None => Ok(()),
+    }
+}
+
+/// `--method`: the registry's names, each with its one line for `--help`.
+fn method_parser() -> impl clap::builder::TypedValueParser<Value = MethodId> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
+    let names = crate::engine::Registry::builtin().entries().iter().map(|e| PossibleValue::new(e.id).help(e.about));
+    PossibleValuesParser::new(names).map(|name| MethodId::from(name.as_str()))
+}
+
+/// `method = "…"`: a method name the built-in registry knows, or an error naming the ones it
+/// does.
+fn known_method<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<MethodId>, D::Error> {
+    let name = String::deserialize(d)?;
+    let id = MethodId::from(name.as_str());
+    let registry = crate::engine::Registry::builtin();
+    match registry.get(&id) {
+        Some(_) => Ok(Some(id)),
+        None => Err(serde::de::Error::custom(format!("unknown method {name:?} (methods: {})", registry.names()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use clap::{CommandFactory as _, Parser};
+
+    #[derive(Debug, Parser)]
+    struct Flags {
+        #[command(flatten)]
+        patch: SettingsPatch,
+    }
+
+    fn flags(args: &[&str]) -> SettingsPatch {
+        Flags::try_parse_from(std::iter::once("ongraph").chain(args.iter().copied())).unwrap().patch
+    }
+
+    fn config(text: &str) -> SettingsPatch {
+        Config::parse("c.toml", text).unwrap().defaults.settings
+    }
+
+    /// Every knob away from its default: written as a full literal, so a new field fails to
+    /// compile here until a key and a flag reach it.
+    fn changed() -> Settings {
+        Settings {
+            method: MethodId::GOG,
+            width: 4,
+            depth: 2,
+            prune: PruneTool::Bm25,
+            unified: true,
+            speculate: true,
+            seed: 9,
+            prune_temperature: 0.25,
+            reason_temperature: 0.5,
+            max_tokens: 512,
+            sample_threshold: 30,
+            sample_size: 7,
+            sc: ScSettings { samples: 9, sample_temperature: 1.25 },
+            pog: PogSettings { fuzzy_width: 40, pog_pruning: PogPruning::All, path_summary: false },
+            gog: GogSettings { gog_steps: 4, generate_samples: 2, rollbacks: 0 },
+            structured: false,
+        }
+    }
+
+    #[test]
+    fn every_config_key_reaches_the_settings() {
+        let patch = config(
+            r#"
+            [defaults]
+            method = "gog"
+            width = 4
+            depth = 2
+            prune = "bm25"
+            unified = true
+            speculate = true
+            seed = 9
+            prune_temperature = 0.25
+            reason_temperature = 0.5
+            max_tokens = 512
+            sample_threshold = 30
+            sample_size = 7
+            samples = 9
+            sample_temperature = 1.25
+            fuzzy_width = 40
+            pog_pruning = "all"
+            path_summary = false
+            gog_steps = 4
+            generate_samples = 2
+            rollbacks = 0
+            "#,
+        );
+        assert_eq!(build(&[&patch]), Ok(changed()));
+    }
+
+    #[test]
+    fn every_flag_reaches_the_settings() {
+        let patch = flags(&[
+            "--method=gog",
+            "--width=4",
+            "--depth=2",
+            "--prune=bm25",
+            "--unified",
+            "--speculate",
+            "--seed=9",
+            "--prune-temperature=0.25",
+            "--reason-temperature=0.5",
+            "--max-tokens=512",
+            "--sample-threshold=30",
+            "--sample-size=7",
+            "--samples=9",
+            "--sample-temperature=1.25",
+            "--fuzzy-width=40",
+            "--pog-pruning=all",
+            "--no-summary",
+            "--gog-steps=4",
+            "--generate-samples=2",
+            "--rollbacks=0",
+        ]);
+        assert_eq!(build(&[&patch]), Ok(changed()));
+    }
+
+    #[test]
+    fn flags_beat_the_config_which_beats_the_defaults() {
+        let from_config = config("[defaults]\nwidth = 5\nmax_tokens = 100\nunified = true\nrollbacks = 1\n");
+        let from_flags = flags(&["--width", "7", "--unified=false", "--sample-temperature", "0.9"]);
+        let s = build(&[&from_config, &from_flags]).unwrap();
+        assert_eq!((s.width, s.unified, s.sc.sample_temperature), (7, false, 0.9), "flags win");
+        assert_eq!((s.max_tokens, s.gog.rollbacks), (100, 1), "the config's, where no flag is given");
+        assert_eq!((s.depth, s.reason_temperature), (3, 0.0), "the defaults, where neither is");
+        assert_eq!(build(&[&SettingsPatch::default(), &flags(&[])]), Ok(Settings::default()));
+    }
+
+    #[test]
+    fn config_keys_are_the_flags_in_snake_case() {
+        let flags: Vec<String> = Flags::command()
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .map(|l| if l == "no-summary" { "path_summary".into() } else { l.replace('-', "_") })
+            .filter(|k| k != "help")
+            .collect();
+        assert_eq!(flags, SettingsPatch::keys());
+    }
+
+    #[test]
+    fn the_defaults_help_gives_are_the_defaults() {
+        let command = Flags::command();
+        let mut silent = Vec::new();
+        for arg in command.get_arguments() {
+            let (Some(long), Some(help)) = (arg.get_long(), arg.get_help()) else { continue };
+            let help = help.to_string();
+            let Some(default) = help.split("(default ").nth(1).and_then(|d| d.split([')', ',']).next()) else {
+                silent.push(long);
+                continue;
+            };
+            let patch = flags(&[&format!("--{long}={default}")]);
+            assert_eq!(build(&[&patch]), Ok(Settings::default()), "--{long}: {help}");
+        }
+        // Switches, off (or for --no-summary, on) unless given.
+        assert_eq!(silent, ["unified", "speculate", "no-summary"]);
+    }
+
+    #[test]
+    fn settings_no_method_can_run_with_are_one_line_errors() {
+        let error = |args: &[&str]| build(&[&flags(args)]).unwrap_err().to_string();
+        assert_eq!(error(&["--samples", "0"]), "--samples must be at least 1");
+        assert_eq!(error(&["--depth", "0"]), "--width and --depth must be at least 1");
+        assert_eq!(error(&["--max-tokens", "0"]), "--max-tokens must be at least 1");
+        assert_eq!(error(&["--sample-size", "0"]), "--sample-threshold and --sample-size must be at least 1");
+        assert_eq!(error(&["--prune-temperature=-1"]), "--prune-temperature must be a number of at least 0");
+        assert_eq!(error(&["--sample-temperature", "NaN"]), "--sample-temperature must be a number of at least 0");
+        let zero = config("[defaults]\ngog_steps = 0\n");
+        assert_eq!(
+            build(&[&zero]).unwrap_err().to_string(),
+            "--fuzzy-width, --gog-steps and --generate-samples must be at least 1"
+        );
+        assert_eq!(build(&[&flags(&["--rollbacks", "0"])]).map(|s| s.gog.rollbacks), Ok(0), "no rollbacks is a choice");
+    }
+}
