@@ -176,8 +176,10 @@ pub(crate) struct PogMachine {
     hop: u32,
     found: Vec<(usize, Vec<RelationRef>)>,
     stage: Stage,
-    cands: Vec<Cand>,
-    index: HashMap<(SgPath, Option<usize>), usize>,
+    /// Every candidate path so far, and where each is, shared with the snapshots like the
+    /// subgraph: only the steps that add candidates or score them copy these.
+    cands: Arc<Vec<Cand>>,
+    index: Arc<HashMap<(SgPath, Option<usize>), usize>>,
     /// The candidates still in the running in this stage, best first.
     pool: Vec<usize>,
     /// The paths the last pruning selected (what the next stages build on).
@@ -208,8 +210,8 @@ impl PogMachine {
             hop: 0,
             found: Vec::new(),
             stage: Stage::TopicPaths(1),
-            cands: Vec::new(),
-            index: HashMap::new(),
+            cands: Arc::default(),
+            index: Arc::default(),
             pool: Vec::new(),
             selected: Vec::new(),
             pinned: Vec::new(),
@@ -741,8 +743,8 @@ impl PogMachine {
             None => self.path_text_of(&path, 0),
         };
         let c = self.cands.len();
-        self.cands.push(Cand { path: path.clone(), base, text, leaf, fuzzy: 0.0 });
-        self.index.insert((path, base), c);
+        Arc::make_mut(&mut self.cands).push(Cand { path: path.clone(), base, text, leaf, fuzzy: 0.0 });
+        Arc::make_mut(&mut self.index).insert((path, base), c);
         c
     }
 
@@ -1000,8 +1002,9 @@ impl PogMachine {
             other => return Err(wrong(0, "embeddings", other)),
         };
         let max = scores.iter().copied().fold(0.0_f64, f64::max);
+        let cands = Arc::make_mut(&mut self.cands);
         for (&c, s) in self.pool.iter().zip(&scores) {
-            self.cands[c].fuzzy = if max > 0.0 { (s / max).max(0.0) } else { 0.0 };
+            cands[c].fuzzy = if max > 0.0 { (s / max).max(0.0) } else { 0.0 };
         }
         let before = self.pool.clone();
         let mut ranked = before.clone();
