@@ -5,7 +5,7 @@
 use crate::engine::{EngineError, Poll, Request, Response, Run};
 use crate::kg::{KgError, KnowledgeGraph};
 use crate::llm::{ChatRequest, Completion, Embedder, LanguageModel, LlmError};
-use crate::session::{Moment, Session};
+use crate::session::{Moment, Player, Session};
 use futures::{StreamExt, TryStreamExt};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -223,12 +223,27 @@ impl Driver {
         run: &mut Run,
         session: Option<&mut Session>,
     ) -> Result<Option<usize>, DriverError> {
+        self.step_with(run, None, session).await
+    }
+
+    /// As [`Driver::step_recorded`], answering the batch from `earlier` (a recording of the
+    /// same question) when it holds it: a call it answered is not made again, and counts as
+    /// saved. Only the batches it lacks are performed.
+    pub async fn step_with(
+        &self,
+        run: &mut Run,
+        earlier: Option<&mut Player>,
+        session: Option<&mut Session>,
+    ) -> Result<Option<usize>, DriverError> {
         let requests = match run.poll() {
             Poll::Finished => return Ok(None),
             Poll::Need(requests) => requests,
         };
         let started = std::time::Instant::now();
-        let responses = self.perform(&requests).await?;
+        let responses = match earlier.and_then(|p| p.answers(&requests)) {
+            Some((responses, _)) => responses.into_iter().map(Response::reused).collect(),
+            None => self.perform(&requests).await?,
+        };
         let elapsed = started.elapsed();
         let recorded = session.map(|s| (s, responses.clone()));
         let index = run.feed_timed(responses, elapsed)?;

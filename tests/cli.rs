@@ -459,3 +459,23 @@ fn ask_prints_what_the_method_reports_of_the_run() {
     ));
     assert!(!tog.contains("ToG:"), "ToG reports nothing beyond its paths: {tog}");
 }
+
+#[test]
+fn ask_resume_answers_from_the_saved_session_without_calling_again() {
+    let home = tempfile::tempdir().unwrap();
+    let saved = home.path().join("canberra.json");
+    let q = "What is the majority party now in the country where Canberra is located?";
+    let first = ongraph(home.path(), &["ask", q, "--save-session", saved.to_str().unwrap(), "--json"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let again = ongraph(home.path(), &["ask", q, "--resume", saved.to_str().unwrap(), "--json"]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    let json = |o: &Output| serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap();
+    let (first, again) = (json(&first), json(&again));
+    assert_eq!(again["answer"]["answers"], first["answer"]["answers"]);
+    assert_eq!(again["costs"]["llm_calls"], 0, "every reply came from the session");
+    let saved_of = |v: &serde_json::Value| v["costs"]["llm_calls_saved"].as_u64().unwrap();
+    assert_eq!(saved_of(&again), first["costs"]["llm_calls"].as_u64().unwrap() + saved_of(&first));
+
+    let other = ongraph(home.path(), &["ask", "What is the capital of Atlantis?", "--resume", saved.to_str().unwrap()]);
+    assert_one_line_error(&other, "recorded no run of this question (it has: What is the majority party");
+}

@@ -259,3 +259,71 @@ async fn a_method_without_overrides_refuses_them_in_words() {
     let responses = driver.perform(&requests).await.unwrap();
     assert_eq!(run.feed(responses).unwrap(), 0);
 }
+
+/// The demo script's replies, until `budget` calls have been made; then the endpoint is down.
+struct FailsAfter {
+    model: ongraph::llm::scripted::ScriptedModel,
+    budget: std::sync::atomic::AtomicUsize,
+    made: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl LanguageModel for FailsAfter {
+    fn describe(&self) -> String {
+        "demo, failing".into()
+    }
+    async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.made.load(SeqCst) >= self.budget.load(SeqCst) {
+            return Err(LlmError::Unreachable {
+                url: "http://127.0.0.1:9/v1".into(),
+                message: "connection refused".into(),
+            });
+        }
+        self.made.fetch_add(1, SeqCst);
+        self.model.complete(request).await
+    }
+}
+
+#[tokio::test]
+async fn a_run_cut_short_is_taken_up_again_without_repeating_a_call() {
+    use ongraph::session::Player;
+    use std::sync::atomic::Ordering::SeqCst;
+    let question = "What is the majority party now in the country where Canberra is located?";
+    let kg = Arc::new(demo_graph());
+    let prompts = Arc::new(Prompts::load(None).unwrap());
+    let settings = Settings::default();
+    let model = Arc::new(FailsAfter {
+        model: ongraph::llm::scripted::ScriptedModel::demo().unwrap(),
+        budget: 3.into(),
+        made: 0.into(),
+    });
+    let driver = Driver::new(kg.clone(), model.clone());
+    let start = || Run::new(question, Topics::Extract, settings.clone(), prompts.clone(), kg.profile().clone(), "demo");
+
+    // The first try fails at its fourth call; the session keeps what was answered.
+    let mut first = start().unwrap();
+    let mut session = Session::new("demo", "demo", settings.clone(), kg.profile().clone(), &prompts);
+    session.begin(question, Topics::Extract);
+    assert!(driver.run_recorded(&mut first, &mut session).await.is_err());
+    assert_eq!(model.made.load(SeqCst), 3);
+
+    // Taken up again: the three answered calls come from the recording.
+    model.budget.store(usize::MAX, SeqCst);
+    let mut again = start().unwrap();
+    let mut earlier = Player::new(&session.runs[0]);
+    while driver.step_with(&mut again, Some(&mut earlier), None).await.unwrap().is_some() {}
+    let full = {
+        let mut run = start().unwrap();
+        Driver::new(kg.clone(), Arc::new(ongraph::llm::scripted::ScriptedModel::demo().unwrap()))
+            .run(&mut run, |_, _| {})
+            .await
+            .unwrap();
+        run
+    };
+    let (a, b) = (again.costs(), full.costs());
+    assert_eq!(again.answer().map(|a| &a.answers), full.answer().map(|a| &a.answers));
+    assert_eq!(model.made.load(SeqCst) - 3, (b.llm_calls - 3) as usize, "only the missing calls were made");
+    assert_eq!(a.llm_calls, b.llm_calls - 3);
+    assert_eq!(a.llm_calls_saved, b.llm_calls_saved + 3, "the reused ones count as saved");
+}

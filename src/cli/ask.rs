@@ -4,7 +4,7 @@ use super::AskArgs;
 use crate::config::Config;
 use crate::engine::{AnswerSource, Run, Settings, Topics};
 use crate::prompts::Prompts;
-use crate::session::Session;
+use crate::session::{Player, Session};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 use std::io::Write;
@@ -26,8 +26,12 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         session.begin(run.question(), topics);
         session
     });
+    let mut earlier = match &args.resume {
+        Some(path) => Some(resumed(path, run.question())?),
+        None => None,
+    };
     let outcome = loop {
-        match driver.step_recorded(&mut run, session.as_mut()).await {
+        match driver.step_with(&mut run, earlier.as_mut(), session.as_mut()).await {
             Ok(Some(i)) => {
                 if let Some(e) = run.trace().get(i) {
                     tracing::info!(step = i, summary = %e.summary, "step");
@@ -82,6 +86,16 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
     // Reported after the answer, so a failed save does not hide it.
     saved?;
     Ok(if run.answer().is_some_and(|a| !a.answers.is_empty()) { 0 } else { 3 })
+}
+
+/// The recording of `question` in the session at `path`, to answer from again.
+fn resumed(path: &std::path::Path, question: &str) -> Result<Player> {
+    let session = Session::load(path)?;
+    let record = session.runs.iter().rev().find(|r| r.question == question).ok_or_else(|| {
+        let asked: Vec<&str> = session.runs.iter().map(|r| r.question.as_str()).collect();
+        anyhow::anyhow!("{} recorded no run of this question (it has: {})", path.display(), asked.join(" | "))
+    })?;
+    Ok(Player::new(record))
 }
 
 #[derive(Serialize)]

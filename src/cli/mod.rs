@@ -135,6 +135,10 @@ pub struct AskArgs {
     /// question could not be answered: the steps taken are kept).
     #[arg(long, value_name = "FILE")]
     pub save_session: Option<std::path::PathBuf>,
+    /// Take up a saved session of this question (e.g. one a failed call cut short): the KG
+    /// answers and model replies it recorded are used again, and only what it lacks is asked.
+    #[arg(long, value_name = "FILE")]
+    pub resume: Option<std::path::PathBuf>,
 }
 
 /// What to reason with and over: shared by every command that runs a method.

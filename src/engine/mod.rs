@@ -183,6 +183,19 @@ pub enum Response {
     Embeddings { vectors: Vec<Vec<f32>> },
 }
 
+impl Response {
+    /// This answer given again without asking (from a recording): a completion counts as a
+    /// call saved, not made, and what its client noted about the request is not repeated.
+    pub fn reused(self) -> Self {
+        match self {
+            Response::Llm { completion } => Response::Llm {
+                completion: Completion { cached: true, latency_ms: 0, notes: Vec::new(), ..completion },
+            },
+            other => other,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Poll {
     /// Perform these (independent) requests and feed the results back, in order. An empty
