@@ -384,6 +384,7 @@ fn engine_settings_come_from_the_config_then_the_flags() {
         .flat_map(|e| e["calls"].as_array().cloned().unwrap_or_default())
         .map(|c| (c["step"].as_str().unwrap().to_string(), c["temperature"].as_f64().unwrap()))
         .collect();
+    assert!(calls.iter().any(|(step, _)| step.ends_with("_prune")), "a scoring call was made: {calls:?}");
     assert!(calls.iter().all(|(step, t)| *t == if step.ends_with("_prune") { 0.3 } else { 0.1 }), "{calls:?}");
 
     std::fs::write(&config, "[defaults]\nmax_tokens = 0\n").unwrap();
@@ -453,11 +454,11 @@ fn ask_prints_what_the_method_reports_of_the_run() {
     let text = stdout(&out);
     assert!(text.contains("PoG:\n  indicator \"San Francisco Giants\""), "{text}");
     assert!(text.contains("answered by topic-entity paths (depth 1)"), "{text}");
-    let tog = stdout(&ongraph(
-        home.path(),
-        &["ask", "What is the majority party now in the country where Canberra is located?"],
-    ));
-    assert!(!tog.contains("ToG:"), "ToG reports nothing beyond its paths: {tog}");
+    let tog =
+        ongraph(home.path(), &["ask", "What is the majority party now in the country where Canberra is located?"]);
+    assert!(tog.status.success(), "{}", stderr(&tog));
+    assert!(stdout(&tog).starts_with("Answer: "), "{}", stdout(&tog));
+    assert!(!stdout(&tog).contains("ToG:"), "ToG reports nothing beyond its paths: {}", stdout(&tog));
 }
 
 #[test]
@@ -478,4 +479,16 @@ fn ask_resume_answers_from_the_saved_session_without_calling_again() {
 
     let other = ongraph(home.path(), &["ask", "What is the capital of Atlantis?", "--resume", saved.to_str().unwrap()]);
     assert_one_line_error(&other, "recorded no run of this question (it has: What is the majority party");
+    let same = ongraph(
+        home.path(),
+        &["ask", q, "--resume", saved.to_str().unwrap(), "--save-session", saved.to_str().unwrap()],
+    );
+    assert_one_line_error(&same, "--resume and --save-session name the same file");
+    let script = home.path().join("model.toml");
+    std::fs::write(&script, "").unwrap();
+    let other_model = ongraph(
+        home.path(),
+        &["ask", q, "--resume", saved.to_str().unwrap(), "--llm", &format!("scripted:{}", script.display())],
+    );
+    assert_one_line_error(&other_model, "its replies are not this model's");
 }

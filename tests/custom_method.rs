@@ -308,11 +308,14 @@ async fn a_run_cut_short_is_taken_up_again_without_repeating_a_call() {
     assert!(driver.run_recorded(&mut first, &mut session).await.is_err());
     assert_eq!(model.made.load(SeqCst), 3);
 
-    // Taken up again: the three answered calls come from the recording.
+    // Taken up again by a fresh driver (no memo of the first try): the three answered calls
+    // come from the recording.
     model.budget.store(usize::MAX, SeqCst);
+    let driver = Driver::new(kg.clone(), model.clone());
     let mut again = start().unwrap();
     let mut earlier = Player::new(&session.runs[0]);
     while driver.step_with(&mut again, Some(&mut earlier), None).await.unwrap().is_some() {}
+    assert!(earlier.at_end(), "every recorded batch was used, in order (the same KG answers)");
     let full = {
         let mut run = start().unwrap();
         Driver::new(kg.clone(), Arc::new(ongraph::llm::scripted::ScriptedModel::demo().unwrap()))

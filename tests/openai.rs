@@ -1,5 +1,5 @@
 //! The OpenAI-compatible client against a loopback HTTP server.
-#![allow(unsafe_code)] // set_var: each test sets a variable of its own name, read by the client it starts
+#![allow(unsafe_code)] // std::env::set_var, as before the lint: each test sets a variable of its own for the client it starts (another thread reading the environment at that moment is the known risk)
 
 use ongraph::llm::openai::{OpenAiClient, OpenAiConfig, StructuredMode, TokenLimitParam};
 use ongraph::llm::{ChatRequest, Embedder, LanguageModel, LlmError, ReplyMode};

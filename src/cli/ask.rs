@@ -27,7 +27,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         session
     });
     let mut earlier = match &args.resume {
-        Some(path) => Some(resumed(path, run.question())?),
+        Some(path) => Some(resumed(path, run.question(), &llm.describe(), args.save_session.as_deref())?),
         None => None,
     };
     let outcome = loop {
@@ -88,9 +88,27 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
     Ok(if run.answer().is_some_and(|a| !a.answers.is_empty()) { 0 } else { 3 })
 }
 
-/// The recording of `question` in the session at `path`, to answer from again.
-fn resumed(path: &std::path::Path, question: &str) -> Result<Player> {
+/// The recording of `question` in the session at `path`, to take the model's replies from
+/// again: only a recording of the same model, and never the file being saved (it would be
+/// overwritten with this one run).
+fn resumed(path: &std::path::Path, question: &str, model: &str, saving: Option<&std::path::Path>) -> Result<Player> {
+    let same_file = |other: &std::path::Path| {
+        other.exists() && std::fs::canonicalize(other).ok() == std::fs::canonicalize(path).ok()
+    };
+    if saving.is_some_and(same_file) {
+        anyhow::bail!(
+            "--resume and --save-session name the same file ({}): save to another, so the recording is kept",
+            path.display()
+        );
+    }
     let session = Session::load(path)?;
+    if session.llm != model {
+        anyhow::bail!(
+            "{} was recorded with the model {:?}, not {model:?}: its replies are not this model's",
+            path.display(),
+            session.llm
+        );
+    }
     let record = session.runs.iter().rev().find(|r| r.question == question).ok_or_else(|| {
         let asked: Vec<&str> = session.runs.iter().map(|r| r.question.as_str()).collect();
         anyhow::anyhow!("{} recorded no run of this question (it has: {})", path.display(), asked.join(" | "))

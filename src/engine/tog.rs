@@ -1277,6 +1277,10 @@ mod tests {
         }
         assert_eq!(draw(3, 4), vec![0, 1, 2, 4], "past the positive weights, the first zero-weight one");
         assert!(draw(3, 0).is_empty());
+        let seeds: Vec<Vec<usize>> = (0..20).map(|seed| draw(seed, 1)).collect();
+        assert!(seeds.iter().any(|d| d != &seeds[0]), "the seed decides the draw");
+        let heavy = (0..400).filter(|&seed| draw(seed, 1) == vec![4]).count();
+        assert!(heavy > 250, "weight 5 of 7 drawn first in {heavy} of 400");
     }
 
     #[test]
