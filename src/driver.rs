@@ -305,3 +305,76 @@ impl Driver {
         result
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kg::load::demo_graph;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    /// Echoes the prompt, counting the calls it was really asked.
+    #[derive(Default)]
+    struct Echo {
+        calls: AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl LanguageModel for Echo {
+        fn describe(&self) -> String {
+            "echo".into()
+        }
+        async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+            self.calls.fetch_add(1, SeqCst);
+            Ok(Completion { text: format!("{{{}}}", request.prompt), ..Completion::default() })
+        }
+    }
+
+    fn call(prompt: &str, sample: u32) -> Request {
+        Request::Llm(ChatRequest {
+            step: "answer".into(),
+            system: String::new(),
+            prompt: prompt.into(),
+            temperature: 0.0,
+            max_tokens: 16,
+            sample,
+            schema: None,
+        })
+    }
+
+    fn cached(responses: &[Response]) -> Vec<bool> {
+        responses.iter().map(|r| matches!(r, Response::Llm { completion } if completion.cached)).collect()
+    }
+
+    #[tokio::test]
+    async fn an_identical_call_is_made_once_in_a_batch_and_across_batches() {
+        let model = Arc::new(Echo::default());
+        let driver = Driver::new(Arc::new(demo_graph()), model.clone());
+        let batch = [call("a", 0), call("a", 0), call("a", 1), call("b", 0)];
+        let first = driver.perform(&batch).await.unwrap();
+        assert_eq!(model.calls.load(SeqCst), 3, "the copy of a waits for it; a sample is another call");
+        assert_eq!(cached(&first), vec![false, true, false, false]);
+        let again = driver.perform(&[call("b", 0), call("c", 0)]).await.unwrap();
+        assert_eq!(model.calls.load(SeqCst), 4, "b comes from the memo");
+        assert_eq!(cached(&again), vec![true, false]);
+    }
+
+    #[tokio::test]
+    async fn reused_replies_come_from_the_recording_and_lookups_from_the_kg() {
+        let model = Arc::new(Echo::default());
+        let driver = Driver::new(Arc::new(demo_graph()), model.clone());
+        let requests = [Request::Relations { entity: "m.canberra".into() }, call("a", 0)];
+        let recorded = vec![
+            Response::Relations { relations: Vec::new() },
+            Response::Llm { completion: Completion { text: "{recorded}".into(), ..Completion::default() } },
+        ];
+        let got = driver.reuse_replies(&requests, recorded).await.unwrap();
+        assert_eq!(model.calls.load(SeqCst), 0, "no call made");
+        match &got[0] {
+            Response::Relations { relations } => assert!(!relations.is_empty(), "asked the KG again"),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            matches!(&got[1], Response::Llm { completion } if completion.text == "{recorded}" && completion.cached)
+        );
+    }
+}
