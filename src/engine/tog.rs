@@ -264,97 +264,6 @@ impl TogMachine {
         chains.into_iter().map(|(c, e)| format!("{c}: {}", e.join("; "))).collect::<Vec<_>>().join("\n")
     }
 
-    fn requests(&mut self, cx: &mut Context) -> (Vec<Request>, TogPlan) {
-        let s = cx.settings.clone();
-        let q = cx.question.clone();
-        let mut plan = TogPlan::default();
-        let requests = match self.phase {
-            Phase::Topics => self.linker.requests(cx),
-            Phase::RelationSearch => {
-                plan.nodes = self.unsearched_frontier(cx);
-                plan.nodes
-                    .iter()
-                    .map(|&n| Request::Relations {
-                        entity: cx.beam.nodes[n].term().map(|t| t.as_str().to_string()).unwrap_or_default(),
-                    })
-                    .collect()
-            }
-            Phase::RelationPrune => {
-                let groups = self.relation_groups(cx);
-                let requests;
-                (requests, plan.groups) = self.plan_scoring(cx, groups, "relation");
-                requests
-            }
-            Phase::EntitySearch => {
-                let mut requests = Vec::new();
-                for r in self.live_relations(cx) {
-                    let rel = &cx.beam.nodes[r];
-                    let NodeKind::Relation { relation, direction, .. } = &rel.kind else { continue };
-                    let Some(entity) = rel.parent.and_then(|p| cx.beam.nodes[p].term()) else { continue };
-                    plan.nodes.push(r);
-                    requests.push(Request::Neighbours {
-                        entity: entity.as_str().to_string(),
-                        relation: RelationRef { relation: relation.clone(), direction: *direction, label: None },
-                    });
-                }
-                requests
-            }
-            Phase::EntityPrune => {
-                let groups: Vec<Group> = self
-                    .live_relations(cx)
-                    .into_iter()
-                    .map(|r| Group { parent: r, candidates: Self::candidates_under(cx, r), request: None })
-                    .filter(|g| !g.candidates.is_empty())
-                    .collect();
-                if self.chains {
-                    // ToG-R samples entities instead of scoring them: no request.
-                    plan.groups = groups;
-                    return (Vec::new(), plan);
-                }
-                let requests;
-                (requests, plan.groups) = self.plan_scoring(cx, groups, "entity");
-                requests
-            }
-            Phase::Reasoning => {
-                // This machine runs ToG and ToG-R only (the baselines have their own).
-                let (step, prompt) = if self.chains {
-                    (
-                        "reasoning",
-                        cx.prompts
-                            .render(Template::ReasoningTogR, &[("question", &q), ("chains", &self.chains_text(cx))]),
-                    )
-                } else {
-                    (
-                        "reasoning",
-                        cx.prompts
-                            .render(Template::Reasoning, &[("question", &q), ("triples", &self.triples_text(cx))]),
-                    )
-                };
-                let mut requests = vec![cx.llm(step, prompt, s.reason_temperature, Shape::Verdict)];
-                if self.pending_verdict {
-                    // The next hop's relation scoring rides along; its plan indexes the requests
-                    // after the reasoning call.
-                    let groups = self.relation_groups(cx);
-                    let scoring;
-                    (scoring, plan.groups) = self.plan_scoring(cx, groups, "relation");
-                    requests.extend(scoring);
-                }
-                requests
-            }
-            Phase::Answer(AnswerSource::OwnKnowledge) => {
-                let prompt = cx.prompts.render(Template::AnswerOwnKnowledge, &[("question", &q)]);
-                vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
-            }
-            Phase::Answer(_) => {
-                let prompt =
-                    cx.prompts.render(Template::Answer, &[("question", &q), ("triples", &self.triples_text(cx))]);
-                vec![cx.llm("answer", prompt, s.reason_temperature, Shape::Answer)]
-            }
-            Phase::Done => Vec::new(),
-        };
-        (requests, plan)
-    }
-
     /// Plans the scoring requests for `groups` (relations under entities, or entities under
     /// relations) according to the pruning tool: the requests, and the groups marked with the
     /// request that scores each.
@@ -444,155 +353,6 @@ impl TogMachine {
             }
         }
         (requests, groups)
-    }
-
-    fn absorb_step(
-        &mut self,
-        cx: &mut Context,
-        plan: &TogPlan,
-        requests: &[Request],
-        responses: Vec<Response>,
-    ) -> Result<Event, EngineError> {
-        let index = cx.next_index();
-        let mut ev = Event::step(index, self.phase_name(), self.depth);
-        match self.phase {
-            Phase::Topics => {
-                self.linker.absorb(cx, requests, &responses, &mut ev)?;
-                if self.linker.done() {
-                    self.phase = Phase::RelationSearch;
-                    self.depth = 1;
-                }
-            }
-            Phase::RelationSearch => {
-                let frontier = &plan.nodes;
-                let mut found = 0;
-                for (i, &node) in frontier.iter().enumerate() {
-                    let relations = relations(&responses, i)?;
-                    ev.lookups.push(LookupRecord {
-                        what: format!("relations of {}", cx.beam.nodes[node].shown()),
-                        results: relations.len(),
-                    });
-                    for r in relations {
-                        let shown = r.label.clone().unwrap_or_else(|| cx.profile.display_relation(&r.relation));
-                        cx.beam.add(
-                            Some(node),
-                            NodeKind::Relation { relation: r.relation.clone(), direction: r.direction, shown },
-                            Provenance::Kg { graph: cx.graph_name.clone() },
-                        );
-                        found += 1;
-                    }
-                }
-                ev.summary = format!(
-                    "depth {}: {found} relations around {} entit{}",
-                    self.depth,
-                    frontier.len(),
-                    plural_y(frontier.len())
-                );
-                let any = self.frontier(cx).iter().any(|&n| !Self::candidates_under(cx, n).is_empty());
-                self.phase = if self.pending_verdict {
-                    Phase::Reasoning
-                } else if any {
-                    Phase::RelationPrune
-                } else {
-                    self.dry(&mut ev)
-                };
-            }
-            Phase::RelationPrune => {
-                let kept = self.absorb_scores(cx, &plan.groups, requests, &responses, &mut ev, "relation")?;
-                ev.summary = format!("depth {}: kept {kept} relation{}", self.depth, plural_s(kept));
-                self.phase = if kept == 0 { self.dry(&mut ev) } else { Phase::EntitySearch };
-            }
-            Phase::EntitySearch => {
-                let mut found = 0;
-                for (i, &rel) in plan.nodes.iter().enumerate() {
-                    let neighbours = neighbours(&responses, i)?;
-                    ev.lookups.push(LookupRecord {
-                        what: format!("neighbours through {}", cx.beam.path_text(rel)),
-                        results: neighbours.len(),
-                    });
-                    found += self.add_candidates(cx, rel, neighbours, &mut ev);
-                }
-                ev.summary = format!("depth {}: {found} candidate entities", self.depth);
-                self.phase = if found == 0 { self.dry(&mut ev) } else { Phase::EntityPrune };
-            }
-            Phase::EntityPrune => {
-                if self.chains {
-                    self.sample_entities(cx, &plan.groups, &mut ev);
-                } else {
-                    self.absorb_scores(cx, &plan.groups, requests, &responses, &mut ev, "entity")?;
-                    self.select_width(cx, &plan.groups, &mut ev);
-                }
-                let kept = Self::live_entities_at(cx, self.depth).len();
-                ev.summary = format!("depth {}: {kept} path{} on the beam", self.depth, plural_s(kept));
-                self.phase = if kept == 0 {
-                    self.dry(&mut ev)
-                } else if self.can_speculate(cx) {
-                    self.depth += 1;
-                    self.pending_verdict = true;
-                    Phase::RelationSearch
-                } else {
-                    Phase::Reasoning
-                };
-            }
-            Phase::Reasoning => {
-                let speculated = std::mem::take(&mut self.pending_verdict);
-                if speculated {
-                    // The verdict is on the previous hop.
-                    self.depth -= 1;
-                    ev.depth = self.depth;
-                }
-                let c = completion(&responses, 0)?;
-                let verdict = parse::parse_yes_no(&c.text);
-                let answers = parse::parse_answers(&c.text).unwrap_or_default();
-                if verdict.is_none() {
-                    ev.notes.push("no Yes/No found in the reply; taken as No".into());
-                }
-                let yes = verdict == Some(true);
-                ev.calls.push(record(&requests[0], c, if yes { "Yes".into() } else { "No".into() }));
-                if verdict.is_none() {
-                    unreadable(&mut ev);
-                }
-                self.last_verdict = Some(yes);
-                if yes && !answers.is_empty() {
-                    ev.summary = format!("depth {}: sufficient; answer {}", self.depth, answers.join(", "));
-                    self.finish(cx, answers, c.text.clone(), AnswerSource::KgPaths);
-                } else if yes {
-                    ev.summary = format!("depth {}: sufficient; asking for the answer", self.depth);
-                    self.phase = Phase::Answer(AnswerSource::KgPaths);
-                } else if speculated {
-                    self.depth += 1;
-                    let kept =
-                        self.absorb_scores(cx, &plan.groups, &requests[1..], &responses[1..], &mut ev, "relation")?;
-                    ev.summary = format!(
-                        "depth {}: not sufficient; depth {} relations scored meanwhile: kept {kept}",
-                        self.depth - 1,
-                        self.depth
-                    );
-                    self.phase = if kept == 0 { self.dry(&mut ev) } else { Phase::EntitySearch };
-                } else {
-                    ev.summary = format!("depth {}: not sufficient", self.depth);
-                    self.phase = self.next_depth(cx, &mut ev);
-                }
-                if yes && speculated && requests.len() > 1 {
-                    ev.notes.push(format!(
-                        "{} speculative call(s) scoring depth {} were not needed",
-                        requests.len() - 1,
-                        self.depth + 1
-                    ));
-                    for (r, resp) in requests[1..].iter().zip(&responses[1..]) {
-                        if let Response::Llm { completion } = resp {
-                            ev.calls.push(record(r, completion, "not used: answered at the previous depth".into()));
-                        }
-                    }
-                }
-            }
-            Phase::Answer(source) => {
-                let (answers, reply) = answer_call(requests, &responses, &mut ev, source)?;
-                self.finish(cx, answers, reply, source);
-            }
-            Phase::Done => return Err(EngineError::Finished),
-        }
-        Ok(ev)
     }
 
     fn finish(&mut self, cx: &mut Context, answers: Vec<String>, reply: String, source: AnswerSource) {
@@ -964,8 +724,355 @@ impl TogMachine {
             });
         }
     }
+}
 
-    fn apply_override(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
+/// The phase of the last step taken (overrides and rewinds are not steps).
+fn last_step(cx: &Context) -> Option<&str> {
+    cx.trace.iter().rev().find_map(|e| e.phase())
+}
+
+/// How a relation node is named to the model: its shown name, `name (incoming)` when it is
+/// walked against the direction of its triples (Canberra is reached *from* Australia through
+/// `location.country.capital`). Entities: their shown name.
+fn offered_name(node: &super::beam::BeamNode) -> String {
+    match &node.kind {
+        NodeKind::Relation { direction: crate::kg::Direction::In, shown, .. } => format!("{shown} (incoming)"),
+        _ => node.shown().to_string(),
+    }
+}
+
+/// How a group's candidates are listed to the model: as [`offered_name`] names them, told apart
+/// where two would still read the same: two relations with the same name (Wikidata's `wdt:P69`
+/// and `p:P69`, both "educated at") show their ids, `name [id]`.
+fn candidate_names(cx: &Context, group: &Group) -> Vec<String> {
+    let nodes: Vec<&super::beam::BeamNode> = group.candidates.iter().map(|&c| &cx.beam.nodes[c]).collect();
+    let offered: Vec<String> = nodes.iter().map(|n| offered_name(n)).collect();
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(i, node)| {
+            let twin = (0..nodes.len()).any(|j| j != i && offered[j] == offered[i]);
+            match &node.kind {
+                NodeKind::Relation { relation, .. } if twin => format!("{} [{relation}]", offered[i]),
+                _ => offered[i].clone(),
+            }
+        })
+        .collect()
+}
+
+/// The words BM25 ranks a group's candidates by: a relation group, the question's words that
+/// the path to its entity has not used up (names and relations walked); an entity group, the
+/// whole question.
+fn bm25_query(cx: &Context, group: &Group, what: &str) -> Vec<String> {
+    if what != "relation" {
+        return tokens(&cx.question);
+    }
+    let path = cx.beam.path(group.parent);
+    let used: Vec<&str> = path.iter().map(|&n| cx.beam.nodes[n].shown()).collect();
+    query_without(&cx.question, &used)
+}
+
+/// Takes the top `keep` by score (ties: listed order), normalised; all-zero scores keep the
+/// first `keep` in listed order with equal shares, and say so.
+fn top_by(scores: Vec<f64>, keep: usize, ev: &mut Event, names: &[String]) -> Vec<(usize, f64)> {
+    let mut ranked: Vec<(usize, f64)> = scores.into_iter().enumerate().collect();
+    if ranked.iter().all(|(_, s)| *s <= 0.0) {
+        if !names.is_empty() {
+            ev.notes.push("no similarity to the question; first candidates kept with equal shares".into());
+        }
+        ranked.truncate(keep);
+        let share = 1.0 / ranked.len().max(1) as f64;
+        return ranked.into_iter().map(|(i, _)| (i, share)).collect();
+    }
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked.retain(|(_, s)| *s > 0.0);
+    ranked.truncate(keep);
+    let sum: f64 = ranked.iter().map(|(_, s)| s).sum();
+    ranked.into_iter().map(|(i, s)| (i, s / sum)).collect()
+}
+
+/// Weighted sampling without replacement (Efraimidis–Spirakis): `k` indices, ascending.
+fn weighted_sample(rng: &mut impl Rng, weights: &[f64], k: usize) -> Vec<usize> {
+    let mut keyed: Vec<(f64, usize)> = weights
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| {
+            let u: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+            (if w > 0.0 { u.ln() / w } else { f64::NEG_INFINITY }, i)
+        })
+        .collect();
+    keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut picked: Vec<usize> = keyed.into_iter().take(k).map(|(_, i)| i).collect();
+    picked.sort_unstable();
+    picked
+}
+
+fn summarise_groups(cx: &Context, plan: &[Group], per_group: &[Vec<(usize, f64)>]) -> String {
+    plan.iter()
+        .zip(per_group)
+        .flat_map(|(g, items)| {
+            items.iter().map(move |(i, s)| format!("{}={s:.2}", cx.beam.nodes[g.candidates[*i]].shown()))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl Method for TogMachine {
+    type Plan = TogPlan;
+
+    fn next(&mut self, cx: &mut Context) -> (Vec<Request>, TogPlan) {
+        let s = cx.settings.clone();
+        let q = cx.question.clone();
+        let mut plan = TogPlan::default();
+        let requests = match self.phase {
+            Phase::Topics => self.linker.requests(cx),
+            Phase::RelationSearch => {
+                plan.nodes = self.unsearched_frontier(cx);
+                plan.nodes
+                    .iter()
+                    .map(|&n| Request::Relations {
+                        entity: cx.beam.nodes[n].term().map(|t| t.as_str().to_string()).unwrap_or_default(),
+                    })
+                    .collect()
+            }
+            Phase::RelationPrune => {
+                let groups = self.relation_groups(cx);
+                let requests;
+                (requests, plan.groups) = self.plan_scoring(cx, groups, "relation");
+                requests
+            }
+            Phase::EntitySearch => {
+                let mut requests = Vec::new();
+                for r in self.live_relations(cx) {
+                    let rel = &cx.beam.nodes[r];
+                    let NodeKind::Relation { relation, direction, .. } = &rel.kind else { continue };
+                    let Some(entity) = rel.parent.and_then(|p| cx.beam.nodes[p].term()) else { continue };
+                    plan.nodes.push(r);
+                    requests.push(Request::Neighbours {
+                        entity: entity.as_str().to_string(),
+                        relation: RelationRef { relation: relation.clone(), direction: *direction, label: None },
+                    });
+                }
+                requests
+            }
+            Phase::EntityPrune => {
+                let groups: Vec<Group> = self
+                    .live_relations(cx)
+                    .into_iter()
+                    .map(|r| Group { parent: r, candidates: Self::candidates_under(cx, r), request: None })
+                    .filter(|g| !g.candidates.is_empty())
+                    .collect();
+                if self.chains {
+                    // ToG-R samples entities instead of scoring them: no request.
+                    plan.groups = groups;
+                    return (Vec::new(), plan);
+                }
+                let requests;
+                (requests, plan.groups) = self.plan_scoring(cx, groups, "entity");
+                requests
+            }
+            Phase::Reasoning => {
+                // This machine runs ToG and ToG-R only (the baselines have their own).
+                let (step, prompt) = if self.chains {
+                    (
+                        "reasoning",
+                        cx.prompts
+                            .render(Template::ReasoningTogR, &[("question", &q), ("chains", &self.chains_text(cx))]),
+                    )
+                } else {
+                    (
+                        "reasoning",
+                        cx.prompts
+                            .render(Template::Reasoning, &[("question", &q), ("triples", &self.triples_text(cx))]),
+                    )
+                };
+                let mut requests = vec![cx.llm(step, prompt, s.reason_temperature, Shape::Verdict)];
+                if self.pending_verdict {
+                    // The next hop's relation scoring rides along; its plan indexes the requests
+                    // after the reasoning call.
+                    let groups = self.relation_groups(cx);
+                    let scoring;
+                    (scoring, plan.groups) = self.plan_scoring(cx, groups, "relation");
+                    requests.extend(scoring);
+                }
+                requests
+            }
+            Phase::Answer(AnswerSource::OwnKnowledge) => {
+                let prompt = cx.prompts.render(Template::AnswerOwnKnowledge, &[("question", &q)]);
+                vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
+            }
+            Phase::Answer(_) => {
+                let prompt =
+                    cx.prompts.render(Template::Answer, &[("question", &q), ("triples", &self.triples_text(cx))]);
+                vec![cx.llm("answer", prompt, s.reason_temperature, Shape::Answer)]
+            }
+            Phase::Done => Vec::new(),
+        };
+        (requests, plan)
+    }
+
+    fn absorb(
+        &mut self,
+        cx: &mut Context,
+        plan: &TogPlan,
+        requests: &[Request],
+        responses: Vec<Response>,
+    ) -> Result<Event, EngineError> {
+        let index = cx.next_index();
+        let mut ev = Event::step(index, self.phase_name(), self.depth);
+        match self.phase {
+            Phase::Topics => {
+                self.linker.absorb(cx, requests, &responses, &mut ev)?;
+                if self.linker.done() {
+                    self.phase = Phase::RelationSearch;
+                    self.depth = 1;
+                }
+            }
+            Phase::RelationSearch => {
+                let frontier = &plan.nodes;
+                let mut found = 0;
+                for (i, &node) in frontier.iter().enumerate() {
+                    let relations = relations(&responses, i)?;
+                    ev.lookups.push(LookupRecord {
+                        what: format!("relations of {}", cx.beam.nodes[node].shown()),
+                        results: relations.len(),
+                    });
+                    for r in relations {
+                        let shown = r.label.clone().unwrap_or_else(|| cx.profile.display_relation(&r.relation));
+                        cx.beam.add(
+                            Some(node),
+                            NodeKind::Relation { relation: r.relation.clone(), direction: r.direction, shown },
+                            Provenance::Kg { graph: cx.graph_name.clone() },
+                        );
+                        found += 1;
+                    }
+                }
+                ev.summary = format!(
+                    "depth {}: {found} relations around {} entit{}",
+                    self.depth,
+                    frontier.len(),
+                    plural_y(frontier.len())
+                );
+                let any = self.frontier(cx).iter().any(|&n| !Self::candidates_under(cx, n).is_empty());
+                self.phase = if self.pending_verdict {
+                    Phase::Reasoning
+                } else if any {
+                    Phase::RelationPrune
+                } else {
+                    self.dry(&mut ev)
+                };
+            }
+            Phase::RelationPrune => {
+                let kept = self.absorb_scores(cx, &plan.groups, requests, &responses, &mut ev, "relation")?;
+                ev.summary = format!("depth {}: kept {kept} relation{}", self.depth, plural_s(kept));
+                self.phase = if kept == 0 { self.dry(&mut ev) } else { Phase::EntitySearch };
+            }
+            Phase::EntitySearch => {
+                let mut found = 0;
+                for (i, &rel) in plan.nodes.iter().enumerate() {
+                    let neighbours = neighbours(&responses, i)?;
+                    ev.lookups.push(LookupRecord {
+                        what: format!("neighbours through {}", cx.beam.path_text(rel)),
+                        results: neighbours.len(),
+                    });
+                    found += self.add_candidates(cx, rel, neighbours, &mut ev);
+                }
+                ev.summary = format!("depth {}: {found} candidate entities", self.depth);
+                self.phase = if found == 0 { self.dry(&mut ev) } else { Phase::EntityPrune };
+            }
+            Phase::EntityPrune => {
+                if self.chains {
+                    self.sample_entities(cx, &plan.groups, &mut ev);
+                } else {
+                    self.absorb_scores(cx, &plan.groups, requests, &responses, &mut ev, "entity")?;
+                    self.select_width(cx, &plan.groups, &mut ev);
+                }
+                let kept = Self::live_entities_at(cx, self.depth).len();
+                ev.summary = format!("depth {}: {kept} path{} on the beam", self.depth, plural_s(kept));
+                self.phase = if kept == 0 {
+                    self.dry(&mut ev)
+                } else if self.can_speculate(cx) {
+                    self.depth += 1;
+                    self.pending_verdict = true;
+                    Phase::RelationSearch
+                } else {
+                    Phase::Reasoning
+                };
+            }
+            Phase::Reasoning => {
+                let speculated = std::mem::take(&mut self.pending_verdict);
+                if speculated {
+                    // The verdict is on the previous hop.
+                    self.depth -= 1;
+                    ev.depth = self.depth;
+                }
+                let c = completion(&responses, 0)?;
+                let verdict = parse::parse_yes_no(&c.text);
+                let answers = parse::parse_answers(&c.text).unwrap_or_default();
+                if verdict.is_none() {
+                    ev.notes.push("no Yes/No found in the reply; taken as No".into());
+                }
+                let yes = verdict == Some(true);
+                ev.calls.push(record(&requests[0], c, if yes { "Yes".into() } else { "No".into() }));
+                if verdict.is_none() {
+                    unreadable(&mut ev);
+                }
+                self.last_verdict = Some(yes);
+                if yes && !answers.is_empty() {
+                    ev.summary = format!("depth {}: sufficient; answer {}", self.depth, answers.join(", "));
+                    self.finish(cx, answers, c.text.clone(), AnswerSource::KgPaths);
+                } else if yes {
+                    ev.summary = format!("depth {}: sufficient; asking for the answer", self.depth);
+                    self.phase = Phase::Answer(AnswerSource::KgPaths);
+                } else if speculated {
+                    self.depth += 1;
+                    let kept =
+                        self.absorb_scores(cx, &plan.groups, &requests[1..], &responses[1..], &mut ev, "relation")?;
+                    ev.summary = format!(
+                        "depth {}: not sufficient; depth {} relations scored meanwhile: kept {kept}",
+                        self.depth - 1,
+                        self.depth
+                    );
+                    self.phase = if kept == 0 { self.dry(&mut ev) } else { Phase::EntitySearch };
+                } else {
+                    ev.summary = format!("depth {}: not sufficient", self.depth);
+                    self.phase = self.next_depth(cx, &mut ev);
+                }
+                if yes && speculated && requests.len() > 1 {
+                    ev.notes.push(format!(
+                        "{} speculative call(s) scoring depth {} were not needed",
+                        requests.len() - 1,
+                        self.depth + 1
+                    ));
+                    for (r, resp) in requests[1..].iter().zip(&responses[1..]) {
+                        if let Response::Llm { completion } = resp {
+                            ev.calls.push(record(r, completion, "not used: answered at the previous depth".into()));
+                        }
+                    }
+                }
+            }
+            Phase::Answer(source) => {
+                let (answers, reply) = answer_call(requests, &responses, &mut ev, source)?;
+                self.finish(cx, answers, reply, source);
+            }
+            Phase::Done => return Err(EngineError::Finished),
+        }
+        Ok(ev)
+    }
+
+    fn phase(&self) -> &'static str {
+        self.phase_name()
+    }
+
+    fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    fn live_paths(&self, cx: &Context) -> Vec<PathView> {
+        self.paths(cx)
+    }
+
+    fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
         let step = cx.next_index();
         let bad = |why: &str| EngineError::BadOverride { what: o.describe(), why: why.into() };
         let node_ok = |id: NodeId| cx.beam.get(id).ok_or_else(|| bad("no such node"));
@@ -1094,131 +1201,6 @@ impl TogMachine {
                 Ok(format!("forced continue: exploring depth {}", self.depth))
             }
         }
-    }
-}
-
-/// The phase of the last step taken (overrides and rewinds are not steps).
-fn last_step(cx: &Context) -> Option<&str> {
-    cx.trace.iter().rev().find_map(|e| e.phase())
-}
-
-/// How a relation node is named to the model: its shown name, `name (incoming)` when it is
-/// walked against the direction of its triples (Canberra is reached *from* Australia through
-/// `location.country.capital`). Entities: their shown name.
-fn offered_name(node: &super::beam::BeamNode) -> String {
-    match &node.kind {
-        NodeKind::Relation { direction: crate::kg::Direction::In, shown, .. } => format!("{shown} (incoming)"),
-        _ => node.shown().to_string(),
-    }
-}
-
-/// How a group's candidates are listed to the model: as [`offered_name`] names them, told apart
-/// where two would still read the same: two relations with the same name (Wikidata's `wdt:P69`
-/// and `p:P69`, both "educated at") show their ids, `name [id]`.
-fn candidate_names(cx: &Context, group: &Group) -> Vec<String> {
-    let nodes: Vec<&super::beam::BeamNode> = group.candidates.iter().map(|&c| &cx.beam.nodes[c]).collect();
-    let offered: Vec<String> = nodes.iter().map(|n| offered_name(n)).collect();
-    nodes
-        .iter()
-        .enumerate()
-        .map(|(i, node)| {
-            let twin = (0..nodes.len()).any(|j| j != i && offered[j] == offered[i]);
-            match &node.kind {
-                NodeKind::Relation { relation, .. } if twin => format!("{} [{relation}]", offered[i]),
-                _ => offered[i].clone(),
-            }
-        })
-        .collect()
-}
-
-/// The words BM25 ranks a group's candidates by: a relation group, the question's words that
-/// the path to its entity has not used up (names and relations walked); an entity group, the
-/// whole question.
-fn bm25_query(cx: &Context, group: &Group, what: &str) -> Vec<String> {
-    if what != "relation" {
-        return tokens(&cx.question);
-    }
-    let path = cx.beam.path(group.parent);
-    let used: Vec<&str> = path.iter().map(|&n| cx.beam.nodes[n].shown()).collect();
-    query_without(&cx.question, &used)
-}
-
-/// Takes the top `keep` by score (ties: listed order), normalised; all-zero scores keep the
-/// first `keep` in listed order with equal shares, and say so.
-fn top_by(scores: Vec<f64>, keep: usize, ev: &mut Event, names: &[String]) -> Vec<(usize, f64)> {
-    let mut ranked: Vec<(usize, f64)> = scores.into_iter().enumerate().collect();
-    if ranked.iter().all(|(_, s)| *s <= 0.0) {
-        if !names.is_empty() {
-            ev.notes.push("no similarity to the question; first candidates kept with equal shares".into());
-        }
-        ranked.truncate(keep);
-        let share = 1.0 / ranked.len().max(1) as f64;
-        return ranked.into_iter().map(|(i, _)| (i, share)).collect();
-    }
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    ranked.retain(|(_, s)| *s > 0.0);
-    ranked.truncate(keep);
-    let sum: f64 = ranked.iter().map(|(_, s)| s).sum();
-    ranked.into_iter().map(|(i, s)| (i, s / sum)).collect()
-}
-
-/// Weighted sampling without replacement (Efraimidis–Spirakis): `k` indices, ascending.
-fn weighted_sample(rng: &mut impl Rng, weights: &[f64], k: usize) -> Vec<usize> {
-    let mut keyed: Vec<(f64, usize)> = weights
-        .iter()
-        .enumerate()
-        .map(|(i, &w)| {
-            let u: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
-            (if w > 0.0 { u.ln() / w } else { f64::NEG_INFINITY }, i)
-        })
-        .collect();
-    keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    let mut picked: Vec<usize> = keyed.into_iter().take(k).map(|(_, i)| i).collect();
-    picked.sort_unstable();
-    picked
-}
-
-fn summarise_groups(cx: &Context, plan: &[Group], per_group: &[Vec<(usize, f64)>]) -> String {
-    plan.iter()
-        .zip(per_group)
-        .flat_map(|(g, items)| {
-            items.iter().map(move |(i, s)| format!("{}={s:.2}", cx.beam.nodes[g.candidates[*i]].shown()))
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-impl Method for TogMachine {
-    type Plan = TogPlan;
-
-    fn next(&mut self, cx: &mut Context) -> (Vec<Request>, TogPlan) {
-        self.requests(cx)
-    }
-
-    fn absorb(
-        &mut self,
-        cx: &mut Context,
-        plan: &TogPlan,
-        requests: &[Request],
-        responses: Vec<Response>,
-    ) -> Result<Event, EngineError> {
-        self.absorb_step(cx, plan, requests, responses)
-    }
-
-    fn phase(&self) -> &'static str {
-        self.phase_name()
-    }
-
-    fn depth(&self) -> u32 {
-        self.depth
-    }
-
-    fn live_paths(&self, cx: &Context) -> Vec<PathView> {
-        self.paths(cx)
-    }
-
-    fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
-        self.apply_override(cx, o)
     }
 }
 

@@ -217,94 +217,6 @@ impl GogMachine {
         cx.beam.roots().map(|r| r.shown().to_string()).collect::<Vec<_>>().join(" | ")
     }
 
-    fn requests(&mut self, cx: &mut Context) -> (Vec<Request>, GogPlan) {
-        let s = cx.settings.clone();
-        let q = cx.question.clone();
-        let t = s.sc.sample_temperature;
-        let mut plan = GogPlan::default();
-        let requests = match self.phase {
-            Phase::Topics => self.linker.requests(cx),
-            Phase::Think => {
-                let prompt = cx.prompts.render(
-                    Template::GogStep,
-                    &[("question", &q), ("topics", &Self::topics_text(cx)), ("transcript", &self.transcript())],
-                );
-                // A retry is a new sample: the same prompt again would be answered from the memo.
-                vec![cx.llm_sample("gog_step", prompt, t, self.tries, Shape::GogStep)]
-            }
-            Phase::Link => self.unlinked.iter().map(|n| Request::FindEntities { name: n.clone(), limit: 5 }).collect(),
-            Phase::LinkGenerated => {
-                plan.names = self.unlinked_generated();
-                plan.names.iter().map(|n| Request::FindEntities { name: n.clone(), limit: 5 }).collect()
-            }
-            Phase::Relations => {
-                self.targets.iter().map(|(term, _)| Request::Relations { entity: term.as_str().to_string() }).collect()
-            }
-            Phase::Filter => {
-                let thought = self.steps.last().map(|s| s.thought.clone()).unwrap_or_default();
-                plan.filtered = (0..self.found.len()).filter(|&i| self.found[i].len() > RELATIONS_PER_SEARCH).collect();
-                plan.filtered
-                    .iter()
-                    .map(|&i| (&self.targets[i], &self.found[i]))
-                    .map(|((_, node), rels)| {
-                        let names: Vec<String> = rels.iter().map(relation_name).collect();
-                        let list = names.join(", ");
-                        let prompt = cx.prompts.render(
-                            Template::GogRelations,
-                            &[
-                                ("question", &q),
-                                ("thought", &thought),
-                                ("entity", &observed_name(cx, *node)),
-                                ("relations", &format!("[{list}]")),
-                            ],
-                        );
-                        cx.llm(
-                            "gog_relations",
-                            prompt,
-                            t,
-                            Shape::Choice { candidates: &names, keep: RELATIONS_PER_SEARCH },
-                        )
-                    })
-                    .collect()
-            }
-            Phase::Neighbours => self
-                .targets
-                .iter()
-                .zip(&self.chosen)
-                .flat_map(|((term, _), rels)| {
-                    rels.iter().map(|r| Request::Neighbours { entity: term.as_str().to_string(), relation: r.clone() })
-                })
-                .collect(),
-            Phase::Generate => {
-                let Some(Action::Generate(thought)) = &self.action else { return (Vec::new(), plan) };
-                let prompt = cx.prompts.render(
-                    Template::GogGenerate,
-                    &[("question", &q), ("thought", thought), ("triples", &self.related_known(thought))],
-                );
-                (0..s.gog.generate_samples.max(1) as u32)
-                    .map(|k| cx.llm_sample("gog_generate", prompt.clone(), t, k, Shape::Triples))
-                    .collect()
-            }
-            Phase::Verify => {
-                let list = self
-                    .samples
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (h, r, tl))| format!("{}. {h}, {r}, {tl}", i + 1))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                let prompt = cx.prompts.render(Template::GogVerify, &[("question", &q), ("triples", &list)]);
-                vec![cx.llm("gog_verify", prompt, t, Shape::Kept { n: self.samples.len() })]
-            }
-            Phase::Answer(AnswerSource::OwnKnowledge) => {
-                let prompt = cx.prompts.render(Template::AnswerOwnKnowledge, &[("question", &q)]);
-                vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
-            }
-            Phase::Answer(_) | Phase::Done => Vec::new(),
-        };
-        (requests, plan)
-    }
-
     /// The known triples most related to `thought` by BM25 (query and documents tokenised the
     /// same way), at most [`GENERATE_CONTEXT`], in the order they were learnt.
     fn related_known(&self, thought: &str) -> String {
@@ -324,199 +236,6 @@ impl GogMachine {
             }
         }
         out
-    }
-
-    fn absorb_step(
-        &mut self,
-        cx: &mut Context,
-        plan: &GogPlan,
-        requests: &[Request],
-        responses: Vec<Response>,
-    ) -> Result<Event, EngineError> {
-        let mut ev = Event::step(cx.next_index(), self.phase_name(), self.step_count());
-        match self.phase {
-            Phase::Topics => {
-                self.linker.absorb(cx, requests, &responses, &mut ev)?;
-                if self.linker.done() {
-                    self.learn_roots(cx);
-                    self.phase = Phase::Think;
-                }
-            }
-            Phase::Think => self.absorb_thought(cx, requests, &responses, &mut ev)?,
-            Phase::Link => {
-                let names = std::mem::take(&mut self.unlinked);
-                let mut missing = Vec::new();
-                for (i, name) in names.iter().enumerate() {
-                    let matches = entity_matches(&responses, i)?;
-                    ev.lookups.push(LookupRecord { what: format!("entities named {name:?}"), results: matches.len() });
-                    match link_model_name(name, matches) {
-                        Some(m) => {
-                            let term = Term::Entity(m.id.clone());
-                            self.names.insert(name.to_lowercase(), term.clone());
-                            let node = self.entity_node(cx, &term, Some(m.label.clone()));
-                            self.targets.push((term, node));
-                        }
-                        None => missing.push(name.clone()),
-                    }
-                }
-                ev.summary =
-                    format!("linked {} of {} name{}", names.len() - missing.len(), names.len(), plural_s(names.len()));
-                if !missing.is_empty() {
-                    ev.notes.push(format!("no KG entity named {}", missing.join(", ")));
-                }
-                self.after_link(&missing, &mut ev);
-            }
-            Phase::Relations => {
-                self.found.clear();
-                for (i, (term, node)) in self.targets.iter().enumerate() {
-                    let rels = relations(&responses, i)?;
-                    ev.lookups.push(LookupRecord {
-                        what: format!("relations of {}", cx.beam.nodes[*node].shown()),
-                        results: rels.len(),
-                    });
-                    self.searched.push(term.clone());
-                    self.found.push(rels);
-                }
-                self.chosen = self
-                    .found
-                    .iter()
-                    .map(|r| if r.len() > RELATIONS_PER_SEARCH { Vec::new() } else { r.clone() })
-                    .collect();
-                let total: usize = self.found.iter().map(Vec::len).sum();
-                ev.summary = format!(
-                    "{total} relation{} around {} entit{}",
-                    plural_s(total),
-                    self.targets.len(),
-                    if self.targets.len() == 1 { "y" } else { "ies" }
-                );
-                self.phase = if self.found.iter().any(|r| r.len() > RELATIONS_PER_SEARCH) {
-                    Phase::Filter
-                } else if total == 0 {
-                    self.observe("No triples found.".into());
-                    self.phase
-                } else {
-                    Phase::Neighbours
-                };
-            }
-            Phase::Filter => {
-                for (k, &i) in plan.filtered.iter().enumerate() {
-                    let rels = &self.found[i];
-                    let c = completion(&responses, k)?;
-                    let names: Vec<String> = rels.iter().map(relation_name).collect();
-                    let mut fell_back = false;
-                    let picks = match parse::parse_relation_choice(&c.text, &names, RELATIONS_PER_SEARCH) {
-                        Ok(p) => p,
-                        Err(why) => {
-                            fell_back = true;
-                            // Said, not silent: the thought's nearest relations stand in.
-                            let thought = self.steps.last().map(|s| s.thought.clone()).unwrap_or_default();
-                            ev.notes.push(format!("relation filter for {}: {why}; the {RELATIONS_PER_SEARCH} most similar to the thought are used", cx.beam.nodes[self.targets[i].1].shown()));
-                            top_k(&thought, &names, RELATIONS_PER_SEARCH)
-                        }
-                    };
-                    ev.calls.push(record(
-                        &requests[k],
-                        c,
-                        picks.iter().map(|&p| names[p].clone()).collect::<Vec<_>>().join(", "),
-                    ));
-                    if fell_back {
-                        unreadable(&mut ev);
-                    }
-                    self.chosen[i] = picks.into_iter().map(|p| rels[p].clone()).collect();
-                }
-                let n: usize = self.chosen.iter().map(Vec::len).sum();
-                ev.summary = format!("kept {n} relation{}", plural_s(n));
-                self.phase = Phase::Neighbours;
-            }
-            Phase::Neighbours => self.absorb_triples(cx, &responses, &mut ev)?,
-            Phase::Generate => {
-                self.samples.clear();
-                for (i, r) in requests.iter().enumerate() {
-                    let c = completion(&responses, i)?;
-                    let mut triples = parse::parse_triples(&c.text);
-                    if triples.len() > MAX_GENERATED {
-                        ev.notes.push(format!(
-                            "sample {} wrote {} triples; the first {MAX_GENERATED} are kept",
-                            i + 1,
-                            triples.len()
-                        ));
-                        triples.truncate(MAX_GENERATED);
-                    }
-                    ev.calls.push(record(r, c, format!("{} triple{}", triples.len(), plural_s(triples.len()))));
-                    // An empty JSON list says "none"; prose with no triple in it says nothing.
-                    if triples.is_empty() && c.json_reply.is_none() {
-                        unreadable(&mut ev);
-                        ev.notes
-                            .push(format!("sample {} has no triple in the `(subject, relation, object)` form", i + 1));
-                    }
-                    for t in triples {
-                        if !self.samples.contains(&t) {
-                            self.samples.push(t);
-                        }
-                    }
-                }
-                ev.summary = format!(
-                    "the model generated {} distinct triple{}",
-                    self.samples.len(),
-                    plural_s(self.samples.len())
-                );
-                self.sample_kept = vec![true; self.samples.len()];
-                if self.samples.is_empty() {
-                    self.observe("No triple generated.".into());
-                } else if requests.len() > 1 {
-                    self.phase = Phase::Verify;
-                } else {
-                    ev.notes.push("one sample: nothing to verify against; the triples are kept unverified".into());
-                    self.after_generate(cx, &mut ev);
-                }
-            }
-            Phase::Verify => {
-                let c = completion(&responses, 0)?;
-                let mut fell_back = false;
-                let kept = match parse::parse_kept(&c.text, self.samples.len()) {
-                    Ok(k) => k,
-                    Err(why) => {
-                        fell_back = true;
-                        ev.notes.push(format!("{why}; no generated triple is kept"));
-                        Vec::new()
-                    }
-                };
-                ev.calls.push(record(
-                    &requests[0],
-                    c,
-                    kept.iter().map(|k| (k + 1).to_string()).collect::<Vec<_>>().join(", "),
-                ));
-                if fell_back {
-                    unreadable(&mut ev);
-                }
-                ev.summary = format!(
-                    "verification kept {} of {} triple{}",
-                    kept.len(),
-                    self.samples.len(),
-                    plural_s(self.samples.len())
-                );
-                // Rejected ones stay too, marked, for the user to see (and overrule).
-                self.sample_kept = (0..self.samples.len()).map(|i| kept.contains(&i)).collect();
-                self.after_generate(cx, &mut ev);
-            }
-            Phase::LinkGenerated => {
-                for (i, name) in plan.names.iter().enumerate() {
-                    let matches = entity_matches(&responses, i)?;
-                    ev.lookups.push(LookupRecord { what: format!("entities named {name:?}"), results: matches.len() });
-                    if let Some(m) = link_model_name(name, matches) {
-                        self.names.insert(name.to_lowercase(), Term::Entity(m.id.clone()));
-                    }
-                }
-                ev.summary = "linked the generated names".into();
-                self.record_generated(cx, &mut ev);
-            }
-            Phase::Answer(source) => {
-                let (answers, reply) = answer_call(requests, &responses, &mut ev, source)?;
-                self.finish(cx, answers, reply, source);
-            }
-            Phase::Done => return Err(EngineError::Finished),
-        }
-        Ok(ev)
     }
 
     /// Links the generated names the run does not know yet, or records the triples at once.
@@ -867,8 +586,322 @@ impl GogMachine {
         self.phase = Phase::Done;
         self.action = None;
     }
+}
 
-    fn apply_override(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
+/// How a relation is offered to the filter: its id, `(incoming)` when reversed.
+fn relation_name(r: &RelationRef) -> String {
+    match r.direction {
+        Direction::Out => r.relation.clone(),
+        Direction::In => format!("{} (incoming)", r.relation),
+    }
+}
+
+fn observed_name(cx: &Context, node: NodeId) -> String {
+    let n = &cx.beam.nodes[node];
+    if n.is_named() { n.shown().to_string() } else { n.term().map(|t| t.as_str().to_string()).unwrap_or_default() }
+}
+
+impl Method for GogMachine {
+    type Plan = GogPlan;
+
+    fn next(&mut self, cx: &mut Context) -> (Vec<Request>, GogPlan) {
+        let s = cx.settings.clone();
+        let q = cx.question.clone();
+        let t = s.sc.sample_temperature;
+        let mut plan = GogPlan::default();
+        let requests = match self.phase {
+            Phase::Topics => self.linker.requests(cx),
+            Phase::Think => {
+                let prompt = cx.prompts.render(
+                    Template::GogStep,
+                    &[("question", &q), ("topics", &Self::topics_text(cx)), ("transcript", &self.transcript())],
+                );
+                // A retry is a new sample: the same prompt again would be answered from the memo.
+                vec![cx.llm_sample("gog_step", prompt, t, self.tries, Shape::GogStep)]
+            }
+            Phase::Link => self.unlinked.iter().map(|n| Request::FindEntities { name: n.clone(), limit: 5 }).collect(),
+            Phase::LinkGenerated => {
+                plan.names = self.unlinked_generated();
+                plan.names.iter().map(|n| Request::FindEntities { name: n.clone(), limit: 5 }).collect()
+            }
+            Phase::Relations => {
+                self.targets.iter().map(|(term, _)| Request::Relations { entity: term.as_str().to_string() }).collect()
+            }
+            Phase::Filter => {
+                let thought = self.steps.last().map(|s| s.thought.clone()).unwrap_or_default();
+                plan.filtered = (0..self.found.len()).filter(|&i| self.found[i].len() > RELATIONS_PER_SEARCH).collect();
+                plan.filtered
+                    .iter()
+                    .map(|&i| (&self.targets[i], &self.found[i]))
+                    .map(|((_, node), rels)| {
+                        let names: Vec<String> = rels.iter().map(relation_name).collect();
+                        let list = names.join(", ");
+                        let prompt = cx.prompts.render(
+                            Template::GogRelations,
+                            &[
+                                ("question", &q),
+                                ("thought", &thought),
+                                ("entity", &observed_name(cx, *node)),
+                                ("relations", &format!("[{list}]")),
+                            ],
+                        );
+                        cx.llm(
+                            "gog_relations",
+                            prompt,
+                            t,
+                            Shape::Choice { candidates: &names, keep: RELATIONS_PER_SEARCH },
+                        )
+                    })
+                    .collect()
+            }
+            Phase::Neighbours => self
+                .targets
+                .iter()
+                .zip(&self.chosen)
+                .flat_map(|((term, _), rels)| {
+                    rels.iter().map(|r| Request::Neighbours { entity: term.as_str().to_string(), relation: r.clone() })
+                })
+                .collect(),
+            Phase::Generate => {
+                let Some(Action::Generate(thought)) = &self.action else { return (Vec::new(), plan) };
+                let prompt = cx.prompts.render(
+                    Template::GogGenerate,
+                    &[("question", &q), ("thought", thought), ("triples", &self.related_known(thought))],
+                );
+                (0..s.gog.generate_samples.max(1) as u32)
+                    .map(|k| cx.llm_sample("gog_generate", prompt.clone(), t, k, Shape::Triples))
+                    .collect()
+            }
+            Phase::Verify => {
+                let list = self
+                    .samples
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (h, r, tl))| format!("{}. {h}, {r}, {tl}", i + 1))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let prompt = cx.prompts.render(Template::GogVerify, &[("question", &q), ("triples", &list)]);
+                vec![cx.llm("gog_verify", prompt, t, Shape::Kept { n: self.samples.len() })]
+            }
+            Phase::Answer(AnswerSource::OwnKnowledge) => {
+                let prompt = cx.prompts.render(Template::AnswerOwnKnowledge, &[("question", &q)]);
+                vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
+            }
+            Phase::Answer(_) | Phase::Done => Vec::new(),
+        };
+        (requests, plan)
+    }
+
+    fn absorb(
+        &mut self,
+        cx: &mut Context,
+        plan: &GogPlan,
+        requests: &[Request],
+        responses: Vec<Response>,
+    ) -> Result<Event, EngineError> {
+        let mut ev = Event::step(cx.next_index(), self.phase_name(), self.step_count());
+        match self.phase {
+            Phase::Topics => {
+                self.linker.absorb(cx, requests, &responses, &mut ev)?;
+                if self.linker.done() {
+                    self.learn_roots(cx);
+                    self.phase = Phase::Think;
+                }
+            }
+            Phase::Think => self.absorb_thought(cx, requests, &responses, &mut ev)?,
+            Phase::Link => {
+                let names = std::mem::take(&mut self.unlinked);
+                let mut missing = Vec::new();
+                for (i, name) in names.iter().enumerate() {
+                    let matches = entity_matches(&responses, i)?;
+                    ev.lookups.push(LookupRecord { what: format!("entities named {name:?}"), results: matches.len() });
+                    match link_model_name(name, matches) {
+                        Some(m) => {
+                            let term = Term::Entity(m.id.clone());
+                            self.names.insert(name.to_lowercase(), term.clone());
+                            let node = self.entity_node(cx, &term, Some(m.label.clone()));
+                            self.targets.push((term, node));
+                        }
+                        None => missing.push(name.clone()),
+                    }
+                }
+                ev.summary =
+                    format!("linked {} of {} name{}", names.len() - missing.len(), names.len(), plural_s(names.len()));
+                if !missing.is_empty() {
+                    ev.notes.push(format!("no KG entity named {}", missing.join(", ")));
+                }
+                self.after_link(&missing, &mut ev);
+            }
+            Phase::Relations => {
+                self.found.clear();
+                for (i, (term, node)) in self.targets.iter().enumerate() {
+                    let rels = relations(&responses, i)?;
+                    ev.lookups.push(LookupRecord {
+                        what: format!("relations of {}", cx.beam.nodes[*node].shown()),
+                        results: rels.len(),
+                    });
+                    self.searched.push(term.clone());
+                    self.found.push(rels);
+                }
+                self.chosen = self
+                    .found
+                    .iter()
+                    .map(|r| if r.len() > RELATIONS_PER_SEARCH { Vec::new() } else { r.clone() })
+                    .collect();
+                let total: usize = self.found.iter().map(Vec::len).sum();
+                ev.summary = format!(
+                    "{total} relation{} around {} entit{}",
+                    plural_s(total),
+                    self.targets.len(),
+                    if self.targets.len() == 1 { "y" } else { "ies" }
+                );
+                self.phase = if self.found.iter().any(|r| r.len() > RELATIONS_PER_SEARCH) {
+                    Phase::Filter
+                } else if total == 0 {
+                    self.observe("No triples found.".into());
+                    self.phase
+                } else {
+                    Phase::Neighbours
+                };
+            }
+            Phase::Filter => {
+                for (k, &i) in plan.filtered.iter().enumerate() {
+                    let rels = &self.found[i];
+                    let c = completion(&responses, k)?;
+                    let names: Vec<String> = rels.iter().map(relation_name).collect();
+                    let mut fell_back = false;
+                    let picks = match parse::parse_relation_choice(&c.text, &names, RELATIONS_PER_SEARCH) {
+                        Ok(p) => p,
+                        Err(why) => {
+                            fell_back = true;
+                            // Said, not silent: the thought's nearest relations stand in.
+                            let thought = self.steps.last().map(|s| s.thought.clone()).unwrap_or_default();
+                            ev.notes.push(format!("relation filter for {}: {why}; the {RELATIONS_PER_SEARCH} most similar to the thought are used", cx.beam.nodes[self.targets[i].1].shown()));
+                            top_k(&thought, &names, RELATIONS_PER_SEARCH)
+                        }
+                    };
+                    ev.calls.push(record(
+                        &requests[k],
+                        c,
+                        picks.iter().map(|&p| names[p].clone()).collect::<Vec<_>>().join(", "),
+                    ));
+                    if fell_back {
+                        unreadable(&mut ev);
+                    }
+                    self.chosen[i] = picks.into_iter().map(|p| rels[p].clone()).collect();
+                }
+                let n: usize = self.chosen.iter().map(Vec::len).sum();
+                ev.summary = format!("kept {n} relation{}", plural_s(n));
+                self.phase = Phase::Neighbours;
+            }
+            Phase::Neighbours => self.absorb_triples(cx, &responses, &mut ev)?,
+            Phase::Generate => {
+                self.samples.clear();
+                for (i, r) in requests.iter().enumerate() {
+                    let c = completion(&responses, i)?;
+                    let mut triples = parse::parse_triples(&c.text);
+                    if triples.len() > MAX_GENERATED {
+                        ev.notes.push(format!(
+                            "sample {} wrote {} triples; the first {MAX_GENERATED} are kept",
+                            i + 1,
+                            triples.len()
+                        ));
+                        triples.truncate(MAX_GENERATED);
+                    }
+                    ev.calls.push(record(r, c, format!("{} triple{}", triples.len(), plural_s(triples.len()))));
+                    // An empty JSON list says "none"; prose with no triple in it says nothing.
+                    if triples.is_empty() && c.json_reply.is_none() {
+                        unreadable(&mut ev);
+                        ev.notes
+                            .push(format!("sample {} has no triple in the `(subject, relation, object)` form", i + 1));
+                    }
+                    for t in triples {
+                        if !self.samples.contains(&t) {
+                            self.samples.push(t);
+                        }
+                    }
+                }
+                ev.summary = format!(
+                    "the model generated {} distinct triple{}",
+                    self.samples.len(),
+                    plural_s(self.samples.len())
+                );
+                self.sample_kept = vec![true; self.samples.len()];
+                if self.samples.is_empty() {
+                    self.observe("No triple generated.".into());
+                } else if requests.len() > 1 {
+                    self.phase = Phase::Verify;
+                } else {
+                    ev.notes.push("one sample: nothing to verify against; the triples are kept unverified".into());
+                    self.after_generate(cx, &mut ev);
+                }
+            }
+            Phase::Verify => {
+                let c = completion(&responses, 0)?;
+                let mut fell_back = false;
+                let kept = match parse::parse_kept(&c.text, self.samples.len()) {
+                    Ok(k) => k,
+                    Err(why) => {
+                        fell_back = true;
+                        ev.notes.push(format!("{why}; no generated triple is kept"));
+                        Vec::new()
+                    }
+                };
+                ev.calls.push(record(
+                    &requests[0],
+                    c,
+                    kept.iter().map(|k| (k + 1).to_string()).collect::<Vec<_>>().join(", "),
+                ));
+                if fell_back {
+                    unreadable(&mut ev);
+                }
+                ev.summary = format!(
+                    "verification kept {} of {} triple{}",
+                    kept.len(),
+                    self.samples.len(),
+                    plural_s(self.samples.len())
+                );
+                // Rejected ones stay too, marked, for the user to see (and overrule).
+                self.sample_kept = (0..self.samples.len()).map(|i| kept.contains(&i)).collect();
+                self.after_generate(cx, &mut ev);
+            }
+            Phase::LinkGenerated => {
+                for (i, name) in plan.names.iter().enumerate() {
+                    let matches = entity_matches(&responses, i)?;
+                    ev.lookups.push(LookupRecord { what: format!("entities named {name:?}"), results: matches.len() });
+                    if let Some(m) = link_model_name(name, matches) {
+                        self.names.insert(name.to_lowercase(), Term::Entity(m.id.clone()));
+                    }
+                }
+                ev.summary = "linked the generated names".into();
+                self.record_generated(cx, &mut ev);
+            }
+            Phase::Answer(source) => {
+                let (answers, reply) = answer_call(requests, &responses, &mut ev, source)?;
+                self.finish(cx, answers, reply, source);
+            }
+            Phase::Done => return Err(EngineError::Finished),
+        }
+        Ok(ev)
+    }
+
+    fn phase(&self) -> &'static str {
+        self.phase_name()
+    }
+
+    fn depth(&self) -> u32 {
+        self.step_count()
+    }
+
+    fn live_paths(&self, cx: &Context) -> Vec<PathView> {
+        self.paths(cx)
+    }
+
+    fn generated(&self) -> &[GeneratedTriple] {
+        &self.generated
+    }
+
+    fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
         let step = cx.next_index();
         let bad = |why: &str| EngineError::BadOverride { what: o.describe(), why: why.into() };
         match o {
@@ -919,57 +952,6 @@ impl GogMachine {
             }
             _ => Err(bad("GoG has no beam to steer: edit the action before it runs, or keep/reject generated triples")),
         }
-    }
-}
-
-/// How a relation is offered to the filter: its id, `(incoming)` when reversed.
-fn relation_name(r: &RelationRef) -> String {
-    match r.direction {
-        Direction::Out => r.relation.clone(),
-        Direction::In => format!("{} (incoming)", r.relation),
-    }
-}
-
-fn observed_name(cx: &Context, node: NodeId) -> String {
-    let n = &cx.beam.nodes[node];
-    if n.is_named() { n.shown().to_string() } else { n.term().map(|t| t.as_str().to_string()).unwrap_or_default() }
-}
-
-impl Method for GogMachine {
-    type Plan = GogPlan;
-
-    fn next(&mut self, cx: &mut Context) -> (Vec<Request>, GogPlan) {
-        self.requests(cx)
-    }
-
-    fn absorb(
-        &mut self,
-        cx: &mut Context,
-        plan: &GogPlan,
-        requests: &[Request],
-        responses: Vec<Response>,
-    ) -> Result<Event, EngineError> {
-        self.absorb_step(cx, plan, requests, responses)
-    }
-
-    fn phase(&self) -> &'static str {
-        self.phase_name()
-    }
-
-    fn depth(&self) -> u32 {
-        self.step_count()
-    }
-
-    fn live_paths(&self, cx: &Context) -> Vec<PathView> {
-        self.paths(cx)
-    }
-
-    fn generated(&self) -> &[GeneratedTriple] {
-        &self.generated
-    }
-
-    fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
-        self.apply_override(cx, o)
     }
 
     /// The steps, one row each, with the thought, the action and the observation in full.

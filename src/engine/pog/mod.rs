@@ -303,96 +303,6 @@ impl PogMachine {
             .join("\n")
     }
 
-    fn requests(&mut self, cx: &mut Context) -> (Vec<Request>, PogPlan) {
-        let s = cx.settings.clone();
-        let q = cx.question.clone();
-        let mut plan = PogPlan::default();
-        let requests = match self.phase {
-            Phase::Topics => self.linker.requests(cx),
-            Phase::Analysis => {
-                let topics: Vec<String> = cx.beam.roots().map(|r| format!("\"{}\"", r.shown())).collect();
-                let prompt =
-                    cx.prompts.render(Template::PogAnalysis, &[("question", &q), ("topics", &topics.join(", "))]);
-                vec![cx.llm("pog_analysis", prompt, s.prune_temperature, Shape::Analysis)]
-            }
-            Phase::ExpandRelations(lookup) => {
-                plan.nodes = self.to_search(lookup);
-                plan.nodes
-                    .iter()
-                    .map(|&n| Request::Relations { entity: self.sg.nodes[n].term.as_str().to_string() })
-                    .collect()
-            }
-            Phase::ExpandNeighbours(_) => self
-                .found
-                .iter()
-                .flat_map(|(n, rels)| {
-                    let entity = self.sg.nodes[*n].term.as_str().to_string();
-                    rels.iter().map(move |r| Request::Neighbours { entity: entity.clone(), relation: r.clone() })
-                })
-                .collect(),
-            Phase::Reduce => Vec::new(),
-            Phase::Fuzzy => {
-                if s.prune == PruneTool::Embedding && !self.pool.is_empty() {
-                    let mut texts = vec![self.indicator(cx)];
-                    texts.extend(self.pool.iter().map(|&c| self.cands[c].text.clone()));
-                    vec![Request::Embed { texts }]
-                } else {
-                    Vec::new()
-                }
-            }
-            Phase::Precise => {
-                plan.batches = self.precise_batches();
-                plan.batches
-                    .iter()
-                    .map(|batch| {
-                        let texts: Vec<&str> = batch.iter().map(|&c| self.cands[c].text.as_str()).collect();
-                        self.selection(cx, Template::PogPrecise, &texts)
-                    })
-                    .collect()
-            }
-            Phase::Branch(hops) => {
-                plan.prefixes = self.prefixes(hops);
-                let texts: Vec<&str> = plan.prefixes.iter().map(|(text, _)| text.as_str()).collect();
-                vec![self.selection(cx, Template::PogBranch, &texts)]
-            }
-            Phase::Summary => {
-                let prompt =
-                    cx.prompts.render(Template::PogSummary, &[("question", &q), ("paths", &self.numbered(&self.pool))]);
-                vec![cx.llm("pog_summary", prompt, s.prune_temperature, Shape::Summary)]
-            }
-            Phase::Sufficiency => {
-                let summary = if self.summary.is_empty() { "(none)".to_string() } else { self.summary.join("\n") };
-                let prompt = cx.prompts.render(
-                    Template::PogSufficiency,
-                    &[("question", &q), ("paths", &self.numbered(&self.pool)), ("summary", &summary)],
-                );
-                vec![cx.llm("pog_sufficiency", prompt, s.reason_temperature, Shape::Verdict)]
-            }
-            Phase::Supplement => {
-                let topics: Vec<String> = cx.beam.roots().map(|r| r.shown().to_string()).collect();
-                let prompt = cx.prompts.render(
-                    Template::PogSupplement,
-                    &[("question", &q), ("topics", &topics.join(", ")), ("paths", &self.numbered(&self.selected))],
-                );
-                vec![cx.llm("pog_supplement", prompt, s.prune_temperature, Shape::Supplement)]
-            }
-            Phase::Answer(source) => {
-                let mut all: Vec<usize> = self.selected.clone();
-                for &c in &self.pool {
-                    if !all.contains(&c) {
-                        all.push(c);
-                    }
-                }
-                let template =
-                    if source == AnswerSource::KgPaths { Template::PogAnswer } else { Template::PogAnswerOwn };
-                let prompt = cx.prompts.render(template, &[("question", &q), ("paths", &self.numbered(&all))]);
-                vec![cx.llm(template.name(), prompt, s.reason_temperature, Shape::Answer)]
-            }
-            Phase::Done => Vec::new(),
-        };
-        (requests, plan)
-    }
-
     /// Subgraph nodes whose relations the lookup needs: the last hop's unsearched entities, or
     /// the unsearched entities on the selected paths.
     fn to_search(&self, lookup: Lookup) -> Vec<usize> {
@@ -457,189 +367,6 @@ impl PogMachine {
 
     fn longest(&self) -> usize {
         self.pool.iter().map(|&c| self.cands[c].path.len()).max().unwrap_or(0)
-    }
-
-    fn absorb_step(
-        &mut self,
-        cx: &mut Context,
-        plan: &PogPlan,
-        requests: &[Request],
-        responses: Vec<Response>,
-    ) -> Result<Event, EngineError> {
-        let mut ev = Event::step(cx.next_index(), self.phase_name(), self.hop_depth());
-        match self.phase {
-            Phase::Topics => {
-                self.linker.absorb(cx, requests, &responses, &mut ev)?;
-                if self.linker.done() {
-                    self.phase = Phase::Analysis;
-                }
-            }
-            Phase::Analysis => self.absorb_analysis(cx, requests, &responses, &mut ev)?,
-            Phase::ExpandRelations(lookup) => {
-                let nodes = &plan.nodes;
-                self.found.clear();
-                let mut total = 0;
-                for (i, &n) in nodes.iter().enumerate() {
-                    let rels = relations(&responses, i)?;
-                    ev.lookups.push(LookupRecord {
-                        what: format!("relations of {}", self.node_name(n)),
-                        results: rels.len(),
-                    });
-                    total += rels.len();
-                    Arc::make_mut(&mut self.sg).nodes[n].searched = true;
-                    if !rels.is_empty() {
-                        self.found.push((n, rels));
-                    }
-                }
-                ev.summary = format!(
-                    "{total} relation{} around {} entit{}",
-                    plural_s(total),
-                    nodes.len(),
-                    if nodes.len() == 1 { "y" } else { "ies" }
-                );
-                self.phase = Phase::ExpandNeighbours(lookup);
-                if self.found.is_empty() {
-                    self.after_expansion(cx, lookup, &mut ev);
-                }
-            }
-            Phase::ExpandNeighbours(lookup) => {
-                let found = std::mem::take(&mut self.found);
-                let mut i = 0;
-                let before = (self.sg.nodes.len(), self.sg.triples);
-                for (n, rels) in found {
-                    let hop = self.sg.nodes[n].hop + 1;
-                    for r in rels {
-                        let mut got = neighbours(&responses, i)?;
-                        i += 1;
-                        ev.lookups.push(LookupRecord {
-                            what: format!("{} {} {}", self.node_name(n), r.direction.arrow(), r.relation),
-                            results: got.len(),
-                        });
-                        if got.len() > cx.settings.sample_threshold {
-                            let keep = sample_indices(&mut cx.rng, got.len(), cx.settings.sample_threshold);
-                            ev.notes.push(format!(
-                                "{} {}: {} neighbours, {} sampled (seeded)",
-                                self.node_name(n),
-                                r.relation,
-                                got.len(),
-                                keep.len()
-                            ));
-                            got = keep.into_iter().map(|k| got[k].clone()).collect();
-                        }
-                        for nb in got {
-                            if self.sg.nodes.len() >= MAX_SUBGRAPH_NODES {
-                                break;
-                            }
-                            let label = nb.label.clone().or_else(|| match &nb.term {
-                                Term::Literal(v) => Some(v.clone()),
-                                Term::Entity(_) => None,
-                            });
-                            let sg = Arc::make_mut(&mut self.sg);
-                            let m = sg.node(&nb.term, label.as_deref(), hop);
-                            sg.link(n, &r.relation, r.direction, m);
-                        }
-                    }
-                }
-                if self.sg.nodes.len() >= MAX_SUBGRAPH_NODES {
-                    ev.notes.push(format!("the subgraph reached {MAX_SUBGRAPH_NODES} nodes; expansion stopped"));
-                }
-                if lookup == Lookup::Subgraph {
-                    self.report.subgraph = (self.sg.nodes.len(), self.sg.triples);
-                }
-                ev.summary = format!(
-                    "subgraph: +{} nodes, +{} triples ({} nodes, {} triples)",
-                    self.sg.nodes.len() - before.0,
-                    self.sg.triples - before.1,
-                    self.sg.nodes.len(),
-                    self.sg.triples
-                );
-                self.after_expansion(cx, lookup, &mut ev);
-            }
-            Phase::Reduce => {
-                let r = Arc::make_mut(&mut self.sg).reduce(&self.topics, REDUCTION_SLACK);
-                ev.summary = format!("subgraph reduced from {} to {} nodes", r.before, r.after);
-                if !r.connected {
-                    ev.notes.push(format!(
-                        "the topic entities do not connect within {} hops; the subgraph is not reduced",
-                        cx.settings.depth
-                    ));
-                }
-                self.keep = r.keep;
-                self.connected = r.connected && self.topics.len() > 1;
-                self.report.reduced = Some((r.before, r.after));
-                self.report.connected = self.connected;
-                self.stage = Stage::TopicPaths(self.predicted);
-                self.gather(cx, &mut ev);
-            }
-            Phase::Fuzzy => self.absorb_fuzzy(cx, &responses, &mut ev)?,
-            Phase::Precise => self.absorb_precise(cx, &plan.batches, requests, &responses, &mut ev)?,
-            Phase::Branch(hops) => self.absorb_branch(cx, hops, &plan.prefixes, requests, &responses, &mut ev)?,
-            Phase::Summary => {
-                let c = completion(&responses, 0)?;
-                self.summary = parse::parse_summary(&c.text);
-                self.report.summary = self.summary.clone();
-                ev.calls.push(record(&requests[0], c, format!("{} line(s)", self.summary.len())));
-                if self.summary.is_empty() {
-                    unreadable(&mut ev);
-                    ev.notes.push("the summary reply is empty; the sufficiency check reads the paths alone".into());
-                }
-                ev.summary = format!("summarised {} path{}", self.pool.len(), plural_s(self.pool.len()));
-                self.phase = Phase::Sufficiency;
-            }
-            Phase::Sufficiency => {
-                let c = completion(&responses, 0)?;
-                let (verdict, yes, answers) = match parse::parse_sufficiency(&c.text) {
-                    Ok((yes, answers)) => (Some(yes), yes, answers),
-                    Err(why) => {
-                        ev.notes.push(format!("{why}; taken as No"));
-                        (None, false, Vec::new())
-                    }
-                };
-                ev.calls.push(record(&requests[0], c, if yes { "Yes".into() } else { "No".into() }));
-                if verdict.is_none() {
-                    unreadable(&mut ev);
-                }
-                self.last_verdict = Some(yes);
-                self.selected = self.pool.clone();
-                if let Some(s) = self.report.stages.last_mut() {
-                    s.sufficient = Some(yes);
-                }
-                let stage = self.stage.name();
-                if yes && !answers.is_empty() {
-                    ev.summary = format!("{stage}: sufficient; answer {}", answers.join(", "));
-                    self.finish(cx, answers, c.text.clone(), AnswerSource::KgPaths);
-                } else if yes {
-                    ev.summary = format!("{stage}: sufficient; asking for the answer");
-                    self.phase = Phase::Answer(AnswerSource::KgPaths);
-                } else {
-                    ev.summary = format!("{stage}: not sufficient");
-                    self.next_stage(cx, &mut ev);
-                }
-            }
-            Phase::Supplement => {
-                let c = completion(&responses, 0)?;
-                let names = parse::parse_supplement(&c.text);
-                let matched = self.match_names(&names);
-                ev.calls.push(record(&requests[0], c, names.join("; ")));
-                if names.is_empty() {
-                    unreadable(&mut ev);
-                    ev.notes.push("the reply names no candidate entity".into());
-                }
-                ev.summary = format!(
-                    "the model predicted {} entit{}; {} matched in the subgraph",
-                    names.len(),
-                    if names.len() == 1 { "y" } else { "ies" },
-                    matched.len()
-                );
-                self.supplement_paths(cx, &matched, &mut ev);
-            }
-            Phase::Answer(source) => {
-                let (answers, reply) = answer_call(requests, &responses, &mut ev, source)?;
-                self.finish(cx, answers, reply, source);
-            }
-            Phase::Done => return Err(EngineError::Finished),
-        }
-        Ok(ev)
     }
 
     fn node_name(&self, n: usize) -> String {
@@ -1228,8 +955,311 @@ impl PogMachine {
         cx.answer = Some(Answer { answers, source, reply, paths });
         self.phase = Phase::Done;
     }
+}
 
-    fn apply_override(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
+/// The phase of the last step taken (overrides and rewinds are not steps).
+fn last_step(cx: &Context) -> Option<&str> {
+    cx.trace.iter().rev().find_map(|e| e.phase())
+}
+
+/// PoG-E's rule for a hop with several relations between the same two nodes: one of them,
+/// drawn from a generator seeded with the run's seed and the edge, so the same seed always
+/// walks the same relation (the reference takes the first after sorting).
+fn pog_e_choice(seed: u64, edge: usize, n: usize) -> usize {
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ (edge as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    rng.random_range(0..n)
+}
+
+impl Method for PogMachine {
+    type Plan = PogPlan;
+
+    fn next(&mut self, cx: &mut Context) -> (Vec<Request>, PogPlan) {
+        let s = cx.settings.clone();
+        let q = cx.question.clone();
+        let mut plan = PogPlan::default();
+        let requests = match self.phase {
+            Phase::Topics => self.linker.requests(cx),
+            Phase::Analysis => {
+                let topics: Vec<String> = cx.beam.roots().map(|r| format!("\"{}\"", r.shown())).collect();
+                let prompt =
+                    cx.prompts.render(Template::PogAnalysis, &[("question", &q), ("topics", &topics.join(", "))]);
+                vec![cx.llm("pog_analysis", prompt, s.prune_temperature, Shape::Analysis)]
+            }
+            Phase::ExpandRelations(lookup) => {
+                plan.nodes = self.to_search(lookup);
+                plan.nodes
+                    .iter()
+                    .map(|&n| Request::Relations { entity: self.sg.nodes[n].term.as_str().to_string() })
+                    .collect()
+            }
+            Phase::ExpandNeighbours(_) => self
+                .found
+                .iter()
+                .flat_map(|(n, rels)| {
+                    let entity = self.sg.nodes[*n].term.as_str().to_string();
+                    rels.iter().map(move |r| Request::Neighbours { entity: entity.clone(), relation: r.clone() })
+                })
+                .collect(),
+            Phase::Reduce => Vec::new(),
+            Phase::Fuzzy => {
+                if s.prune == PruneTool::Embedding && !self.pool.is_empty() {
+                    let mut texts = vec![self.indicator(cx)];
+                    texts.extend(self.pool.iter().map(|&c| self.cands[c].text.clone()));
+                    vec![Request::Embed { texts }]
+                } else {
+                    Vec::new()
+                }
+            }
+            Phase::Precise => {
+                plan.batches = self.precise_batches();
+                plan.batches
+                    .iter()
+                    .map(|batch| {
+                        let texts: Vec<&str> = batch.iter().map(|&c| self.cands[c].text.as_str()).collect();
+                        self.selection(cx, Template::PogPrecise, &texts)
+                    })
+                    .collect()
+            }
+            Phase::Branch(hops) => {
+                plan.prefixes = self.prefixes(hops);
+                let texts: Vec<&str> = plan.prefixes.iter().map(|(text, _)| text.as_str()).collect();
+                vec![self.selection(cx, Template::PogBranch, &texts)]
+            }
+            Phase::Summary => {
+                let prompt =
+                    cx.prompts.render(Template::PogSummary, &[("question", &q), ("paths", &self.numbered(&self.pool))]);
+                vec![cx.llm("pog_summary", prompt, s.prune_temperature, Shape::Summary)]
+            }
+            Phase::Sufficiency => {
+                let summary = if self.summary.is_empty() { "(none)".to_string() } else { self.summary.join("\n") };
+                let prompt = cx.prompts.render(
+                    Template::PogSufficiency,
+                    &[("question", &q), ("paths", &self.numbered(&self.pool)), ("summary", &summary)],
+                );
+                vec![cx.llm("pog_sufficiency", prompt, s.reason_temperature, Shape::Verdict)]
+            }
+            Phase::Supplement => {
+                let topics: Vec<String> = cx.beam.roots().map(|r| r.shown().to_string()).collect();
+                let prompt = cx.prompts.render(
+                    Template::PogSupplement,
+                    &[("question", &q), ("topics", &topics.join(", ")), ("paths", &self.numbered(&self.selected))],
+                );
+                vec![cx.llm("pog_supplement", prompt, s.prune_temperature, Shape::Supplement)]
+            }
+            Phase::Answer(source) => {
+                let mut all: Vec<usize> = self.selected.clone();
+                for &c in &self.pool {
+                    if !all.contains(&c) {
+                        all.push(c);
+                    }
+                }
+                let template =
+                    if source == AnswerSource::KgPaths { Template::PogAnswer } else { Template::PogAnswerOwn };
+                let prompt = cx.prompts.render(template, &[("question", &q), ("paths", &self.numbered(&all))]);
+                vec![cx.llm(template.name(), prompt, s.reason_temperature, Shape::Answer)]
+            }
+            Phase::Done => Vec::new(),
+        };
+        (requests, plan)
+    }
+
+    fn absorb(
+        &mut self,
+        cx: &mut Context,
+        plan: &PogPlan,
+        requests: &[Request],
+        responses: Vec<Response>,
+    ) -> Result<Event, EngineError> {
+        let mut ev = Event::step(cx.next_index(), self.phase_name(), self.hop_depth());
+        match self.phase {
+            Phase::Topics => {
+                self.linker.absorb(cx, requests, &responses, &mut ev)?;
+                if self.linker.done() {
+                    self.phase = Phase::Analysis;
+                }
+            }
+            Phase::Analysis => self.absorb_analysis(cx, requests, &responses, &mut ev)?,
+            Phase::ExpandRelations(lookup) => {
+                let nodes = &plan.nodes;
+                self.found.clear();
+                let mut total = 0;
+                for (i, &n) in nodes.iter().enumerate() {
+                    let rels = relations(&responses, i)?;
+                    ev.lookups.push(LookupRecord {
+                        what: format!("relations of {}", self.node_name(n)),
+                        results: rels.len(),
+                    });
+                    total += rels.len();
+                    Arc::make_mut(&mut self.sg).nodes[n].searched = true;
+                    if !rels.is_empty() {
+                        self.found.push((n, rels));
+                    }
+                }
+                ev.summary = format!(
+                    "{total} relation{} around {} entit{}",
+                    plural_s(total),
+                    nodes.len(),
+                    if nodes.len() == 1 { "y" } else { "ies" }
+                );
+                self.phase = Phase::ExpandNeighbours(lookup);
+                if self.found.is_empty() {
+                    self.after_expansion(cx, lookup, &mut ev);
+                }
+            }
+            Phase::ExpandNeighbours(lookup) => {
+                let found = std::mem::take(&mut self.found);
+                let mut i = 0;
+                let before = (self.sg.nodes.len(), self.sg.triples);
+                for (n, rels) in found {
+                    let hop = self.sg.nodes[n].hop + 1;
+                    for r in rels {
+                        let mut got = neighbours(&responses, i)?;
+                        i += 1;
+                        ev.lookups.push(LookupRecord {
+                            what: format!("{} {} {}", self.node_name(n), r.direction.arrow(), r.relation),
+                            results: got.len(),
+                        });
+                        if got.len() > cx.settings.sample_threshold {
+                            let keep = sample_indices(&mut cx.rng, got.len(), cx.settings.sample_threshold);
+                            ev.notes.push(format!(
+                                "{} {}: {} neighbours, {} sampled (seeded)",
+                                self.node_name(n),
+                                r.relation,
+                                got.len(),
+                                keep.len()
+                            ));
+                            got = keep.into_iter().map(|k| got[k].clone()).collect();
+                        }
+                        for nb in got {
+                            if self.sg.nodes.len() >= MAX_SUBGRAPH_NODES {
+                                break;
+                            }
+                            let label = nb.label.clone().or_else(|| match &nb.term {
+                                Term::Literal(v) => Some(v.clone()),
+                                Term::Entity(_) => None,
+                            });
+                            let sg = Arc::make_mut(&mut self.sg);
+                            let m = sg.node(&nb.term, label.as_deref(), hop);
+                            sg.link(n, &r.relation, r.direction, m);
+                        }
+                    }
+                }
+                if self.sg.nodes.len() >= MAX_SUBGRAPH_NODES {
+                    ev.notes.push(format!("the subgraph reached {MAX_SUBGRAPH_NODES} nodes; expansion stopped"));
+                }
+                if lookup == Lookup::Subgraph {
+                    self.report.subgraph = (self.sg.nodes.len(), self.sg.triples);
+                }
+                ev.summary = format!(
+                    "subgraph: +{} nodes, +{} triples ({} nodes, {} triples)",
+                    self.sg.nodes.len() - before.0,
+                    self.sg.triples - before.1,
+                    self.sg.nodes.len(),
+                    self.sg.triples
+                );
+                self.after_expansion(cx, lookup, &mut ev);
+            }
+            Phase::Reduce => {
+                let r = Arc::make_mut(&mut self.sg).reduce(&self.topics, REDUCTION_SLACK);
+                ev.summary = format!("subgraph reduced from {} to {} nodes", r.before, r.after);
+                if !r.connected {
+                    ev.notes.push(format!(
+                        "the topic entities do not connect within {} hops; the subgraph is not reduced",
+                        cx.settings.depth
+                    ));
+                }
+                self.keep = r.keep;
+                self.connected = r.connected && self.topics.len() > 1;
+                self.report.reduced = Some((r.before, r.after));
+                self.report.connected = self.connected;
+                self.stage = Stage::TopicPaths(self.predicted);
+                self.gather(cx, &mut ev);
+            }
+            Phase::Fuzzy => self.absorb_fuzzy(cx, &responses, &mut ev)?,
+            Phase::Precise => self.absorb_precise(cx, &plan.batches, requests, &responses, &mut ev)?,
+            Phase::Branch(hops) => self.absorb_branch(cx, hops, &plan.prefixes, requests, &responses, &mut ev)?,
+            Phase::Summary => {
+                let c = completion(&responses, 0)?;
+                self.summary = parse::parse_summary(&c.text);
+                self.report.summary = self.summary.clone();
+                ev.calls.push(record(&requests[0], c, format!("{} line(s)", self.summary.len())));
+                if self.summary.is_empty() {
+                    unreadable(&mut ev);
+                    ev.notes.push("the summary reply is empty; the sufficiency check reads the paths alone".into());
+                }
+                ev.summary = format!("summarised {} path{}", self.pool.len(), plural_s(self.pool.len()));
+                self.phase = Phase::Sufficiency;
+            }
+            Phase::Sufficiency => {
+                let c = completion(&responses, 0)?;
+                let (verdict, yes, answers) = match parse::parse_sufficiency(&c.text) {
+                    Ok((yes, answers)) => (Some(yes), yes, answers),
+                    Err(why) => {
+                        ev.notes.push(format!("{why}; taken as No"));
+                        (None, false, Vec::new())
+                    }
+                };
+                ev.calls.push(record(&requests[0], c, if yes { "Yes".into() } else { "No".into() }));
+                if verdict.is_none() {
+                    unreadable(&mut ev);
+                }
+                self.last_verdict = Some(yes);
+                self.selected = self.pool.clone();
+                if let Some(s) = self.report.stages.last_mut() {
+                    s.sufficient = Some(yes);
+                }
+                let stage = self.stage.name();
+                if yes && !answers.is_empty() {
+                    ev.summary = format!("{stage}: sufficient; answer {}", answers.join(", "));
+                    self.finish(cx, answers, c.text.clone(), AnswerSource::KgPaths);
+                } else if yes {
+                    ev.summary = format!("{stage}: sufficient; asking for the answer");
+                    self.phase = Phase::Answer(AnswerSource::KgPaths);
+                } else {
+                    ev.summary = format!("{stage}: not sufficient");
+                    self.next_stage(cx, &mut ev);
+                }
+            }
+            Phase::Supplement => {
+                let c = completion(&responses, 0)?;
+                let names = parse::parse_supplement(&c.text);
+                let matched = self.match_names(&names);
+                ev.calls.push(record(&requests[0], c, names.join("; ")));
+                if names.is_empty() {
+                    unreadable(&mut ev);
+                    ev.notes.push("the reply names no candidate entity".into());
+                }
+                ev.summary = format!(
+                    "the model predicted {} entit{}; {} matched in the subgraph",
+                    names.len(),
+                    if names.len() == 1 { "y" } else { "ies" },
+                    matched.len()
+                );
+                self.supplement_paths(cx, &matched, &mut ev);
+            }
+            Phase::Answer(source) => {
+                let (answers, reply) = answer_call(requests, &responses, &mut ev, source)?;
+                self.finish(cx, answers, reply, source);
+            }
+            Phase::Done => return Err(EngineError::Finished),
+        }
+        Ok(ev)
+    }
+
+    fn phase(&self) -> &'static str {
+        self.phase_name()
+    }
+
+    fn depth(&self) -> u32 {
+        self.hop_depth()
+    }
+
+    fn live_paths(&self, cx: &Context) -> Vec<PathView> {
+        self.paths(cx)
+    }
+
+    fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
         let step = cx.next_index();
         let bad = |why: &str| EngineError::BadOverride { what: o.describe(), why: why.into() };
         let selecting = matches!(self.phase, Phase::Precise | Phase::Branch(_) | Phase::Summary | Phase::Sufficiency);
@@ -1330,54 +1360,6 @@ impl PogMachine {
                 Ok(format!("forced continue: on to {}{}", self.stage.name(), with_notes(&ev)))
             }
         }
-    }
-}
-
-/// The phase of the last step taken (overrides and rewinds are not steps).
-fn last_step(cx: &Context) -> Option<&str> {
-    cx.trace.iter().rev().find_map(|e| e.phase())
-}
-
-/// PoG-E's rule for a hop with several relations between the same two nodes: one of them,
-/// drawn from a generator seeded with the run's seed and the edge, so the same seed always
-/// walks the same relation (the reference takes the first after sorting).
-fn pog_e_choice(seed: u64, edge: usize, n: usize) -> usize {
-    use rand::SeedableRng;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ (edge as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    rng.random_range(0..n)
-}
-
-impl Method for PogMachine {
-    type Plan = PogPlan;
-
-    fn next(&mut self, cx: &mut Context) -> (Vec<Request>, PogPlan) {
-        self.requests(cx)
-    }
-
-    fn absorb(
-        &mut self,
-        cx: &mut Context,
-        plan: &PogPlan,
-        requests: &[Request],
-        responses: Vec<Response>,
-    ) -> Result<Event, EngineError> {
-        self.absorb_step(cx, plan, requests, responses)
-    }
-
-    fn phase(&self) -> &'static str {
-        self.phase_name()
-    }
-
-    fn depth(&self) -> u32 {
-        self.hop_depth()
-    }
-
-    fn live_paths(&self, cx: &Context) -> Vec<PathView> {
-        self.paths(cx)
-    }
-
-    fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
-        self.apply_override(cx, o)
     }
 
     /// The candidate paths, beside the report, most telling first (the pane is short): the
