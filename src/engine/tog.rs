@@ -83,19 +83,6 @@ impl TogMachine {
         })
     }
 
-    fn phase_name(&self) -> &'static str {
-        match self.phase {
-            Phase::Topics => self.linker.phase_name(),
-            Phase::RelationSearch => "relation_search",
-            Phase::RelationPrune => "relation_prune",
-            Phase::EntitySearch => "entity_search",
-            Phase::EntityPrune => "entity_prune",
-            Phase::Reasoning => "reasoning",
-            Phase::Answer(_) => "answer",
-            Phase::Done => "done",
-        }
-    }
-
     /// Live entity nodes at `depth` (topic entities at 0) whose whole path is live.
     fn live_entities_at(cx: &Context, depth: u32) -> Vec<NodeId> {
         cx.beam
@@ -191,40 +178,12 @@ impl TogMachine {
             .collect()
     }
 
-    /// The live paths now in front of the model: live entity nodes with no live entity below
-    /// them, best path score first (ties: older node first).
-    fn paths(&self, cx: &Context) -> Vec<PathView> {
-        let beam = &cx.beam;
-        let mut leaves: Vec<NodeId> = beam
-            .nodes
-            .iter()
-            .filter(|n| n.parent.is_some() && n.term().is_some() && n.status.is_live() && beam.is_live_path(n.id))
-            .filter(|n| {
-                !n.children.iter().any(|&r| {
-                    beam.nodes[r].status.is_live()
-                        && beam.nodes[r].children.iter().any(|&e| beam.nodes[e].status.is_live())
-                })
-            })
-            .map(|n| n.id)
-            .collect();
-        leaves.sort_by(|&a, &b| beam.nodes[b].path_score.total_cmp(&beam.nodes[a].path_score).then(a.cmp(&b)));
-        leaves
-            .into_iter()
-            .map(|leaf| PathView {
-                leaf,
-                text: beam.path_text(leaf),
-                score: beam.nodes[leaf].path_score,
-                triples: beam.triples(leaf),
-            })
-            .collect()
-    }
-
     /// The triples of the live paths, one `head, relation, tail` per line, without repeats. An
     /// entity merged from several paths brings the triples of every path that reached it.
     fn triples_text(&self, cx: &Context) -> String {
         let beam = &cx.beam;
         let mut lines: Vec<String> = Vec::new();
-        for path in self.paths(cx) {
+        for path in self.live_paths(cx) {
             let merged = beam.path(path.leaf).into_iter().flat_map(|n| beam.nodes[n].also_via.iter().copied());
             let triples = merged.flat_map(|copy| beam.triples(copy)).chain(path.triples);
             for t in triples {
@@ -241,7 +200,7 @@ impl TogMachine {
     fn chains_text(&self, cx: &Context) -> String {
         let beam = &cx.beam;
         let mut chains: Vec<(String, Vec<String>)> = Vec::new();
-        for path in self.paths(cx) {
+        for path in self.live_paths(cx) {
             let ids = beam.path(path.leaf);
             let Some(&root) = ids.first() else { continue };
             let mut chain = beam.nodes[root].shown().to_string();
@@ -356,7 +315,7 @@ impl TogMachine {
     }
 
     fn finish(&mut self, cx: &mut Context, answers: Vec<String>, reply: String, source: AnswerSource) {
-        let mut paths = self.paths(cx);
+        let mut paths = self.live_paths(cx);
         // The paths merged into a kept entity's slot were shown to the model too.
         let beam = &cx.beam;
         let merged: Vec<NodeId> =
@@ -919,7 +878,7 @@ impl Method for TogMachine {
         responses: Vec<Response>,
     ) -> Result<Event, EngineError> {
         let index = cx.next_index();
-        let mut ev = Event::step(index, self.phase_name(), self.depth);
+        let mut ev = Event::step(index, self.phase(), self.depth);
         match self.phase {
             Phase::Topics => {
                 self.linker.absorb(cx, requests, &responses, &mut ev)?;
@@ -1061,15 +1020,48 @@ impl Method for TogMachine {
     }
 
     fn phase(&self) -> &'static str {
-        self.phase_name()
+        match self.phase {
+            Phase::Topics => self.linker.phase_name(),
+            Phase::RelationSearch => "relation_search",
+            Phase::RelationPrune => "relation_prune",
+            Phase::EntitySearch => "entity_search",
+            Phase::EntityPrune => "entity_prune",
+            Phase::Reasoning => "reasoning",
+            Phase::Answer(_) => "answer",
+            Phase::Done => "done",
+        }
     }
 
     fn depth(&self) -> u32 {
         self.depth
     }
 
+    /// The live paths now in front of the model: live entity nodes with no live entity below
+    /// them, best path score first (ties: older node first).
     fn live_paths(&self, cx: &Context) -> Vec<PathView> {
-        self.paths(cx)
+        let beam = &cx.beam;
+        let mut leaves: Vec<NodeId> = beam
+            .nodes
+            .iter()
+            .filter(|n| n.parent.is_some() && n.term().is_some() && n.status.is_live() && beam.is_live_path(n.id))
+            .filter(|n| {
+                !n.children.iter().any(|&r| {
+                    beam.nodes[r].status.is_live()
+                        && beam.nodes[r].children.iter().any(|&e| beam.nodes[e].status.is_live())
+                })
+            })
+            .map(|n| n.id)
+            .collect();
+        leaves.sort_by(|&a, &b| beam.nodes[b].path_score.total_cmp(&beam.nodes[a].path_score).then(a.cmp(&b)));
+        leaves
+            .into_iter()
+            .map(|leaf| PathView {
+                leaf,
+                text: beam.path_text(leaf),
+                score: beam.nodes[leaf].path_score,
+                triples: beam.triples(leaf),
+            })
+            .collect()
     }
 
     fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {

@@ -149,10 +149,6 @@ impl GogMachine {
         }
     }
 
-    fn step_count(&self) -> u32 {
-        self.steps.len() as u32
-    }
-
     pub fn steps(&self) -> &[GogStep] {
         &self.steps
     }
@@ -161,43 +157,6 @@ impl GogMachine {
     /// the action has not run.
     pub fn editable(&self) -> bool {
         matches!(self.phase, Phase::Link | Phase::Relations | Phase::Generate) && self.action.is_some()
-    }
-
-    fn phase_name(&self) -> &'static str {
-        match self.phase {
-            Phase::Topics => self.linker.phase_name(),
-            Phase::Think => "thought",
-            Phase::Link => "search_linking",
-            Phase::Relations => "search_relations",
-            Phase::Filter => "relation_filter",
-            Phase::Neighbours => "search_triples",
-            Phase::Generate => "generate",
-            Phase::Verify => "verify",
-            Phase::LinkGenerated => "generated_linking",
-            Phase::Answer(_) => "answer",
-            Phase::Done => "done",
-        }
-    }
-
-    /// The observed and generated triples as paths (one per triple), newest first.
-    fn paths(&self, cx: &Context) -> Vec<PathView> {
-        let mut leaves: Vec<NodeId> = cx
-            .beam
-            .nodes
-            .iter()
-            .filter(|n| n.parent.is_some() && n.term().is_some() && n.status.is_live() && cx.beam.is_live_path(n.id))
-            .filter(|n| {
-                !n.children
-                    .iter()
-                    .any(|&r| cx.beam.nodes[r].children.iter().any(|&e| cx.beam.nodes[e].status.is_live()))
-            })
-            .map(|n| n.id)
-            .collect();
-        leaves.reverse();
-        leaves
-            .into_iter()
-            .map(|leaf| PathView { leaf, text: cx.beam.path_text(leaf), score: 1.0, triples: cx.beam.triples(leaf) })
-            .collect()
     }
 
     fn transcript(&self) -> String {
@@ -581,7 +540,7 @@ impl GogMachine {
     }
 
     fn finish(&mut self, cx: &mut Context, answers: Vec<String>, reply: String, source: AnswerSource) {
-        let paths = self.paths(cx);
+        let paths = self.live_paths(cx);
         cx.answer = Some(Answer { answers, source, reply, paths });
         self.phase = Phase::Done;
         self.action = None;
@@ -699,7 +658,7 @@ impl Method for GogMachine {
         requests: &[Request],
         responses: Vec<Response>,
     ) -> Result<Event, EngineError> {
-        let mut ev = Event::step(cx.next_index(), self.phase_name(), self.step_count());
+        let mut ev = Event::step(cx.next_index(), self.phase(), self.depth());
         match self.phase {
             Phase::Topics => {
                 self.linker.absorb(cx, requests, &responses, &mut ev)?;
@@ -886,15 +845,44 @@ impl Method for GogMachine {
     }
 
     fn phase(&self) -> &'static str {
-        self.phase_name()
+        match self.phase {
+            Phase::Topics => self.linker.phase_name(),
+            Phase::Think => "thought",
+            Phase::Link => "search_linking",
+            Phase::Relations => "search_relations",
+            Phase::Filter => "relation_filter",
+            Phase::Neighbours => "search_triples",
+            Phase::Generate => "generate",
+            Phase::Verify => "verify",
+            Phase::LinkGenerated => "generated_linking",
+            Phase::Answer(_) => "answer",
+            Phase::Done => "done",
+        }
     }
 
     fn depth(&self) -> u32 {
-        self.step_count()
+        self.steps.len() as u32
     }
 
+    /// The observed and generated triples as paths (one per triple), newest first.
     fn live_paths(&self, cx: &Context) -> Vec<PathView> {
-        self.paths(cx)
+        let mut leaves: Vec<NodeId> = cx
+            .beam
+            .nodes
+            .iter()
+            .filter(|n| n.parent.is_some() && n.term().is_some() && n.status.is_live() && cx.beam.is_live_path(n.id))
+            .filter(|n| {
+                !n.children
+                    .iter()
+                    .any(|&r| cx.beam.nodes[r].children.iter().any(|&e| cx.beam.nodes[e].status.is_live()))
+            })
+            .map(|n| n.id)
+            .collect();
+        leaves.reverse();
+        leaves
+            .into_iter()
+            .map(|leaf| PathView { leaf, text: cx.beam.path_text(leaf), score: 1.0, triples: cx.beam.triples(leaf) })
+            .collect()
     }
 
     fn generated(&self) -> &[GeneratedTriple] {

@@ -224,49 +224,12 @@ impl PogMachine {
         })
     }
 
-    fn hop_depth(&self) -> u32 {
-        match self.phase {
-            Phase::Topics | Phase::Analysis => 0,
-            Phase::ExpandRelations(Lookup::Subgraph) | Phase::ExpandNeighbours(Lookup::Subgraph) => self.hop,
-            _ => match self.stage {
-                Stage::TopicPaths(d) => d,
-                _ => self.hop,
-            },
-        }
-    }
-
-    fn phase_name(&self) -> &'static str {
-        match self.phase {
-            Phase::Topics => self.linker.phase_name(),
-            Phase::Analysis => "question_analysis",
-            Phase::ExpandRelations(Lookup::Subgraph) => "subgraph_relations",
-            Phase::ExpandNeighbours(Lookup::Subgraph) => "subgraph_neighbours",
-            Phase::ExpandRelations(Lookup::NodeExpansion) => "expansion_relations",
-            Phase::ExpandNeighbours(Lookup::NodeExpansion) => "expansion_neighbours",
-            Phase::Reduce => "subgraph_reduction",
-            Phase::Fuzzy => "fuzzy_selection",
-            Phase::Precise => "precise_selection",
-            Phase::Branch(_) => "branch_selection",
-            Phase::Summary => "path_summary",
-            Phase::Sufficiency => "sufficiency",
-            Phase::Supplement => "llm_supplement",
-            Phase::Answer(_) => "answer",
-            Phase::Done => "done",
-        }
-    }
-
     pub fn report(&self) -> &PogReport {
         &self.report
     }
 
     fn indicator(&self, cx: &Context) -> String {
         self.analysis.as_ref().map(|a| a.indicator.clone()).unwrap_or_else(|| cx.question.clone())
-    }
-
-    /// The paths now in front of the model, best first.
-    fn paths(&self, cx: &Context) -> Vec<PathView> {
-        let shown = if self.pool.is_empty() { &self.selected } else { &self.pool };
-        shown.iter().map(|&c| self.path_view(cx, c)).collect()
     }
 
     fn path_view(&self, cx: &Context, c: usize) -> PathView {
@@ -1071,7 +1034,7 @@ impl Method for PogMachine {
         requests: &[Request],
         responses: Vec<Response>,
     ) -> Result<Event, EngineError> {
-        let mut ev = Event::step(cx.next_index(), self.phase_name(), self.hop_depth());
+        let mut ev = Event::step(cx.next_index(), self.phase(), self.depth());
         match self.phase {
             Phase::Topics => {
                 self.linker.absorb(cx, requests, &responses, &mut ev)?;
@@ -1248,15 +1211,40 @@ impl Method for PogMachine {
     }
 
     fn phase(&self) -> &'static str {
-        self.phase_name()
+        match self.phase {
+            Phase::Topics => self.linker.phase_name(),
+            Phase::Analysis => "question_analysis",
+            Phase::ExpandRelations(Lookup::Subgraph) => "subgraph_relations",
+            Phase::ExpandNeighbours(Lookup::Subgraph) => "subgraph_neighbours",
+            Phase::ExpandRelations(Lookup::NodeExpansion) => "expansion_relations",
+            Phase::ExpandNeighbours(Lookup::NodeExpansion) => "expansion_neighbours",
+            Phase::Reduce => "subgraph_reduction",
+            Phase::Fuzzy => "fuzzy_selection",
+            Phase::Precise => "precise_selection",
+            Phase::Branch(_) => "branch_selection",
+            Phase::Summary => "path_summary",
+            Phase::Sufficiency => "sufficiency",
+            Phase::Supplement => "llm_supplement",
+            Phase::Answer(_) => "answer",
+            Phase::Done => "done",
+        }
     }
 
     fn depth(&self) -> u32 {
-        self.hop_depth()
+        match self.phase {
+            Phase::Topics | Phase::Analysis => 0,
+            Phase::ExpandRelations(Lookup::Subgraph) | Phase::ExpandNeighbours(Lookup::Subgraph) => self.hop,
+            _ => match self.stage {
+                Stage::TopicPaths(d) => d,
+                _ => self.hop,
+            },
+        }
     }
 
+    /// The paths now in front of the model, best first.
     fn live_paths(&self, cx: &Context) -> Vec<PathView> {
-        self.paths(cx)
+        let shown = if self.pool.is_empty() { &self.selected } else { &self.pool };
+        shown.iter().map(|&c| self.path_view(cx, c)).collect()
     }
 
     fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
@@ -1411,7 +1399,7 @@ impl Method for PogMachine {
         );
         MethodView {
             report,
-            ..MethodView::paths("PoG: question analysis, subgraph, stages · candidate paths", cx, self.paths(cx))
+            ..MethodView::paths("PoG: question analysis, subgraph, stages · candidate paths", cx, self.live_paths(cx))
         }
     }
 }
