@@ -245,24 +245,34 @@ impl Driver {
             Some((recorded, _)) => Some(self.reuse_replies(&requests, recorded).await?),
             None => None,
         };
-        let (index, responses) = match reused {
-            Some(responses) => match run.feed_timed(responses.clone(), started.elapsed()) {
-                Ok(index) => (index, responses),
-                Err(e) => {
-                    // A recording this run cannot read (edited by hand, another version): the
-                    // batch is asked for real instead.
-                    tracing::warn!(error = %e, "a recorded batch could not be fed; asking again");
-                    let responses = self.perform(&requests).await?;
-                    (run.feed_timed(responses.clone(), started.elapsed())?, responses)
+        // One measure of the time, fed and recorded alike (a replay compares the traces); the
+        // responses are copied only to be recorded.
+        let recording = session.is_some();
+        let (index, kept, elapsed) = match reused {
+            Some(responses) => {
+                let elapsed = started.elapsed();
+                let kept = recording.then(|| responses.clone());
+                match run.feed_timed(responses, elapsed) {
+                    Ok(index) => (index, kept, elapsed),
+                    Err(e) => {
+                        // A recording this run cannot read (edited by hand, another version):
+                        // the batch is asked for real instead.
+                        tracing::warn!(error = %e, "a recorded batch could not be fed; asking again");
+                        let responses = self.perform(&requests).await?;
+                        let elapsed = started.elapsed();
+                        let kept = recording.then(|| responses.clone());
+                        (run.feed_timed(responses, elapsed)?, kept, elapsed)
+                    }
                 }
-            },
+            }
             None => {
                 let responses = self.perform(&requests).await?;
-                (run.feed_timed(responses.clone(), started.elapsed())?, responses)
+                let elapsed = started.elapsed();
+                let kept = recording.then(|| responses.clone());
+                (run.feed_timed(responses, elapsed)?, kept, elapsed)
             }
         };
-        let elapsed = started.elapsed();
-        let recorded = session.map(|s| (s, responses));
+        let recorded = session.zip(kept);
         if let Some((session, responses)) = recorded {
             session.record(Moment::Exchange { requests, responses, elapsed_ms: elapsed.as_millis() as u64 });
         }
