@@ -867,3 +867,38 @@ async fn control_characters_from_data_never_reach_the_terminal() {
         assert!(bad.is_empty(), "control characters on screen: {bad:?}");
     }
 }
+
+#[tokio::test]
+async fn the_first_screen_can_be_left_helped_and_quit() {
+    let mut ui = Ui::new();
+    assert_eq!(ui.app.focus, Focus::Question);
+    // With nothing typed, ? is the help and q quits; once typing, both are text.
+    ui.press(KeyCode::Char('?')).await;
+    assert!(ui.app.help, "? with an empty question box opens the help");
+    ui.press(KeyCode::Char('x')).await;
+    assert!(!ui.app.help && ui.app.question().is_empty(), "the closing key is not typed");
+    ui.typed("Why?").await;
+    assert_eq!(ui.app.question(), "Why?");
+    assert!(!ui.app.help);
+    ui.press(KeyCode::F(1)).await;
+    assert!(ui.app.help, "F1 works while typing");
+    ui.press(KeyCode::Char('x')).await;
+    ui.press_with(KeyCode::Char('u'), KeyModifiers::CONTROL).await;
+
+    // Esc leaves the box at first launch and says what to do next; i comes back.
+    ui.press(KeyCode::Esc).await;
+    assert_eq!(ui.app.focus, Focus::Tree);
+    assert!(ui.app.message.as_deref().unwrap_or_default().contains("i: type a question"), "{:?}", ui.app.message);
+    ui.press(KeyCode::Char('i')).await;
+    assert_eq!(ui.app.focus, Focus::Question);
+    ui.press(KeyCode::Tab).await;
+    assert_eq!(ui.app.focus, Focus::Tree, "Tab leaves the box too, inserting nothing");
+    assert!(ui.app.question().is_empty());
+    assert!(!ui.app.quit);
+    ui.press(KeyCode::Char('q')).await;
+    assert!(ui.app.quit, "q quits from outside the box");
+
+    let mut fresh = Ui::new();
+    fresh.press(KeyCode::Char('q')).await;
+    assert!(fresh.app.quit, "q quits from an empty question box");
+}

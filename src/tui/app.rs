@@ -1327,7 +1327,13 @@ impl App {
             KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => self.reset_input(""),
             KeyCode::Enter if !self.question().trim().is_empty() => return self.start(),
             KeyCode::Enter => self.message = Some("type a question first".into()),
-            KeyCode::Esc if self.run.is_some() => self.focus = Focus::Tree,
+            // Esc and Tab leave the input (i comes back to it).
+            KeyCode::Esc | KeyCode::Tab => {
+                self.focus = Focus::Tree;
+                if self.run.is_none() {
+                    self.message = Some("i: type a question · ?: keys · q: quit".into());
+                }
+            }
             KeyCode::Up if self.input.cursor().0 == 0 && !self.history.is_empty() => {
                 let at = self.history_at.map_or(self.history.len() - 1, |i| i.saturating_sub(1));
                 self.history_at = Some(at);
@@ -1425,10 +1431,17 @@ impl App {
             return self.on_search_key(key);
         }
         if self.focus == Focus::Question {
-            // Ctrl-S and the palette work while typing; everything else is text.
+            // Ctrl-S, the palette and F1 work while typing; with nothing typed, so do `?` and
+            // `q` (a question is not begun with them); everything else is text.
+            let empty = self.question().is_empty();
             match self.keymap.lookup(&[], key) {
                 Some(c @ (Command::Save | Command::Palette | Command::Help))
-                    if key.modifiers.contains(KeyModifiers::CONTROL) =>
+                    if key.modifiers.contains(KeyModifiers::CONTROL) || matches!(key.code, KeyCode::F(_)) =>
+                {
+                    return self.command(c, None);
+                }
+                Some(c @ (Command::Help | Command::Quit))
+                    if empty && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
                 {
                     return self.command(c, None);
                 }

@@ -312,7 +312,7 @@ fn draw_tree(frame: &mut Frame<'_>, app: &App, area: Rect) {
                 "Try: What is the majority party now in the country where Canberra is located?",
                 dim(app),
             )),
-            Line::from(Span::styled("?: keys · :: commands · q: quit (from the tree)", dim(app))),
+            Line::from(Span::styled("?: keys · q: quit · Esc: leave the box · :: commands", dim(app))),
         ];
         frame.render_widget(Paragraph::new(hint).block(block).wrap(Wrap { trim: false }), area);
         return;
