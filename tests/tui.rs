@@ -902,3 +902,23 @@ async fn the_first_screen_can_be_left_helped_and_quit() {
     fresh.press(KeyCode::Char('q')).await;
     assert!(fresh.app.quit, "q quits from an empty question box");
 }
+
+#[tokio::test]
+async fn a_theme_file_that_did_not_load_says_why_when_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("neon.toml"), "name = \"neon\"\ntext = [oops\n").unwrap();
+    let (themes, problems) = ongraph::tui::theme::load_all(Some(dir.path()));
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(!problems[0].contains('\n'), "one line: {:?}", problems[0]);
+    assert!(problems[0].contains("neon.toml:2:"), "names the file and line: {:?}", problems[0]);
+    let mut ui = Ui::new();
+    ui.app.theme_problems = problems.clone();
+    ui.app.themes = themes;
+    ui.press(KeyCode::Esc).await;
+    ui.press(KeyCode::Char(':')).await;
+    ui.typed("theme neon").await;
+    ui.press(KeyCode::Enter).await;
+    let message = ui.app.message.clone().unwrap_or_default();
+    assert!(message.starts_with("no theme \"neon\" (themes: "), "{message}");
+    assert!(message.contains(&format!("not loaded: {}", problems[0])), "{message}");
+}

@@ -44,6 +44,7 @@ fn configure(mut app: App, config: &Config) -> Result<App> {
     for p in &problems {
         tracing::warn!("theme not loaded: {p}");
     }
+    app.theme_problems = problems.clone();
     let mut app = app.with_themes(themes, config.defaults.theme.as_deref()).map_err(anyhow::Error::msg)?;
     app.author = crate::overlay::default_author(config.defaults.author.as_deref());
     app.history = crate::tui::load_history(&history_path());

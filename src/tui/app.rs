@@ -198,6 +198,8 @@ pub struct App {
     pub llm_name: String,
     pub keymap: Keymap,
     pub themes: Vec<Theme>,
+    /// Why a user's theme file did not load (its parse error), to say when it is asked for.
+    pub theme_problems: Vec<String>,
     pub theme: Theme,
     pub form: Option<Form>,
     pub picker: Option<Picker>,
@@ -258,6 +260,7 @@ impl App {
             llm_name: llm_name.to_string(),
             keymap: Keymap::default(),
             themes: Vec::new(),
+            theme_problems: Vec::new(),
             theme,
             form: None,
             picker: None,
@@ -312,15 +315,17 @@ impl App {
         Ok(app)
     }
 
+    /// Why theme `name` is not there: the themes that are, and any theme file that did not load.
+    fn no_theme(&self, themes: &[Theme], name: &str) -> String {
+        let known = themes.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ");
+        let broken: String = self.theme_problems.iter().map(|p| format!("; not loaded: {p}")).collect();
+        format!("no theme {name:?} (themes: {known}{broken})")
+    }
+
     pub fn with_themes(mut self, themes: Vec<Theme>, name: Option<&str>) -> Result<Self, String> {
         let plain = self.theme.plain;
         if let Some(name) = name {
-            self.theme = themes.iter().find(|t| t.name == name).cloned().ok_or_else(|| {
-                format!(
-                    "no theme {name:?} (themes: {})",
-                    themes.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
-                )
-            })?;
+            self.theme = themes.iter().find(|t| t.name == name).cloned().ok_or_else(|| self.no_theme(&themes, name))?;
         } else if let Some(first) = themes.first() {
             self.theme = first.clone();
         }
@@ -1284,7 +1289,7 @@ impl App {
                         self.theme.plain = plain;
                         self.message = Some(format!("theme: {}", self.theme.name));
                     }
-                    None => self.message = Some("no such theme".into()),
+                    None => self.message = Some(self.no_theme(&self.themes, arg.as_deref().unwrap_or_default())),
                 }
             }
             Command::SwitchMethod => {

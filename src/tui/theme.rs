@@ -57,7 +57,12 @@ pub struct Theme {
 
 impl Theme {
     pub fn parse(origin: &str, text: &str) -> Result<Self, String> {
-        let f: ThemeFile = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+        let f: ThemeFile = toml::from_str(text).map_err(|e| {
+            // toml's own text spans lines with a caret drawing; a status line takes one.
+            let line = e.span().and_then(|s| text.get(..s.start)).map(|before| before.matches('\n').count() + 1);
+            let at = line.map(|l| format!(":{l}")).unwrap_or_default();
+            format!("{origin}{at}: {}", e.message().trim())
+        })?;
         let c =
             |field: &str, v: &str| Color::from_str(v).map_err(|_| format!("{origin}: {field} = {v:?} is not a colour"));
         Ok(Self {
