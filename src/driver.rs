@@ -189,9 +189,7 @@ impl Driver {
             Request::Llm(chat) => {
                 let key = MemoKey::from(chat);
                 if let Some(c) = self.memo_get(&key) {
-                    return Ok(Response::Llm {
-                        completion: Completion { cached: true, latency_ms: 0, notes: Vec::new(), ..c },
-                    });
+                    return Ok(Response::Llm { completion: c }.reused());
                 }
                 tracing::debug!(step = %chat.step, "LLM call");
                 // Reasoning is kept apart before anything can parse it.
