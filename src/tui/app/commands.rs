@@ -1,0 +1,375 @@
+//! What keys, the palette and the mouse do: one `command` for every named command.
+
+use super::*;
+
+impl App {
+    /// Rows of the method pane (the method's view: paths, or steps).
+    pub(super) fn method_rows(&self) -> usize {
+        self.run.as_ref().map_or(0, |run| run.view().items.len())
+    }
+
+    /// Enter in the method pane: a step about to run opens for editing; a path is shown in the
+    /// tree.
+    pub(super) fn method_row(&mut self) -> Vec<Effect> {
+        let Some(run) = &self.run else { return Vec::new() };
+        let view = run.view();
+        let Some(item) = view.items.get(self.method_at) else { return Vec::new() };
+        if item.editable {
+            if let Some(step) = run.gog_steps().last() {
+                self.form = Some(Form::edit_step(step.thought.clone(), step.action.clone()));
+            }
+        } else if let Some(leaf) = item.node {
+            self.reveal(NodeRef { branch: None, id: leaf });
+        } else {
+            self.message = Some(format!(
+                "step {} has run: only the step about to run can be edited (go back to it from the transcript)",
+                self.method_at + 1
+            ));
+        }
+        Vec::new()
+    }
+
+    pub(super) fn on_palette_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        let Some(palette) = &mut self.palette else { return Vec::new() };
+        match palette.on_key(key) {
+            Outcome::Editing => {
+                let n = self.palette_commands().len();
+                if let Some(p) = &mut self.palette {
+                    p.selected = p.selected.min(n.saturating_sub(1));
+                }
+                Vec::new()
+            }
+            Outcome::Cancelled => {
+                self.palette = None;
+                Vec::new()
+            }
+            Outcome::Submitted => {
+                let (selected, arg) = (palette.selected, palette.parts().1.map(str::to_string));
+                let chosen = self.palette_commands().get(selected).copied();
+                self.palette = None;
+                match chosen {
+                    Some(c) => self.command(c, arg),
+                    None => {
+                        self.message = Some("no such command (? lists them)".into());
+                        Vec::new()
+                    }
+                }
+            }
+        }
+    }
+
+    /// The palette's commands matching what is typed, best first.
+    pub fn palette_commands(&self) -> Vec<Command> {
+        let word = self.palette.as_ref().map(|p| p.parts().0).unwrap_or("");
+        let texts: Vec<String> = Command::ALL.iter().map(|c| format!("{} {}", c.name(), c.help())).collect();
+        let exact: Vec<Command> = Command::ALL.iter().copied().filter(|c| c.name() == word).collect();
+        if !exact.is_empty() {
+            return exact;
+        }
+        fuzzy_rank(word, texts.iter().map(String::as_str)).into_iter().map(|i| Command::ALL[i]).collect()
+    }
+
+    pub(super) fn rows_in_focus(&self) -> usize {
+        match self.focus {
+            Focus::Question | Focus::Tree => self.visible_rows().len(),
+            Focus::Transcript => self.run.as_ref().map_or(0, |r| r.trace().len()),
+            Focus::Method => self.method_rows(),
+            Focus::Answer => self.run.as_ref().and_then(|r| r.answer()).map_or(0, |a| a.paths.len()),
+            Focus::Corrections => self.corrections.len(),
+        }
+    }
+
+    pub(super) fn cursor(&mut self) -> &mut usize {
+        match self.focus {
+            Focus::Question | Focus::Tree => &mut self.selected,
+            Focus::Transcript => &mut self.transcript_at,
+            Focus::Method => &mut self.method_at,
+            Focus::Answer => &mut self.answer_at,
+            Focus::Corrections => &mut self.corrections_at,
+        }
+    }
+
+    pub(super) fn move_cursor(&mut self, to: impl FnOnce(usize, usize) -> isize) {
+        let rows = self.rows_in_focus();
+        let cursor = self.cursor();
+        *cursor = to(*cursor, rows).clamp(0, rows.saturating_sub(1) as isize) as usize;
+    }
+
+    pub(super) fn cycle_pane(&mut self, forward: bool) {
+        let order = [Focus::Tree, Focus::Transcript, Focus::Method, Focus::Answer, Focus::Corrections];
+        let n = order.len();
+        let at = order.iter().position(|f| *f == self.focus).unwrap_or(0);
+        let next = order[if forward { (at + 1) % n } else { (at + n - 1) % n }];
+        self.focus = next;
+        match next {
+            Focus::Transcript => self.bottom = Bottom::Transcript,
+            Focus::Method => self.bottom = Bottom::Method,
+            Focus::Answer => self.bottom = Bottom::Answer,
+            Focus::Corrections => self.bottom = Bottom::Corrections,
+            _ => {}
+        }
+    }
+
+    /// Does what `command` means (`arg` from the palette).
+    pub(super) fn command(&mut self, command: Command, arg: Option<String>) -> Vec<Effect> {
+        let page = (self.areas().tree.height.saturating_sub(2) / 2).max(1) as isize;
+        match command {
+            Command::Step => return self.step(),
+            Command::Run => {
+                self.auto = true;
+                return self.step();
+            }
+            Command::Cancel => {
+                if self.in_flight.take().is_some() {
+                    self.generation += 1;
+                    self.asked = None;
+                    self.message = Some("cancelled: the step in flight will be ignored".into());
+                }
+                self.auto = false;
+                self.search = None;
+            }
+            Command::Ask => self.focus = Focus::Question,
+            Command::Reask => return self.reask(),
+            Command::Down => self.move_cursor(|c, _| c as isize + 1),
+            Command::Up => self.move_cursor(|c, _| c as isize - 1),
+            Command::PageDown => self.move_cursor(|c, _| c as isize + page),
+            Command::PageUp => self.move_cursor(|c, _| c as isize - page),
+            Command::Top => self.move_cursor(|_, _| 0),
+            Command::Bottom => self.move_cursor(|_, n| n as isize - 1),
+            Command::NextPane => self.cycle_pane(true),
+            Command::PrevPane => self.cycle_pane(false),
+            Command::Collapse => {
+                if let Some(node) = self.selected_ref() {
+                    self.collapsed.insert(node);
+                }
+            }
+            Command::Expand => {
+                if let Some(node) = self.selected_ref() {
+                    self.collapsed.remove(&node);
+                }
+            }
+            Command::Toggle => return self.toggle_keep(),
+            Command::Add => return self.open_add(),
+            Command::Pin => {
+                if let Some(node) = self.current_node() {
+                    return self.apply(Override::Pin { node });
+                }
+            }
+            Command::PrunePath => {
+                if let Some(node) = self.current_node() {
+                    return self.apply(Override::PrunePath { node });
+                }
+            }
+            Command::Sufficient => return self.apply(Override::ForceSufficient),
+            Command::Continue => return self.apply(Override::ForceContinue),
+            Command::Back => return self.rewind_one(),
+            Command::ClearAbandoned => {
+                self.abandoned_from = self.run.as_ref().map_or(0, |r| r.abandoned().len());
+                self.selected = self.selected.min(self.visible_rows().len().saturating_sub(1));
+                self.message = Some("branches set aside are cleared from view".into());
+            }
+            Command::Flag => self.open_flag(),
+            Command::Relabel => self.open_relabel(),
+            Command::AcceptGenerated => return self.accept_generated(),
+            Command::EditAction => match arg {
+                Some(action) => return self.apply(Override::EditAction { thought: None, action: action.to_string() }),
+                None => self.message = Some("edit-action needs an action: edit-action Search[Cupertino]".into()),
+            },
+            Command::Trace => self.trace_answer(),
+            Command::Rewind => {
+                let to = self.run.as_ref().and_then(|r| r.trace().get(self.transcript_at)).map(|e| e.index);
+                if let Some(to) = to {
+                    return self.rewind(to);
+                }
+            }
+            Command::MethodRow => return self.method_row(),
+            Command::Jump => {
+                let leaf = self.run.as_ref().and_then(|r| r.answer()).and_then(|a| a.paths.get(self.answer_at));
+                if let Some(leaf) = leaf.map(|p| p.leaf) {
+                    self.traced = Some(self.answer_at);
+                    self.reveal(NodeRef { branch: None, id: leaf });
+                }
+            }
+            Command::Undo => {
+                if !self.live {
+                    self.message = Some("an offline replay changes no corrections".into());
+                } else if let Some(c) = self.corrections.get(self.corrections_at) {
+                    return vec![Effect::Undo { id: c.id }];
+                }
+            }
+            Command::Search => {
+                self.search = Some(Search { typing: true, ..Search::default() });
+            }
+            Command::SearchNext => self.search_jump(1),
+            Command::SearchPrev => self.search_jump(-1),
+            Command::Save => return vec![Effect::Save { path: None, session: Box::new(self.session()) }],
+            Command::SaveAs => match arg {
+                Some(path) => return vec![Effect::Save { path: Some(path.into()), session: Box::new(self.session()) }],
+                None => self.message = Some("save-as needs a file: save-as PATH".into()),
+            },
+            Command::ExportCorrections => return vec![Effect::Export { path: arg.map(PathBuf::from) }],
+            Command::Open => match arg {
+                Some(path) => return vec![Effect::Open { path: path.into() }],
+                None => self.message = Some("open needs a session file: open PATH".into()),
+            },
+            Command::NextTheme => {
+                let plain = self.theme.plain;
+                let at = self.themes.iter().position(|t| t.name == self.theme.name);
+                let next = match &arg {
+                    Some(name) => self.themes.iter().find(|t| &t.name == name),
+                    None => self.themes.get(at.map_or(0, |i| (i + 1) % self.themes.len().max(1))),
+                };
+                match next {
+                    Some(t) => {
+                        self.theme = t.clone();
+                        self.theme.plain = plain;
+                        self.message = Some(format!("theme: {}", self.theme.name));
+                    }
+                    None => self.message = Some(self.no_theme(&self.themes, arg.as_deref().unwrap_or_default())),
+                }
+            }
+            Command::SwitchMethod => {
+                let registry = crate::engine::Registry::builtin();
+                let methods = registry.entries();
+                let chosen = match arg.as_deref() {
+                    Some(name) => methods.iter().find(|e| e.id.eq_ignore_ascii_case(name.trim())),
+                    None => methods
+                        .iter()
+                        .position(|e| e.id == self.settings.method.as_str())
+                        .map(|i| &methods[(i + 1) % methods.len()]),
+                };
+                match chosen {
+                    Some(entry) => {
+                        let method = MethodId::named(entry.id);
+                        self.settings.method = method;
+                        self.recording.settings.method = method;
+                        self.message = Some(format!("method for the next question: {}", entry.label));
+                    }
+                    None => self.message = Some(format!("no such method (methods: {})", registry.names())),
+                }
+            }
+            Command::Palette => self.palette = Some(Palette::default()),
+            Command::Help => {
+                self.help = true;
+                self.help_scroll = 0;
+            }
+            Command::Quit => self.quit = true,
+        }
+        Vec::new()
+    }
+
+    pub(super) fn on_mouse(&mut self, mouse: MouseEvent) -> Vec<Effect> {
+        let areas = self.areas();
+        let at = Position::new(mouse.column, mouse.row);
+        let pane = if areas.tree.contains(at) {
+            Some(Focus::Tree)
+        } else if areas.bottom.contains(at) {
+            Some(match self.bottom {
+                Bottom::Transcript => Focus::Transcript,
+                Bottom::Method => Focus::Method,
+                Bottom::Answer => Focus::Answer,
+                Bottom::Corrections => Focus::Corrections,
+            })
+        } else if areas.question.contains(at) {
+            Some(Focus::Question)
+        } else {
+            None
+        };
+        let Some(pane) = pane else { return Vec::new() };
+        match mouse.kind {
+            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp if pane != Focus::Question => {
+                self.focus = pane;
+                let d = if mouse.kind == MouseEventKind::ScrollDown { 3 } else { -3 };
+                self.move_cursor(|c, _| c as isize + d);
+            }
+            MouseEventKind::Down(MouseButton::Left) => {
+                self.focus = pane;
+                if pane == Focus::Tree {
+                    let rows = self.visible_rows().len();
+                    let height = areas.tree.height.saturating_sub(2) as usize;
+                    let offset = window(self.selected, rows, height);
+                    let row = (mouse.row.saturating_sub(areas.tree.y + 1)) as usize + offset;
+                    if row < rows {
+                        if row == self.selected {
+                            // A click on the selected row folds or unfolds it.
+                            if let Some(node) = self.selected_ref()
+                                && !self.collapsed.remove(&node)
+                            {
+                                self.collapsed.insert(node);
+                            }
+                        }
+                        self.selected = row;
+                    }
+                }
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    pub(super) fn on_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            self.quit = true;
+            return Vec::new();
+        }
+        if self.picker.is_some() {
+            return self.on_picker_key(key);
+        }
+        if self.form.is_some() {
+            return self.on_form_key(key);
+        }
+        if self.palette.is_some() {
+            return self.on_palette_key(key);
+        }
+        if self.help {
+            // The help only reads: j/k scroll it, any other key closes it.
+            match key.code {
+                KeyCode::Char('j') | KeyCode::Down | KeyCode::PageDown => self.help_scroll += 3,
+                KeyCode::Char('k') | KeyCode::Up | KeyCode::PageUp => {
+                    self.help_scroll = self.help_scroll.saturating_sub(3)
+                }
+                _ => self.help = false,
+            }
+            return Vec::new();
+        }
+        if self.search.as_ref().is_some_and(|s| s.typing) {
+            return self.on_search_key(key);
+        }
+        if self.focus == Focus::Question {
+            // Ctrl-S, the palette and F1 work while typing; with nothing typed, so do `?` and
+            // `q` (a question is not begun with them); everything else is text.
+            let empty = self.question().is_empty();
+            match self.keymap.lookup(&[], key) {
+                Some(c @ (Command::Save | Command::Palette | Command::Help))
+                    if key.modifiers.contains(KeyModifiers::CONTROL) || matches!(key.code, KeyCode::F(_)) =>
+                {
+                    return self.command(c, None);
+                }
+                Some(c @ (Command::Help | Command::Quit))
+                    if empty && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+                {
+                    return self.command(c, None);
+                }
+                _ => return self.on_question_key(key),
+            }
+        }
+        let mut panes = Vec::with_capacity(2);
+        if self.search.as_ref().is_some_and(|s| !s.matches.is_empty()) {
+            panes.push(Pane::Matches);
+        }
+        panes.push(self.focus.pane());
+        match self.keymap.lookup(&panes, key) {
+            Some(command) => self.command(command, None),
+            None => Vec::new(),
+        }
+    }
+
+    /// The panes whose keys apply now, most specific first (for the help).
+    pub fn help_panes(&self) -> Vec<Pane> {
+        let mut panes = vec![self.focus.pane()];
+        if self.search.is_some() {
+            panes.push(Pane::Matches);
+        }
+        panes
+    }
+}

@@ -1,0 +1,482 @@
+//! The terminal UI's state and its one `update` function: a message in, state changed, effects
+//! out. No I/O happens here (the effects executor performs KG lookups, LLM calls and writes),
+//! so every interaction is unit-testable and a saved session can drive it.
+//!
+//! The UI also records the sitting as it goes (a [`Session`]: every batch of requests with the
+//! answers fed back, every override and rewind, the corrections made), and replays one: a
+//! replayed step is answered from the recording, synchronously, with no effect at all.
+
+use super::keymap::{Command, Keymap, Pane};
+use super::modal::{Form, FormKind, Outcome, Palette, PickItem, PickValue, Picker, Purpose, Search, fuzzy_rank};
+use super::theme::Theme;
+use crate::engine::beam::{Beam, BeamNode, NodeId, NodeKind};
+use crate::engine::{MethodId, Override, Poll, Request, Response, Run, Settings, Topics};
+use crate::kg::{KgProfile, Term};
+use crate::overlay::{Correction, CorrectionContext, Draft, Op};
+use crate::prompts::Prompts;
+use crate::session::{Moment, Player, Session, SessionCorrection};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::layout::{Position, Rect};
+use ratatui_textarea::TextArea;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+mod commands;
+mod corrections;
+mod input;
+mod replay;
+mod run;
+mod tree;
+
+/// Everything that can happen to the UI.
+#[derive(Debug)]
+pub enum Action {
+    Key(KeyEvent),
+    Mouse(MouseEvent),
+    /// The executor finished the requests of step generation `generation`.
+    Performed {
+        generation: u64,
+        result: Result<Vec<Response>, String>,
+        elapsed_ms: u64,
+    },
+    /// The executor answered a lookup for a picker or a search (made at `generation`).
+    Looked {
+        generation: u64,
+        result: Result<Vec<Response>, String>,
+    },
+    /// The executor stored corrections (their ids), or could not.
+    Corrected(Result<Vec<u64>, String>),
+    /// A correction was undone.
+    Undone(Result<u64, String>),
+    /// The overlay's corrections for this KG.
+    Listed(Result<Vec<Correction>, String>),
+    Saved(Result<PathBuf, String>),
+    Exported(Result<(PathBuf, usize), String>),
+    /// A session file was opened from the palette.
+    Opened(Result<Box<Session>, String>),
+    Resize(u16, u16),
+    /// Time passed (the spinner turns).
+    Tick,
+}
+
+/// What the UI asks the executor to do.
+#[derive(Debug, PartialEq)]
+pub enum Effect {
+    /// Perform a step's requests; answer with `Action::Performed` for this generation.
+    Perform {
+        generation: u64,
+        requests: Vec<Request>,
+    },
+    /// Look things up for a picker or a search; answer with `Action::Looked`.
+    Lookup {
+        generation: u64,
+        requests: Vec<Request>,
+    },
+    /// Store these corrections durably, then see the KG through them (`Action::Corrected`).
+    Correct {
+        drafts: Vec<Draft>,
+    },
+    Undo {
+        id: u64,
+    },
+    ListCorrections,
+    /// Write the session (to `path`, or a new file in the sessions directory).
+    Save {
+        path: Option<PathBuf>,
+        session: Box<Session>,
+    },
+    Export {
+        path: Option<PathBuf>,
+    },
+    Open {
+        path: PathBuf,
+    },
+    /// Remember an asked question in the history file.
+    Remember {
+        question: String,
+    },
+}
+
+/// An answer to compare with after a re-ask.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Earlier {
+    pub answers: Vec<String>,
+    pub paths: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Focus {
+    Question,
+    Tree,
+    Transcript,
+    Method,
+    Answer,
+    Corrections,
+}
+
+impl Focus {
+    fn pane(self) -> Pane {
+        match self {
+            Focus::Question | Focus::Tree => Pane::Tree,
+            Focus::Transcript => Pane::Transcript,
+            Focus::Method => Pane::Method,
+            Focus::Answer => Pane::Answer,
+            Focus::Corrections => Pane::Corrections,
+        }
+    }
+}
+
+/// Which pane the bottom of the screen shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bottom {
+    Transcript,
+    /// The method's own view: PoG's analysis and stages, GoG's timeline, ToG's live paths.
+    Method,
+    Answer,
+    Corrections,
+}
+
+/// A beam node as the tree shows it: in the current beam, or in a branch set aside by a rewind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NodeRef {
+    /// `None`: the current beam; `Some(i)`: the run's `i`-th abandoned branch.
+    pub branch: Option<usize>,
+    pub id: NodeId,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub node: NodeRef,
+    pub indent: usize,
+}
+
+/// A replay in progress.
+#[derive(Clone, Debug)]
+pub struct Replay {
+    pub session: Arc<Session>,
+    /// The recorded run now replayed, if the current question was recorded.
+    pub run: Option<usize>,
+    /// Follows that run's recording.
+    pub player: Option<Player>,
+}
+
+/// Where the screen's panes are, for the mouse.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Areas {
+    pub question: Rect,
+    pub tree: Rect,
+    pub inspector: Rect,
+    pub bottom: Rect,
+    pub status: Rect,
+}
+
+pub struct App {
+    pub input: TextArea<'static>,
+    /// Questions asked before, oldest first; `history_at` browses them.
+    pub history: Vec<String>,
+    history_at: Option<usize>,
+    pub focus: Focus,
+    pub bottom: Bottom,
+    pub run: Option<Run>,
+    /// Bumped whenever results in flight must be ignored (cancel, override, rewind, new run).
+    pub generation: u64,
+    pub in_flight: Option<Instant>,
+    /// The requests in flight, recorded with their answers when they come back.
+    asked: Option<Vec<Request>>,
+    /// Keep stepping until the answer (`r`), instead of one step at a time (`n`).
+    pub auto: bool,
+    /// Index into the visible rows of the beam tree.
+    pub selected: usize,
+    pub collapsed: HashSet<NodeRef>,
+    /// Abandoned branches before this index are cleared from view.
+    pub abandoned_from: usize,
+    pub transcript_at: usize,
+    pub method_at: usize,
+    pub answer_at: usize,
+    pub corrections_at: usize,
+    pub message: Option<String>,
+    pub quit: bool,
+    pub settings: Settings,
+    pub prompts: Arc<Prompts>,
+    pub profile: KgProfile,
+    pub kg_name: String,
+    pub llm_name: String,
+    pub keymap: Keymap,
+    pub themes: Vec<Theme>,
+    /// Why a user's theme file did not load (its parse error), to say when it is asked for.
+    pub theme_problems: Vec<String>,
+    pub theme: Theme,
+    pub form: Option<Form>,
+    pub picker: Option<Picker>,
+    pub palette: Option<Palette>,
+    pub search: Option<Search>,
+    pub help: bool,
+    pub help_scroll: u16,
+    /// The answer before the last re-ask, to show what changed.
+    pub earlier: Option<Earlier>,
+    /// The answer's paths `t` cycles through, and where it is.
+    pub traced: Option<usize>,
+    /// Who corrections are recorded as made by.
+    pub author: String,
+    /// The overlay's corrections for this KG (shown, undoable).
+    pub corrections: Vec<Correction>,
+    /// Drafts sent to the store, recorded in the session once it gives them ids.
+    pending_drafts: Vec<Draft>,
+    /// This sitting, as it will be saved.
+    pub recording: Session,
+    pub replay: Option<Replay>,
+    /// The executor can reach a KG and a model (false in an offline replay).
+    pub live: bool,
+    pub size: (u16, u16),
+}
+
+/// A status line for where the UI stands.
+const READY: &str = "n: one step · r: run to the answer · ?: keys";
+
+impl App {
+    pub fn new(settings: Settings, prompts: Arc<Prompts>, profile: KgProfile, kg_name: &str, llm_name: &str) -> Self {
+        let mut theme = super::theme::load_all(None).0.into_iter().next().unwrap_or_else(Theme::fallback);
+        theme.plain = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let recording = Session::new(kg_name, llm_name, settings.clone(), profile.clone(), &prompts);
+        let mut app = Self {
+            input: TextArea::default(),
+            history: Vec::new(),
+            history_at: None,
+            focus: Focus::Question,
+            bottom: Bottom::Transcript,
+            run: None,
+            generation: 0,
+            in_flight: None,
+            asked: None,
+            auto: false,
+            selected: 0,
+            collapsed: HashSet::new(),
+            abandoned_from: 0,
+            transcript_at: 0,
+            method_at: 0,
+            answer_at: 0,
+            corrections_at: 0,
+            message: None,
+            quit: false,
+            settings,
+            prompts,
+            profile,
+            kg_name: kg_name.to_string(),
+            llm_name: llm_name.to_string(),
+            keymap: Keymap::default(),
+            themes: Vec::new(),
+            theme_problems: Vec::new(),
+            theme,
+            form: None,
+            picker: None,
+            palette: None,
+            search: None,
+            help: false,
+            help_scroll: 0,
+            earlier: None,
+            traced: None,
+            author: crate::overlay::default_author(None),
+            corrections: Vec::new(),
+            pending_drafts: Vec::new(),
+            recording,
+            replay: None,
+            live: true,
+            size: (120, 40),
+        };
+        app.reset_input("");
+        app
+    }
+
+    /// An app replaying `session`: its settings, prompts and first question; `live` when a KG
+    /// and a model are at hand to branch off the recording.
+    pub fn replaying(session: Session, live: bool) -> Result<Self, crate::session::SessionError> {
+        let prompts = Arc::new(session.prompts()?);
+        let mut app = Self::new(
+            session.settings.clone(),
+            prompts,
+            session.profile.clone(),
+            &session.kg,
+            &format!("replay of {}", session.llm),
+        );
+        app.live = live;
+        app.corrections = session
+            .corrections
+            .iter()
+            .map(|c| Correction {
+                id: c.id,
+                kg: session.kg.clone(),
+                op: c.draft.op.clone(),
+                reason: c.draft.reason.clone(),
+                author: c.draft.author.clone(),
+                created: session.saved_at.clone(),
+                active: true,
+                context: c.draft.context.clone(),
+                history: Vec::new(),
+            })
+            .collect();
+        let first = session.runs.first().map(|r| r.question.clone()).unwrap_or_default();
+        app.replay = Some(Replay { session: Arc::new(session), run: None, player: None });
+        app.reset_input(&first);
+        Ok(app)
+    }
+
+    /// Why theme `name` is not there: the themes that are, and any theme file that did not load.
+    fn no_theme(&self, themes: &[Theme], name: &str) -> String {
+        let known = themes.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ");
+        let broken: String = self.theme_problems.iter().map(|p| format!("; not loaded: {p}")).collect();
+        format!("no theme {name:?} (themes: {known}{broken})")
+    }
+
+    pub fn with_themes(mut self, themes: Vec<Theme>, name: Option<&str>) -> Result<Self, String> {
+        let plain = self.theme.plain;
+        if let Some(name) = name {
+            self.theme = themes.iter().find(|t| t.name == name).cloned().ok_or_else(|| self.no_theme(&themes, name))?;
+        } else if let Some(first) = themes.first() {
+            self.theme = first.clone();
+        }
+        self.theme.plain = plain;
+        self.themes = themes;
+        Ok(self)
+    }
+
+    pub fn set_plain(&mut self, plain: bool) {
+        self.theme.plain = plain;
+    }
+
+    /// Where the panes are at the current size.
+    pub fn areas(&self) -> Areas {
+        super::view::layout(Rect::new(0, 0, self.size.0, self.size.1))
+    }
+}
+
+/// The first row shown in a window of `height` rows over `len` rows, so `selected` is visible.
+pub fn window(selected: usize, len: usize, height: usize) -> usize {
+    if height == 0 || len <= height {
+        return 0;
+    }
+    selected.saturating_sub(height - 1).min(len - height)
+}
+
+/// The one place the UI's state changes.
+pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
+    match action {
+        Action::Resize(w, h) => {
+            app.size = (w, h);
+            Vec::new()
+        }
+        Action::Tick => Vec::new(),
+        Action::Performed { generation, result, elapsed_ms } => {
+            if generation != app.generation {
+                return Vec::new(); // overtaken by a cancel, override or rewind
+            }
+            app.in_flight = None;
+            if app.absorb(result, elapsed_ms) && app.auto { app.step() } else { Vec::new() }
+        }
+        Action::Looked { generation, result } => {
+            if generation != app.generation {
+                return Vec::new();
+            }
+            match result {
+                Ok(responses) => app.looked(responses),
+                Err(e) => {
+                    app.picker = None;
+                    app.message = Some(format!("lookup failed: {e}"));
+                }
+            }
+            Vec::new()
+        }
+        Action::Corrected(Ok(ids)) => {
+            let drafts = std::mem::take(&mut app.pending_drafts);
+            let runs = app.recording.runs.len();
+            app.recording.corrections.extend(ids.iter().zip(drafts).map(|(&id, draft)| SessionCorrection {
+                id,
+                after_runs: runs,
+                draft,
+            }));
+            let list = ids.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+            app.message = Some(format!("correction {list} recorded; a: ask again with it"));
+            vec![Effect::ListCorrections]
+        }
+        Action::Corrected(Err(e)) => {
+            app.pending_drafts.clear();
+            app.message = Some(format!("the correction was not recorded: {e}"));
+            Vec::new()
+        }
+        Action::Undone(Ok(id)) => {
+            app.message = Some(format!("correction {id} undone; a: ask again without it"));
+            vec![Effect::ListCorrections]
+        }
+        Action::Undone(Err(e)) => {
+            app.message = Some(format!("not undone: {e}"));
+            Vec::new()
+        }
+        Action::Listed(Ok(list)) => {
+            app.corrections = list;
+            app.corrections_at = app.corrections_at.min(app.corrections.len().saturating_sub(1));
+            Vec::new()
+        }
+        Action::Listed(Err(e)) => {
+            app.message = Some(format!("cannot list the corrections: {e}"));
+            Vec::new()
+        }
+        Action::Saved(result) => {
+            app.message = Some(match result {
+                Ok(path) => format!("session saved to {} (ongraph replay FILE plays it back)", path.display()),
+                Err(e) => format!("the session was not saved: {e}"),
+            });
+            Vec::new()
+        }
+        Action::Exported(result) => {
+            app.message = Some(match result {
+                Ok((path, n)) => format!("{n} correction(s) written to {}", path.display()),
+                Err(e) => format!("not exported: {e}"),
+            });
+            Vec::new()
+        }
+        Action::Opened(Ok(session)) => match App::replaying(*session, app.live) {
+            Ok(mut replay) => {
+                replay.keymap = app.keymap.clone();
+                replay.themes = std::mem::take(&mut app.themes);
+                replay.theme = app.theme.clone();
+                replay.size = app.size;
+                replay.author = app.author.clone();
+                replay.message = Some("replaying: Enter starts the recorded question, n steps through it".into());
+                *app = replay;
+                Vec::new()
+            }
+            Err(e) => {
+                app.message = Some(e.to_string());
+                Vec::new()
+            }
+        },
+        Action::Opened(Err(e)) => {
+            app.message = Some(e);
+            Vec::new()
+        }
+        Action::Mouse(mouse) => {
+            if app.form.is_some() || app.picker.is_some() || app.palette.is_some() || app.help {
+                return Vec::new();
+            }
+            app.on_mouse(mouse)
+        }
+        Action::Key(key) => app.on_key(key),
+    }
+}
+
+/// What a node is, and its scores (`0.80 ████·  Σ0.560`) if it was scored.
+pub fn node_parts(node: &BeamNode) -> (String, Option<String>) {
+    let what = match &node.kind {
+        NodeKind::Entity { term, .. } if !term.is_entity() => format!("\"{}\"", node.shown()),
+        NodeKind::Entity { .. } => node.shown().to_string(),
+        NodeKind::Relation { direction, shown, .. } => format!("{} {shown}", direction.arrow()),
+    };
+    (what, node.score.map(|s| format!("{s:.2} {}  Σ{:.3}", bar(s), node.path_score)))
+}
+
+/// A score as a five-cell bar.
+pub fn bar(score: f64) -> String {
+    let filled = (score.clamp(0.0, 1.0) * 5.0).round() as usize;
+    format!("{}{}", "█".repeat(filled), "·".repeat(5 - filled))
+}

@@ -1,0 +1,226 @@
+//! Stepping the run: start, step, absorb the results, apply overrides, rewind, ask again.
+
+use super::*;
+
+impl App {
+    /// Takes the next step: from the recording when replaying, else by asking the executor.
+    pub(super) fn step(&mut self) -> Vec<Effect> {
+        loop {
+            if self.in_flight.is_some() || self.run.is_none() {
+                return Vec::new();
+            }
+            if let Some(moment) = self.recorded_change() {
+                let player = self.replay.as_ref().and_then(|r| r.player.as_ref());
+                let replayed = match (player, self.run.as_mut()) {
+                    (Some(player), Some(run)) => Some(player.play(run, &moment)),
+                    _ => None,
+                };
+                self.record(moment);
+                self.generation += 1;
+                if let (Some(Ok(i)), Some(run)) = (replayed, &self.run) {
+                    self.message = run.trace().get(i).map(|e| format!("replayed: {}", e.summary));
+                }
+                if self.auto {
+                    continue;
+                }
+                return Vec::new();
+            }
+            let Some(run) = &mut self.run else { return Vec::new() };
+            match run.poll() {
+                Poll::Finished => {
+                    self.auto = false;
+                    self.message = Some("answered: a asks again · i: a new question · t: the triples behind it".into());
+                    return Vec::new();
+                }
+                Poll::Need(requests) => {
+                    if let Some((responses, elapsed_ms)) = self.recorded(&requests) {
+                        self.asked = Some(requests);
+                        let ok = self.absorb(Ok(responses), elapsed_ms);
+                        if ok && self.auto && !self.run.as_ref().is_some_and(Run::is_finished) {
+                            continue;
+                        }
+                        return Vec::new();
+                    }
+                    if !self.live {
+                        self.auto = false;
+                        self.message = Some(
+                            "this step is not in the recording: replay with --live to go on with a real KG and model"
+                                .into(),
+                        );
+                        return Vec::new();
+                    }
+                    self.in_flight = Some(Instant::now());
+                    self.asked = Some(requests.clone());
+                    return vec![Effect::Perform { generation: self.generation, requests }];
+                }
+            }
+        }
+    }
+
+    /// Feeds a step's results to the run and records them; false on an error.
+    pub(super) fn absorb(&mut self, result: Result<Vec<Response>, String>, elapsed_ms: u64) -> bool {
+        let asked = self.asked.take();
+        let Some(run) = &mut self.run else { return false };
+        let fed = result
+            .clone()
+            .and_then(|r| run.feed_timed(r, std::time::Duration::from_millis(elapsed_ms)).map_err(|e| e.to_string()));
+        match fed {
+            Ok(i) => {
+                self.message = run.trace().get(i).map(|e| e.summary.clone());
+                let finished = run.is_finished();
+                let answers = run.answer().map(|a| a.answers.clone());
+                if let (Some(requests), Ok(responses)) = (asked, result) {
+                    self.record(Moment::Exchange { requests, responses, elapsed_ms });
+                }
+                if finished {
+                    self.bottom = Bottom::Answer;
+                    self.auto = false;
+                    self.sync_record();
+                    if let (Some(earlier), Some(now)) = (&self.earlier, answers) {
+                        self.message = Some(if earlier.answers == now {
+                            format!("same answer as before: {}", now.join(" | "))
+                        } else {
+                            format!("answer changed: {} → {}", earlier.answers.join(" | "), now.join(" | "))
+                        });
+                    }
+                }
+                true
+            }
+            Err(e) => {
+                self.auto = false;
+                self.message = Some(format!("error: {e}"));
+                false
+            }
+        }
+    }
+
+    pub(super) fn start(&mut self) -> Vec<Effect> {
+        let question = self.question().trim().to_string();
+        match Run::new(
+            &question,
+            Topics::Extract,
+            self.settings.clone(),
+            self.prompts.clone(),
+            self.profile.clone(),
+            &self.kg_name,
+        ) {
+            Ok(run) => {
+                self.sync_record();
+                self.recording.begin(&question, Topics::Extract);
+                if let Some(replay) = &mut self.replay {
+                    // The next recorded run with this question (a re-ask is the next run).
+                    let from = replay.run.map_or(0, |i| i + 1);
+                    let runs = &replay.session.runs;
+                    replay.run = (from..runs.len()).chain(0..from).find(|&i| runs[i].question == question);
+                    replay.player = replay.run.map(|i| Player::new(&runs[i]));
+                }
+                self.run = Some(run);
+                self.generation += 1;
+                self.in_flight = None;
+                self.selected = 0;
+                self.transcript_at = 0;
+                self.method_at = 0;
+                self.answer_at = 0;
+                self.abandoned_from = 0;
+                self.traced = None;
+                self.collapsed.clear();
+                self.focus = Focus::Tree;
+                self.bottom = Bottom::Transcript;
+                self.message = Some(READY.into());
+                if self.history.last() != Some(&question) {
+                    self.history.push(question.clone());
+                }
+                self.history_at = None;
+                let mut effects = if self.replay.is_none() { vec![Effect::Remember { question }] } else { Vec::new() };
+                effects.extend(self.step());
+                effects
+            }
+            Err(e) => {
+                self.message = Some(e.to_string());
+                Vec::new()
+            }
+        }
+    }
+
+    /// Applies an override to the run; results in flight were planned before it and are dropped.
+    pub(super) fn apply(&mut self, o: Override) -> Vec<Effect> {
+        let Some(run) = &mut self.run else { return Vec::new() };
+        match run.apply(o.clone()) {
+            Ok(i) => {
+                self.generation += 1;
+                self.in_flight = None;
+                self.message = run.trace().get(i).map(|e| e.summary.clone());
+                let moment = Moment::Override { change: o };
+                self.replay_follows(&moment);
+                self.record(moment);
+            }
+            Err(e) => self.message = Some(e.to_string()),
+        }
+        Vec::new()
+    }
+
+    pub(super) fn rewind(&mut self, to: usize) -> Vec<Effect> {
+        let Some(run) = &mut self.run else { return Vec::new() };
+        match run.rewind(to) {
+            Ok(_) => {
+                self.generation += 1;
+                self.in_flight = None;
+                self.auto = false;
+                self.message = Some(format!("back at step {to}: the later steps are set aside (B clears them)"));
+                let moment = Moment::Rewind { to };
+                self.replay_follows(&moment);
+                self.record(moment);
+                self.selected = self.selected.min(self.visible_rows().len().saturating_sub(1));
+            }
+            Err(e) => self.message = Some(e.to_string()),
+        }
+        Vec::new()
+    }
+
+    pub(super) fn rewind_one(&mut self) -> Vec<Effect> {
+        let Some(run) = &self.run else { return Vec::new() };
+        let steps: Vec<usize> = run.trace().iter().filter(|e| e.phase().is_some()).map(|e| e.index).collect();
+        match steps.iter().rev().nth(1) {
+            Some(&to) => self.rewind(to),
+            None => {
+                self.message = Some("nothing to go back to".into());
+                Vec::new()
+            }
+        }
+    }
+
+    /// Asks the same question again (through whatever corrections now apply), keeping the
+    /// current answer to compare with.
+    pub(super) fn reask(&mut self) -> Vec<Effect> {
+        let Some(run) = &self.run else { return Vec::new() };
+        if let Some(answer) = run.answer() {
+            self.earlier = Some(Earlier {
+                answers: answer.answers.clone(),
+                paths: answer.paths.iter().map(|p| p.text.clone()).collect(),
+            });
+        }
+        let question = run.question().to_string();
+        self.reset_input(&question);
+        self.auto = true;
+        self.start()
+    }
+
+    /// Selects the next path the answer rests on, in the tree.
+    pub(super) fn trace_answer(&mut self) {
+        let Some(answer) = self.run.as_ref().and_then(|r| r.answer()) else {
+            self.message = Some("no answer yet to trace".into());
+            return;
+        };
+        if answer.paths.is_empty() {
+            self.message = Some("the answer rests on no KG path (the model's own knowledge)".into());
+            return;
+        }
+        let at = self.traced.map_or(0, |t| (t + 1) % answer.paths.len());
+        let (leaf, n, text) = (answer.paths[at].leaf, answer.paths.len(), answer.paths[at].text.clone());
+        self.traced = Some(at);
+        self.answer_at = at;
+        self.bottom = Bottom::Answer;
+        self.reveal(NodeRef { branch: None, id: leaf });
+        self.message = Some(format!("path {}/{n} behind the answer: {text}", at + 1));
+    }
+}

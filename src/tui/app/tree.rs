@@ -1,0 +1,315 @@
+//! The beam tree: its rows, the selection, search, and the overrides made on it (keep, drop, add a candidate).
+
+use super::*;
+
+impl App {
+    /// The beam a node ref points into.
+    pub fn beam_of(&self, node: NodeRef) -> Option<&Beam> {
+        let run = self.run.as_ref()?;
+        match node.branch {
+            None => Some(run.beam()),
+            Some(i) => run.abandoned().get(i).map(|a| &a.beam),
+        }
+    }
+
+    pub fn node(&self, node: NodeRef) -> Option<&BeamNode> {
+        self.beam_of(node)?.nodes.get(node.id)
+    }
+
+    /// The beam tree's rows as shown, depth first, collapsed subtrees hidden. Branches set
+    /// aside by a rewind hang under the node they grew from, after the current children.
+    pub fn visible_rows(&self) -> Vec<Row> {
+        let Some(run) = &self.run else { return Vec::new() };
+        let beam = run.beam();
+        let abandoned: Vec<(usize, &crate::engine::Abandoned)> =
+            run.abandoned().iter().enumerate().skip(self.abandoned_from).collect();
+        let mut rows = Vec::with_capacity(beam.nodes.len());
+        let mut stack: Vec<Row> =
+            beam.roots().map(|r| Row { node: NodeRef { branch: None, id: r.id }, indent: 0 }).collect();
+        stack.reverse();
+        while let Some(row) = stack.pop() {
+            rows.push(row);
+            if self.collapsed.contains(&row.node) {
+                continue;
+            }
+            let at = stack.len();
+            let own = match row.node.branch {
+                None => &beam.nodes[row.node.id].children,
+                Some(b) => &run.abandoned()[b].beam.nodes[row.node.id].children,
+            };
+            let child = |id| Row { node: NodeRef { branch: row.node.branch, id }, indent: row.indent + 1 };
+            match row.node.branch {
+                // A shared node shows its current children, then each branch's own.
+                None => {
+                    stack.extend(own.iter().map(|&c| child(c)));
+                    for (b, a) in &abandoned {
+                        if let Some(n) = a.beam.nodes.get(row.node.id).filter(|_| row.node.id < a.shared) {
+                            stack.extend(
+                                n.children.iter().filter(|&&c| c >= a.shared).map(|&c| Row {
+                                    node: NodeRef { branch: Some(*b), id: c },
+                                    indent: row.indent + 1,
+                                }),
+                            );
+                        }
+                    }
+                }
+                Some(_) => stack.extend(own.iter().map(|&c| child(c))),
+            }
+            stack[at..].reverse();
+        }
+        rows
+    }
+
+    pub fn selected_ref(&self) -> Option<NodeRef> {
+        self.visible_rows().get(self.selected).map(|r| r.node)
+    }
+
+    /// The selected node of the current beam (not of a branch set aside).
+    pub fn selected_node(&self) -> Option<NodeId> {
+        self.selected_ref().filter(|r| r.branch.is_none()).map(|r| r.id)
+    }
+
+    /// Unfolds the way to `node` and selects it.
+    pub fn reveal(&mut self, node: NodeRef) {
+        if let Some(beam) = self.beam_of(node) {
+            let path = beam.path(node.id);
+            for id in path {
+                let shared = NodeRef { branch: None, id };
+                self.collapsed.remove(&NodeRef { branch: node.branch, id });
+                self.collapsed.remove(&shared);
+            }
+        }
+        if let Some(i) = self.visible_rows().iter().position(|r| r.node == node) {
+            self.selected = i;
+        }
+        self.focus = Focus::Tree;
+    }
+
+    /// The selected node of the current beam, or a message saying why there is none.
+    pub(super) fn current_node(&mut self) -> Option<NodeId> {
+        match self.selected_ref() {
+            Some(NodeRef { branch: None, id }) => Some(id),
+            Some(_) => {
+                self.message = Some("that branch was set aside: select a node of the current beam".into());
+                None
+            }
+            None => None,
+        }
+    }
+
+    pub(super) fn toggle_keep(&mut self) -> Vec<Effect> {
+        let (Some(id), Some(run)) = (self.current_node(), &self.run) else { return Vec::new() };
+        let live = run.beam().nodes[id].status.is_live();
+        self.apply(if live { Override::Drop { node: id } } else { Override::Keep { node: id } })
+    }
+
+    /// Opens the picker of KG candidates the model never proposed for the selected node.
+    pub(super) fn open_add(&mut self) -> Vec<Effect> {
+        let (Some(id), Some(run)) = (self.current_node(), &self.run) else { return Vec::new() };
+        let beam = run.beam();
+        let node = &beam.nodes[id];
+        let (purpose, request, title) = match &node.kind {
+            NodeKind::Entity { term: Term::Entity(entity), .. } => (
+                Purpose::Relation { parent: id },
+                Request::Relations { entity: entity.clone() },
+                format!(" Add a relation of {} ", node.shown()),
+            ),
+            NodeKind::Relation { relation, direction, shown } => {
+                let Some(Term::Entity(head)) = node.parent.and_then(|p| beam.nodes[p].term()) else {
+                    return Vec::new();
+                };
+                let relation =
+                    crate::kg::RelationRef { relation: relation.clone(), direction: *direction, label: None };
+                (
+                    Purpose::Entity { parent: id },
+                    Request::Neighbours { entity: head.clone(), relation },
+                    format!(" Add an entity reached by {shown} "),
+                )
+            }
+            _ => {
+                self.message = Some("a value has no relations to add".into());
+                return Vec::new();
+            }
+        };
+        self.picker = Some(Picker::new(purpose, title));
+        vec![Effect::Lookup { generation: self.generation, requests: vec![request] }]
+    }
+
+    /// Fills the open picker (or the search) with looked-up candidates.
+    pub(super) fn looked(&mut self, responses: Vec<Response>) {
+        if let Some(search) = self.search.as_mut().filter(|s| !s.typing) {
+            // The KG's matching labels are said, not kept: they are not in the beam to jump to.
+            if let Some(Response::Entities { matches }) = responses.into_iter().next()
+                && !matches.is_empty()
+            {
+                let names: Vec<String> = matches.iter().take(5).map(|m| format!("{} ({})", m.label, m.id)).collect();
+                self.message = Some(format!("{} · in the KG: {}", search_status(search), names.join(", ")));
+            }
+            return;
+        }
+        let Some(picker) = self.picker.as_mut() else { return };
+        picker.loading = false;
+        picker.items = responses
+            .into_iter()
+            .flat_map(|r| match r {
+                Response::Relations { relations } => relations
+                    .into_iter()
+                    .map(|r| PickItem {
+                        text: r.label.clone().unwrap_or_else(|| r.relation.clone()),
+                        detail: format!("{} {}", r.direction.arrow(), r.relation),
+                        value: PickValue::Relation(r),
+                    })
+                    .collect::<Vec<_>>(),
+                Response::Neighbours { neighbours } => neighbours
+                    .into_iter()
+                    .map(|n| PickItem {
+                        text: n.label.clone().unwrap_or_else(|| n.term.to_string()),
+                        detail: n.term.to_string(),
+                        value: PickValue::Term { term: n.term, label: n.label },
+                    })
+                    .collect(),
+                Response::Entities { matches } => matches
+                    .into_iter()
+                    .map(|m| PickItem {
+                        detail: m.id.clone(),
+                        text: m.label.clone(),
+                        value: PickValue::Term { term: Term::Entity(m.id), label: Some(m.label) },
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        // Say which candidates the tree already has (picking one of those keeps it).
+        if let (Purpose::Relation { parent } | Purpose::Entity { parent }, Some(run)) = (&picker.purpose, &self.run) {
+            for item in &mut picker.items {
+                if let Some(child) = existing_child(run.beam(), *parent, &item.value) {
+                    item.detail.push_str(&format!("  (in the tree: {:?})", run.beam().nodes[child].status));
+                }
+            }
+        }
+        if picker.items.is_empty() {
+            self.message = Some("the KG has no other candidates here".into());
+        }
+    }
+
+    pub(super) fn on_picker_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        let Some(picker) = &mut self.picker else { return Vec::new() };
+        match picker.on_key(key) {
+            Outcome::Editing => Vec::new(),
+            Outcome::Cancelled => {
+                self.picker = None;
+                Vec::new()
+            }
+            Outcome::Submitted => {
+                let purpose = picker.purpose.clone();
+                let Some(item) = picker.chosen().cloned() else { return Vec::new() };
+                self.picker = None;
+                let existing = match (&purpose, &self.run) {
+                    (Purpose::Relation { parent } | Purpose::Entity { parent }, Some(run)) => {
+                        existing_child(run.beam(), *parent, &item.value)
+                    }
+                    _ => None,
+                };
+                if let Some(node) = existing {
+                    return self.apply(Override::Keep { node });
+                }
+                match (purpose, item.value) {
+                    (Purpose::Relation { parent }, PickValue::Relation(relation)) => {
+                        self.apply(Override::AddRelation { parent, relation })
+                    }
+                    (Purpose::Entity { parent }, PickValue::Term { term, label }) => {
+                        self.apply(Override::AddEntity { parent, term, label })
+                    }
+                    (Purpose::Object, PickValue::Term { term, label }) => {
+                        if let Some(form) = &mut self.form {
+                            form.fields[1].value = label.unwrap_or_else(|| term.to_string());
+                            if let FormKind::Flag { object, .. } = &mut form.kind {
+                                *object = Some(term);
+                            }
+                        }
+                        Vec::new()
+                    }
+                    _ => Vec::new(),
+                }
+            }
+        }
+    }
+
+    pub(super) fn search_update(&mut self) {
+        let Some(run) = &self.run else { return };
+        let Some(search) = &mut self.search else { return };
+        let beam = run.beam();
+        let texts: Vec<String> = beam
+            .nodes
+            .iter()
+            .map(|n| match n.term() {
+                Some(t) => format!("{} {t}", n.shown()),
+                None => n.shown().to_string(),
+            })
+            .collect();
+        search.matches = fuzzy_rank(&search.query, texts.iter().map(String::as_str));
+        if search.query.trim().is_empty() {
+            search.matches.clear();
+        }
+        search.current = 0;
+    }
+
+    pub(super) fn search_jump(&mut self, delta: isize) {
+        let Some(search) = &mut self.search else { return };
+        if search.matches.is_empty() {
+            self.message = Some(format!("no node matches {:?}", search.query));
+            return;
+        }
+        let n = search.matches.len() as isize;
+        search.current = (search.current as isize + delta).rem_euclid(n) as usize;
+        let id = search.matches[search.current];
+        self.message = Some(search_status(search));
+        self.reveal(NodeRef { branch: None, id });
+    }
+
+    pub(super) fn on_search_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        let Some(search) = &mut self.search else { return Vec::new() };
+        match key.code {
+            KeyCode::Esc => {
+                self.search = None;
+                self.message = None;
+            }
+            KeyCode::Enter => {
+                search.typing = false;
+                let name = search.query.trim().to_string();
+                self.search_jump(0);
+                if !name.is_empty() && self.live {
+                    return vec![Effect::Lookup {
+                        generation: self.generation,
+                        requests: vec![Request::FindEntities { name, limit: 10 }],
+                    }];
+                }
+            }
+            KeyCode::Backspace => {
+                search.query.pop();
+                self.search_update();
+            }
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                search.query.push(c);
+                self.search_update();
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+}
+
+/// The child of `parent` that already stands for a picked candidate.
+pub(super) fn existing_child(beam: &Beam, parent: NodeId, value: &PickValue) -> Option<NodeId> {
+    beam.nodes.get(parent)?.children.iter().copied().find(|&c| match (&beam.nodes[c].kind, value) {
+        (NodeKind::Relation { relation, direction, .. }, PickValue::Relation(r)) => {
+            relation == &r.relation && direction == &r.direction
+        }
+        (NodeKind::Entity { term, .. }, PickValue::Term { term: t, .. }) => term == t,
+        _ => false,
+    })
+}
+
+pub(super) fn search_status(search: &Search) -> String {
+    format!("/{}: match {}/{} · n/N: next/previous · esc: end", search.query, search.current + 1, search.matches.len())
+}

@@ -1,0 +1,57 @@
+//! The status bar: progress, the last message, where things are.
+
+use super::*;
+
+/// The status bar: the latest message (or the search being typed) on the left, the run's
+/// counters on the right.
+pub(super) fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
+    let s = &app.settings;
+    let (depth, next, costs) = match &app.run {
+        Some(run) => (run.depth(), run.next_phase(), run.costs()),
+        None => (0, "-", Default::default()),
+    };
+    let flight = match app.in_flight {
+        Some(since) => {
+            let elapsed = since.elapsed();
+            let frame = (elapsed.as_millis() / 100) as usize % SPINNER.len();
+            format!(" {} {:.1}s", SPINNER[frame], elapsed.as_secs_f64())
+        }
+        None => String::new(),
+    };
+    let overlay = app.corrections.iter().filter(|c| c.active).count();
+    // The run's own settings: the app's may have changed for the next question.
+    let s = app.run.as_ref().map_or(s, |r| r.settings());
+    let progress = match (&app.run, crate::engine::Registry::builtin().get(&s.method)) {
+        (Some(run), _) => run.progress(),
+        (None, Some(entry)) => crate::engine::progress_line(entry, s, depth),
+        (None, None) => s.method.to_string(),
+    };
+    // Most important first; the tail is dropped when the message would get under 30 columns.
+    let mut segments = vec![
+        progress,
+        format!("LLM {}× {}t", costs.llm_calls, costs.usage.prompt_tokens + costs.usage.completion_tokens),
+        format!("KG {}q", costs.kg_lookups),
+        format!("{next}{flight}"),
+        format!("fixes {overlay}"),
+        format!("{} · {}", app.kg_name, app.llm_name),
+    ];
+    if !flight.is_empty() {
+        // While waiting, the spinner matters more than the counters after it.
+        segments.swap(1, 3);
+    }
+    let room = area.width.saturating_sub(30) as usize;
+    let mut counters = segments.join(" │ ") + " ";
+    while counters.chars().count() > room && segments.len() > 1 {
+        segments.pop();
+        counters = segments.join(" │ ") + " ";
+    }
+    let width = (counters.chars().count() as u16).min(area.width);
+    let [left, right] = Layout::horizontal([Constraint::Min(0), Constraint::Length(width)]).areas(area);
+    let style = app.theme.status_bar();
+    let message = match &app.search {
+        Some(search) if search.typing => format!("/{}▏ ({} matches)", search.query, search.matches.len()),
+        _ => app.message.clone().unwrap_or_default(),
+    };
+    frame.render_widget(Paragraph::new(format!(" {message}")).style(style), left);
+    frame.render_widget(Paragraph::new(counters).style(style), right);
+}

@@ -1,0 +1,70 @@
+//! The transcript: every step, its calls and replies.
+
+use super::inspector::reply_label;
+use super::*;
+
+pub(super) fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
+    let block =
+        pane_block(app, Focus::Transcript, " Transcript (tab: next pane · enter: go back to this step) ".into());
+    let Some(run) = &app.run else {
+        frame.render_widget(Paragraph::new("").block(block), area);
+        return;
+    };
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let [list, detail] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(inner);
+    let events = run.trace();
+    let at = if app.focus == Focus::Transcript { app.transcript_at } else { events.len().saturating_sub(1) };
+    let height = list.height as usize;
+    let offset = window(at, events.len(), height);
+    let lines: Vec<Line<'_>> = events
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(height)
+        .map(|(i, e)| {
+            let tokens: u64 = e.calls.iter().map(|c| c.usage.prompt_tokens + c.usage.completion_tokens).sum();
+            let calls = if e.calls.is_empty() { String::new() } else { format!(" [{}× {tokens}t]", e.calls.len()) };
+            let line = Line::from(format!("{:>3} {:<16} {}{calls}", e.index, e.phase().unwrap_or("·"), e.summary));
+            if i == at && app.focus == Focus::Transcript { line.style(app.theme.selected()) } else { line }
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), list);
+    let detail = ruled(frame, app, detail);
+    let Some(event) = events.get(at) else { return };
+    let mut lines = vec![Line::from(Span::styled(
+        format!("step {} · {} ms · depth {}", event.index, event.elapsed_ms, event.depth),
+        bold(),
+    ))];
+    for c in &event.calls {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "{} · {} ms · {}+{} tok{} · T={}{}",
+                c.step,
+                c.latency_ms,
+                c.usage.prompt_tokens,
+                c.usage.completion_tokens,
+                if c.cached { " · reused" } else { "" },
+                c.temperature,
+                reply_label(c)
+            ),
+            Style::new().add_modifier(Modifier::UNDERLINED),
+        )));
+        lines.push(Line::from(format!("parsed: {}", c.parsed)));
+        lines.extend(c.reply.lines().take(4).map(|l| Line::from(format!("< {l}"))));
+        if let Some(thought) = &c.reasoning {
+            lines.extend(thought.lines().take(3).map(|l| Line::from(Span::styled(format!("~ {l}"), dim(app)))));
+        }
+        let prompt: Vec<&str> = c.prompt.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines.extend(
+            prompt[prompt.len().saturating_sub(3)..]
+                .iter()
+                .map(|l| Line::from(Span::styled(format!("> {l}"), dim(app)))),
+        );
+    }
+    for l in &event.lookups {
+        lines.push(Line::from(Span::styled(format!("KG {} → {} result(s)", l.what, l.results), dim(app))));
+    }
+    lines.extend(event.notes.iter().map(|n| Line::from(format!("note: {n}"))));
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), detail);
+}

@@ -1,0 +1,164 @@
+//! The beam tree: one row per node, its status, score and flags.
+
+use super::*;
+
+pub(super) fn status_style(app: &App, status: Status) -> Style {
+    let t = &app.theme;
+    match status {
+        Status::Kept => t.fg(t.kept).add_modifier(Modifier::BOLD),
+        Status::PrunedByScore | Status::PrunedByWidth | Status::PrunedBySample => {
+            t.fg(t.pruned).add_modifier(Modifier::DIM)
+        }
+        Status::PrunedByUser => t.fg(t.user).add_modifier(Modifier::DIM | Modifier::CROSSED_OUT),
+        Status::PinnedByUser | Status::AddedByUser => t.fg(t.user).add_modifier(Modifier::BOLD | Modifier::ITALIC),
+        Status::Candidate => t.fg(t.candidate),
+    }
+}
+
+/// The triples the overlay retracts, to mark them in the tree.
+pub(super) fn retracted(app: &App) -> HashSet<(String, String, Term)> {
+    app.corrections
+        .iter()
+        .filter(|c| c.active)
+        .filter_map(|c| match &c.op {
+            Op::Retract { subject, relation, object } => Some((subject.clone(), relation.clone(), object.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether the triple that reached `node` (an entity under a relation) is retracted.
+pub(super) fn is_flagged(app: &App, node: NodeRef, retracted: &HashSet<(String, String, Term)>) -> bool {
+    if retracted.is_empty() {
+        return false;
+    }
+    let Some(beam) = app.beam_of(node) else { return false };
+    beam.triples(node.id).last().is_some_and(|t| {
+        let Term::Entity(head) = &t.head_term else { return false };
+        retracted.contains(&(head.clone(), t.relation_id.clone(), t.tail_term.clone()))
+    })
+}
+
+pub(super) fn draw_tree(frame: &mut Frame<'_>, app: &App, area: Rect) {
+    let replay = if app.replay.is_some() { " · replay" } else { "" };
+    let block = pane_block(app, Focus::Tree, format!(" Beam · {} · {}{replay} ", app.kg_name, app.llm_name));
+    let Some(run) = &app.run else {
+        let hint = vec![
+            Line::from("No question yet: type one above and press enter."),
+            Line::from(""),
+            Line::from(Span::styled(
+                "Try: What is the majority party now in the country where Canberra is located?",
+                dim(app),
+            )),
+            Line::from(Span::styled("?: keys · q: quit · Esc: leave the box · :: commands", dim(app))),
+        ];
+        frame.render_widget(Paragraph::new(hint).block(block).wrap(Wrap { trim: false }), area);
+        return;
+    };
+    let rows = app.visible_rows();
+    if rows.is_empty() && run.beam().nodes.is_empty() && run.trace().len() <= 1 && !run.is_finished() {
+        let text = format!("No beam yet: n takes the next step ({}).", run.next_phase());
+        frame.render_widget(Paragraph::new(text).block(block).wrap(Wrap { trim: true }), area);
+        return;
+    }
+    if rows.is_empty() {
+        let text = format!(
+            "{} is a prompt-only method: no beam. The transcript shows its calls, the answer pane the result.",
+            run.settings().method.label()
+        );
+        frame.render_widget(Paragraph::new(text).block(block).wrap(Wrap { trim: true }), area);
+        return;
+    }
+    let height = area.height.saturating_sub(2) as usize;
+    let selected = app.selected.min(rows.len().saturating_sub(1));
+    let offset = window(selected, rows.len(), height);
+    let width = area.width.saturating_sub(2) as usize;
+    let retracted = retracted(app);
+    let traced: HashSet<usize> = match (app.traced, run.answer()) {
+        (Some(t), Some(answer)) => {
+            answer.paths.get(t).map(|p| run.beam().path(p.leaf).into_iter().collect()).unwrap_or_default()
+        }
+        _ => HashSet::new(),
+    };
+    let lines: Vec<Line<'_>> = rows
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(height)
+        .filter_map(|(i, row)| {
+            let node = app.node(row.node)?;
+            let fold = if node.children.is_empty() {
+                " "
+            } else if app.collapsed.contains(&row.node) {
+                "▸"
+            } else {
+                "▾"
+            };
+            let mut marks = String::new();
+            if row.node.branch.is_none() && traced.contains(&row.node.id) {
+                marks.push('»');
+            }
+            if row.node.branch.is_some() {
+                marks.push('↶');
+            }
+            if matches!(node.provenance, Provenance::Correction { .. }) {
+                marks.push('✎');
+            }
+            if matches!(node.provenance, Provenance::Generated { .. }) {
+                // Written by the LLM, not found in the KG.
+                marks.push('✦');
+            }
+            if is_flagged(app, row.node, &retracted) {
+                marks.push('⚑');
+            }
+            let mut style = status_style(app, node.status);
+            if row.node.branch.is_some() {
+                style = style.add_modifier(Modifier::DIM | Modifier::ITALIC);
+            }
+            let lead = format!("{}{fold}", "  ".repeat(row.indent));
+            let (what, mut scores) = node_parts(node);
+            // The direction arrow always shows; only the name is shortened.
+            let (arrow, what) = match what.split_once(' ') {
+                Some((a, rest)) if a == "->" || a == "<-" => (format!("{a} "), rest.to_string()),
+                _ => (String::new(), what),
+            };
+            // The scores keep their place; a long name gives way, keeping its end (the
+            // informative part of `domain.type.property`), and on narrow screens the bar and
+            // the path score go first.
+            let fixed = |scores: &Option<String>| {
+                lead.chars().count()
+                    + marks.chars().count()
+                    + arrow.len()
+                    + 2
+                    + scores.as_ref().map_or(0, |s| s.chars().count() + 2)
+            };
+            if width.saturating_sub(fixed(&scores)) < 28 {
+                scores = node.score.map(|s| format!("{s:.2}"));
+            }
+            let room = width.saturating_sub(fixed(&scores)).max(8);
+            let length = what.chars().count();
+            let what = if length > room {
+                ['…'].into_iter().chain(what.chars().skip(length - room + 1)).collect()
+            } else {
+                what
+            };
+            let mut spans = vec![Span::raw(lead)];
+            if !marks.is_empty() {
+                let t = &app.theme;
+                let mark_color = if marks.contains('⚑') { t.flagged } else { t.correction };
+                spans.push(Span::styled(marks, t.fg(mark_color).add_modifier(Modifier::BOLD)));
+            }
+            spans.push(Span::styled(format!("{} {arrow}{what}", node.status.symbol()), style));
+            if let Some(scores) = scores {
+                spans.push(Span::styled(format!("  {scores}"), style));
+            }
+            if let Some(reason) = node.reason.as_deref().filter(|_| node.status == Status::PrunedByWidth) {
+                spans.push(Span::styled(format!("  ({reason})"), dim(app)));
+            }
+            let line = Line::from(spans);
+            Some(if i == selected && app.focus != Focus::Question { line.style(app.theme.selected()) } else { line })
+        })
+        .collect();
+    let title_count = format!(" {}/{} ", selected + 1, rows.len());
+    frame.render_widget(Paragraph::new(lines).block(block.title_bottom(Line::from(title_count).right_aligned())), area);
+}
