@@ -207,6 +207,8 @@ async fn start_screen_help_and_a_tiny_terminal() {
     )]))
     .unwrap();
     ui.press(KeyCode::BackTab).await;
+    assert_eq!(ui.app.focus, Focus::Messages);
+    ui.press(KeyCode::BackTab).await;
     assert_eq!(ui.app.focus, Focus::Corrections);
     ui.press(KeyCode::Char('?')).await;
     let help = ui.screen(120, 40);
@@ -226,7 +228,9 @@ async fn stepping_shows_the_beam_with_scores() {
     // The first prune's scores are on screen, kept and pruned relations alike.
     insta::assert_snapshot!("tui_first_prune_120x40", ui.screen(120, 40));
     insta::assert_snapshot!("tui_first_prune_80x24", ui.screen(80, 24));
-    // The transcript: every call with its parse, reply and prompt.
+    // The transcript: every call with its parse, reply and prompt (Tab: the inspector, then it).
+    ui.press(KeyCode::Tab).await;
+    assert_eq!(ui.app.focus, Focus::Inspector);
     ui.press(KeyCode::Tab).await;
     assert_eq!((ui.app.focus, ui.app.bottom), (Focus::Transcript, Bottom::Transcript));
     ui.press(KeyCode::Char('G')).await;
@@ -338,6 +342,7 @@ async fn a_cancelled_step_is_ignored_and_going_back_keeps_the_old_branch_in_view
     assert!(ui.app.visible_rows().iter().all(|r| r.node.branch.is_none()));
 
     // From the transcript, enter goes back to any step.
+    ui.press(KeyCode::Tab).await;
     ui.press(KeyCode::Tab).await;
     ui.press(KeyCode::Char('g')).await;
     ui.press(KeyCode::Char('j')).await;
@@ -507,6 +512,8 @@ async fn flag_relabel_undo_and_ask_again() {
     assert_eq!(ui.app.corrections[3].op.describe(), "relabel m.phillies as \"The Phillies\"");
 
     // Undo the retraction from the corrections pane: asking again gives the old answer.
+    ui.press(KeyCode::BackTab).await;
+    assert_eq!(ui.app.focus, Focus::Messages);
     ui.press(KeyCode::BackTab).await;
     assert_eq!(ui.app.focus, Focus::Corrections);
     ui.press(KeyCode::Char('g')).await;
@@ -776,6 +783,7 @@ async fn gog_timeline_in_the_method_pane_and_the_step_about_to_run_can_be_edited
     ui.app.focus = Focus::Tree;
     ui.press(KeyCode::Tab).await;
     ui.press(KeyCode::Tab).await;
+    ui.press(KeyCode::Tab).await;
     assert_eq!((ui.app.focus, ui.app.bottom), (Focus::Method, Bottom::Method));
     let screen = ui.screen(120, 40);
     assert!(screen.contains("Search[Apple Inc.]"), "{screen}");
@@ -921,4 +929,241 @@ async fn a_theme_file_that_did_not_load_says_why_when_asked_for() {
     let message = ui.app.message.clone().unwrap_or_default();
     assert!(message.starts_with("no theme \"neon\" (themes: "), "{message}");
     assert!(message.contains(&format!("not loaded: {}", problems[0])), "{message}");
+}
+
+/// The rows shown as `shown`, for tests that look a node up by name.
+fn row_of(app: &App, shown: &str) -> Option<usize> {
+    app.visible_rows().iter().position(|r| app.node(r.node).is_some_and(|n| n.shown() == shown))
+}
+
+#[tokio::test]
+async fn every_message_is_kept_whole_in_the_messages_pane_and_errors_are_marked() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("entity_search").await;
+    // An error: the root cannot be dropped. The status bar cuts it; the pane keeps it whole.
+    ui.press(KeyCode::Char('g')).await;
+    ui.press(KeyCode::Char('x')).await;
+    let error = ui.app.messages.last().cloned().expect("the refusal is kept");
+    assert!(error.error && error.text.starts_with("cannot drop node 0 now: "), "{error:?}");
+    let status = ui.screen(80, 24);
+    let bar = status.lines().last().unwrap_or_default().to_string();
+    assert!(bar.contains("(M: in full)"), "a cut message points to the pane: {bar}");
+    assert!(!status.contains("Drop {") && !status.contains("Keep {"), "no Rust debug text: {status}");
+    ui.press(KeyCode::Char('M')).await;
+    assert_eq!((ui.app.focus, ui.app.bottom), (Focus::Messages, Bottom::Messages));
+    let pane = ui.screen(120, 40);
+    assert!(pane.contains("Messages (") && pane.contains("1 errors"), "{pane}");
+    assert!(pane.contains("error: cannot drop node 0 now"), "{pane}");
+    // The steps' summaries are there too, oldest first.
+    let texts: Vec<&str> = ui.app.messages.iter().map(|m| m.text.as_str()).collect();
+    assert!(texts.iter().any(|t| t.starts_with("topic entity: Canberra")), "{texts:?}");
+    assert_eq!(ui.app.messages.iter().filter(|m| m.error).count(), 1, "{texts:?}");
+}
+
+#[tokio::test]
+async fn the_selection_follows_its_node_when_the_tree_grows() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("entity_search").await;
+    // Select a relation low in the tree: the entity search adds rows above it.
+    let rows = ui.app.visible_rows();
+    let last = rows.len() - 1;
+    ui.app.focus = Focus::Tree;
+    ui.app.selected = last;
+    let node = ui.app.selected_ref();
+    let shown = ui.app.node(node.unwrap()).unwrap().shown().to_string();
+    ui.press(KeyCode::Char('n')).await;
+    assert!(ui.app.visible_rows().len() != rows.len(), "the step changed the rows");
+    assert_eq!(ui.app.selected_ref(), node, "still {shown}, now at row {}", ui.app.selected);
+    // x then acts on that node, not on whatever took its row number.
+    ui.press(KeyCode::Char('x')).await;
+    let said = ui.app.message.clone().unwrap_or_default();
+    assert!(said.contains(&format!("node {} ", node.unwrap().id)), "{said}");
+}
+
+#[tokio::test]
+async fn keys_that_do_not_apply_say_why_and_focus_never_stays_on_a_hidden_pane() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.press(KeyCode::Tab).await;
+    ui.press(KeyCode::Tab).await;
+    assert_eq!(ui.app.focus, Focus::Transcript);
+    ui.press(KeyCode::Char('x')).await;
+    assert_eq!(
+        ui.app.message.as_deref(),
+        Some("x (keep-or-drop) works in the beam tree: Tab moves there"),
+        "a tree key in the transcript"
+    );
+    ui.press(KeyCode::Char('z')).await;
+    assert_eq!(ui.app.message.as_deref(), Some("z does nothing in the transcript (? lists its keys)"));
+    // Running to the answer shows the answer pane; the focus goes with it.
+    ui.press(KeyCode::Char('r')).await;
+    assert_eq!((ui.app.bottom, ui.app.focus), (Bottom::Answer, Focus::Answer));
+}
+
+#[tokio::test]
+async fn the_inspector_scrolls_names_the_call_that_scored_and_shows_flags() {
+    let mut ui = Ui::new();
+    ui.ask(PHANATIC).await;
+    ui.press(KeyCode::Char('r')).await;
+    // A node the model scored: its own call's reply, whole, and the prompt from its start.
+    ui.select("sports.sports_team.arena_stadium");
+    let text = ui.screen(120, 40);
+    assert!(text.contains("Inspector · tab here to scroll") && text.contains("relation_prune"), "{text}");
+    ui.press(KeyCode::Tab).await;
+    assert_eq!(ui.app.focus, Focus::Inspector);
+    for _ in 0..10 {
+        ui.press(KeyCode::Char('j')).await;
+    }
+    assert_eq!(ui.app.inspector_at, 10);
+    let scrolled = ui.screen(120, 40);
+    assert_ne!(scrolled, text, "j scrolls the inspector");
+    assert!(ui.screen(120, 40).contains("Inspector · j/k: scroll"));
+    // Selecting another node starts its inspection from the top.
+    ui.press(KeyCode::BackTab).await;
+    ui.press(KeyCode::Char('j')).await;
+    assert_eq!(ui.app.inspector_at, 0);
+
+    // A flagged triple says so, with the flag's reason.
+    ui.select("Bright House Field");
+    ui.press(KeyCode::Char('f')).await;
+    ui.typed("Renamed in 2021").await;
+    ui.press(KeyCode::Enter).await;
+    ui.select("Bright House Field");
+    let flagged = ui.screen(120, 40);
+    assert!(flagged.contains("⚑ flagged wrong (correction #1): Renamed in 2021"), "{flagged}");
+}
+
+#[tokio::test]
+async fn a_score_given_without_a_call_does_not_show_another_calls_reply() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("relation_search").await;
+    ui.step_until("entity_prune").await;
+    ui.press(KeyCode::Char('n')).await;
+    // Australia is reached three ways: scored 0.8 by the model under containedby, and alone
+    // (1.0, no call) under bibs_location.country, in the same step.
+    let rows = ui.app.visible_rows();
+    let alone = rows
+        .iter()
+        .position(|r| ui.app.node(r.node).is_some_and(|n| n.shown() == "Australia" && n.score == Some(1.0)))
+        .expect("Australia alone under a relation");
+    ui.app.focus = Focus::Tree;
+    ui.app.selected = alone;
+    let text = ui.screen(120, 40);
+    assert!(text.contains("scored without asking the model"), "{text}");
+    assert!(text.contains("it was the only candidate here"), "{text}");
+    assert!(!text.contains("reply:"), "no other call's reply is shown as its source: {text}");
+    // The one the model scored shows that call.
+    ui.app.selected = row_of(&ui.app, "Australia").unwrap();
+    assert_eq!(ui.app.node(ui.app.selected_ref().unwrap()).unwrap().score, Some(0.8));
+    let text = ui.screen(120, 40);
+    assert!(text.contains("reply:") && text.contains("entity_prune"), "{text}");
+}
+
+#[tokio::test]
+async fn quitting_with_unsaved_steering_asks_first_and_ctrl_z_suspends() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("entity_search").await;
+    ui.select("location.location.containedby");
+    ui.press(KeyCode::Char('x')).await;
+    ui.press(KeyCode::Char('q')).await;
+    assert!(!ui.app.quit, "the first q asks");
+    assert!(ui.app.message.as_deref().unwrap_or_default().contains("q again quits"), "{:?}", ui.app.message);
+    ui.press(KeyCode::Char('j')).await;
+    ui.press(KeyCode::Char('q')).await;
+    assert!(!ui.app.quit, "another key in between takes the question back");
+    ui.press(KeyCode::Char('q')).await;
+    assert!(ui.app.quit, "q twice quits");
+
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("entity_search").await;
+    ui.select("location.location.containedby");
+    ui.press(KeyCode::Char('x')).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.json");
+    ui.press(KeyCode::Char(':')).await;
+    ui.typed(&format!("save-as {}", path.display())).await;
+    ui.press(KeyCode::Enter).await;
+    assert!(path.exists(), "{:?}", ui.app.message);
+    ui.press(KeyCode::Char('q')).await;
+    assert!(ui.app.quit, "saved: q quits at once");
+
+    let mut ui = Ui::new();
+    ui.press_with(KeyCode::Char('z'), KeyModifiers::CONTROL).await;
+    assert!(ui.app.suspend, "ctrl-z asks the loop to suspend, even from the question box");
+    assert!(ui.app.question().is_empty());
+}
+
+#[tokio::test]
+async fn the_help_stops_at_its_end_and_the_search_prompt_goes_with_esc() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.press(KeyCode::Char('?')).await;
+    for _ in 0..100 {
+        ui.press(KeyCode::Char('j')).await;
+    }
+    let end = ui.app.help_scroll;
+    assert!(end > 0 && end < 60, "the help scrolls to its end and no further: {end}");
+    let text = ui.screen(120, 40);
+    assert!(text.contains("↶ set aside by going back"), "its last line is in view: {text}");
+    ui.press(KeyCode::Char('q')).await;
+    assert!(!ui.app.help && !ui.app.quit);
+
+    ui.press(KeyCode::Char('/')).await;
+    ui.typed("Austr").await;
+    ui.press(KeyCode::Enter).await;
+    assert!(ui.app.message.as_deref().unwrap_or_default().starts_with("/Austr"), "{:?}", ui.app.message);
+    ui.press(KeyCode::Esc).await;
+    assert!(ui.app.search.is_none());
+    assert_eq!(ui.app.message, None, "the search's status goes with it");
+}
+
+#[tokio::test]
+async fn the_add_picker_lists_the_kgs_candidates_in_words_new_ones_first() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("entity_search").await;
+    ui.press(KeyCode::Char('g')).await;
+    ui.press(KeyCode::Char('+')).await;
+    let picker = ui.app.picker.clone().expect("the picker opens");
+    assert!(!picker.items.is_empty());
+    assert!(picker.title.contains("not in the tree"), "{}", picker.title);
+    let details: Vec<&str> = picker.items.iter().map(|i| i.detail.as_str()).collect();
+    assert!(details.iter().all(|d| !d.contains("PrunedBy") && !d.contains("Kept")), "in words: {details:?}");
+    assert!(
+        details.iter().any(|d| d.contains("(in the tree, pruned by its score: picking it keeps it)")),
+        "{details:?}"
+    );
+    // Those the model was never shown come first.
+    let first_known = details.iter().position(|d| d.contains("(in the tree")).unwrap_or(details.len());
+    assert!(details[first_known..].iter().all(|d| d.contains("(in the tree")), "{details:?}");
+}
+
+#[tokio::test]
+async fn the_object_picker_searches_the_kgs_labels_as_you_type() {
+    let mut ui = Ui::new();
+    ui.ask(PHANATIC).await;
+    ui.press(KeyCode::Char('r')).await;
+    ui.select("Bright House Field");
+    ui.press(KeyCode::Char('f')).await;
+    ui.typed("Wrong park").await;
+    ui.press(KeyCode::Tab).await;
+    // Opened with nothing typed: no arbitrary entities, a hint.
+    let effects = update(&mut ui.app, Action::Key(KeyEvent::new(KeyCode::Char('f'), KeyModifiers::CONTROL)));
+    assert!(effects.is_empty(), "nothing to search yet: {effects:?}");
+    assert!(ui.screen(120, 40).contains("the KG's labels are searched as you type"));
+    // Each key asks for a wake-up; only the latest one searches.
+    let first = update(&mut ui.app, key(KeyCode::Char('C')));
+    let [Effect::Wake { token: stale, .. }] = first[..] else { panic!("{first:?}") };
+    ui.typed("itizens").await;
+    assert!(update(&mut ui.app, Action::Woke { token: stale }).is_empty(), "typing went on: no search");
+    let picker = ui.app.picker.as_ref().unwrap();
+    assert_eq!(picker.searched.as_deref(), Some("Citizens"));
+    assert!(picker.items.iter().any(|i| i.text == "Citizens Bank Park"), "{:?}", picker.items);
+    ui.press(KeyCode::Enter).await;
+    assert_eq!(ui.app.form.as_ref().unwrap().value(1), "Citizens Bank Park");
 }

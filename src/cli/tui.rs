@@ -49,7 +49,7 @@ fn configure(mut app: App, config: &Config) -> Result<App> {
     app.author = crate::overlay::default_author(config.defaults.author.as_deref());
     app.history = crate::tui::load_history(&history_path());
     if let Some(p) = problems.first() {
-        app.message = Some(format!("theme not loaded: {p}"));
+        app.fail(format!("theme not loaded: {p}"));
     }
     Ok(app)
 }
@@ -64,10 +64,10 @@ pub async fn tui(args: TuiArgs, config: &Config) -> Result<i32> {
     let driver = corrections.driver()?;
     let kg = driver.kg().clone();
     let mut app = configure(App::new(settings, prompts, kg.profile().clone(), kg.name(), &llm.describe()), config)?;
-    app.message = Some(if kg.name() == "demo" && llm.describe().contains("scripted") {
-        "embedded default: the demo KG and the offline scripted model (configure [llm] to reason live) · ?: keys".into()
+    app.say(if kg.name() == "demo" && llm.describe().contains("scripted") {
+        "demo KG, offline scripted model: ask a demo question (README) · [llm] in the config reasons live · ?: keys"
     } else {
-        "type a question and press enter · ?: keys".into()
+        "type a question and press enter · ?: keys"
     });
     let (tx, rx) = mpsc::unbounded_channel();
     let executor = Executor {
@@ -100,7 +100,7 @@ pub async fn replay(args: ReplayArgs, config: &Config) -> Result<i32> {
         executor.corrections = Some(Arc::new(corrections));
     }
     let mut app = configure(App::replaying(session, args.live)?, config)?;
-    app.message = Some(format!(
+    app.say(format!(
         "replaying {}{}: enter asks the recorded question, then n steps through it",
         args.file.display(),
         if args.live { " (live: steps not recorded are performed)" } else { " offline" }

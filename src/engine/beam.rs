@@ -54,6 +54,19 @@ impl Status {
             Status::AddedByUser => "^",
         }
     }
+    /// The status in words, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Status::Candidate => "not scored yet",
+            Status::Kept => "kept",
+            Status::PrunedByScore => "pruned by its score",
+            Status::PrunedByWidth => "pruned by the beam width",
+            Status::PrunedBySample => "sampled out",
+            Status::PrunedByUser => "dropped by you",
+            Status::PinnedByUser => "pinned by you",
+            Status::AddedByUser => "added by you",
+        }
+    }
 }
 
 /// Where a node's fact came from.

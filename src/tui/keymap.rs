@@ -11,10 +11,12 @@ pub enum Pane {
     /// Everywhere but text input.
     Any,
     Tree,
+    Inspector,
     Transcript,
     Method,
     Answer,
     Corrections,
+    Messages,
     /// While a search has matches.
     Matches,
 }
@@ -48,7 +50,7 @@ commands! {
     PageUp, "page-up", Any, ["pageup", "ctrl-u"], "half a screen up";
     Top, "top", Any, ["g", "home"], "first row";
     Bottom, "bottom", Any, ["G", "end"], "last row";
-    NextPane, "next-pane", Any, ["tab"], "focus the next pane: tree, transcript, method, answer, corrections";
+    NextPane, "next-pane", Any, ["tab"], "focus the next pane: tree, inspector, transcript, method, answer, corrections, messages";
     PrevPane, "previous-pane", Any, ["backtab"], "focus the previous pane";
     Collapse, "collapse", Tree, ["h", "left"], "fold the subtree";
     Expand, "expand", Tree, ["l", "right"], "unfold the subtree";
@@ -75,6 +77,8 @@ commands! {
     Save, "save", Any, ["ctrl-s"], "save the session (question, trace, replies, corrections)";
     Palette, "palette", Any, [":", "ctrl-p"], "command palette: every command by name";
     Help, "help", Any, ["?", "f1"], "this help";
+    Messages, "messages", Any, ["M"], "every message and error of this sitting, in full";
+    Suspend, "suspend", Any, ["ctrl-z"], "suspend to the shell (fg comes back)";
     Quit, "quit", Any, ["q"], "quit";
     ExportCorrections, "export-corrections", Any, [], "write this KG's corrections as JSON lines (palette: export-corrections [FILE])";
     SaveAs, "save-as", Any, [], "save the session to a file (palette: save-as FILE)";

@@ -107,6 +107,12 @@ impl Executor {
                 let result = Session::load(&path).map(Box::new).map_err(|e| e.to_string());
                 let _ = tx.send(Action::Opened(result));
             }
+            Effect::Wake { token, after_ms } => {
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(after_ms)).await;
+                    let _ = tx.send(Action::Woke { token });
+                });
+            }
             Effect::Remember { question } => {
                 if let Some(path) = &self.history
                     && let Err(e) = remember(path, &question)
@@ -161,6 +167,22 @@ pub async fn run(mut app: App, mut executor: Executor, rx: mpsc::UnboundedReceiv
     result
 }
 
+/// Ctrl-Z: gives the terminal back, stops the process as the shell expects (SIGTSTP), and
+/// takes the terminal again when `fg` resumes it.
+fn suspend(terminal: &mut ratatui::DefaultTerminal) -> Result<()> {
+    let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
+    ratatui::restore();
+    // Raw mode swallows the key that would make the terminal send the signal: send it ourselves
+    // (`kill` needs no unsafe code; the process stops until SIGCONT).
+    let stopped = std::process::Command::new("kill").args(["-TSTP", &std::process::id().to_string()]).status();
+    if let Err(e) = stopped {
+        tracing::warn!("cannot suspend: {e}");
+    }
+    *terminal = ratatui::init();
+    let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
+    Ok(())
+}
+
 async fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
@@ -211,6 +233,11 @@ async fn event_loop(
         }
         if app.quit {
             return Ok(());
+        }
+        if std::mem::take(&mut app.suspend) {
+            suspend(terminal)?;
+            update(app, Action::Resize(terminal.size()?.width, terminal.size()?.height));
+            terminal.clear()?;
         }
         if last_frame.elapsed() >= FRAME {
             terminal.draw(|f| view::draw(f, app))?;

@@ -191,15 +191,32 @@ pub struct Picker {
     pub selected: usize,
     /// Still waiting for the KG's candidates.
     pub loading: bool,
+    /// For a picker that searches the KG as you type: the query its items answer.
+    pub searched: Option<String>,
+    /// The latest wake-up asked for while typing; an older one finds the typing not done.
+    pub wake: u64,
 }
 
 impl Picker {
     pub fn new(purpose: Purpose, title: String) -> Self {
-        Self { purpose, title, query: String::new(), items: Vec::new(), selected: 0, loading: true }
+        Self {
+            purpose,
+            title,
+            query: String::new(),
+            items: Vec::new(),
+            selected: 0,
+            loading: true,
+            searched: None,
+            wake: 0,
+        }
     }
 
-    /// Indices of the items matching the query, best first.
+    /// Indices of the items matching the query, best first. Items the KG found for this very
+    /// query are all shown, in the KG's order.
     pub fn shown(&self) -> Vec<usize> {
+        if self.searched.as_deref() == Some(self.query.trim()) {
+            return (0..self.items.len()).collect();
+        }
         fuzzy_rank(&self.query, self.items.iter().map(|i| i.text.as_str()))
     }
 

@@ -21,7 +21,7 @@ impl App {
         } else if let Some(leaf) = item.node {
             self.reveal(NodeRef { branch: None, id: leaf });
         } else {
-            self.message = Some(format!(
+            self.say(format!(
                 "step {} has run: only the step about to run can be edited (go back to it from the transcript)",
                 self.method_at + 1
             ));
@@ -50,7 +50,7 @@ impl App {
                 match chosen {
                     Some(c) => self.command(c, arg),
                     None => {
-                        self.message = Some("no such command (? lists them)".into());
+                        self.say("no such command (? lists them)");
                         Vec::new()
                     }
                 }
@@ -76,6 +76,9 @@ impl App {
             Focus::Method => self.method_rows(),
             Focus::Answer => self.run.as_ref().and_then(|r| r.answer()).map_or(0, |a| a.paths.len()),
             Focus::Corrections => self.corrections.len(),
+            Focus::Messages => self.messages.len(),
+            // Scrolled by lines; the view stops at the last one.
+            Focus::Inspector => usize::from(u16::MAX),
         }
     }
 
@@ -86,6 +89,8 @@ impl App {
             Focus::Method => &mut self.method_at,
             Focus::Answer => &mut self.answer_at,
             Focus::Corrections => &mut self.corrections_at,
+            Focus::Messages => &mut self.messages_at,
+            Focus::Inspector => &mut self.inspector_at,
         }
     }
 
@@ -96,23 +101,42 @@ impl App {
     }
 
     pub(super) fn cycle_pane(&mut self, forward: bool) {
-        let order = [Focus::Tree, Focus::Transcript, Focus::Method, Focus::Answer, Focus::Corrections];
+        let order = [
+            Focus::Tree,
+            Focus::Inspector,
+            Focus::Transcript,
+            Focus::Method,
+            Focus::Answer,
+            Focus::Corrections,
+            Focus::Messages,
+        ];
         let n = order.len();
         let at = order.iter().position(|f| *f == self.focus).unwrap_or(0);
-        let next = order[if forward { (at + 1) % n } else { (at + n - 1) % n }];
-        self.focus = next;
-        match next {
-            Focus::Transcript => self.bottom = Bottom::Transcript,
-            Focus::Method => self.bottom = Bottom::Method,
-            Focus::Answer => self.bottom = Bottom::Answer,
-            Focus::Corrections => self.bottom = Bottom::Corrections,
-            _ => {}
+        self.focus_on(order[if forward { (at + 1) % n } else { (at + n - 1) % n }]);
+    }
+
+    /// Focuses `focus`, showing its pane if it is a bottom one.
+    pub(super) fn focus_on(&mut self, focus: Focus) {
+        self.focus = focus;
+        if let Some(bottom) = focus.bottom() {
+            self.bottom = bottom;
+        }
+    }
+
+    /// Shows `bottom`; a focus on the bottom pane it replaces follows it, so keys never act on
+    /// a hidden pane.
+    pub(super) fn show_bottom(&mut self, bottom: Bottom) {
+        self.bottom = bottom;
+        if self.focus.bottom().is_some() {
+            self.focus = bottom.focus();
         }
     }
 
     /// Does what `command` means (`arg` from the palette).
     pub(super) fn command(&mut self, command: Command, arg: Option<String>) -> Vec<Effect> {
         let page = (self.areas().tree.height.saturating_sub(2) / 2).max(1) as isize;
+        // A first `q` with unsaved steering asks; any other command takes that back.
+        let armed = std::mem::take(&mut self.quit_armed);
         match command {
             Command::Step => return self.step(),
             Command::Run => {
@@ -123,10 +147,12 @@ impl App {
                 if self.in_flight.take().is_some() {
                     self.generation += 1;
                     self.asked = None;
-                    self.message = Some("cancelled: the step in flight will be ignored".into());
+                    self.say("cancelled: the step in flight will be ignored");
                 }
                 self.auto = false;
-                self.search = None;
+                if self.search.take().is_some() {
+                    self.message = None;
+                }
             }
             Command::Ask => self.focus = Focus::Question,
             Command::Reask => return self.reask(),
@@ -166,14 +192,14 @@ impl App {
             Command::ClearAbandoned => {
                 self.abandoned_from = self.run.as_ref().map_or(0, |r| r.abandoned().len());
                 self.selected = self.selected.min(self.visible_rows().len().saturating_sub(1));
-                self.message = Some("branches set aside are cleared from view".into());
+                self.say("branches set aside are cleared from view");
             }
             Command::Flag => self.open_flag(),
             Command::Relabel => self.open_relabel(),
             Command::AcceptGenerated => return self.accept_generated(),
             Command::EditAction => match arg {
                 Some(action) => return self.apply(Override::EditAction { thought: None, action: action.to_string() }),
-                None => self.message = Some("edit-action needs an action: edit-action Search[Cupertino]".into()),
+                None => self.say("edit-action needs an action: edit-action Search[Cupertino]"),
             },
             Command::Trace => self.trace_answer(),
             Command::Rewind => {
@@ -192,7 +218,7 @@ impl App {
             }
             Command::Undo => {
                 if !self.live {
-                    self.message = Some("an offline replay changes no corrections".into());
+                    self.say("an offline replay changes no corrections");
                 } else if let Some(c) = self.corrections.get(self.corrections_at) {
                     return vec![Effect::Undo { id: c.id }];
                 }
@@ -205,12 +231,12 @@ impl App {
             Command::Save => return vec![Effect::Save { path: None, session: Box::new(self.session()) }],
             Command::SaveAs => match arg {
                 Some(path) => return vec![Effect::Save { path: Some(path.into()), session: Box::new(self.session()) }],
-                None => self.message = Some("save-as needs a file: save-as PATH".into()),
+                None => self.say("save-as needs a file: save-as PATH"),
             },
             Command::ExportCorrections => return vec![Effect::Export { path: arg.map(PathBuf::from) }],
             Command::Open => match arg {
                 Some(path) => return vec![Effect::Open { path: path.into() }],
-                None => self.message = Some("open needs a session file: open PATH".into()),
+                None => self.say("open needs a session file: open PATH"),
             },
             Command::NextTheme => {
                 let plain = self.theme.plain;
@@ -223,9 +249,9 @@ impl App {
                     Some(t) => {
                         self.theme = t.clone();
                         self.theme.plain = plain;
-                        self.message = Some(format!("theme: {}", self.theme.name));
+                        self.say(format!("theme: {}", self.theme.name));
                     }
-                    None => self.message = Some(self.no_theme(&self.themes, arg.as_deref().unwrap_or_default())),
+                    None => self.say(self.no_theme(&self.themes, arg.as_deref().unwrap_or_default())),
                 }
             }
             Command::SwitchMethod => {
@@ -243,15 +269,24 @@ impl App {
                         let method = MethodId::named(entry.id);
                         self.settings.method = method;
                         self.recording.settings.method = method;
-                        self.message = Some(format!("method for the next question: {}", entry.label));
+                        self.say(format!("method for the next question: {}", entry.label));
                     }
-                    None => self.message = Some(format!("no such method (methods: {})", registry.names())),
+                    None => self.say(format!("no such method (methods: {})", registry.names())),
                 }
             }
             Command::Palette => self.palette = Some(Palette::default()),
             Command::Help => {
                 self.help = true;
                 self.help_scroll = 0;
+            }
+            Command::Messages => {
+                self.focus_on(Focus::Messages);
+                self.messages_at = self.messages.len().saturating_sub(1);
+            }
+            Command::Suspend => self.suspend = true,
+            Command::Quit if self.unsaved && !armed => {
+                self.quit_armed = true;
+                self.say("you steered this run and did not save it: q again quits, ctrl-s saves");
             }
             Command::Quit => self.quit = true,
         }
@@ -264,12 +299,9 @@ impl App {
         let pane = if areas.tree.contains(at) {
             Some(Focus::Tree)
         } else if areas.bottom.contains(at) {
-            Some(match self.bottom {
-                Bottom::Transcript => Focus::Transcript,
-                Bottom::Method => Focus::Method,
-                Bottom::Answer => Focus::Answer,
-                Bottom::Corrections => Focus::Corrections,
-            })
+            Some(self.bottom.focus())
+        } else if areas.inspector.contains(at) {
+            Some(Focus::Inspector)
         } else if areas.question.contains(at) {
             Some(Focus::Question)
         } else {
@@ -324,7 +356,9 @@ impl App {
         if self.help {
             // The help only reads: j/k scroll it, any other key closes it.
             match key.code {
-                KeyCode::Char('j') | KeyCode::Down | KeyCode::PageDown => self.help_scroll += 3,
+                KeyCode::Char('j') | KeyCode::Down | KeyCode::PageDown => {
+                    self.help_scroll = (self.help_scroll + 3).min(self.help_scroll_end())
+                }
                 KeyCode::Char('k') | KeyCode::Up | KeyCode::PageUp => {
                     self.help_scroll = self.help_scroll.saturating_sub(3)
                 }
@@ -340,7 +374,7 @@ impl App {
             // `q` (a question is not begun with them); everything else is text.
             let empty = self.question().is_empty();
             match self.keymap.lookup(&[], key) {
-                Some(c @ (Command::Save | Command::Palette | Command::Help))
+                Some(c @ (Command::Save | Command::Palette | Command::Help | Command::Suspend))
                     if key.modifiers.contains(KeyModifiers::CONTROL) || matches!(key.code, KeyCode::F(_)) =>
                 {
                     return self.command(c, None);
@@ -360,8 +394,35 @@ impl App {
         panes.push(self.focus.pane());
         match self.keymap.lookup(&panes, key) {
             Some(command) => self.command(command, None),
-            None => Vec::new(),
+            None => {
+                self.unbound(key);
+                Vec::new()
+            }
         }
+    }
+
+    /// Says why a key did nothing: it works in another pane, or it means nothing.
+    fn unbound(&mut self, key: KeyEvent) {
+        let label = super::super::keymap::Key::of(key).label();
+        let elsewhere = [Pane::Tree, Pane::Transcript, Pane::Method, Pane::Answer, Pane::Corrections]
+            .into_iter()
+            .find_map(|pane| self.keymap.lookup(&[pane], key).filter(|c| c.pane() == pane).map(|c| (pane, c)));
+        match elsewhere {
+            Some((pane, command)) => {
+                self.say(format!("{label} ({}) works in the {}: Tab moves there", command.name(), pane_name(pane)))
+            }
+            None if matches!(key.code, KeyCode::Char(_) | KeyCode::Enter | KeyCode::F(_)) => {
+                self.say(format!("{label} does nothing in the {} (? lists its keys)", pane_name(self.focus.pane())))
+            }
+            None => {}
+        }
+    }
+
+    /// The furthest the help scrolls: its last line at the bottom of its box.
+    fn help_scroll_end(&self) -> u16 {
+        let lines = self.keymap.help(&self.help_panes()).iter().filter(|(keys, _, _)| !keys.is_empty()).count() + 4;
+        let shown = usize::from(self.size.1.saturating_sub(4));
+        u16::try_from(lines.saturating_sub(shown)).unwrap_or(u16::MAX)
     }
 
     /// The panes whose keys apply now, most specific first (for the help).
@@ -371,5 +432,20 @@ impl App {
             panes.push(Pane::Matches);
         }
         panes
+    }
+}
+
+/// A pane as people call it.
+pub(super) fn pane_name(pane: Pane) -> &'static str {
+    match pane {
+        Pane::Any => "whole screen",
+        Pane::Tree => "beam tree",
+        Pane::Inspector => "inspector",
+        Pane::Transcript => "transcript",
+        Pane::Method => "method pane",
+        Pane::Answer => "answer pane",
+        Pane::Corrections => "corrections pane",
+        Pane::Messages => "messages pane",
+        Pane::Matches => "search",
     }
 }

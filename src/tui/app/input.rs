@@ -29,12 +29,12 @@ impl App {
             // As in a shell: ctrl-u clears what is typed.
             KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => self.reset_input(""),
             KeyCode::Enter if !self.question().trim().is_empty() => return self.start(),
-            KeyCode::Enter => self.message = Some("type a question first".into()),
+            KeyCode::Enter => self.say("type a question first"),
             // Esc and Tab leave the input (i comes back to it).
             KeyCode::Esc | KeyCode::Tab => {
                 self.focus = Focus::Tree;
                 if self.run.is_none() {
-                    self.message = Some("i: type a question · ?: keys · q: quit".into());
+                    self.say("i: type a question · ?: keys · q: quit");
                 }
             }
             KeyCode::Up if self.input.cursor().0 == 0 && !self.history.is_empty() => {

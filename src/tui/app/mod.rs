@@ -59,6 +59,10 @@ pub enum Action {
     Resize(u16, u16),
     /// Time passed (the spinner turns).
     Tick,
+    /// The wake-up asked for with `Effect::Wake` (typing paused: search now).
+    Woke {
+        token: u64,
+    },
 }
 
 /// What the UI asks the executor to do.
@@ -97,6 +101,11 @@ pub enum Effect {
     Remember {
         question: String,
     },
+    /// Answer with `Action::Woke` after `after_ms` (debounces lookups made as the user types).
+    Wake {
+        token: u64,
+        after_ms: u64,
+    },
 }
 
 /// An answer to compare with after a re-ask.
@@ -110,22 +119,45 @@ pub struct Earlier {
 pub enum Focus {
     Question,
     Tree,
+    Inspector,
     Transcript,
     Method,
     Answer,
     Corrections,
+    Messages,
 }
 
 impl Focus {
     fn pane(self) -> Pane {
         match self {
             Focus::Question | Focus::Tree => Pane::Tree,
+            Focus::Inspector => Pane::Inspector,
             Focus::Transcript => Pane::Transcript,
             Focus::Method => Pane::Method,
             Focus::Answer => Pane::Answer,
             Focus::Corrections => Pane::Corrections,
+            Focus::Messages => Pane::Messages,
         }
     }
+
+    /// The bottom pane this focus shows, if it is one.
+    pub fn bottom(self) -> Option<Bottom> {
+        match self {
+            Focus::Transcript => Some(Bottom::Transcript),
+            Focus::Method => Some(Bottom::Method),
+            Focus::Answer => Some(Bottom::Answer),
+            Focus::Corrections => Some(Bottom::Corrections),
+            Focus::Messages => Some(Bottom::Messages),
+            Focus::Question | Focus::Tree | Focus::Inspector => None,
+        }
+    }
+}
+
+/// One message of the sitting, kept whole for the messages pane.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    pub error: bool,
+    pub text: String,
 }
 
 /// Which pane the bottom of the screen shows.
@@ -136,6 +168,21 @@ pub enum Bottom {
     Method,
     Answer,
     Corrections,
+    /// Every message of the sitting, in full.
+    Messages,
+}
+
+impl Bottom {
+    /// The focus that works this pane.
+    pub fn focus(self) -> Focus {
+        match self {
+            Bottom::Transcript => Focus::Transcript,
+            Bottom::Method => Focus::Method,
+            Bottom::Answer => Focus::Answer,
+            Bottom::Corrections => Focus::Corrections,
+            Bottom::Messages => Focus::Messages,
+        }
+    }
 }
 
 /// A beam node as the tree shows it: in the current beam, or in a branch set aside by a rewind.
@@ -196,8 +243,20 @@ pub struct App {
     pub method_at: usize,
     pub answer_at: usize,
     pub corrections_at: usize,
+    /// The latest message, on the status bar.
     pub message: Option<String>,
+    /// Every message of the sitting, oldest first (the messages pane).
+    pub messages: Vec<Note>,
+    pub messages_at: usize,
+    /// How far the inspector is scrolled (lines from its top).
+    pub inspector_at: usize,
+    /// Overrides or rewinds made since the session was last saved: quitting asks first.
+    pub unsaved: bool,
+    /// `q` was pressed once with unsaved steering: the next `q` quits.
+    quit_armed: bool,
     pub quit: bool,
+    /// Ctrl-Z: the loop gives the terminal back and stops the process until `fg`.
+    pub suspend: bool,
     pub settings: Settings,
     pub prompts: Arc<Prompts>,
     pub profile: KgProfile,
@@ -259,7 +318,13 @@ impl App {
             answer_at: 0,
             corrections_at: 0,
             message: None,
+            messages: Vec::new(),
+            messages_at: 0,
+            inspector_at: 0,
+            unsaved: false,
+            quit_armed: false,
             quit: false,
+            suspend: false,
             settings,
             prompts,
             profile,
@@ -341,6 +406,21 @@ impl App {
         Ok(self)
     }
 
+    /// Says `text` on the status bar and keeps it in the messages pane.
+    pub fn say(&mut self, text: impl Into<String>) {
+        let text = text.into();
+        self.messages.push(Note { error: false, text: text.clone() });
+        self.message = Some(text);
+    }
+
+    /// Says what went wrong: on the status bar, in the messages pane and in the log.
+    pub fn fail(&mut self, text: impl Into<String>) {
+        let text = text.into();
+        tracing::warn!("{text}");
+        self.messages.push(Note { error: true, text: text.clone() });
+        self.message = Some(text);
+    }
+
     pub fn set_plain(&mut self, plain: bool) {
         self.theme.plain = plain;
     }
@@ -361,12 +441,65 @@ pub fn window(selected: usize, len: usize, height: usize) -> usize {
 
 /// The one place the UI's state changes.
 pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
+    if matches!(action, Action::Tick) {
+        return Vec::new();
+    }
+    // The selection follows its node, not its row number, when the tree changes under it.
+    let (anchor, shape) = (app.selected_ref(), app.tree_shape());
+    let effects = handle(app, action);
+    let now = app.tree_shape();
+    if now != shape && now.run == shape.run {
+        app.select(anchor);
+    }
+    if app.selected_ref() != anchor {
+        app.inspector_at = 0;
+    }
+    effects
+}
+
+/// What changes the tree's rows: when it is the same, a row number still means the same node.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct TreeShape {
+    /// Which question's run (the rows of two runs are unrelated).
+    run: usize,
+    events: usize,
+    nodes: usize,
+    abandoned: usize,
+    abandoned_from: usize,
+    collapsed: usize,
+}
+
+impl App {
+    fn tree_shape(&self) -> TreeShape {
+        TreeShape {
+            run: self.recording.runs.len(),
+            events: self.run.as_ref().map_or(0, |r| r.trace().len()),
+            nodes: self.run.as_ref().map_or(0, |r| r.beam().nodes.len()),
+            abandoned: self.run.as_ref().map_or(0, |r| r.abandoned().len()),
+            abandoned_from: self.abandoned_from,
+            collapsed: self.collapsed.len(),
+        }
+    }
+
+    /// Selects `node`'s row if it is shown; else keeps the row number, within the rows.
+    fn select(&mut self, node: Option<NodeRef>) {
+        let rows = self.visible_rows();
+        match node.and_then(|n| rows.iter().position(|r| r.node == n)) {
+            Some(i) => self.selected = i,
+            None => self.selected = self.selected.min(rows.len().saturating_sub(1)),
+        }
+    }
+}
+
+/// `update` for one action, before the selection is re-anchored.
+fn handle(app: &mut App, action: Action) -> Vec<Effect> {
     match action {
         Action::Resize(w, h) => {
             app.size = (w, h);
             Vec::new()
         }
         Action::Tick => Vec::new(),
+        Action::Woke { token } => app.woke(token),
         Action::Performed { generation, result, elapsed_ms } => {
             if generation != app.generation {
                 return Vec::new(); // overtaken by a cancel, override or rewind
@@ -382,7 +515,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                 Ok(responses) => app.looked(responses),
                 Err(e) => {
                     app.picker = None;
-                    app.message = Some(format!("lookup failed: {e}"));
+                    app.fail(format!("lookup failed: {e}"));
                 }
             }
             Vec::new()
@@ -396,20 +529,20 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                 draft,
             }));
             let list = ids.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
-            app.message = Some(format!("correction {list} recorded; a: ask again with it"));
+            app.say(format!("correction {list} recorded; a: ask again with it"));
             vec![Effect::ListCorrections]
         }
         Action::Corrected(Err(e)) => {
             app.pending_drafts.clear();
-            app.message = Some(format!("the correction was not recorded: {e}"));
+            app.fail(format!("the correction was not recorded: {e}"));
             Vec::new()
         }
         Action::Undone(Ok(id)) => {
-            app.message = Some(format!("correction {id} undone; a: ask again without it"));
+            app.say(format!("correction {id} undone; a: ask again without it"));
             vec![Effect::ListCorrections]
         }
         Action::Undone(Err(e)) => {
-            app.message = Some(format!("not undone: {e}"));
+            app.fail(format!("not undone: {e}"));
             Vec::new()
         }
         Action::Listed(Ok(list)) => {
@@ -418,21 +551,24 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             Vec::new()
         }
         Action::Listed(Err(e)) => {
-            app.message = Some(format!("cannot list the corrections: {e}"));
+            app.fail(format!("cannot list the corrections: {e}"));
             Vec::new()
         }
         Action::Saved(result) => {
-            app.message = Some(match result {
-                Ok(path) => format!("session saved to {} (ongraph replay FILE plays it back)", path.display()),
-                Err(e) => format!("the session was not saved: {e}"),
-            });
+            match result {
+                Ok(path) => {
+                    app.unsaved = false;
+                    app.say(format!("session saved to {} (ongraph replay FILE plays it back)", path.display()))
+                }
+                Err(e) => app.fail(format!("the session was not saved: {e}")),
+            }
             Vec::new()
         }
         Action::Exported(result) => {
-            app.message = Some(match result {
-                Ok((path, n)) => format!("{n} correction(s) written to {}", path.display()),
-                Err(e) => format!("not exported: {e}"),
-            });
+            match result {
+                Ok((path, n)) => app.say(format!("{n} correction(s) written to {}", path.display())),
+                Err(e) => app.fail(format!("not exported: {e}")),
+            }
             Vec::new()
         }
         Action::Opened(Ok(session)) => match App::replaying(*session, app.live) {
@@ -442,17 +578,17 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                 replay.theme = app.theme.clone();
                 replay.size = app.size;
                 replay.author = app.author.clone();
-                replay.message = Some("replaying: Enter starts the recorded question, n steps through it".into());
+                replay.say("replaying: Enter starts the recorded question, n steps through it");
                 *app = replay;
                 Vec::new()
             }
             Err(e) => {
-                app.message = Some(e.to_string());
+                app.fail(e.to_string());
                 Vec::new()
             }
         },
         Action::Opened(Err(e)) => {
-            app.message = Some(e);
+            app.fail(e);
             Vec::new()
         }
         Action::Mouse(mouse) => {

@@ -17,8 +17,12 @@ impl App {
                 };
                 self.record(moment);
                 self.generation += 1;
-                if let (Some(Ok(i)), Some(run)) = (replayed, &self.run) {
-                    self.message = run.trace().get(i).map(|e| format!("replayed: {}", e.summary));
+                let summary = match (replayed, &self.run) {
+                    (Some(Ok(i)), Some(run)) => run.trace().get(i).map(|e| format!("replayed: {}", e.summary)),
+                    _ => None,
+                };
+                if let Some(summary) = summary {
+                    self.say(summary);
                 }
                 if self.auto {
                     continue;
@@ -29,7 +33,7 @@ impl App {
             match run.poll() {
                 Poll::Finished => {
                     self.auto = false;
-                    self.message = Some("answered: a asks again · i: a new question · t: the triples behind it".into());
+                    self.say("answered: a asks again · i: a new question · t: the triples behind it");
                     return Vec::new();
                 }
                 Poll::Need(requests) => {
@@ -43,9 +47,8 @@ impl App {
                     }
                     if !self.live {
                         self.auto = false;
-                        self.message = Some(
-                            "this step is not in the recording: replay with --live to go on with a real KG and model"
-                                .into(),
+                        self.say(
+                            "this step is not in the recording: replay with --live to go on with a real KG and model",
                         );
                         return Vec::new();
                     }
@@ -66,18 +69,21 @@ impl App {
             .and_then(|r| run.feed_timed(r, std::time::Duration::from_millis(elapsed_ms)).map_err(|e| e.to_string()));
         match fed {
             Ok(i) => {
-                self.message = run.trace().get(i).map(|e| e.summary.clone());
+                let summary = run.trace().get(i).map(|e| e.summary.clone());
                 let finished = run.is_finished();
                 let answers = run.answer().map(|a| a.answers.clone());
+                if let Some(summary) = summary {
+                    self.say(summary);
+                }
                 if let (Some(requests), Ok(responses)) = (asked, result) {
                     self.record(Moment::Exchange { requests, responses, elapsed_ms });
                 }
                 if finished {
-                    self.bottom = Bottom::Answer;
+                    self.show_bottom(Bottom::Answer);
                     self.auto = false;
                     self.sync_record();
                     if let (Some(earlier), Some(now)) = (&self.earlier, answers) {
-                        self.message = Some(if earlier.answers == now {
+                        self.say(if earlier.answers == now {
                             format!("same answer as before: {}", now.join(" | "))
                         } else {
                             format!("answer changed: {} → {}", earlier.answers.join(" | "), now.join(" | "))
@@ -88,7 +94,7 @@ impl App {
             }
             Err(e) => {
                 self.auto = false;
-                self.message = Some(format!("error: {e}"));
+                self.fail(e);
                 false
             }
         }
@@ -126,7 +132,7 @@ impl App {
                 self.collapsed.clear();
                 self.focus = Focus::Tree;
                 self.bottom = Bottom::Transcript;
-                self.message = Some(READY.into());
+                self.say(READY);
                 if self.history.last() != Some(&question) {
                     self.history.push(question.clone());
                 }
@@ -136,7 +142,7 @@ impl App {
                 effects
             }
             Err(e) => {
-                self.message = Some(e.to_string());
+                self.fail(e.to_string());
                 Vec::new()
             }
         }
@@ -149,12 +155,16 @@ impl App {
             Ok(i) => {
                 self.generation += 1;
                 self.in_flight = None;
-                self.message = run.trace().get(i).map(|e| e.summary.clone());
+                let summary = run.trace().get(i).map(|e| e.summary.clone());
+                if let Some(summary) = summary {
+                    self.say(summary);
+                }
+                self.unsaved = true;
                 let moment = Moment::Override { change: o };
                 self.replay_follows(&moment);
                 self.record(moment);
             }
-            Err(e) => self.message = Some(e.to_string()),
+            Err(e) => self.fail(e.to_string()),
         }
         Vec::new()
     }
@@ -166,13 +176,14 @@ impl App {
                 self.generation += 1;
                 self.in_flight = None;
                 self.auto = false;
-                self.message = Some(format!("back at step {to}: the later steps are set aside (B clears them)"));
+                self.say(format!("back at step {to}: the later steps are set aside (B clears them)"));
+                self.unsaved = true;
                 let moment = Moment::Rewind { to };
                 self.replay_follows(&moment);
                 self.record(moment);
                 self.selected = self.selected.min(self.visible_rows().len().saturating_sub(1));
             }
-            Err(e) => self.message = Some(e.to_string()),
+            Err(e) => self.fail(e.to_string()),
         }
         Vec::new()
     }
@@ -183,7 +194,7 @@ impl App {
         match steps.iter().rev().nth(1) {
             Some(&to) => self.rewind(to),
             None => {
-                self.message = Some("nothing to go back to".into());
+                self.say("nothing to go back to");
                 Vec::new()
             }
         }
@@ -208,19 +219,19 @@ impl App {
     /// Selects the next path the answer rests on, in the tree.
     pub(super) fn trace_answer(&mut self) {
         let Some(answer) = self.run.as_ref().and_then(|r| r.answer()) else {
-            self.message = Some("no answer yet to trace".into());
+            self.say("no answer yet to trace");
             return;
         };
         if answer.paths.is_empty() {
-            self.message = Some("the answer rests on no KG path (the model's own knowledge)".into());
+            self.say("the answer rests on no KG path (the model's own knowledge)");
             return;
         }
         let at = self.traced.map_or(0, |t| (t + 1) % answer.paths.len());
         let (leaf, n, text) = (answer.paths[at].leaf, answer.paths.len(), answer.paths[at].text.clone());
         self.traced = Some(at);
         self.answer_at = at;
-        self.bottom = Bottom::Answer;
+        self.show_bottom(Bottom::Answer);
         self.reveal(NodeRef { branch: None, id: leaf });
-        self.message = Some(format!("path {}/{n} behind the answer: {text}", at + 1));
+        self.say(format!("path {}/{n} behind the answer: {text}", at + 1));
     }
 }

@@ -90,7 +90,7 @@ impl App {
         match self.selected_ref() {
             Some(NodeRef { branch: None, id }) => Some(id),
             Some(_) => {
-                self.message = Some("that branch was set aside: select a node of the current beam".into());
+                self.say("that branch was set aside: select a node of the current beam");
                 None
             }
             None => None,
@@ -127,7 +127,7 @@ impl App {
                 )
             }
             _ => {
-                self.message = Some("a value has no relations to add".into());
+                self.say("a value has no relations to add");
                 return Vec::new();
             }
         };
@@ -137,13 +137,13 @@ impl App {
 
     /// Fills the open picker (or the search) with looked-up candidates.
     pub(super) fn looked(&mut self, responses: Vec<Response>) {
-        if let Some(search) = self.search.as_mut().filter(|s| !s.typing) {
+        if let Some(status) = self.search.as_ref().filter(|s| !s.typing).map(search_status) {
             // The KG's matching labels are said, not kept: they are not in the beam to jump to.
             if let Some(Response::Entities { matches }) = responses.into_iter().next()
                 && !matches.is_empty()
             {
                 let names: Vec<String> = matches.iter().take(5).map(|m| format!("{} ({})", m.label, m.id)).collect();
-                self.message = Some(format!("{} · in the KG: {}", search_status(search), names.join(", ")));
+                self.say(format!("{status} · in the KG: {}", names.join(", ")));
             }
             return;
         }
@@ -179,23 +179,41 @@ impl App {
                 _ => Vec::new(),
             })
             .collect();
-        // Say which candidates the tree already has (picking one of those keeps it).
+        // Say which candidates the tree already has (picking one of those keeps it); the ones
+        // the model was never shown come first.
         if let (Purpose::Relation { parent } | Purpose::Entity { parent }, Some(run)) = (&picker.purpose, &self.run) {
-            for item in &mut picker.items {
-                if let Some(child) = existing_child(run.beam(), *parent, &item.value) {
-                    item.detail.push_str(&format!("  (in the tree: {:?})", run.beam().nodes[child].status));
+            let beam = run.beam();
+            let mut fresh = Vec::with_capacity(picker.items.len());
+            let mut known = Vec::new();
+            for mut item in std::mem::take(&mut picker.items) {
+                match existing_child(beam, *parent, &item.value) {
+                    Some(child) => {
+                        let status = beam.nodes[child].status;
+                        let then = if status.is_live() { "" } else { ": picking it keeps it" };
+                        item.detail.push_str(&format!("  (in the tree, {}{then})", status.describe()));
+                        known.push(item);
+                    }
+                    None => fresh.push(item),
                 }
             }
+            let new = fresh.len();
+            fresh.extend(known);
+            picker.items = fresh;
+            picker.title = format!("{}· {new} not in the tree ", picker.title);
         }
         if picker.items.is_empty() {
-            self.message = Some("the KG has no other candidates here".into());
+            let empty = match picker.searched.as_deref() {
+                Some(name) => format!("no label in the KG matches {name:?}"),
+                None => "the KG has no candidates here".into(),
+            };
+            self.say(empty);
         }
     }
 
     pub(super) fn on_picker_key(&mut self, key: KeyEvent) -> Vec<Effect> {
         let Some(picker) = &mut self.picker else { return Vec::new() };
         match picker.on_key(key) {
-            Outcome::Editing => Vec::new(),
+            Outcome::Editing => self.object_query_changed(),
             Outcome::Cancelled => {
                 self.picker = None;
                 Vec::new()
@@ -257,13 +275,14 @@ impl App {
     pub(super) fn search_jump(&mut self, delta: isize) {
         let Some(search) = &mut self.search else { return };
         if search.matches.is_empty() {
-            self.message = Some(format!("no node matches {:?}", search.query));
+            let query = search.query.clone();
+            self.say(format!("no node matches {query:?}"));
             return;
         }
         let n = search.matches.len() as isize;
         search.current = (search.current as isize + delta).rem_euclid(n) as usize;
-        let id = search.matches[search.current];
-        self.message = Some(search_status(search));
+        let (id, status) = (search.matches[search.current], search_status(search));
+        self.say(status);
         self.reveal(NodeRef { branch: None, id });
     }
 

@@ -22,8 +22,9 @@ pub(super) fn draw_corrections(frame: &mut Frame<'_>, app: &App, area: Rect) {
         .skip(offset)
         .take(height)
         .map(|(i, c)| {
-            let state = if c.active { "" } else { " (undone)" };
-            let line = Line::from(format!("#{:<3} {} — {} ({}){state}", c.id, c.op.describe(), c.reason, c.author));
+            // The state comes first: a long line is cut at its end.
+            let state = if c.active { "active" } else { "UNDONE" };
+            let line = Line::from(format!("#{:<3} {state} {} — {} ({})", c.id, c.op.describe(), c.reason, c.author));
             let line = if c.active { line } else { line.style(dim(app)) };
             if i == app.corrections_at && app.focus == Focus::Corrections {
                 line.style(app.theme.selected())

@@ -27,8 +27,9 @@ pub(super) fn provenance_line(app: &App, node: &BeamNode) -> Vec<Line<'static>> 
 }
 
 pub(super) fn draw_inspector(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let block = Block::bordered().title(" Inspector ").border_style(app.theme.border(false));
+    let focused = app.focus == Focus::Inspector;
     let (Some(run), Some(node_ref)) = (&app.run, app.selected_ref()) else {
+        let block = pane_block(app, Focus::Inspector, " Inspector ".into());
         frame.render_widget(Paragraph::new("Select a node.").block(block), area);
         return;
     };
@@ -40,9 +41,14 @@ pub(super) fn draw_inspector(frame: &mut Frame<'_>, app: &App, area: Rect) {
             None => "relation".to_string(),
         }),
         Line::from(format!(
-            "status: {:?}{}",
-            node.status,
-            node.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
+            "status: {}{}",
+            node.status.describe(),
+            // The user's own statuses say it already.
+            node.reason
+                .as_deref()
+                .filter(|r| !r.contains("by the user"))
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
         )),
         Line::from(match node.score {
             Some(s) => format!("score {s:.3} {} · path {:.4}", bar(s), node.path_score),
@@ -56,6 +62,7 @@ pub(super) fn draw_inspector(frame: &mut Frame<'_>, app: &App, area: Rect) {
         )));
     }
     lines.extend(provenance_line(app, node));
+    lines.extend(flag_lines(app, node_ref));
     lines.push(heading("path"));
     lines.push(Line::from(beam.path_text(node_ref.id)));
     let triples = beam.triples(node_ref.id);
@@ -73,32 +80,126 @@ pub(super) fn draw_inspector(frame: &mut Frame<'_>, app: &App, area: Rect) {
         None => run.trace(),
         Some(b) => &run.abandoned()[b].events[..],
     };
-    // The call that scored this node: the one whose reply or prompt names it.
     let step = node.step.and_then(|s| events.iter().find(|e| e.index == s));
-    let call = step.and_then(|e| {
-        e.calls.iter().find(|c| c.parsed.contains(node.shown()) || c.prompt.contains(node.shown())).or(e.calls.first())
-    });
-    if let Some(call) = call {
-        lines.push(heading(&format!(
-            "{} · {} ms · {} tok{}",
-            call.step,
-            call.latency_ms,
-            call.usage.prompt_tokens + call.usage.completion_tokens,
-            reply_label(call)
-        )));
-        lines.push(Line::from(Span::styled("reply:", bold())));
-        lines.extend(call.reply.lines().take(8).map(|l| Line::from(l.to_string())));
-        if let Some(thought) = &call.reasoning {
-            lines.push(Line::from(Span::styled("reasoning (not parsed):", bold())));
-            lines.extend(thought.lines().take(6).map(|l| Line::from(Span::styled(l.to_string(), dim(app)))));
+    match step.map(|e| scoring_call(&e.calls, beam, node)) {
+        Some(Source::Call(call)) => {
+            lines.push(heading(&format!(
+                "{} · {} ms · {} tok{}",
+                call.step,
+                call.latency_ms,
+                call.usage.prompt_tokens + call.usage.completion_tokens,
+                reply_label(call)
+            )));
+            if call.fell_back {
+                lines.push(Line::from(Span::styled(
+                    "ranked by BM25: the reply could not be read",
+                    app.theme.fg(app.theme.flagged),
+                )));
+            }
+            lines.push(Line::from(Span::styled("reply:", bold())));
+            lines.extend(call.reply.lines().map(|l| Line::from(l.to_string())));
+            if let Some(thought) = &call.reasoning {
+                lines.push(Line::from(Span::styled("reasoning (not parsed):", bold())));
+                lines.extend(thought.lines().map(|l| Line::from(Span::styled(l.to_string(), dim(app)))));
+            }
+            lines.push(Line::from(Span::styled("prompt:", bold())));
+            lines.extend(call.prompt.lines().map(|l| Line::from(Span::styled(l.to_string(), dim(app)))));
         }
-        lines.push(Line::from(Span::styled("prompt (end):", bold())));
-        let prompt: Vec<&str> = call.prompt.lines().collect();
-        lines.extend(
-            prompt[prompt.len().saturating_sub(8)..].iter().map(|l| Line::from(Span::styled(l.to_string(), dim(app)))),
-        );
+        Some(Source::Unasked) if node.parent.is_none() => lines.push(heading("a topic entity of the question")),
+        Some(Source::Unasked) if node.score.is_some() => {
+            lines.push(heading("scored without asking the model"));
+            lines.push(Line::from(unasked_reason(app, beam, node_ref.id)));
+        }
+        _ => {}
     }
-    frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+    let more = lines.len() > usize::from(area.height.saturating_sub(2));
+    let title = match (focused, more) {
+        (true, _) => " Inspector · j/k: scroll ",
+        (false, true) => " Inspector · tab here to scroll ",
+        (false, false) => " Inspector ",
+    };
+    let block = pane_block(app, Focus::Inspector, title.into());
+    // Scrolled no further than the last line at the top.
+    let at = app.inspector_at.min(lines.len().saturating_sub(1));
+    let at = u16::try_from(at).unwrap_or(u16::MAX);
+    frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }).scroll((at, 0)), area);
+}
+
+/// Where a node's score came from.
+enum Source<'a> {
+    Call(&'a crate::engine::events::CallRecord),
+    /// The step's calls say whom they scored, and none scored this node.
+    Unasked,
+}
+
+/// The call that scored `node`: a call whose reading lists `name=score` with the node's own
+/// name and score, and whose prompt shows the node's parent (one prune step asks per parent,
+/// and the same name can be scored under several). Steps whose calls read no such list (PoG,
+/// GoG) fall back to the call whose reply or prompt names the node, else their first call.
+fn scoring_call<'a>(
+    calls: &'a [crate::engine::events::CallRecord],
+    beam: &crate::engine::beam::Beam,
+    node: &BeamNode,
+) -> Source<'a> {
+    let shown = node.shown();
+    let score = node.score.map(|s| format!("{s:.2}"));
+    let parent = node.parent.and_then(|p| beam.nodes.get(p)).map(BeamNode::shown);
+    let lists = |c: &crate::engine::events::CallRecord| c.parsed.split("; ").any(|p| p.contains('='));
+    let scored_it = |c: &&crate::engine::events::CallRecord| {
+        c.parsed.split("; ").any(|p| {
+            p.rsplit_once('=').is_some_and(|(name, s)| name == shown && score.as_deref().is_none_or(|score| s == score))
+        }) && parent.is_none_or(|p| c.prompt.contains(p))
+    };
+    if let Some(call) = calls.iter().find(scored_it) {
+        return Source::Call(call);
+    }
+    if calls.iter().any(lists) || calls.is_empty() {
+        return Source::Unasked;
+    }
+    calls
+        .iter()
+        .find(|c| c.parsed.contains(shown) || c.prompt.contains(shown))
+        .or(calls.first())
+        .map_or(Source::Unasked, Source::Call)
+}
+
+/// Why a scored node was scored without a call.
+fn unasked_reason(app: &App, beam: &crate::engine::beam::Beam, id: crate::engine::beam::NodeId) -> String {
+    let node = &beam.nodes[id];
+    let siblings = node.parent.map_or(1, |p| beam.nodes[p].children.len());
+    if siblings == 1 {
+        return "it was the only candidate here: kept without a call".into();
+    }
+    if node.term().is_some() && !node.is_named() {
+        return "unnamed entities are not shown to the model: they share the score evenly".into();
+    }
+    use crate::engine::PruneTool;
+    match app.run.as_ref().map_or(app.settings.prune, |r| r.settings().prune) {
+        PruneTool::Llm if node.score == Some(0.0) => "the model's reply did not choose it: scored 0".into(),
+        PruneTool::Llm => "scored by the step's rules, not by a call".into(),
+        PruneTool::Bm25 => "ranked by BM25 against the question (the prune tool), not by the model".into(),
+        PruneTool::Embedding => "ranked by embedding similarity to the question, not by the model".into(),
+    }
+}
+
+/// The flag on the triple that reached `node`, with its correction's reason.
+fn flag_lines(app: &App, node: NodeRef) -> Vec<Line<'static>> {
+    let Some(t) = app.beam_of(node).and_then(|b| b.triples(node.id).pop()) else { return Vec::new() };
+    let Term::Entity(head) = &t.head_term else { return Vec::new() };
+    app.corrections
+        .iter()
+        .filter(|c| c.active)
+        .filter(|c| {
+            matches!(&c.op, Op::Retract { subject, relation, object }
+                if subject == head && relation == &t.relation_id && object == &t.tail_term)
+        })
+        .map(|c| {
+            Line::from(Span::styled(
+                format!("⚑ flagged wrong (correction #{}): {} — {}", c.id, c.reason, c.author),
+                app.theme.fg(app.theme.flagged).add_modifier(Modifier::BOLD),
+            ))
+        })
+        .collect()
 }
 
 /// How a call's reply was asked for and read, when that is not plain free text read as such.

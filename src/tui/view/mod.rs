@@ -19,6 +19,7 @@ use std::collections::HashSet;
 mod answer;
 mod corrections;
 mod inspector;
+mod messages;
 mod method;
 mod modals;
 mod question;
@@ -29,6 +30,7 @@ mod tree;
 use answer::draw_answer;
 use corrections::draw_corrections;
 use inspector::draw_inspector;
+use messages::draw_messages;
 use method::draw_method;
 use modals::{draw_form, draw_help, draw_palette, draw_picker};
 use question::draw_question;
@@ -75,6 +77,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         Bottom::Method => draw_method(frame, app, areas.bottom),
         Bottom::Answer => draw_answer(frame, app, areas.bottom),
         Bottom::Corrections => draw_corrections(frame, app, areas.bottom),
+        Bottom::Messages => draw_messages(frame, app, areas.bottom),
     }
     draw_status(frame, app, areas.status);
     if app.form.is_some() {

@@ -1,6 +1,7 @@
 //! The dialogs over the screen: the correction form, the picker, the palette, the help.
 
 use super::*;
+use crate::tui::modal::Purpose;
 
 pub(super) fn draw_form(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let Some(form) = &app.form else { return };
@@ -65,6 +66,8 @@ pub(super) fn draw_picker(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let mut lines = vec![Line::from(vec![Span::styled("filter: ", bold()), Span::raw(format!("{}▏", picker.query))])];
     if picker.loading {
         lines.push(Line::from(Span::styled("asking the KG…", dim(app))));
+    } else if picker.items.is_empty() && picker.searched.is_none() && picker.purpose == Purpose::Object {
+        lines.push(Line::from(Span::styled("type a name: the KG's labels are searched as you type", dim(app))));
     } else {
         lines.push(Line::from(Span::styled(
             format!("{} of {} candidates · ↑/↓ · enter: choose · esc: cancel", shown.len(), picker.items.len()),
@@ -129,6 +132,8 @@ pub(super) fn draw_help(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let pane = match app.focus {
         Focus::Question => "question",
         Focus::Tree => "beam tree",
+        Focus::Inspector => "inspector",
+        Focus::Messages => "messages",
         Focus::Transcript => "transcript",
         Focus::Method => "method",
         Focus::Answer => "answer",

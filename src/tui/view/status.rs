@@ -39,19 +39,33 @@ pub(super) fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         // While waiting, the spinner matters more than the counters after it.
         segments.swap(1, 3);
     }
-    let room = area.width.saturating_sub(30) as usize;
+    let message = match &app.search {
+        Some(search) if search.typing => format!("/{}▏ ({} matches)", search.query, search.matches.len()),
+        _ => app.message.clone().unwrap_or_default(),
+    };
+    // The counters give way to the message, down to the progress alone; the message keeps at
+    // least 30 columns.
+    let wanted = (message.chars().count() + 2).max(30);
     let mut counters = segments.join(" │ ") + " ";
-    while counters.chars().count() > room && segments.len() > 1 {
+    while counters.chars().count() + wanted > usize::from(area.width) && segments.len() > 1 {
         segments.pop();
         counters = segments.join(" │ ") + " ";
     }
     let width = (counters.chars().count() as u16).min(area.width);
     let [left, right] = Layout::horizontal([Constraint::Min(0), Constraint::Length(width)]).areas(area);
     let style = app.theme.status_bar();
-    let message = match &app.search {
-        Some(search) if search.typing => format!("/{}▏ ({} matches)", search.query, search.matches.len()),
-        _ => app.message.clone().unwrap_or_default(),
-    };
+    let message = fit(&message, usize::from(left.width.saturating_sub(1)));
     frame.render_widget(Paragraph::new(format!(" {message}")).style(style), left);
     frame.render_widget(Paragraph::new(counters).style(style), right);
+}
+
+/// `text` in `width` columns: whole if it fits, else cut with a pointer to the messages pane,
+/// which keeps it whole.
+fn fit(text: &str, width: usize) -> String {
+    const MORE: &str = "… (M: in full)";
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let keep = width.saturating_sub(MORE.chars().count());
+    text.chars().take(keep).collect::<String>() + MORE
 }
