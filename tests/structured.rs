@@ -75,9 +75,6 @@ impl LanguageModel for JsonModel {
     fn describe(&self) -> String {
         "json test model".into()
     }
-    fn structured(&self) -> bool {
-        true
-    }
     async fn complete(&self, r: &ChatRequest) -> Result<Completion, LlmError> {
         self.requests.lock().unwrap().push(r.clone());
         Ok(Completion { text: self.reply(r), mode: ReplyMode::JsonSchema, ..Default::default() })

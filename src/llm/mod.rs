@@ -200,11 +200,6 @@ pub enum LlmError {
 pub trait LanguageModel: Send + Sync {
     /// A short description for status lines ("gpt-4o-mini at https://…", "scripted: demo").
     fn describe(&self) -> String;
-    /// Whether replies may be asked for as JSON of a schema ([`ChatRequest::schema`]); the
-    /// engine then shows the JSON shape in its prompts. Models that read only free text say no.
-    fn structured(&self) -> bool {
-        false
-    }
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError>;
 }
 
@@ -243,10 +238,6 @@ impl CallLimit {
 impl LanguageModel for CallLimit {
     fn describe(&self) -> String {
         self.inner.describe()
-    }
-
-    fn structured(&self) -> bool {
-        self.inner.structured()
     }
 
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
