@@ -5,7 +5,10 @@
 //! - [`engine`]: the sans-I/O reasoning methods. A [`engine::Run`] is polled for
 //!   [`engine::Request`]s and fed the [`engine::Response`]s; a method is a [`engine::Method`]
 //!   registered by a [`engine::MethodEntry`] in a [`engine::Registry`], so a method defined
-//!   outside this crate runs like a built-in one (`tests/custom_method.rs` does so).
+//!   outside this crate runs like a built-in one (`tests/custom_method.rs` does so). What such a
+//!   method works with is public too: the [`engine::Context`], the tree it grows
+//!   ([`engine::beam`]), the trace it writes ([`engine::events`]), the reply reader
+//!   [`engine::parse_answers`] and the progress line [`engine::depth_progress`].
 //! - [`kg`] and [`llm`]: the [`kg::KnowledgeGraph`] and [`llm::LanguageModel`] traits and the
 //!   values that cross them, for whoever performs a run's requests.
 //! - [`prompts`]: the templates a run renders its prompts from.

@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChatRequest {
     /// Which engine step asked (`relation_prune`, `reasoning`, …): for logs, transcripts and the
-    /// scripted model's matching. Sent only as a header ([`openai::STEP_HEADER`]).
+    /// scripted model's matching. The OpenAI-compatible client sends it only as a header
+    /// (`x-ongraph-step`).
     pub step: String,
     pub system: String,
     pub prompt: String,
