@@ -1,21 +1,21 @@
 //! The engine's ceiling on whole PathQuestion files, and why each question below it is missed.
 //! Every graph method answers every question of PQ-2H, PQ-3H, PQL-2H and PQL-3H with the
 //! gold-path simulation (which chooses along the gold path but reads only its prompts, see
-//! `ongraph::llm::gold_path`); each miss is put down to one cause, read off the run's beam (ToG,
+//! `src/llm/gold_path.rs`); each miss is put down to one cause, read off the run's beam (ToG,
 //! ToG-R), the gold path (PoG) or the KG (GoG), and counted, with one example each.
 //!
 //! `cargo bench --bench ceilings [-- FILE…]` (default all four; needs ../shared/datasets).
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a bench prints its figures
 
-use ongraph::dataset::{Item, gold_paths, pathquestion};
-use ongraph::driver::Driver;
 use ongraph::engine::beam::{Beam, NodeId, NodeKind};
 use ongraph::engine::{MethodId, Run, Settings, Topics};
-use ongraph::eval::metrics::score;
-use ongraph::kg::load::load_file;
 use ongraph::kg::{Direction, KgProfile, KnowledgeGraph, RelationRef};
-use ongraph::llm::gold_path::{GoldPath, GoldPathModel};
 use ongraph::prompts::Prompts;
+use ongraph::testing::dataset::{Item, gold_paths, pathquestion};
+use ongraph::testing::driver::Driver;
+use ongraph::testing::eval::score;
+use ongraph::testing::kg::load_file;
+use ongraph::testing::llm::{GoldPath, GoldPathModel};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;

@@ -5,14 +5,13 @@
 //! `cargo bench --bench driver`
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a bench prints its figures
 
-use ongraph::driver::Driver;
 use ongraph::engine::{Run, Settings, Topics};
 use ongraph::kg::KnowledgeGraph;
-use ongraph::kg::load::demo_graph;
 use ongraph::llm::ChatRequest;
-use ongraph::llm::openai::{OpenAiClient, OpenAiConfig};
-use ongraph::llm::scripted::ScriptedModel;
 use ongraph::prompts::Prompts;
+use ongraph::testing::driver::Driver;
+use ongraph::testing::kg::demo_graph;
+use ongraph::testing::llm::{OpenAiClient, OpenAiConfig, ScriptedModel};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -97,7 +96,7 @@ async fn measure(
 
 #[tokio::main]
 async fn main() {
-    ongraph::llm::openai::install_crypto_provider();
+    ongraph::testing::llm::install_crypto_provider();
     let script = format!("{PESSIMIST}\n{}", include_str!("../sessions/demo-model.toml"));
     let model = ScriptedModel::from_toml("bench", &script).expect("script");
     let server = MockServer::start().await;

@@ -1,6 +1,6 @@
 //! Engine overhead and ceiling: PathQuestion questions (PQ-2H and PQ-3H with their KBs, from
 //! ../shared/datasets) answered by every graph method with the gold-path simulation
-//! (`ongraph::llm::gold_path`, zero latency), which picks what lies on each question's gold path.
+//! (`src/llm/gold_path.rs`, zero latency), which picks what lies on each question's gold path.
 //! Reports questions per second (engine + driver + local KG + prompt rendering + reply parsing,
 //! no model time), LLM calls, rounds and KG lookups per question, and the share answered: the
 //! engine's ceiling when every choice is right, not any LLM's accuracy.
@@ -11,10 +11,10 @@
 #[path = "common/pathquestion.rs"]
 mod pathquestion;
 
-use ongraph::dataset::Item;
 use ongraph::engine::{AnswerSource, MethodId, Run};
-use ongraph::eval::metrics::score;
 use ongraph::prompts::Prompts;
+use ongraph::testing::dataset::Item;
+use ongraph::testing::eval::score;
 use std::sync::Arc;
 use std::time::Instant;
 

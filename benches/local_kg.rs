@@ -4,8 +4,8 @@
 //! `cargo bench --bench local_kg` (each load runs in a child process so its peak RSS is its own).
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a bench prints its figures
 
-use ongraph::kg::load::load_file;
 use ongraph::kg::{KgProfile, KnowledgeGraph, RelationRef};
+use ongraph::testing::kg::load_file;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::io::{BufWriter, Write};
@@ -93,7 +93,7 @@ fn child(path: &Path) {
     lookups(&graph, name);
 }
 
-fn lookups(graph: &ongraph::kg::local::LocalGraph, name: &str) {
+fn lookups(graph: &ongraph::testing::kg::LocalGraph, name: &str) {
     let prefix = if name.ends_with(".nt") { "http://rdf.freebase.com/ns/" } else { "" };
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     // Pairs that exist: an entity and one of its relations.

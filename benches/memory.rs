@@ -17,12 +17,12 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a bench prints its figures
 #![allow(unsafe_code)] // the counting global allocator
 
-use ongraph::driver::Driver;
 use ongraph::engine::{GogSettings, MethodId, Run, Settings, Topics};
-use ongraph::kg::local::{GraphBuilder, LocalGraph};
 use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
-use ongraph::llm::gold_path::{GoldPath, GoldPathModel};
 use ongraph::prompts::Prompts;
+use ongraph::testing::driver::Driver;
+use ongraph::testing::kg::{GraphBuilder, LocalGraph};
+use ongraph::testing::llm::{GoldPath, GoldPathModel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::alloc::{GlobalAlloc, Layout, System};

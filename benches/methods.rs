@@ -11,14 +11,14 @@
 #[path = "common/pathquestion.rs"]
 mod pathquestion;
 
-use ongraph::driver::Driver;
 use ongraph::engine::{MethodId, Run, Settings, Topics};
-use ongraph::eval::metrics::score;
 use ongraph::kg::Term;
-use ongraph::kg::load::demo_graph;
-use ongraph::llm::scripted::ScriptedModel;
-use ongraph::overlay::OverlayKg;
 use ongraph::prompts::Prompts;
+use ongraph::testing::driver::Driver;
+use ongraph::testing::eval::score;
+use ongraph::testing::kg::demo_graph;
+use ongraph::testing::llm::ScriptedModel;
+use ongraph::testing::overlay::OverlayKg;
 use std::sync::Arc;
 
 const QUESTIONS: &[(&str, &str, bool)] = &[

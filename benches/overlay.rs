@@ -4,10 +4,9 @@
 //! `cargo bench --bench overlay`
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a bench prints its figures
 
-use ongraph::kg::local::GraphBuilder;
 use ongraph::kg::{KgProfile, KnowledgeGraph, RelationRef, Term};
-use ongraph::overlay::store::{CorrectionStore, SledStore};
-use ongraph::overlay::{Correction, Draft, Op, OverlayKg};
+use ongraph::testing::kg::GraphBuilder;
+use ongraph::testing::overlay::{Correction, CorrectionStore, Draft, Op, OverlayKg, SledStore};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;

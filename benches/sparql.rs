@@ -9,14 +9,12 @@
 #[path = "../tests/common/servers.rs"]
 mod servers;
 
-use ongraph::driver::Driver;
 use ongraph::engine::{Run, Settings, Topics};
-use ongraph::kg::sparql::cache::QueryCache;
-use ongraph::kg::sparql::client::{SparqlClient, SparqlConfig};
-use ongraph::kg::sparql::{Namespaces, SparqlKg};
 use ongraph::kg::{KgProfile, KnowledgeGraph};
-use ongraph::llm::scripted::ScriptedModel;
 use ongraph::prompts::Prompts;
+use ongraph::testing::driver::Driver;
+use ongraph::testing::kg::{Namespaces, QueryCache, SparqlClient, SparqlConfig, SparqlKg};
+use ongraph::testing::llm::ScriptedModel;
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -12,16 +12,14 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a bench prints its figures
 
 use crossterm::event::{KeyCode, KeyEvent};
-use ongraph::driver::Driver;
 use ongraph::engine::{PruneTool, Request, Run, Settings, Topics};
-use ongraph::kg::local::GraphBuilder;
 use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
 use ongraph::llm::ChatRequest;
-use ongraph::llm::openai::{OpenAiClient, OpenAiConfig};
-use ongraph::llm::scripted::ScriptedModel;
 use ongraph::prompts::Prompts;
-use ongraph::tui::app::{Action, App, Effect, update};
-use ongraph::tui::{Executor, view};
+use ongraph::testing::driver::Driver;
+use ongraph::testing::kg::GraphBuilder;
+use ongraph::testing::llm::{OpenAiClient, OpenAiConfig, ScriptedModel};
+use ongraph::testing::tui::{Action, App, Effect, Executor, update, view};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
@@ -91,7 +89,7 @@ async fn big_beam_app(driver: &Driver) -> App {
     }
     let mut app = App::new(settings, Arc::new(Prompts::builtin()), kg.profile().clone(), kg.name(), "bench");
     app.run = Some(run);
-    app.focus = ongraph::tui::app::Focus::Tree;
+    app.focus = ongraph::testing::tui::Focus::Tree;
     app.size = (120, 40);
     app.selected = app.visible_rows().len() / 2;
     app
@@ -110,7 +108,7 @@ fn frame_times(app: &App, frames: usize) -> Vec<f64> {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    ongraph::llm::openai::install_crypto_provider();
+    ongraph::testing::llm::install_crypto_provider();
     let kg = wide_graph();
     let model = ScriptedModel::from_toml("bench", "[[reply]]\ntext = \"{No}\"\n").expect("script");
     let local = Driver::new(kg.clone(), Arc::new(model));

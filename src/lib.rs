@@ -1,21 +1,38 @@
 //! ongraph: watch, steer and correct an LLM while it reasons over a knowledge graph.
 //!
-//! Layers, each usable alone: [`kg`] (knowledge graphs), [`llm`] (language models),
-//! [`overlay`] (user corrections), [`prompts`] (templates), [`session`] (saved sittings, replayed offline), [`settings`] (the
-//! engine's settings as config keys and flags), [`engine`] (the reasoning methods, sans I/O), [`dataset`] (benchmark question files), [`driver`] (performs
-//! what the engine asks for), [`config`] and [`cli`] (the `ongraph` command).
+//! The public API is what embeds the reasoning engine in another program, and no more:
+//!
+//! - [`engine`]: the sans-I/O reasoning methods. A [`engine::Run`] is polled for
+//!   [`engine::Request`]s and fed the [`engine::Response`]s; a method is a [`engine::Method`]
+//!   registered by a [`engine::MethodEntry`] in a [`engine::Registry`], so a method defined
+//!   outside this crate runs like a built-in one (`tests/custom_method.rs` does so). What such a
+//!   method works with is public too: the [`engine::Context`], the tree it grows
+//!   ([`engine::beam`]), the trace it writes ([`engine::events`]), the reply reader
+//!   [`engine::parse_answers`] and the progress line [`engine::depth_progress`].
+//! - [`kg`] and [`llm`]: the [`kg::KnowledgeGraph`] and [`llm::LanguageModel`] traits and the
+//!   values that cross them, for whoever performs a run's requests.
+//! - [`prompts`]: the templates a run renders its prompts from.
+//! - [`main`]: the `ongraph` command, which is all `src/main.rs` calls.
+//!
+//! Everything else (the driver, sessions, datasets, evaluation, the correction overlay, the
+//! config, the CLI and the TUI) is the program's own and private, so the compiler reports what
+//! nothing uses. The project's tests and benches reach it through `testing`, which is no API.
 
-pub mod cli;
-pub mod config;
-pub mod dataset;
-pub mod driver;
+mod cli;
+mod config;
+mod dataset;
+mod driver;
 pub mod engine;
-pub mod eval;
+mod eval;
 pub mod kg;
 pub mod llm;
-pub mod overlay;
+mod overlay;
 pub mod prompts;
-pub mod session;
-pub mod settings;
+mod session;
+mod settings;
+#[doc(hidden)]
+pub mod testing;
 mod text_file;
-pub mod tui;
+mod tui;
+
+pub use cli::main;

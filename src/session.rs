@@ -196,12 +196,7 @@ impl Session {
         }
     }
 
-    /// A fresh run of recorded run `index`, before any step.
-    pub fn start(&self, index: usize, prompts: Arc<Prompts>) -> Result<Run, SessionError> {
-        self.start_in(Registry::builtin(), index, prompts)
-    }
-
-    /// As [`Session::start`], for a method `registry` knows.
+    /// A fresh run of recorded run `index`, before any step, for a method `registry` knows.
     pub fn start_in(&self, registry: &Registry, index: usize, prompts: Arc<Prompts>) -> Result<Run, SessionError> {
         let record = self.runs.get(index).ok_or(SessionError::Diverged { run: index, why: "no such run".into() })?;
         Run::new_in(

@@ -419,7 +419,7 @@ fn ask_saves_a_session_that_replays_offline() {
         ],
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let session = ongraph::session::Session::load(&path).unwrap();
+    let session = ongraph::testing::session::Session::load(&path).unwrap();
     assert_eq!(session.runs.len(), 1);
     assert!(session.runs[0].answer.is_some(), "the answer is in the session");
     let check = ongraph(home.path(), &["replay", "--check", path.to_str().unwrap()]);
@@ -435,7 +435,7 @@ fn ask_saves_a_session_that_replays_offline() {
     let out =
         ongraph(home.path(), &["ask", "What is the capital of Atlantis?", "--save-session", failed.to_str().unwrap()]);
     assert!(!out.status.success());
-    assert!(ongraph::session::Session::load(&failed).is_ok(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(ongraph::testing::session::Session::load(&failed).is_ok(), "{}", String::from_utf8_lossy(&out.stderr));
 
     // Both failures are said when the session cannot be written either.
     let blocked = home.path().join("saved/canberra.json/inside.json");

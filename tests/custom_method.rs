@@ -3,18 +3,18 @@
 //! driver, is recorded into a session saved on disk, and replays from that file alone.
 
 use async_trait::async_trait;
-use ongraph::driver::Driver;
 use ongraph::engine::beam::{NodeId, NodeKind, Provenance};
 use ongraph::engine::events::{CallRecord, Event, LookupRecord};
 use ongraph::engine::{
     Answer, AnswerSource, Context, EngineError, Machine, Method, MethodEntry, MethodId, Override, Registry, Request,
     Response, Run, Settings, Topics,
 };
-use ongraph::kg::load::demo_graph;
 use ongraph::kg::{KnowledgeGraph, Term};
 use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError};
 use ongraph::prompts::Prompts;
-use ongraph::session::{Session, SessionError};
+use ongraph::testing::driver::Driver;
+use ongraph::testing::kg::demo_graph;
+use ongraph::testing::session::{Session, SessionError};
 use std::sync::Arc;
 
 const QUESTION: &str = "In which time zone is Canberra?";
@@ -129,7 +129,7 @@ impl Method for Bfs {
                 self.phase = if self.hop >= cx.settings().depth { Phase::Answer } else { Phase::Relations };
             }
             (Phase::Answer, [Response::Llm { completion }]) => {
-                let answers = ongraph::engine::parse::parse_answers(&completion.text).unwrap_or_default();
+                let answers = ongraph::engine::parse_answers(&completion.text).unwrap_or_default();
                 ev.calls.push(CallRecord::of(&requests[0], completion, answers.join("; ")));
                 ev.summary = format!("answer {}", answers.join(", "));
                 cx.finish(Answer {
@@ -165,7 +165,7 @@ fn registry() -> Registry {
         id: "bfs",
         label: "BFS",
         about: "breadth-first walk; the model only answers",
-        progress: ongraph::engine::method::depth_progress,
+        progress: ongraph::engine::depth_progress,
         start: |cx, topics| Ok(Machine::new(Bfs::start(cx, topics)?)),
     })
 }
@@ -262,7 +262,7 @@ async fn a_method_without_overrides_refuses_them_in_words() {
 
 /// The demo script's replies, until `budget` calls have been made; then the endpoint is down.
 struct FailsAfter {
-    model: ongraph::llm::scripted::ScriptedModel,
+    model: ongraph::testing::llm::ScriptedModel,
     budget: std::sync::atomic::AtomicUsize,
     made: std::sync::atomic::AtomicUsize,
 }
@@ -287,14 +287,14 @@ impl LanguageModel for FailsAfter {
 
 #[tokio::test]
 async fn a_run_cut_short_is_taken_up_again_without_repeating_a_call() {
-    use ongraph::session::Player;
+    use ongraph::testing::session::Player;
     use std::sync::atomic::Ordering::SeqCst;
     let question = "What is the majority party now in the country where Canberra is located?";
     let kg = Arc::new(demo_graph());
     let prompts = Arc::new(Prompts::load(None).unwrap());
     let settings = Settings::default();
     let model = Arc::new(FailsAfter {
-        model: ongraph::llm::scripted::ScriptedModel::demo().unwrap(),
+        model: ongraph::testing::llm::ScriptedModel::demo().unwrap(),
         budget: 3.into(),
         made: 0.into(),
     });
@@ -318,7 +318,7 @@ async fn a_run_cut_short_is_taken_up_again_without_repeating_a_call() {
     assert!(earlier.at_end(), "every recorded batch was used, in order (the same KG answers)");
     let full = {
         let mut run = start().unwrap();
-        Driver::new(kg.clone(), Arc::new(ongraph::llm::scripted::ScriptedModel::demo().unwrap()))
+        Driver::new(kg.clone(), Arc::new(ongraph::testing::llm::ScriptedModel::demo().unwrap()))
             .run(&mut run, |_, _| {})
             .await
             .unwrap();

@@ -1,12 +1,12 @@
 //! Dataset loaders on real records (tests/fixtures/tog: cut from ToG's question files;
 //! WebQSP written from its schema), including each file's odd fields.
 
-use ongraph::dataset::Format;
-use ongraph::dataset::tog::{TopicIds, format_of, load};
-use ongraph::eval::metrics::GoldAnswer;
+use ongraph::testing::dataset::Format;
+use ongraph::testing::dataset::tog::{TopicIds, format_of, load};
+use ongraph::testing::eval::GoldAnswer;
 use std::path::Path;
 
-fn fixture(name: &str, ids: TopicIds) -> Vec<ongraph::dataset::Item> {
+fn fixture(name: &str, ids: TopicIds) -> Vec<ongraph::testing::dataset::Item> {
     let path = Path::new("tests/fixtures/tog").join(name);
     let format = format_of(&path).unwrap();
     load(&path, format, ids).unwrap()
@@ -89,16 +89,16 @@ fn an_empty_dataset_is_an_error_and_a_byte_order_mark_is_ignored() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cwq.json");
     std::fs::write(&path, "[]").unwrap();
-    let err = ongraph::dataset::load(&path, Format::Cwq, TopicIds::Freebase).unwrap_err().to_string();
+    let err = ongraph::testing::dataset::load(&path, Format::Cwq, TopicIds::Freebase).unwrap_err().to_string();
     assert!(err.ends_with("cwq.json holds no questions"), "{err}");
     std::fs::write(&path, "\u{feff}[{\"question\": \"ok?\", \"answer\": \"a\"}]").unwrap();
-    assert_eq!(ongraph::dataset::load(&path, Format::Cwq, TopicIds::Freebase).unwrap()[0].question, "ok?");
+    assert_eq!(ongraph::testing::dataset::load(&path, Format::Cwq, TopicIds::Freebase).unwrap()[0].question, "ok?");
     let pq = dir.path().join("PQ-2H.txt");
     std::fs::write(&pq, "").unwrap();
-    let err = ongraph::dataset::load(&pq, Format::Pathquestion, TopicIds::Freebase).unwrap_err().to_string();
+    let err = ongraph::testing::dataset::load(&pq, Format::Pathquestion, TopicIds::Freebase).unwrap_err().to_string();
     assert!(err.ends_with("PQ-2H.txt holds no questions"), "{err}");
     std::fs::write(&pq, "\u{feff}which nationality is x 's couple ?\tuk(uk/)\tx#spouse#y#nationality#uk#<end>#uk\n")
         .unwrap();
-    let items = ongraph::dataset::load(&pq, Format::Pathquestion, TopicIds::Freebase).unwrap();
+    let items = ongraph::testing::dataset::load(&pq, Format::Pathquestion, TopicIds::Freebase).unwrap();
     assert!(items[0].question.starts_with("which"), "{:?}", items[0].question);
 }

@@ -576,10 +576,10 @@ async fn tog_r_shares_a_chain_score_among_every_entity_it_reached() {
     let mut lines: Vec<String> = (0..25).map(|i| format!("hub\tvalue\tv{i:02}")).collect();
     lines.push("hub\tnext\tgoal".into());
     std::fs::write(&kb, lines.join("\n")).unwrap();
-    let (graph, _) = ongraph::kg::load::load_file(&kb, ongraph::kg::KgProfile::named_ids(), false).unwrap();
+    let (graph, _) = ongraph::testing::kg::load_file(&kb, ongraph::kg::KgProfile::named_ids(), false).unwrap();
     let script = "[[reply]]\nstep = \"relation_prune\"\ntext = \"{value (Score: 0.5)} {next (Score: 0.5)}\"\n";
-    let model = ongraph::llm::scripted::ScriptedModel::from_toml("test", script).unwrap();
-    let driver = ongraph::driver::Driver::new(std::sync::Arc::new(graph), std::sync::Arc::new(model));
+    let model = ongraph::testing::llm::ScriptedModel::from_toml("test", script).unwrap();
+    let driver = ongraph::testing::driver::Driver::new(std::sync::Arc::new(graph), std::sync::Arc::new(model));
     let settings = Settings { method: MethodId::TOG_R, ..Settings::default() };
     let mut run = new_run(&driver, "Which value?", named(&["hub"]), settings);
     run_until(&driver, &mut run, "reasoning").await;

@@ -6,16 +6,14 @@
 
 mod common;
 
-use ongraph::dataset::{Format, Item, gold_paths, pathquestion};
 use ongraph::engine::{MethodId, Settings};
-use ongraph::eval::record::{self, RecordWriter};
-use ongraph::eval::runner::{Evaluator, Finished};
-use ongraph::eval::summary::summarise;
-use ongraph::kg::load::load_file;
 use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
-use ongraph::llm::gold_path::GoldPathModel;
-use ongraph::llm::openai::{OpenAiClient, OpenAiConfig};
 use ongraph::prompts::Prompts;
+use ongraph::testing::dataset::{Format, Item, gold_paths, pathquestion};
+use ongraph::testing::eval::record::{self, RecordWriter};
+use ongraph::testing::eval::{Evaluator, Finished, summarise};
+use ongraph::testing::kg::load_file;
+use ongraph::testing::llm::{GoldPathModel, OpenAiClient, OpenAiConfig};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
@@ -140,7 +138,8 @@ async fn hidden_triples_apply_to_their_own_question_only() {
 fn gog_ikg_records_carry_their_hidden_triples() {
     let path = Path::new("tests/fixtures/gog/data_with_ct_0.4.json");
     assert_eq!(Format::detect(path), Some(Format::Gog));
-    let items = ongraph::dataset::load(path, Format::Gog, ongraph::dataset::tog::TopicIds::Freebase).unwrap();
+    let items =
+        ongraph::testing::dataset::load(path, Format::Gog, ongraph::testing::dataset::tog::TopicIds::Freebase).unwrap();
     let counts: Vec<usize> = items.iter().map(|i| i.hidden.len()).collect();
     assert_eq!(counts, [0, 3, 5]);
     assert_eq!(items[1].answers[0].name, "Belmont University");

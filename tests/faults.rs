@@ -11,10 +11,9 @@ mod common;
 
 use common::faults::{Fault, FaultServer, Plan};
 use common::ongraph_cmd;
-use ongraph::dataset::{gold_paths, pathquestion};
-use ongraph::llm::gold_path::GoldPathModel;
-use ongraph::llm::openai::{OpenAiClient, OpenAiConfig};
 use ongraph::llm::{ChatRequest, LanguageModel, LlmError};
+use ongraph::testing::dataset::{gold_paths, pathquestion};
+use ongraph::testing::llm::{GoldPathModel, OpenAiClient, OpenAiConfig};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -145,7 +145,7 @@ fn bad_corrections_are_one_line_errors() {
 
     // A store held by another process is reported as such.
     let store = h.join("data/ongraph/overlay");
-    let _held = ongraph::overlay::store::SledStore::open(&store).unwrap();
+    let _held = ongraph::testing::overlay::SledStore::open(&store).unwrap();
     fails(h, &["fix", "relabel", "m.apple", "Apple", "--reason", "x"], "in use by another ongraph process");
 }
 

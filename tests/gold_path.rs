@@ -4,16 +4,16 @@
 //! Then one regression test per engine defect the simulation exposed (fixtures/regressions).
 
 use async_trait::async_trait;
-use ongraph::dataset::{Item, gold_paths, pathquestion};
-use ongraph::driver::Driver;
 use ongraph::engine::{AnswerSource, MethodId, Run, Settings, Topics};
-use ongraph::eval::metrics::score;
-use ongraph::kg::load::load_file;
 use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
-use ongraph::llm::gold_path::GoldPathModel;
 use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError};
-use ongraph::overlay::OverlayKg;
 use ongraph::prompts::Prompts;
+use ongraph::testing::dataset::{Item, gold_paths, pathquestion};
+use ongraph::testing::driver::Driver;
+use ongraph::testing::eval::score;
+use ongraph::testing::kg::load_file;
+use ongraph::testing::llm::GoldPathModel;
+use ongraph::testing::overlay::OverlayKg;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 

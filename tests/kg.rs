@@ -1,8 +1,8 @@
 //! The local knowledge graph: loading, both directions, literals, unnamed nodes, linking.
 
-use ongraph::kg::load::{load_file, read_tsv};
-use ongraph::kg::local::GraphBuilder;
 use ongraph::kg::{Direction, KgProfile, KnowledgeGraph, RelationRef, Term};
+use ongraph::testing::kg::GraphBuilder;
+use ongraph::testing::kg::{load_file, read_tsv};
 use std::io::Write;
 
 #[test]
@@ -16,7 +16,7 @@ fn demo_kg_parses_strictly() {
 
 #[tokio::test]
 async fn relations_cover_both_directions_and_filter_uninformative_ones() {
-    let g = ongraph::kg::load::demo_graph();
+    let g = ongraph::testing::kg::demo_graph();
     let rels = g.relations("m.lou_seal").await.unwrap();
     assert!(rels.contains(&RelationRef::incoming("sports.sports_team.team_mascot")), "{rels:?}");
     assert!(rels.contains(&RelationRef::out("sports.mascot.debut")));
@@ -33,7 +33,7 @@ async fn relations_cover_both_directions_and_filter_uninformative_ones() {
 
 #[tokio::test]
 async fn literals_and_unnamed_nodes() {
-    let g = ongraph::kg::load::demo_graph();
+    let g = ongraph::testing::kg::demo_graph();
     let founded = g.neighbours("m.apple", &RelationRef::out("organization.organization.date_founded")).await.unwrap();
     assert_eq!(founded[0].term, Term::Literal("1976-04-01".into()));
     let hq = g.neighbours("m.apple", &RelationRef::out("organization.organization.headquarters")).await.unwrap();
@@ -47,7 +47,7 @@ async fn literals_and_unnamed_nodes() {
 
 #[tokio::test]
 async fn entity_linking_exact_then_fuzzy() {
-    let g = ongraph::kg::load::demo_graph();
+    let g = ongraph::testing::kg::demo_graph();
     let exact = g.find_entities("canberra", 5).await.unwrap();
     assert_eq!((exact[0].id.as_str(), exact[0].exact), ("m.canberra", true));
     let fuzzy = g.find_entities("Canbera", 3).await.unwrap();

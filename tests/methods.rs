@@ -4,13 +4,13 @@
 mod common;
 
 use common::{DEMO_SCRIPT, demo_driver, named, new_run, run_to_end, run_until};
-use ongraph::driver::Driver;
 use ongraph::engine::beam::{Provenance, Status};
 use ongraph::engine::{AnswerSource, GogSettings, MethodId, Override, PogSettings, Run, Settings, Topics};
 use ongraph::kg::Term;
-use ongraph::kg::load::demo_graph;
-use ongraph::llm::scripted::ScriptedModel;
-use ongraph::overlay::OverlayKg;
+use ongraph::testing::driver::Driver;
+use ongraph::testing::kg::demo_graph;
+use ongraph::testing::llm::ScriptedModel;
+use ongraph::testing::overlay::OverlayKg;
 use std::sync::Arc;
 
 const GIANTS_RANGERS: &str = "Which World Series did the San Francisco Giants win against the Texas Rangers?";
@@ -27,7 +27,7 @@ fn phases(run: &Run) -> Vec<&str> {
 
 /// The demo graph with Cupertino's time zone hidden (the GoG demo's incomplete KG), through
 /// `corrections`, and the demo script after `extra`.
-fn ikg_driver(extra: &str, corrections: &[ongraph::overlay::Correction]) -> Driver {
+fn ikg_driver(extra: &str, corrections: &[ongraph::testing::overlay::Correction]) -> Driver {
     let hidden =
         [("m.cupertino".to_string(), "location.location.time_zones".to_string(), Term::Entity("m.pacific_tz".into()))];
     let kg = OverlayKg::new(Arc::new(demo_graph()), corrections).with_hidden(&hidden);

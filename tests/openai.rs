@@ -1,8 +1,8 @@
 //! The OpenAI-compatible client against a loopback HTTP server.
 #![allow(unsafe_code)] // std::env::set_var, as before the lint: each test sets a variable of its own for the client it starts (another thread reading the environment at that moment is the known risk)
 
-use ongraph::llm::openai::{OpenAiClient, OpenAiConfig, StructuredMode, TokenLimitParam};
 use ongraph::llm::{ChatRequest, Embedder, LanguageModel, LlmError, ReplyMode};
+use ongraph::testing::llm::{OpenAiClient, OpenAiConfig, StructuredMode, TokenLimitParam};
 use serde_json::json;
 use std::time::Duration;
 use wiremock::matchers::{body_partial_json, header, method, path};
@@ -269,10 +269,10 @@ async fn a_configured_token_parameter_is_kept_and_a_refusal_reported() {
 /// the answer are read from outside it.
 #[tokio::test]
 async fn a_think_block_is_never_parsed_for_the_answer() {
-    use ongraph::driver::Driver;
     use ongraph::engine::{MethodId, Run, Settings, Topics};
     use ongraph::kg::KnowledgeGraph;
     use ongraph::prompts::Prompts;
+    use ongraph::testing::driver::Driver;
     use std::sync::Arc;
     let server = MockServer::start().await;
     Mock::given(method("POST"))
@@ -281,7 +281,7 @@ async fn a_think_block_is_never_parsed_for_the_answer() {
         )))
         .mount(&server)
         .await;
-    let kg: Arc<dyn KnowledgeGraph> = Arc::new(ongraph::kg::load::demo_graph());
+    let kg: Arc<dyn KnowledgeGraph> = Arc::new(ongraph::testing::kg::demo_graph());
     let llm = Arc::new(OpenAiClient::new(config(&server)).unwrap());
     let driver = Driver::new(kg.clone(), llm);
     let settings = Settings { method: MethodId::IO, ..Settings::default() };

@@ -1,10 +1,9 @@
 //! The correction overlay: what the KG layer shows through corrections, the sled store, and the
 //! CLI's fix commands (including a crash part-way through).
 
-use ongraph::kg::load::demo_graph;
 use ongraph::kg::{KnowledgeGraph, RelationRef, Term};
-use ongraph::overlay::store::{CorrectionStore, SledStore, StoreError};
-use ongraph::overlay::{Correction, Draft, Op, OverlayKg};
+use ongraph::testing::kg::demo_graph;
+use ongraph::testing::overlay::{Correction, CorrectionStore, Draft, Op, OverlayKg, SledStore, StoreError};
 use std::sync::Arc;
 
 fn correction(id: u64, op: Op) -> Correction {

@@ -1,8 +1,8 @@
 //! Reply parsers against well-formed and malformed model output.
 
-use ongraph::engine::parse::{
-    parse_answers, parse_group_scores, parse_names, parse_score_list, parse_scored_choices, parse_unified_choices,
-    parse_yes_no,
+use ongraph::engine::parse_answers;
+use ongraph::testing::engine::{
+    parse_group_scores, parse_names, parse_score_list, parse_scored_choices, parse_unified_choices, parse_yes_no,
 };
 use proptest::prelude::*;
 
@@ -176,7 +176,7 @@ fn answers() {
 #[test]
 fn a_bare_line_is_an_answer_only_if_it_is_a_name() {
     for name in ["Australian Labor Party", "2010 World Series", "Pacific Time Zone", "St. Petersburg"] {
-        assert!(ongraph::engine::parse::is_bare_answer(name), "{name}");
+        assert!(ongraph::testing::engine::is_bare_answer(name), "{name}");
     }
     for prose in [
         "The majority party in Canberra is the Australian Capital Territory.",
@@ -185,7 +185,7 @@ fn a_bare_line_is_an_answer_only_if_it_is_a_name() {
         "[Canberra, Sydney]",
         "",
     ] {
-        assert!(!ongraph::engine::parse::is_bare_answer(prose), "{prose}");
+        assert!(!ongraph::testing::engine::is_bare_answer(prose), "{prose}");
     }
 }
 

@@ -5,14 +5,13 @@ mod common;
 
 use async_trait::async_trait;
 use common::*;
-use ongraph::driver::Driver;
 use ongraph::engine::beam::{NodeKind, Status};
 use ongraph::engine::{PruneTool, Request, Settings, Topics};
-use ongraph::kg::local::GraphBuilder;
 use ongraph::kg::{KgProfile, Term};
-use ongraph::llm::openai::{OpenAiClient, OpenAiConfig};
-use ongraph::llm::scripted::ScriptedModel;
 use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError, Usage};
+use ongraph::testing::driver::Driver;
+use ongraph::testing::kg::GraphBuilder;
+use ongraph::testing::llm::{OpenAiClient, OpenAiConfig, ScriptedModel};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -33,7 +32,7 @@ impl Respond for BagOfWords {
             .enumerate()
             .map(|(i, text)| {
                 let mut v = vec![0.0f32; 64];
-                for w in ongraph::engine::lexical::tokens(text.as_str().unwrap()) {
+                for w in ongraph::testing::engine::tokens(text.as_str().unwrap()) {
                     let h = w.bytes().fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
                     v[(h % 64) as usize] += 1.0;
                 }
@@ -61,7 +60,7 @@ text = "{Pacific Time Zone}"
 "#;
     let embedder = Arc::new(OpenAiClient::new(OpenAiConfig::new(format!("{}/v1", server.uri()), "embed")).unwrap());
     let model = Arc::new(ScriptedModel::from_toml("t", script).unwrap());
-    let driver = Driver::new(Arc::new(ongraph::kg::load::demo_graph()), model).with_embedder(embedder);
+    let driver = Driver::new(Arc::new(ongraph::testing::kg::demo_graph()), model).with_embedder(embedder);
     let mut run = new_run(&driver, APPLE_TZ, named(&["Apple Inc."]), settings);
     run_to_end(&driver, &mut run).await;
     let steps: Vec<String> = run.trace().iter().flat_map(|e| e.calls.iter().map(|c| c.step.clone())).collect();
@@ -203,7 +202,7 @@ impl LanguageModel for Gauge {
 #[tokio::test]
 async fn the_driver_respects_its_concurrency_limit_and_makes_duplicates_once() {
     let gauge = Arc::new(Gauge { now: AtomicUsize::new(0), peak: AtomicUsize::new(0) });
-    let driver = Driver::new(Arc::new(ongraph::kg::load::demo_graph()), gauge.clone()).with_concurrency(3);
+    let driver = Driver::new(Arc::new(ongraph::testing::kg::demo_graph()), gauge.clone()).with_concurrency(3);
     let call = |p: &str| {
         Request::Llm(ChatRequest {
             step: "s".into(),

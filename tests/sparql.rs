@@ -5,10 +5,8 @@
 mod common;
 
 use common::servers::{Oxigraph, Virtuoso, fixture};
-use ongraph::kg::load::demo_graph;
-use ongraph::kg::sparql::client::{SparqlClient, SparqlConfig};
-use ongraph::kg::sparql::{Namespaces, SparqlKg};
 use ongraph::kg::{KgProfile, KnowledgeGraph, RelationRef, Term};
+use ongraph::testing::kg::{Namespaces, SparqlClient, SparqlConfig, SparqlKg, demo_graph};
 use std::collections::BTreeSet;
 use std::time::Duration;
 use wiremock::matchers::method;

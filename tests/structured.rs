@@ -6,12 +6,12 @@ mod common;
 
 use async_trait::async_trait;
 use common::*;
-use ongraph::driver::Driver;
 use ongraph::engine::events::{CallRecord, ReadAs};
 use ongraph::engine::{AnswerSource, MethodId, Run, Settings};
-use ongraph::kg::load::demo_graph;
 use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError, ReplyMode};
 use ongraph::prompts::Template;
+use ongraph::testing::driver::Driver;
+use ongraph::testing::kg::demo_graph;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
@@ -74,9 +74,6 @@ impl JsonModel {
 impl LanguageModel for JsonModel {
     fn describe(&self) -> String {
         "json test model".into()
-    }
-    fn structured(&self) -> bool {
-        true
     }
     async fn complete(&self, r: &ChatRequest) -> Result<Completion, LlmError> {
         self.requests.lock().unwrap().push(r.clone());

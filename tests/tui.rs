@@ -6,14 +6,13 @@ mod common;
 
 use common::demo_driver;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-use ongraph::driver::Driver;
 use ongraph::engine::Settings;
 use ongraph::engine::beam::{NodeKind, Status};
-use ongraph::overlay::store::{CorrectionStore, SledStore};
 use ongraph::prompts::Prompts;
-use ongraph::session::Session;
-use ongraph::tui::app::{Action, App, Bottom, Effect, Focus, update};
-use ongraph::tui::{Corrections, Executor, view};
+use ongraph::testing::driver::Driver;
+use ongraph::testing::overlay::{CorrectionStore, SledStore};
+use ongraph::testing::session::Session;
+use ongraph::testing::tui::{Action, App, Bottom, Corrections, Effect, Executor, Focus, update, view};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::path::{Path, PathBuf};
@@ -44,16 +43,18 @@ struct TempCorrections {
 
 impl TempCorrections {
     fn driver(&self) -> anyhow::Result<Driver> {
-        let overlay =
-            ongraph::overlay::OverlayKg::new(Arc::new(ongraph::kg::load::demo_graph()), &self.store.list("demo")?)
-                .with_hidden(&self.hidden);
-        let model = ongraph::llm::scripted::ScriptedModel::from_toml("t", common::DEMO_SCRIPT)?;
+        let overlay = ongraph::testing::overlay::OverlayKg::new(
+            Arc::new(ongraph::testing::kg::demo_graph()),
+            &self.store.list("demo")?,
+        )
+        .with_hidden(&self.hidden);
+        let model = ongraph::testing::llm::ScriptedModel::from_toml("t", common::DEMO_SCRIPT)?;
         Ok(Driver::new(Arc::new(overlay), Arc::new(model)))
     }
 }
 
 impl Corrections for TempCorrections {
-    fn record(&self, drafts: Vec<ongraph::overlay::Draft>) -> anyhow::Result<(Vec<u64>, Driver)> {
+    fn record(&self, drafts: Vec<ongraph::testing::overlay::Draft>) -> anyhow::Result<(Vec<u64>, Driver)> {
         let ids = drafts.into_iter().map(|d| self.store.add("demo", d).map(|c| c.id)).collect::<Result<Vec<_>, _>>()?;
         Ok((ids, self.driver()?))
     }
@@ -61,7 +62,7 @@ impl Corrections for TempCorrections {
         self.store.undo("demo", id)?;
         self.driver()
     }
-    fn list(&self) -> anyhow::Result<Vec<ongraph::overlay::Correction>> {
+    fn list(&self) -> anyhow::Result<Vec<ongraph::testing::overlay::Correction>> {
         Ok(self.store.list("demo")?)
     }
     fn export(&self, path: Option<&Path>) -> anyhow::Result<(PathBuf, usize)> {
@@ -201,7 +202,7 @@ async fn start_screen_help_and_a_tiny_terminal() {
     assert_eq!(ui.run().trace().len(), 1, "…and does nothing else");
 
     // The help follows the focused pane and the live keymap.
-    ui.app.keymap = ongraph::tui::keymap::Keymap::with_overrides(&std::collections::BTreeMap::from([(
+    ui.app.keymap = ongraph::testing::tui::Keymap::with_overrides(&std::collections::BTreeMap::from([(
         "undo".to_string(),
         vec!["ctrl-z".to_string()],
     )]))
@@ -383,7 +384,7 @@ async fn fuzzy_search_finds_nodes_and_n_jumps() {
 #[tokio::test]
 async fn question_history_palette_and_themes() {
     let mut ui = Ui::new();
-    ui.app.themes = ongraph::tui::theme::load_all(None).0;
+    ui.app.themes = ongraph::testing::tui::theme::load_all(None).0;
     ui.ask("Where is Canberra?").await;
     // A multi-line question (alt-enter), then the history brings the first back.
     ui.press(KeyCode::Char('i')).await;
@@ -411,7 +412,7 @@ async fn question_history_palette_and_themes() {
     ui.press(KeyCode::Enter).await;
     assert!(ui.app.message.as_deref().unwrap().contains("no such command"), "{:?}", ui.app.message);
     // The asked question went to the history file.
-    assert_eq!(ongraph::tui::load_history(&ui._dir.path().join("history")), vec!["Where is Canberra?"]);
+    assert_eq!(ongraph::testing::tui::load_history(&ui._dir.path().join("history")), vec!["Where is Canberra?"]);
 }
 
 #[tokio::test]
@@ -458,7 +459,7 @@ async fn flag_relabel_undo_and_ask_again() {
     ui.select("Bright House Field");
     ui.press(KeyCode::Char('f')).await;
     let form = ui.app.form.clone().expect("the flag form opens");
-    assert!(matches!(&form.kind, ongraph::tui::modal::FormKind::Flag { triple, .. }
+    assert!(matches!(&form.kind, ongraph::testing::tui::FormKind::Flag { triple, .. }
         if triple.line() == "Philadelphia Phillies, baseball.baseball_team.spring_training_stadium, Bright House Field"));
     insta::assert_snapshot!("tui_flag_form_80x24", ui.screen(80, 24));
     insta::assert_snapshot!("tui_flag_form_120x40", ui.screen(120, 40));
@@ -615,7 +616,7 @@ fn bad_session_files_give_clear_errors() {
     assert!(err.to_string().contains("cannot read"), "{err}");
     // A session whose recording was tampered with does not replay into a wrong trace.
     let mut session = Session::load(Path::new("sessions/canberra.json")).unwrap();
-    if let Some(ongraph::session::Moment::Exchange { requests, .. }) = session.runs[0].moments.get_mut(1) {
+    if let Some(ongraph::testing::session::Moment::Exchange { requests, .. }) = session.runs[0].moments.get_mut(1) {
         requests.clear();
     }
     let Err(err) = session.replay(0) else { panic!("a tampered session replayed") };
@@ -707,7 +708,7 @@ async fn demo_sessions_are_what_the_ui_records() {
         }
         for run in &mut session.runs {
             for m in &mut run.moments {
-                if let ongraph::session::Moment::Exchange { elapsed_ms, .. } = m {
+                if let ongraph::testing::session::Moment::Exchange { elapsed_ms, .. } = m {
                     *elapsed_ms = 0;
                 }
             }
@@ -761,7 +762,7 @@ async fn gog_in_the_ui_accepting_a_generated_triple_stores_it_and_re_asking_uses
     assert_eq!(stored.len(), 1);
     assert_eq!(
         stored[0].op,
-        ongraph::overlay::Op::Assert {
+        ongraph::testing::overlay::Op::Assert {
             subject: "m.cupertino".into(),
             relation: "location.location.time_zones".into(),
             object: ongraph::kg::Term::Entity("m.pacific_tz".into()),
@@ -915,7 +916,7 @@ async fn the_first_screen_can_be_left_helped_and_quit() {
 async fn a_theme_file_that_did_not_load_says_why_when_asked_for() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("neon.toml"), "name = \"neon\"\ntext = [oops\n").unwrap();
-    let (themes, problems) = ongraph::tui::theme::load_all(Some(dir.path()));
+    let (themes, problems) = ongraph::testing::tui::theme::load_all(Some(dir.path()));
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(!problems[0].contains('\n'), "one line: {:?}", problems[0]);
     assert!(problems[0].contains("neon.toml:2:"), "names the file and line: {:?}", problems[0]);

@@ -1,12 +1,12 @@
 //! PathQuestion samples with the gold-path simulation, for the benches that measure on them.
 
-use ongraph::dataset::{Item, gold_paths, pathquestion};
-use ongraph::driver::Driver;
 use ongraph::engine::{MethodId, Run, Settings, Topics};
-use ongraph::kg::load::load_file;
 use ongraph::kg::{KgProfile, KnowledgeGraph};
-use ongraph::llm::gold_path::GoldPathModel;
 use ongraph::prompts::Prompts;
+use ongraph::testing::dataset::{Item, gold_paths, pathquestion};
+use ongraph::testing::driver::Driver;
+use ongraph::testing::kg::load_file;
+use ongraph::testing::llm::GoldPathModel;
 use std::path::Path;
 use std::sync::Arc;
 

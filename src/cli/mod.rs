@@ -1,12 +1,15 @@
 //! The `ongraph` command line: one client of the engine (the TUI is another).
 
 mod ask;
+mod entry;
 mod eval;
 mod fix;
 mod kg;
 pub mod overlay;
 mod printable;
 mod tui;
+
+pub use entry::main;
 
 use crate::config::{Config, profile_named};
 use crate::kg::KnowledgeGraph;

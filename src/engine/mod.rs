@@ -8,9 +8,9 @@ mod baseline;
 pub mod beam;
 pub mod events;
 pub mod gog;
-pub mod lexical;
-pub mod method;
-pub mod parse;
+pub(crate) mod lexical;
+mod method;
+pub(crate) mod parse;
 pub mod pog;
 mod step;
 pub(crate) mod structured;
@@ -28,7 +28,10 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use structured::Shape;
 
-pub use method::{Machine, Method, MethodEntry, MethodId, MethodView, Registry, Tone, ViewItem, ViewLine};
+pub use method::{
+    Machine, Method, MethodEntry, MethodId, MethodView, Registry, Tone, ViewItem, ViewLine, depth_progress,
+};
+pub use parse::parse_answers;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]

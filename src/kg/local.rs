@@ -26,9 +26,6 @@ impl Interner {
     pub fn len(&self) -> usize {
         self.ends.len()
     }
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
     pub fn get(&self, id: u32) -> &str {
         let i = id as usize;
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
@@ -91,13 +88,6 @@ impl GraphBuilder {
             }
         };
         self.triples.push([h, r, t]);
-    }
-
-    pub fn len(&self) -> usize {
-        self.triples.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.triples.is_empty()
     }
 
     pub fn finish(mut self, name: impl Into<String>, profile: KgProfile) -> LocalGraph {

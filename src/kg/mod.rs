@@ -1,10 +1,10 @@
 //! The knowledge-graph layer: one async trait that the engine's driver calls, whatever stores the
 //! triples (the embedded local graph now; SPARQL endpoints and the correction overlay later).
 
-pub mod load;
-pub mod local;
-pub mod profile;
-pub mod sparql;
+pub(crate) mod load;
+pub(crate) mod local;
+mod profile;
+pub(crate) mod sparql;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

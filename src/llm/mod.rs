@@ -2,10 +2,10 @@
 //! OpenAI-compatible HTTP client, a scripted model for tests and the offline demo, and a
 //! gold-path simulation for measuring the engine on datasets that give gold paths.
 
-pub mod gold_path;
-pub mod openai;
-pub mod scripted;
-pub mod serve;
+pub(crate) mod gold_path;
+pub(crate) mod openai;
+pub(crate) mod scripted;
+pub(crate) mod serve;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChatRequest {
     /// Which engine step asked (`relation_prune`, `reasoning`, …): for logs, transcripts and the
-    /// scripted model's matching. Sent only as a header ([`openai::STEP_HEADER`]).
+    /// scripted model's matching. The OpenAI-compatible client sends it only as a header
+    /// (`x-ongraph-step`).
     pub step: String,
     pub system: String,
     pub prompt: String,
@@ -200,11 +201,6 @@ pub enum LlmError {
 pub trait LanguageModel: Send + Sync {
     /// A short description for status lines ("gpt-4o-mini at https://…", "scripted: demo").
     fn describe(&self) -> String;
-    /// Whether replies may be asked for as JSON of a schema ([`ChatRequest::schema`]); the
-    /// engine then shows the JSON shape in its prompts. Models that read only free text say no.
-    fn structured(&self) -> bool {
-        false
-    }
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError>;
 }
 
@@ -215,20 +211,20 @@ pub trait Embedder: Send + Sync {
 
 /// The wait before retry `attempt` (0-based): `first` doubled each time, at most 30 s, so a
 /// large retry count never means an absurd (or overflowing) wait.
-pub fn backoff(first: std::time::Duration, attempt: u32) -> std::time::Duration {
+pub(crate) fn backoff(first: std::time::Duration, attempt: u32) -> std::time::Duration {
     let cap = std::time::Duration::from_secs(30);
     2u32.checked_pow(attempt).and_then(|f| first.checked_mul(f)).map_or(cap, |d| d.min(cap))
 }
 
 /// A rough token count (about four characters a token) for models that report no usage.
-pub fn estimate_tokens(text: &str) -> u64 {
+pub(crate) fn estimate_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
 }
 
 /// A model shared by several runs at once (`eval`'s questions in flight) with at most `n` calls
 /// in flight across all of them, so running questions side by side does not multiply the load
 /// on the endpoint.
-pub struct CallLimit {
+pub(crate) struct CallLimit {
     inner: std::sync::Arc<dyn LanguageModel>,
     permits: tokio::sync::Semaphore,
 }
@@ -243,10 +239,6 @@ impl CallLimit {
 impl LanguageModel for CallLimit {
     fn describe(&self) -> String {
         self.inner.describe()
-    }
-
-    fn structured(&self) -> bool {
-        self.inner.structured()
     }
 
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {

@@ -458,10 +458,6 @@ impl LanguageModel for OpenAiClient {
         format!("{} at {}", self.config.model, self.config.base_url)
     }
 
-    fn structured(&self) -> bool {
-        self.config.structured != StructuredMode::Off
-    }
-
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         let started = Instant::now();
         // At most one adaptation per parameter and reply mode, so a server that keeps refusing

@@ -135,10 +135,6 @@ impl SledStore {
         }
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     fn err(&self, e: sled::Error) -> StoreError {
         classify(&self.path.display().to_string(), e)
     }
@@ -336,7 +332,7 @@ mod tests {
         let where_copied = copy.copy.clone().unwrap();
         assert!(where_copied.exists() && where_copied != path);
         assert_eq!(copy.list("demo").unwrap().len(), 2);
-        assert_eq!(copy.path(), path, "errors name the store, not the copy");
+        assert_eq!(copy.path, path, "errors name the store, not the copy");
         assert!(matches!(copy.add("demo", draft("three")), Err(StoreError::DiskFull { .. })));
         drop(copy);
         assert!(!where_copied.exists(), "the copy is removed");

@@ -1,12 +1,12 @@
 //! Shared helpers: the demo graph, scripted models and a compact beam rendering for snapshots.
 #![allow(dead_code)]
 
-use ongraph::driver::Driver;
 use ongraph::engine::beam::{Beam, NodeKind};
 use ongraph::engine::{Run, Settings, Topics};
-use ongraph::kg::load::demo_graph;
-use ongraph::llm::scripted::ScriptedModel;
 use ongraph::prompts::Prompts;
+use ongraph::testing::driver::Driver;
+use ongraph::testing::kg::demo_graph;
+use ongraph::testing::llm::ScriptedModel;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;

@@ -8,7 +8,7 @@
 //! BM25 query is tokenised like the documents; relation lists keep the KG's order; generated
 //! triples join the known context, and are marked in the beam, never written into the KG.
 
-pub mod parse;
+pub(crate) mod parse;
 
 use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{Event, LookupRecord};

@@ -12,8 +12,8 @@
 //! structure; every loop is bounded; results stay paired with their requests by position; the
 //! only randomness (PoG-E's relation choice, oversized fan-out) is seeded; sets print in order.
 
-pub mod parse;
-pub mod subgraph;
+pub(crate) mod parse;
+pub(crate) mod subgraph;
 
 use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{Decision, Event, LookupRecord};

@@ -34,9 +34,6 @@ impl SgPath {
     pub fn len(&self) -> usize {
         self.edges.len()
     }
-    pub fn is_empty(&self) -> bool {
-        self.edges.is_empty()
-    }
     /// This path followed by one more edge.
     pub fn extended(&self, edge: usize, node: usize) -> SgPath {
         let mut p = self.clone();

@@ -1,0 +1,54 @@
+//! The process around the command: its arguments, config, log file, async runtime and exit code.
+//! `src/main.rs` is this one call, so the binary needs nothing else of the library.
+
+use super::{Cli, print_error, run};
+use crate::config::Config;
+use clap::Parser;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Runs the `ongraph` command with the process's arguments, as the binary does.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match Config::load(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return fail(&anyhow::Error::new(e)),
+    };
+    let _guard = init_logging(cli.log.clone().or_else(|| config.defaults.log_file.clone()));
+    crate::llm::openai::install_crypto_provider();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => return fail(&anyhow::Error::new(e).context("cannot start the async runtime")),
+    };
+    match runtime.block_on(run(cli, config)) {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => fail(&e),
+    }
+}
+
+/// One line on stderr: the error and its causes, joined. A reader that stopped reading
+/// (`ongraph fix export | head`) is not an error: the output it wanted was written.
+fn fail(e: &anyhow::Error) -> ExitCode {
+    // Only a write error itself: a network error that wraps one is a real failure.
+    if e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) {
+        return ExitCode::SUCCESS;
+    }
+    tracing::error!("{e:#}");
+    print_error(e);
+    ExitCode::from(1)
+}
+
+/// Logs go to a file, never to the terminal (the TUI draws there). A log file that cannot be
+/// opened disables logging rather than stopping the program.
+fn init_logging(path: Option<PathBuf>) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    let path =
+        path.or_else(|| dirs::state_dir().or_else(dirs::cache_dir).map(|d| d.join("ongraph").join("ongraph.log")))?;
+    let dir = path.parent()?;
+    std::fs::create_dir_all(dir).ok()?;
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(&path).ok()?;
+    let (writer, guard) = tracing_appender::non_blocking(file);
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ONGRAPH_LOG_LEVEL")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_writer(writer).with_ansi(false).with_env_filter(filter).init();
+    Some(guard)
+}
