@@ -4,6 +4,7 @@
 //! network; the screen is redrawn when something changed, at most once per frame interval.
 
 pub mod app;
+pub mod component;
 pub mod keymap;
 pub mod modal;
 pub mod theme;

@@ -2,11 +2,19 @@
 //! picker of KG candidates, the command palette and the search prompt. Each is plain state with
 //! a key handler that says what the user chose; `app` acts on the choice.
 
+use super::component::{Component, popup, window};
+use super::keymap::Command;
+use super::theme::Theme;
 use crate::engine::beam::{NodeId, TripleView};
 use crate::kg::{RelationRef, Term};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use fuzzy_matcher::FuzzyMatcher;
 use fuzzy_matcher::skim::SkimMatcherV2;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
 /// Ranks `items` against `query` (fuzzy, skim's algorithm); all of them, in order, when the
 /// query is empty. Returns indices, best first.
@@ -129,7 +137,7 @@ impl Form {
         self.fields.get(i).map(|f| f.value.trim()).unwrap_or("")
     }
 
-    pub fn on_key(&mut self, key: KeyEvent) -> Outcome {
+    fn on_key(&mut self, key: KeyEvent) -> Outcome {
         match key.code {
             KeyCode::Esc => return Outcome::Cancelled,
             KeyCode::Tab | KeyCode::Down => self.active = (self.active + 1) % self.fields.len(),
@@ -224,7 +232,7 @@ impl Picker {
         self.shown().get(self.selected).and_then(|&i| self.items.get(i))
     }
 
-    pub fn on_key(&mut self, key: KeyEvent) -> Outcome {
+    fn on_key(&mut self, key: KeyEvent) -> Outcome {
         if key.code == KeyCode::Enter && self.chosen().is_none() {
             return Outcome::Editing;
         }
@@ -257,6 +265,15 @@ fn filtered_list_key(query: &mut String, selected: &mut usize, key: KeyEvent) ->
 pub struct Palette {
     pub query: String,
     pub selected: usize,
+    /// The commands matching what is typed, best first, with their keys (the app fills them:
+    /// the keys are the user's).
+    pub rows: Vec<PaletteRow>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PaletteRow {
+    pub command: Command,
+    pub keys: String,
 }
 
 impl Palette {
@@ -270,7 +287,7 @@ impl Palette {
         }
     }
 
-    pub fn on_key(&mut self, key: KeyEvent) -> Outcome {
+    fn on_key(&mut self, key: KeyEvent) -> Outcome {
         filtered_list_key(&mut self.query, &mut self.selected, key)
     }
 }
@@ -285,4 +302,153 @@ pub struct Search {
     /// Matching nodes of the current beam, best first.
     pub matches: Vec<NodeId>,
     pub current: usize,
+}
+
+/// A dialog's keys on one line: `enter: record · esc: cancel`.
+fn keys_line(commands: &[(&str, &str)]) -> String {
+    commands.iter().map(|(keys, what)| format!("{keys}: {what}")).collect::<Vec<_>>().join(" · ")
+}
+
+fn bold() -> Style {
+    Style::new().add_modifier(Modifier::BOLD)
+}
+
+impl Component for Form {
+    fn event(&mut self, key: KeyEvent) -> Outcome {
+        self.on_key(key)
+    }
+
+    fn draw(&self, frame: &mut Frame<'_>, area: Rect, theme: &Theme) {
+        let rect = popup(area, 90, 14);
+        let mut lines = Vec::new();
+        match &self.kind {
+            FormKind::Flag { triple, object } => {
+                lines.push(Line::from(Span::styled("This triple is wrong:", bold())));
+                lines.push(Line::from(triple.line()));
+                lines.push(Line::from(Span::styled(
+                    format!("({} {} {})", triple.head_term, triple.relation_id, triple.tail_term),
+                    theme.faint(),
+                )));
+                if let Some(term) = object {
+                    lines.push(Line::from(Span::styled(format!("right object from the KG: {term}"), theme.faint())));
+                }
+            }
+            FormKind::Relabel { entity, current } => {
+                lines.push(Line::from(Span::styled(format!("The name of {entity} is wrong:"), bold())));
+                lines.push(Line::from(format!("now: {current}")));
+            }
+            FormKind::EditStep { thought } => {
+                lines.push(Line::from(Span::styled("The model's next step, not run yet:", bold())));
+                lines.push(Line::from(format!("Thought: {thought}")));
+                lines.push(Line::from(Span::styled(
+                    "What you enter runs instead; the transcript records the change and the session replays it.",
+                    theme.faint(),
+                )));
+            }
+        }
+        lines.push(Line::from(""));
+        for (i, field) in self.fields.iter().enumerate() {
+            let active = i == self.active;
+            let style = if active { bold() } else { Style::new() };
+            let cursor = if active { "▏" } else { "" };
+            lines.push(Line::from(vec![
+                Span::styled(format!("{}: ", field.label), style),
+                Span::raw(format!("{}{cursor}", field.value)),
+            ]));
+        }
+        lines.push(Line::from(""));
+        if let Some(problem) = &self.problem {
+            lines.push(Line::from(Span::styled(problem.clone(), theme.fg(theme.flagged).add_modifier(Modifier::BOLD))));
+        }
+        lines.push(Line::from(Span::styled(keys_line(&self.commands()), theme.faint())));
+        frame.render_widget(Clear, rect);
+        frame.render_widget(
+            Paragraph::new(lines).block(Block::bordered().title(self.title())).wrap(Wrap { trim: false }),
+            rect,
+        );
+    }
+
+    fn commands(&self) -> Vec<(&'static str, &'static str)> {
+        let mut keys = vec![
+            ("enter", if matches!(self.kind, FormKind::EditStep { .. }) { "run this step" } else { "record" }),
+            ("tab", "next field"),
+        ];
+        if matches!(self.kind, FormKind::Flag { .. }) {
+            keys.push(("ctrl-f", "search the KG for the object"));
+        }
+        keys.push(("esc", "cancel"));
+        keys
+    }
+}
+
+impl Component for Picker {
+    fn event(&mut self, key: KeyEvent) -> Outcome {
+        self.on_key(key)
+    }
+
+    fn draw(&self, frame: &mut Frame<'_>, area: Rect, theme: &Theme) {
+        let rect = popup(area, 80, 18);
+        let inner = rect.height.saturating_sub(4) as usize;
+        let shown = self.shown();
+        let mut lines = vec![Line::from(vec![Span::styled("filter: ", bold()), Span::raw(format!("{}▏", self.query))])];
+        if self.loading {
+            lines.push(Line::from(Span::styled("asking the KG…", theme.faint())));
+        } else if self.items.is_empty() && self.searched.is_none() && self.purpose == Purpose::Object {
+            lines
+                .push(Line::from(Span::styled("type a name: the KG's labels are searched as you type", theme.faint())));
+        } else {
+            lines.push(Line::from(Span::styled(
+                format!("{} of {} candidates · {}", shown.len(), self.items.len(), keys_line(&self.commands()[1..])),
+                theme.faint(),
+            )));
+        }
+        let offset = window(self.selected, shown.len(), inner);
+        for (row, &i) in shown.iter().enumerate().skip(offset).take(inner) {
+            let item = &self.items[i];
+            let line = Line::from(vec![
+                Span::raw(item.text.clone()),
+                Span::styled(format!("  {}", item.detail), theme.faint()),
+            ]);
+            lines.push(if row == self.selected { line.style(theme.selected()) } else { line });
+        }
+        frame.render_widget(Clear, rect);
+        frame.render_widget(Paragraph::new(lines).block(Block::bordered().title(self.title.clone())), rect);
+    }
+
+    fn commands(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("type", "filter"), ("↑/↓", "choose"), ("enter", "take it"), ("esc", "cancel")]
+    }
+}
+
+impl Component for Palette {
+    fn event(&mut self, key: KeyEvent) -> Outcome {
+        self.on_key(key)
+    }
+
+    fn draw(&self, frame: &mut Frame<'_>, area: Rect, theme: &Theme) {
+        let rect = popup(area, 96, 16);
+        let inner = rect.height.saturating_sub(3) as usize;
+        let commands = &self.rows;
+        let mut lines = vec![Line::from(vec![Span::styled(": ", bold()), Span::raw(format!("{}▏", self.query))])];
+        let offset = window(self.selected, commands.len(), inner);
+        for (at, row) in commands.iter().enumerate().skip(offset).take(inner) {
+            let (c, keys) = (row.command, &row.keys);
+            let line = Line::from(vec![
+                Span::styled(format!("{:<19}", c.name()), bold()),
+                Span::styled(format!("{keys:<14}"), theme.faint()),
+                Span::raw(c.help()),
+            ]);
+            lines.push(if at == self.selected { line.style(theme.selected()) } else { line });
+        }
+        frame.render_widget(Clear, rect);
+        frame.render_widget(
+            Paragraph::new(lines)
+                .block(Block::bordered().title(format!(" Commands · {} ", keys_line(&self.commands())))),
+            rect,
+        );
+    }
+
+    fn commands(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("type", "to filter"), ("enter", "run"), ("esc", "close")]
+    }
 }

@@ -110,6 +110,11 @@ impl Theme {
         if self.plain { Style::new() } else { Style::new().fg(color) }
     }
 
+    /// Secondary text: hints, ids, details.
+    pub fn faint(&self) -> Style {
+        self.fg(self.dim).add_modifier(Modifier::DIM)
+    }
+
     /// The selected row: reversed when plain, so it shows without colour.
     pub fn selected(&self) -> Style {
         if self.plain {

@@ -31,12 +31,9 @@ impl App {
 
     pub(super) fn on_palette_key(&mut self, key: KeyEvent) -> Vec<Effect> {
         let Some(palette) = &mut self.palette else { return Vec::new() };
-        match palette.on_key(key) {
+        match Component::event(palette, key) {
             Outcome::Editing => {
-                let n = self.palette_commands().len();
-                if let Some(p) = &mut self.palette {
-                    p.selected = p.selected.min(n.saturating_sub(1));
-                }
+                self.refresh_palette();
                 Vec::new()
             }
             Outcome::Cancelled => {
@@ -44,8 +41,8 @@ impl App {
                 Vec::new()
             }
             Outcome::Submitted => {
-                let (selected, arg) = (palette.selected, palette.parts().1.map(str::to_string));
-                let chosen = self.palette_commands().get(selected).copied();
+                let arg = palette.parts().1.map(str::to_string);
+                let chosen = palette.rows.get(palette.selected).map(|r| r.command);
                 self.palette = None;
                 match chosen {
                     Some(c) => self.command(c, arg),
@@ -55,6 +52,19 @@ impl App {
                     }
                 }
             }
+        }
+    }
+
+    /// Fills the palette's rows for what is typed, with the keys in force.
+    pub(super) fn refresh_palette(&mut self) {
+        let rows: Vec<PaletteRow> = self
+            .palette_commands()
+            .into_iter()
+            .map(|command| PaletteRow { command, keys: self.keymap.keys_for(command) })
+            .collect();
+        if let Some(p) = &mut self.palette {
+            p.selected = p.selected.min(rows.len().saturating_sub(1));
+            p.rows = rows;
         }
     }
 
@@ -274,7 +284,10 @@ impl App {
                     None => self.say(format!("no such method (methods: {})", registry.names())),
                 }
             }
-            Command::Palette => self.palette = Some(Palette::default()),
+            Command::Palette => {
+                self.palette = Some(Palette::default());
+                self.refresh_palette();
+            }
             Command::Help => {
                 self.help = true;
                 self.help_scroll = 0;

@@ -160,7 +160,7 @@ impl App {
                 requests: vec![Request::FindEntities { name, limit: OBJECT_MATCHES }],
             }];
         }
-        match form.on_key(key) {
+        match Component::event(form, key) {
             Outcome::Editing => Vec::new(),
             Outcome::Cancelled => {
                 self.form = None;

@@ -6,8 +6,11 @@
 //! answers fed back, every override and rewind, the corrections made), and replays one: a
 //! replayed step is answered from the recording, synchronously, with no effect at all.
 
+use super::component::Component;
 use super::keymap::{Command, Keymap, Pane};
-use super::modal::{Form, FormKind, Outcome, Palette, PickItem, PickValue, Picker, Purpose, Search, fuzzy_rank};
+use super::modal::{
+    Form, FormKind, Outcome, Palette, PaletteRow, PickItem, PickValue, Picker, Purpose, Search, fuzzy_rank,
+};
 use super::theme::Theme;
 use crate::engine::beam::{Beam, BeamNode, NodeId, NodeKind};
 use crate::engine::{MethodId, Override, Poll, Request, Response, Run, Settings, Topics};
@@ -431,13 +434,7 @@ impl App {
     }
 }
 
-/// The first row shown in a window of `height` rows over `len` rows, so `selected` is visible.
-pub fn window(selected: usize, len: usize, height: usize) -> usize {
-    if height == 0 || len <= height {
-        return 0;
-    }
-    selected.saturating_sub(height - 1).min(len - height)
-}
+pub use super::component::window;
 
 /// The one place the UI's state changes.
 pub fn update(app: &mut App, action: Action) -> Vec<Effect> {

@@ -212,7 +212,7 @@ impl App {
 
     pub(super) fn on_picker_key(&mut self, key: KeyEvent) -> Vec<Effect> {
         let Some(picker) = &mut self.picker else { return Vec::new() };
-        match picker.on_key(key) {
+        match Component::event(picker, key) {
             Outcome::Editing => self.object_query_changed(),
             Outcome::Cancelled => {
                 self.picker = None;

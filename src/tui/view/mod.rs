@@ -4,7 +4,7 @@
 //! set aside by going back) and modifiers; colour (the theme's, unless `NO_COLOR`) only adds.
 
 use super::app::{App, Areas, Bottom, Focus, NodeRef, bar, node_parts, window};
-use super::modal::FormKind;
+use super::component::{Component, popup};
 use crate::engine::beam::{BeamNode, Provenance, Status};
 use crate::engine::{Tone, ViewItem, ViewLine};
 use crate::kg::Term;
@@ -32,7 +32,7 @@ use corrections::draw_corrections;
 use inspector::draw_inspector;
 use messages::draw_messages;
 use method::draw_method;
-use modals::{draw_form, draw_help, draw_palette, draw_picker};
+use modals::draw_help;
 use question::draw_question;
 use status::draw_status;
 use transcript::draw_transcript;
@@ -80,14 +80,14 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         Bottom::Messages => draw_messages(frame, app, areas.bottom),
     }
     draw_status(frame, app, areas.status);
-    if app.form.is_some() {
-        draw_form(frame, app, area);
-    }
-    if app.picker.is_some() {
-        draw_picker(frame, app, area);
-    }
-    if app.palette.is_some() {
-        draw_palette(frame, app, area);
+    // The dialogs, bottom to top: a picker can open over a form.
+    let dialogs: [Option<&dyn Component>; 3] = [
+        app.form.as_ref().map(|f| f as &dyn Component),
+        app.picker.as_ref().map(|p| p as &dyn Component),
+        app.palette.as_ref().map(|p| p as &dyn Component),
+    ];
+    for dialog in dialogs.into_iter().flatten() {
+        dialog.draw(frame, area, &app.theme);
     }
     if app.help {
         draw_help(frame, app, area);
@@ -100,13 +100,6 @@ fn bold() -> Style {
 
 fn heading(text: &str) -> Line<'static> {
     Line::from(Span::styled(text.to_string(), Style::new().add_modifier(Modifier::UNDERLINED)))
-}
-
-/// A centred box of at most `width`×`height`.
-fn popup(area: Rect, width: u16, height: u16) -> Rect {
-    let width = width.min(area.width.saturating_sub(4));
-    let height = height.min(area.height.saturating_sub(2));
-    Rect { x: area.x + (area.width - width) / 2, y: area.y + (area.height - height) / 2, width, height }
 }
 
 fn pane_block(app: &App, pane: Focus, title: String) -> Block<'static> {
@@ -123,5 +116,5 @@ fn ruled(frame: &mut Frame<'_>, app: &App, area: Rect) -> Rect {
 }
 
 fn dim(app: &App) -> Style {
-    app.theme.fg(app.theme.dim).add_modifier(Modifier::DIM)
+    app.theme.faint()
 }
