@@ -1168,3 +1168,18 @@ async fn the_object_picker_searches_the_kgs_labels_as_you_type() {
     ui.press(KeyCode::Enter).await;
     assert_eq!(ui.app.form.as_ref().unwrap().value(1), "Citizens Bank Park");
 }
+
+#[tokio::test]
+async fn going_back_says_what_it_sets_aside() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("entity_search").await;
+    ui.select("location.location.containedby");
+    ui.press(KeyCode::Char('x')).await;
+    ui.press(KeyCode::Char('x')).await;
+    ui.press(KeyCode::Char('p')).await;
+    ui.press(KeyCode::Char('n')).await;
+    ui.press(KeyCode::Char('b')).await;
+    let said = ui.app.message.clone().unwrap_or_default();
+    assert!(said.contains("set aside 1 step and 3 overrides"), "{said}");
+}
