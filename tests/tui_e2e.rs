@@ -16,7 +16,10 @@ impl Tmux {
             Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success()),
             "tmux is not installed: run `bash scripts/install-test-tools` (or `apt-get install -y tmux`)"
         );
-        let session = format!("ongraph-e2e-{}", std::process::id());
+        // One session per test: the tests of this binary run side by side.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let session = format!("ongraph-e2e-{}-{n}", std::process::id());
         let command = format!(
             "env XDG_CONFIG_HOME={0}/config XDG_STATE_HOME={0}/state XDG_DATA_HOME={0}/data XDG_CACHE_HOME={0}/cache {1}",
             home.display(),
@@ -87,4 +90,38 @@ fn flag_and_fix_in_the_real_terminal() {
     let screen = tmux.wait_for("before: Bright House Field");
     assert!(screen.contains("│BayCare Ballpark"), "{screen}");
     tmux.keys(&["q"]);
+}
+
+impl Tmux {
+    /// Whether the UI's process has ended (its tmux session closes with it).
+    fn ended(&self) -> bool {
+        !Command::new("tmux").args(["has-session", "-t", &self.session]).status().is_ok_and(|s| s.success())
+    }
+
+    /// Waits until the UI's process has ended.
+    fn wait_for_exit(&self) {
+        let started = Instant::now();
+        while !self.ended() {
+            assert!(started.elapsed() < Duration::from_secs(20), "the UI did not quit; the screen:\n{}", self.screen());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn the_first_screen_in_the_real_terminal_helps_and_quits() {
+    let home = tempfile::tempdir().unwrap();
+    let tmux = Tmux::start(home.path());
+    tmux.wait_for("Type a question");
+    // Esc leaves the question box; ? then shows the keys; any key closes them; q quits.
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("i: type a question");
+    tmux.keys(&["?"]);
+    let help = tmux.wait_for("Keys in the beam tree");
+    assert!(help.contains("keep a pruned candidate"), "{help}");
+    tmux.keys(&["x"]);
+    let screen = tmux.wait_for("No question yet");
+    assert!(!screen.contains("Keys in the beam tree"), "{screen}");
+    tmux.keys(&["q"]);
+    tmux.wait_for_exit();
 }
