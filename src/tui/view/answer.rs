@@ -2,37 +2,45 @@
 
 use super::*;
 
-pub(super) fn draw_answer(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let block = pane_block(app, Focus::Answer, " Answer (t: the triples behind it · enter: show the path) ".into());
-    let Some(answer) = app.run.as_ref().and_then(|r| r.answer()) else {
+/// What the answer pane shows.
+pub(super) struct AnswerShown<'a> {
+    pub answer: Option<&'a crate::engine::Answer>,
+    /// The answer before the last re-ask.
+    pub earlier: Option<&'a crate::tui::app::Earlier>,
+    /// The path `t` last showed.
+    pub traced: Option<usize>,
+    /// The selected path.
+    pub at: usize,
+}
+
+pub(super) fn draw_answer(frame: &mut Frame<'_>, area: Rect, shown: &AnswerShown<'_>, look: Look<'_>) {
+    let theme = look.theme;
+    let block = look.block(" Answer (t: the triples behind it · enter: show the path) ".into());
+    let Some(answer) = shown.answer else {
         frame.render_widget(Paragraph::new("Not answered yet.").block(block), area);
         return;
     };
     let mut lines = vec![
         Line::from(Span::styled(
             if answer.answers.is_empty() { "(no answer)".to_string() } else { answer.answers.join(" | ") },
-            app.theme.fg(app.theme.accent).add_modifier(Modifier::BOLD),
+            theme.fg(theme.accent).add_modifier(Modifier::BOLD),
         )),
         Line::from(answer.source.describe()),
     ];
-    if let Some(earlier) = &app.earlier {
+    if let Some(earlier) = &shown.earlier {
         let now: Vec<String> = answer.paths.iter().map(|p| p.text.clone()).collect();
-        lines.push(Line::from(Span::styled(format!("before: {}", earlier.answers.join(" | ")), dim(app))));
+        lines.push(Line::from(Span::styled(format!("before: {}", earlier.answers.join(" | ")), theme.faint())));
         for gone in earlier.paths.iter().filter(|p| !now.contains(p)) {
-            lines.push(Line::from(Span::styled(format!("  − {gone}"), app.theme.fg(app.theme.flagged))));
+            lines.push(Line::from(Span::styled(format!("  − {gone}"), theme.fg(theme.flagged))));
         }
         for new in now.iter().filter(|p| !earlier.paths.contains(p)) {
-            lines.push(Line::from(Span::styled(format!("  + {new}"), app.theme.fg(app.theme.kept))));
+            lines.push(Line::from(Span::styled(format!("  + {new}"), theme.fg(theme.kept))));
         }
     }
     for (i, p) in answer.paths.iter().enumerate() {
-        let mark = if app.traced == Some(i) { "»" } else { " " };
+        let mark = if shown.traced == Some(i) { "»" } else { " " };
         let line = Line::from(format!("{mark}[{:.3}] {}", p.score, p.text));
-        lines.push(if i == app.answer_at && app.focus == Focus::Answer {
-            line.style(app.theme.selected())
-        } else {
-            line
-        });
+        lines.push(if i == shown.at && look.focused { line.style(theme.selected()) } else { line });
     }
     frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
 }

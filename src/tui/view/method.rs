@@ -29,7 +29,7 @@ pub(super) fn draw_method(frame: &mut Frame<'_>, app: &App, area: Rect) {
         let [report, rows] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(inner);
         let lines: Vec<Line<'_>> = view.report.iter().map(|l| view_line(app, l)).collect();
         frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), report);
-        ruled(frame, app, rows)
+        ruled(frame, &app.theme, rows)
     };
     if view.items.is_empty() {
         frame.render_widget(Paragraph::new(Span::styled(view.empty.clone(), dim(app))), rows_area);
@@ -96,7 +96,7 @@ pub(super) fn draw_rows_with_detail(frame: &mut Frame<'_>, app: &App, items: &[V
         })
         .collect();
     frame.render_widget(Paragraph::new(rows), list);
-    let detail_area = ruled(frame, app, detail);
+    let detail_area = ruled(frame, &app.theme, detail);
     let item = &items[at];
     let mut lines: Vec<Line<'_>> = item.detail.iter().map(|l| view_line(app, l)).collect();
     if item.editable {

@@ -5,6 +5,7 @@
 
 use super::app::{App, Areas, Bottom, Focus, NodeRef, bar, node_parts, window};
 use super::component::{Component, popup};
+use super::theme::Theme;
 use crate::engine::beam::{BeamNode, Provenance, Status};
 use crate::engine::{Tone, ViewItem, ViewLine};
 use crate::kg::Term;
@@ -27,7 +28,7 @@ mod status;
 mod transcript;
 mod tree;
 
-use answer::draw_answer;
+use answer::{AnswerShown, draw_answer};
 use corrections::draw_corrections;
 use inspector::draw_inspector;
 use messages::draw_messages;
@@ -73,11 +74,34 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     draw_tree(frame, app, areas.tree);
     draw_inspector(frame, app, areas.inspector);
     match app.bottom {
-        Bottom::Transcript => draw_transcript(frame, app, areas.bottom),
+        Bottom::Transcript => {
+            let events = app.run.as_ref().map(|r| r.trace());
+            draw_transcript(frame, areas.bottom, events, app.transcript_at, app.look(Focus::Transcript))
+        }
         Bottom::Method => draw_method(frame, app, areas.bottom),
-        Bottom::Answer => draw_answer(frame, app, areas.bottom),
-        Bottom::Corrections => draw_corrections(frame, app, areas.bottom),
-        Bottom::Messages => draw_messages(frame, app, areas.bottom),
+        Bottom::Answer => {
+            let answer = app.run.as_ref().and_then(|r| r.answer());
+            let shown = AnswerShown { answer, earlier: app.earlier.as_ref(), traced: app.traced, at: app.answer_at };
+            draw_answer(frame, areas.bottom, &shown, app.look(Focus::Answer))
+        }
+        Bottom::Corrections => {
+            let title = if app.replay.is_some() && !app.live {
+                format!(" Corrections made in the session ({}) ", app.corrections.len())
+            } else {
+                format!(" Corrections to {} ({}) · u: undo ", app.kg_name, app.corrections.len())
+            };
+            draw_corrections(
+                frame,
+                areas.bottom,
+                &app.corrections,
+                app.corrections_at,
+                title,
+                app.look(Focus::Corrections),
+            )
+        }
+        Bottom::Messages => {
+            draw_messages(frame, areas.bottom, &app.messages, app.messages_at, app.look(Focus::Messages))
+        }
     }
     draw_status(frame, app, areas.status);
     // The dialogs, bottom to top: a picker can open over a form.
@@ -91,6 +115,27 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     }
     if app.help {
         draw_help(frame, app, area);
+    }
+}
+
+/// How a pane looks: the theme, and whether it has the focus (a narrow input for widgets that
+/// need nothing else of the app).
+#[derive(Clone, Copy)]
+struct Look<'a> {
+    theme: &'a Theme,
+    focused: bool,
+}
+
+impl Look<'_> {
+    /// The pane's border with `title`, highlighted when focused.
+    fn block(&self, title: String) -> Block<'static> {
+        Block::bordered().title(title).border_style(self.theme.border(self.focused))
+    }
+}
+
+impl App {
+    fn look(&self, pane: Focus) -> Look<'_> {
+        Look { theme: &self.theme, focused: self.focus == pane }
     }
 }
 
@@ -108,8 +153,8 @@ fn pane_block(app: &App, pane: Focus, title: String) -> Block<'static> {
 
 /// Draws a rule down the left of `area` (the second half of a split pane); returns what is
 /// right of it.
-fn ruled(frame: &mut Frame<'_>, app: &App, area: Rect) -> Rect {
-    let rule = Block::new().borders(ratatui::widgets::Borders::LEFT).border_style(app.theme.border(false));
+fn ruled(frame: &mut Frame<'_>, theme: &Theme, area: Rect) -> Rect {
+    let rule = Block::new().borders(ratatui::widgets::Borders::LEFT).border_style(theme.border(false));
     let inner = rule.inner(area);
     frame.render_widget(rule, area);
     inner

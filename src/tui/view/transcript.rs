@@ -3,18 +3,23 @@
 use super::inspector::reply_label;
 use super::*;
 
-pub(super) fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let block =
-        pane_block(app, Focus::Transcript, " Transcript (tab: next pane · enter: go back to this step) ".into());
-    let Some(run) = &app.run else {
+pub(super) fn draw_transcript(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    events: Option<&[crate::engine::events::Event]>,
+    at: usize,
+    look: Look<'_>,
+) {
+    let theme = look.theme;
+    let block = look.block(" Transcript (tab: next pane · enter: go back to this step) ".into());
+    let Some(events) = events else {
         frame.render_widget(Paragraph::new("").block(block), area);
         return;
     };
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let [list, detail] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(inner);
-    let events = run.trace();
-    let at = if app.focus == Focus::Transcript { app.transcript_at } else { events.len().saturating_sub(1) };
+    let at = if look.focused { at } else { events.len().saturating_sub(1) };
     let height = list.height as usize;
     let offset = window(at, events.len(), height);
     let lines: Vec<Line<'_>> = events
@@ -26,11 +31,11 @@ pub(super) fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
             let tokens: u64 = e.calls.iter().map(|c| c.usage.prompt_tokens + c.usage.completion_tokens).sum();
             let calls = if e.calls.is_empty() { String::new() } else { format!(" [{}× {tokens}t]", e.calls.len()) };
             let line = Line::from(format!("{:>3} {:<16} {}{calls}", e.index, e.phase().unwrap_or("·"), e.summary));
-            if i == at && app.focus == Focus::Transcript { line.style(app.theme.selected()) } else { line }
+            if i == at && look.focused { line.style(theme.selected()) } else { line }
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), list);
-    let detail = ruled(frame, app, detail);
+    let detail = ruled(frame, theme, detail);
     let Some(event) = events.get(at) else { return };
     let mut lines = vec![Line::from(Span::styled(
         format!("step {} · {} ms · depth {}", event.index, event.elapsed_ms, event.depth),
@@ -53,17 +58,17 @@ pub(super) fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
         lines.push(Line::from(format!("parsed: {}", c.parsed)));
         lines.extend(c.reply.lines().take(4).map(|l| Line::from(format!("< {l}"))));
         if let Some(thought) = &c.reasoning {
-            lines.extend(thought.lines().take(3).map(|l| Line::from(Span::styled(format!("~ {l}"), dim(app)))));
+            lines.extend(thought.lines().take(3).map(|l| Line::from(Span::styled(format!("~ {l}"), theme.faint()))));
         }
         let prompt: Vec<&str> = c.prompt.lines().filter(|l| !l.trim().is_empty()).collect();
         lines.extend(
             prompt[prompt.len().saturating_sub(3)..]
                 .iter()
-                .map(|l| Line::from(Span::styled(format!("> {l}"), dim(app)))),
+                .map(|l| Line::from(Span::styled(format!("> {l}"), theme.faint()))),
         );
     }
     for l in &event.lookups {
-        lines.push(Line::from(Span::styled(format!("KG {} → {} result(s)", l.what, l.results), dim(app))));
+        lines.push(Line::from(Span::styled(format!("KG {} → {} result(s)", l.what, l.results), theme.faint())));
     }
     lines.extend(event.notes.iter().map(|n| Line::from(format!("note: {n}"))));
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), detail);
