@@ -357,30 +357,16 @@ impl App {
             self.quit = true;
             return Vec::new();
         }
-        if self.picker.is_some() {
-            return self.on_picker_key(key);
-        }
-        if self.form.is_some() {
-            return self.on_form_key(key);
-        }
-        if self.palette.is_some() {
-            return self.on_palette_key(key);
-        }
-        if self.help {
-            // The help only reads: j/k scroll it, any other key closes it.
-            match key.code {
-                KeyCode::Char('j') | KeyCode::Down | KeyCode::PageDown => {
-                    self.help_scroll = (self.help_scroll + 3).min(self.help_scroll_end())
-                }
-                KeyCode::Char('k') | KeyCode::Up | KeyCode::PageUp => {
-                    self.help_scroll = self.help_scroll.saturating_sub(3)
-                }
-                _ => self.help = false,
+        match self.keyboard() {
+            Keyboard::Picker => return self.on_picker_key(key),
+            Keyboard::Form => return self.on_form_key(key),
+            Keyboard::Palette => return self.on_palette_key(key),
+            Keyboard::Help => {
+                self.on_help_key(key);
+                return Vec::new();
             }
-            return Vec::new();
-        }
-        if self.search.as_ref().is_some_and(|s| s.typing) {
-            return self.on_search_key(key);
+            Keyboard::Search => return self.on_search_key(key),
+            Keyboard::Screen => {}
         }
         if self.focus == Focus::Question {
             // Ctrl-S, the palette and F1 work while typing; with nothing typed, so do `?` and
@@ -411,6 +397,39 @@ impl App {
                 self.unbound(key);
                 Vec::new()
             }
+        }
+    }
+
+    /// Who takes the keys now: the topmost open dialog, else the screen.
+    fn keyboard(&self) -> Keyboard {
+        if self.picker.is_some() {
+            Keyboard::Picker // over a form (ctrl-f in the flag form)
+        } else if self.form.is_some() {
+            Keyboard::Form
+        } else if self.palette.is_some() {
+            Keyboard::Palette
+        } else if self.help {
+            Keyboard::Help
+        } else if self.search.as_ref().is_some_and(|s| s.typing) {
+            Keyboard::Search
+        } else {
+            Keyboard::Screen
+        }
+    }
+
+    /// A dialog or the help is open: the mouse does nothing under it.
+    pub(super) fn keyboard_taken(&self) -> bool {
+        !matches!(self.keyboard(), Keyboard::Screen | Keyboard::Search)
+    }
+
+    /// The help only reads: j/k scroll it, any other key closes it.
+    fn on_help_key(&mut self, key: KeyEvent) {
+        match key.code {
+            KeyCode::Char('j') | KeyCode::Down | KeyCode::PageDown => {
+                self.help_scroll = (self.help_scroll + 3).min(self.help_scroll_end())
+            }
+            KeyCode::Char('k') | KeyCode::Up | KeyCode::PageUp => self.help_scroll = self.help_scroll.saturating_sub(3),
+            _ => self.help = false,
         }
     }
 
@@ -461,4 +480,16 @@ pub(super) fn pane_name(pane: Pane) -> &'static str {
         Pane::Messages => "messages pane",
         Pane::Matches => "search",
     }
+}
+
+/// Who takes the keyboard.
+enum Keyboard {
+    Picker,
+    Form,
+    Palette,
+    Help,
+    /// The search prompt, while typing.
+    Search,
+    /// The panes (the question box included): the keymap decides.
+    Screen,
 }

@@ -589,7 +589,7 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
             Vec::new()
         }
         Action::Mouse(mouse) => {
-            if app.form.is_some() || app.picker.is_some() || app.palette.is_some() || app.help {
+            if app.keyboard_taken() {
                 return Vec::new();
             }
             app.on_mouse(mouse)
