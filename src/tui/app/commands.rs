@@ -87,8 +87,8 @@ impl App {
             Focus::Answer => self.run.as_ref().and_then(|r| r.answer()).map_or(0, |a| a.paths.len()),
             Focus::Corrections => self.corrections.len(),
             Focus::Messages => self.messages.len(),
-            // Scrolled by lines; the view stops at the last one.
-            Focus::Inspector => usize::from(u16::MAX),
+            // Scrolled by wrapped rows, to the last one at the bottom.
+            Focus::Inspector => crate::tui::view::inspector_scroll_end(self) + 1,
         }
     }
 
@@ -426,7 +426,7 @@ impl App {
     fn on_help_key(&mut self, key: KeyEvent) {
         match key.code {
             KeyCode::Char('j') | KeyCode::Down | KeyCode::PageDown => {
-                self.help_scroll = (self.help_scroll + 3).min(self.help_scroll_end())
+                self.help_scroll = (self.help_scroll + 3).min(crate::tui::view::help_scroll_end(self))
             }
             KeyCode::Char('k') | KeyCode::Up | KeyCode::PageUp => self.help_scroll = self.help_scroll.saturating_sub(3),
             _ => self.help = false,
@@ -448,13 +448,6 @@ impl App {
             }
             None => {}
         }
-    }
-
-    /// The furthest the help scrolls: its last line at the bottom of its box.
-    fn help_scroll_end(&self) -> u16 {
-        let lines = self.keymap.help(&self.help_panes()).iter().filter(|(keys, _, _)| !keys.is_empty()).count() + 4;
-        let shown = usize::from(self.size.1.saturating_sub(4));
-        u16::try_from(lines.saturating_sub(shown)).unwrap_or(u16::MAX)
     }
 
     /// The panes whose keys apply now, most specific first (for the help).

@@ -28,12 +28,38 @@ pub(super) fn provenance_line(app: &App, node: &BeamNode) -> Vec<Line<'static>> 
 
 pub(super) fn draw_inspector(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let focused = app.focus == Focus::Inspector;
-    let (Some(run), Some(node_ref)) = (&app.run, app.selected_ref()) else {
+    let Some(lines) = inspector_lines(app) else {
         let block = pane_block(app, Focus::Inspector, " Inspector ".into());
         frame.render_widget(Paragraph::new("Select a node.").block(block), area);
         return;
     };
-    let (Some(beam), Some(node)) = (app.beam_of(node_ref), app.node(node_ref)) else { return };
+    let end = scroll_end(&lines, area);
+    let title = match (focused, end > 0) {
+        (true, _) => " Inspector · j/k: scroll ",
+        (false, true) => " Inspector · tab here to scroll ",
+        (false, false) => " Inspector ",
+    };
+    let block = pane_block(app, Focus::Inspector, title.into());
+    let at = u16::try_from(app.inspector_at.min(end)).unwrap_or(u16::MAX);
+    frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }).scroll((at, 0)), area);
+}
+
+/// How far the inspector scrolls: its last row at the bottom of the pane.
+pub fn inspector_scroll_end(app: &App) -> usize {
+    inspector_lines(app).map_or(0, |lines| scroll_end(&lines, app.areas().inspector))
+}
+
+/// The rows `lines` take wrapped in `area`'s border, less the rows shown.
+fn scroll_end(lines: &[Line<'_>], area: Rect) -> usize {
+    let inner = Block::bordered().inner(area);
+    let rows = Paragraph::new(lines.to_vec()).wrap(Wrap { trim: false }).line_count(inner.width);
+    rows.saturating_sub(usize::from(inner.height))
+}
+
+/// What the inspector says about the selected node (`None` when no node is selected).
+fn inspector_lines(app: &App) -> Option<Vec<Line<'static>>> {
+    let (Some(run), Some(node_ref)) = (&app.run, app.selected_ref()) else { return None };
+    let (Some(beam), Some(node)) = (app.beam_of(node_ref), app.node(node_ref)) else { return None };
     let mut lines = vec![
         Line::from(Span::styled(node.shown().to_string(), bold())),
         Line::from(match node.term() {
@@ -80,7 +106,11 @@ pub(super) fn draw_inspector(frame: &mut Frame<'_>, app: &App, area: Rect) {
         None => run.trace(),
         Some(b) => &run.abandoned()[b].events[..],
     };
-    let step = node.step.and_then(|s| events.iter().find(|e| e.index == s));
+    // The step that scored it: the last one whose decisions name it (an override changes the
+    // node's step, not who scored it); else its own step.
+    let decided =
+        events.iter().rev().find(|e| e.phase().is_some() && e.decisions.iter().any(|d| d.node == node_ref.id));
+    let step = decided.or_else(|| node.step.and_then(|s| events.iter().find(|e| e.index == s)));
     match step.map(|e| scoring_call(&e.calls, beam, node)) {
         Some(Source::Call(call)) => {
             lines.push(heading(&format!(
@@ -95,6 +125,8 @@ pub(super) fn draw_inspector(frame: &mut Frame<'_>, app: &App, area: Rect) {
                     "ranked by BM25: the reply could not be read",
                     app.theme.fg(app.theme.flagged),
                 )));
+            } else if node.score == Some(0.0) {
+                lines.push(Line::from("offered to the model; its reply did not choose it"));
             }
             lines.push(Line::from(Span::styled("reply:", bold())));
             lines.extend(call.reply.lines().map(|l| Line::from(l.to_string())));
@@ -112,17 +144,7 @@ pub(super) fn draw_inspector(frame: &mut Frame<'_>, app: &App, area: Rect) {
         }
         _ => {}
     }
-    let more = lines.len() > usize::from(area.height.saturating_sub(2));
-    let title = match (focused, more) {
-        (true, _) => " Inspector · j/k: scroll ",
-        (false, true) => " Inspector · tab here to scroll ",
-        (false, false) => " Inspector ",
-    };
-    let block = pane_block(app, Focus::Inspector, title.into());
-    // Scrolled no further than the last line at the top.
-    let at = app.inspector_at.min(lines.len().saturating_sub(1));
-    let at = u16::try_from(at).unwrap_or(u16::MAX);
-    frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }).scroll((at, 0)), area);
+    Some(lines)
 }
 
 /// Where a node's score came from.
@@ -132,28 +154,26 @@ enum Source<'a> {
     Unasked,
 }
 
-/// The call that scored `node`: a call whose reading lists `name=score` with the node's own
-/// name and score, and whose prompt shows the node's parent (one prune step asks per parent,
-/// and the same name can be scored under several). Steps whose calls read no such list (PoG,
-/// GoG) fall back to the call whose reply or prompt names the node, else their first call.
+/// The call that scored `node` in its step: ToG asks once per parent (or once for all, when
+/// unified), so it is the call whose prompt offers the node under its parent. PoG's and GoG's
+/// calls read no per-node scores: the call whose reply or prompt names the node, else the
+/// step's first. `Unasked` when no call offered it (an only candidate, BM25, embeddings).
 fn scoring_call<'a>(
     calls: &'a [crate::engine::events::CallRecord],
     beam: &crate::engine::beam::Beam,
     node: &BeamNode,
 ) -> Source<'a> {
     let shown = node.shown();
-    let score = node.score.map(|s| format!("{s:.2}"));
     let parent = node.parent.and_then(|p| beam.nodes.get(p)).map(BeamNode::shown);
-    let lists = |c: &crate::engine::events::CallRecord| c.parsed.split("; ").any(|p| p.contains('='));
-    let scored_it = |c: &&crate::engine::events::CallRecord| {
-        c.parsed.split("; ").any(|p| {
-            p.rsplit_once('=').is_some_and(|(name, s)| name == shown && score.as_deref().is_none_or(|score| s == score))
-        }) && parent.is_none_or(|p| c.prompt.contains(p))
-    };
-    if let Some(call) = calls.iter().find(scored_it) {
-        return Source::Call(call);
+    // A reading that lists `name=score`: ToG's prune calls.
+    let scores = |c: &crate::engine::events::CallRecord| c.parsed.split("; ").any(|p| p.contains('='));
+    if calls.iter().any(scores) {
+        let offered = |c: &&crate::engine::events::CallRecord| {
+            scores(c) && c.prompt.contains(shown) && parent.is_none_or(|p| c.prompt.contains(p))
+        };
+        return calls.iter().find(offered).map_or(Source::Unasked, Source::Call);
     }
-    if calls.iter().any(lists) || calls.is_empty() {
+    if calls.is_empty() {
         return Source::Unasked;
     }
     calls
