@@ -38,6 +38,7 @@ pub mod llm {
 
 /// Corrections and their store.
 pub mod overlay {
+    pub use crate::overlay::export::{ExportFormat, export};
     pub use crate::overlay::store::{CorrectionStore, SledStore, StoreError};
     pub use crate::overlay::{Correction, Draft, Op, OverlayKg};
 }

@@ -2,7 +2,7 @@
 //! implementation. Every write is flushed to disk before it returns, so a correction that was
 //! acknowledged survives a crash.
 
-use super::{Correction, Draft, HistoryEntry};
+use super::{Correction, Draft, HistoryEntry, Op};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -25,13 +25,24 @@ pub enum StoreError {
     #[error("correction {id} is already undone")]
     AlreadyUndone { id: u64 },
     #[error(
-        "correction record {key} was written in format v{version}, which this ongraph does not read (it reads v{CURRENT_VERSION})"
+        "correction record {key} was written in format v{version}, which this ongraph does not read (it reads v1 to v{CURRENT_VERSION})"
     )]
     Version { key: String, version: u32 },
 }
 
-/// The record format version written by this build.
-pub const CURRENT_VERSION: u32 = 1;
+/// The newest record format version this build reads and writes. v2 added [`Op::Replace`];
+/// a record is written in the oldest version that holds it, so a store without replaces
+/// stays readable by builds that read only v1, and one with them is refused by those builds
+/// as a newer format (not as a corrupt store).
+pub const CURRENT_VERSION: u32 = 2;
+
+/// The oldest record format that can hold `op`.
+fn version_for(op: &Op) -> u32 {
+    match op {
+        Op::Replace { .. } => 2,
+        Op::Retract { .. } | Op::Assert { .. } | Op::Relabel { .. } => 1,
+    }
+}
 
 /// What is stored per correction: the format version and the correction.
 #[derive(Serialize, Deserialize)]
@@ -158,7 +169,7 @@ impl SledStore {
             return Err(StoreError::DiskFull { path: self.path.display().to_string() });
         }
         let io = |e: std::io::Error| StoreError::Io { path: self.path.display().to_string(), detail: e.to_string() };
-        let record = Record { v: CURRENT_VERSION, correction: correction.clone() };
+        let record = Record { v: version_for(&correction.op), correction: correction.clone() };
         let bytes = serde_json::to_vec(&record).map_err(|e| io(e.into()))?;
         let generation = self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         let mut batch = sled::Batch::default();
@@ -183,7 +194,7 @@ impl SledStore {
             path: self.path.display().to_string(),
             detail: format!("record {shown}: {e}"),
         })?;
-        if version.v != CURRENT_VERSION {
+        if !(1..=CURRENT_VERSION).contains(&version.v) {
             return Err(StoreError::Version { key: shown, version: version.v });
         }
         let record: Record = serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
