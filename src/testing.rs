@@ -38,9 +38,15 @@ pub mod llm {
 
 /// Corrections and their store.
 pub mod overlay {
+    pub use crate::cli::overlay::LiveOverlay;
     pub use crate::overlay::export::{ExportFormat, export};
-    pub use crate::overlay::store::{CorrectionStore, SledStore, StoreError};
+    pub use crate::overlay::store::{CorrectionStore, SledStore, StoreError, acknowledged};
     pub use crate::overlay::{Correction, Draft, Op, OverlayKg};
+}
+
+/// The configuration file.
+pub mod config {
+    pub use crate::config::Config;
 }
 
 /// Saved sittings and their replay.

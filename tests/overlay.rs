@@ -400,3 +400,72 @@ fn a_replace_exports_as_its_parts_and_round_trips_as_one() {
     assert!(!jsonl.contains("label"), "{jsonl}");
     assert!(!export(&[plain], ExportFormat::Nt, &profile).contains("BayCare"));
 }
+
+#[test]
+fn the_generation_is_read_without_opening_the_store() {
+    use ongraph::testing::overlay::acknowledged;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlay");
+    assert_eq!(acknowledged(&path).unwrap(), 0, "no store yet");
+    let store = SledStore::open(&path).unwrap();
+    store.add("demo", draft(replace_op())).unwrap();
+    store.add("wikidata", draft(Op::Relabel { entity: "Q1".into(), label: "x".into() })).unwrap();
+    // Read while the store is open (and locked) by this handle: no sled involved.
+    assert_eq!(acknowledged(&path).unwrap(), 2);
+    store.undo("demo", 1).unwrap();
+    assert_eq!(acknowledged(&path).unwrap(), 3, "an undo is a write too");
+}
+
+/// A config whose correction store is `path`.
+fn config_at(path: &std::path::Path) -> ongraph::testing::config::Config {
+    let mut config = ongraph::testing::config::Config::default();
+    config.defaults.overlay = Some(path.to_path_buf());
+    config
+}
+
+#[tokio::test]
+async fn a_live_overlay_sees_another_handles_writes_at_its_next_refresh() {
+    use ongraph::testing::overlay::LiveOverlay;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlay");
+    let config = config_at(&path);
+    let live = LiveOverlay::open(Arc::new(demo_graph()), &config, &Default::default(), true).unwrap();
+    assert_eq!(live.current().active, 0);
+    assert!(live.refresh().unwrap().is_none(), "nothing changed");
+    let stadiums = |kg: Arc<dyn KnowledgeGraph>| async move {
+        kg.neighbours("m.phillies", &RelationRef::out(STADIUM))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|n| n.term)
+            .collect::<Vec<_>>()
+    };
+
+    // Another process (here another handle: sled locks the store, so one at a time) writes.
+    SledStore::open(&path).unwrap().add("demo", draft(replace_op())).unwrap();
+    assert_eq!(stadiums(live.current().kg).await, [e("m.bright_house_field")], "read per refresh, not per lookup");
+    let seen = live.refresh().unwrap().expect("the store changed");
+    assert_eq!((seen.active, seen.corrections.len()), (1, 1));
+    assert_eq!(stadiums(seen.kg).await, [e("new.baycare_ballpark")]);
+    assert_eq!(stadiums(live.current().kg).await, [e("new.baycare_ballpark")]);
+    assert!(live.refresh().unwrap().is_none(), "read once per change");
+
+    // Undone elsewhere (`ongraph fix undo 1` in another shell): the next refresh drops it.
+    SledStore::open(&path).unwrap().undo("demo", 1).unwrap();
+    let seen = live.refresh().unwrap().expect("the undo is a change");
+    assert_eq!((seen.active, seen.corrections.len()), (0, 1));
+    assert_eq!(stadiums(seen.kg).await, [e("m.bright_house_field")]);
+
+    // A write to another KG's scope is re-read too (harmless), and changes nothing here.
+    SledStore::open(&path)
+        .unwrap()
+        .add("wikidata", draft(Op::Relabel { entity: "Q1".into(), label: "x".into() }))
+        .unwrap();
+    assert_eq!(live.refresh().unwrap().map(|s| s.active), Some(0));
+
+    // With corrections off, nothing is read, ever.
+    let off = LiveOverlay::open(Arc::new(demo_graph()), &config, &Default::default(), false).unwrap();
+    SledStore::open(&path).unwrap().add("demo", draft(replace_op())).unwrap();
+    assert!(off.refresh().unwrap().is_none());
+    assert_eq!(off.current().active, 0);
+}

@@ -75,6 +75,20 @@ pub struct SledStore {
 /// both in the db (atomically with the record) and, after the flush, in this small file beside
 /// it; a db that holds fewer writes than were acknowledged is reported, never used.
 const ACK_FILE: &str = "acknowledged";
+/// Where the next value of [`ACK_FILE`] is written before it is renamed over it, so a reader
+/// never sees a half-written counter.
+const ACK_NEXT: &str = "acknowledged.next";
+
+/// The store's generation (how many writes it has acknowledged), read from the small file
+/// beside the database without opening it: cheap enough to check before every step whether
+/// another process changed the corrections. 0 when there is no store yet.
+pub fn acknowledged(path: &Path) -> Result<u64, StoreError> {
+    match std::fs::read(path.join(ACK_FILE)) {
+        Ok(bytes) => Ok(read_u64(Some(&bytes))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(StoreError::Io { path: path.display().to_string(), detail: e.to_string() }),
+    }
+}
 
 /// Opens sled at `path`, containing the panics its recovery can raise on some damaged files
 /// (a truncated `db` beside a snapshot): `Err(())` then. The panic hook is silenced meanwhile,
@@ -104,7 +118,7 @@ impl SledStore {
             .map_err(|()| StoreError::Corrupt { path: shown.clone(), detail: "the database cannot be read".into() })?
             .map_err(|e| classify(&shown, e))?;
         let on_disk = read_u64(db.get(GENERATION).map_err(|e| classify(&shown, e))?.as_deref());
-        let acknowledged = std::fs::read(path.join(ACK_FILE)).ok().map(|b| read_u64(Some(&b))).unwrap_or(0);
+        let acknowledged = acknowledged(path).unwrap_or(0);
         if on_disk < acknowledged {
             return Err(StoreError::Corrupt {
                 path: shown,
@@ -178,9 +192,14 @@ impl SledStore {
         self.db.apply_batch(batch).map_err(|e| self.err(e))?;
         // Not durable until flushed: only then may the caller be told it is done.
         self.db.flush().map_err(|e| self.err(e))?;
-        let mut ack = std::fs::File::create(self.path.join(ACK_FILE)).map_err(io)?;
+        // Written aside and renamed over the old value: other processes read it at any time.
+        let next = self.path.join(ACK_NEXT);
+        let mut ack = std::fs::File::create(&next).map_err(io)?;
         std::io::Write::write_all(&mut ack, &generation.to_be_bytes()).map_err(io)?;
         ack.sync_all().map_err(io)?;
+        std::fs::rename(&next, self.path.join(ACK_FILE)).map_err(io)?;
+        #[cfg(unix)]
+        std::fs::File::open(&self.path).and_then(|dir| dir.sync_all()).map_err(io)?;
         Ok(())
     }
 
