@@ -140,7 +140,7 @@ fn check(session: &Session, file: &Path) -> Result<i32> {
 
 /// The UI's corrections: written to the sled store of `--kg`'s scope, then a driver over the
 /// same (already loaded) graph seen through every active correction. Another process may
-/// change the store meanwhile: `refresh`, before each step, reads it again when it changed.
+/// change the store meanwhile: `refresh`, before each step, reads it again when it moved.
 pub struct StoreCorrections {
     live: overlay::LiveOverlay,
     llm: Arc<dyn LanguageModel>,
@@ -206,6 +206,12 @@ impl Corrections for StoreCorrections {
 
     fn list(&self) -> Result<Vec<Correction>> {
         overlay::corrections_for(&self.config, &self.scope())
+    }
+
+    /// When the store changed since it was last read (another process wrote or undid): a
+    /// driver that sees it as it is now, and its corrections.
+    fn refresh(&self) -> Result<Option<(Driver, Vec<Correction>)>> {
+        Ok(self.live.refresh()?.map(|seen| (self.driver_over(seen.kg), seen.corrections)))
     }
 
     fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)> {
