@@ -38,8 +38,15 @@ pub mod llm {
 
 /// Corrections and their store.
 pub mod overlay {
-    pub use crate::overlay::store::{CorrectionStore, SledStore, StoreError};
+    pub use crate::cli::overlay::LiveOverlay;
+    pub use crate::overlay::export::{ExportFormat, export};
+    pub use crate::overlay::store::{CorrectionStore, SledStore, StoreError, acknowledged};
     pub use crate::overlay::{Correction, Draft, Op, OverlayKg};
+}
+
+/// The configuration file.
+pub mod config {
+    pub use crate::config::Config;
 }
 
 /// Saved sittings and their replay.
@@ -76,6 +83,7 @@ pub mod eval {
 
 /// The terminal UI: its state, update, effects and drawing.
 pub mod tui {
+    pub use crate::cli::StoreCorrections;
     pub use crate::tui::app::{Action, App, Bottom, Effect, Focus, update};
     pub use crate::tui::keymap::Keymap;
     pub use crate::tui::modal::FormKind;

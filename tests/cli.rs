@@ -231,7 +231,7 @@ fn replay_check_reproduces_the_demo_sessions_and_bad_files_say_why() {
     let text = stdout(&out);
     assert!(text.contains("run 1: ") && text.contains("→ Bright House Field") && text.contains("same trace"), "{text}");
     assert!(text.contains("run 2: ") && text.contains("→ BayCare Ballpark"), "{text}");
-    assert!(text.contains("correction 1: retract m.phillies"), "{text}");
+    assert!(text.contains("correction 1: replace m.phillies"), "{text}");
 
     let corrupt = home.path().join("corrupt.json");
     std::fs::write(&corrupt, "{\"format\": \"ongraph-session\", \"version\": 1, \"runs\": [{\"question\": ").unwrap();

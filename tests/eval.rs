@@ -281,3 +281,53 @@ fn a_gog_ikg_set_hides_each_questions_edges() {
     assert_eq!((complete.hidden_triples, complete.score.hit), (0, true), "{complete:?}");
     assert!(complete.generated.is_empty(), "the KG has the edge: {complete:?}");
 }
+
+/// `eval --with-corrections`: each question sees the corrections as the store holds them when
+/// it starts, so a correction made (or undone) by another process during a long run applies to
+/// the questions after it.
+#[tokio::test]
+async fn each_question_sees_the_corrections_as_they_are_when_it_starts() {
+    use ongraph::testing::eval::GoldAnswer;
+    use ongraph::testing::overlay::LiveOverlay;
+    use ongraph::testing::overlay::{CorrectionStore, SledStore};
+    use ongraph::testing::overlay::{Draft, Op};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlay");
+    let mut config = ongraph::testing::config::Config::default();
+    config.defaults.overlay = Some(path.clone());
+    let base: Arc<dyn KnowledgeGraph> = Arc::new(ongraph::testing::kg::demo_graph());
+    let live = Arc::new(LiveOverlay::open(base.clone(), &config, &Default::default(), true).unwrap());
+    let model = ongraph::testing::llm::ScriptedModel::from_toml("demo", common::DEMO_SCRIPT).unwrap();
+    let eval = Evaluator::new(live.current().kg, Arc::new(model), Arc::new(Prompts::builtin()), Settings::default())
+        .with_kg_source(live);
+    let item = Item {
+        id: "phanatic".into(),
+        question: "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?".into(),
+        answers: vec![GoldAnswer::new("BayCare Ballpark")],
+        topics: Vec::new(),
+        topics_named: false,
+        hops: None,
+        gold: None,
+        hidden: Vec::new(),
+    };
+    let before = eval.answer(0, &item).await;
+    assert_eq!(before.prediction, ["Bright House Field"], "{:?}", before.error);
+
+    // Another process corrects the stadium while the run goes on.
+    let replace = Op::Replace {
+        subject: "m.phillies".into(),
+        relation: "baseball.baseball_team.spring_training_stadium".into(),
+        old: Term::Entity("m.bright_house_field".into()),
+        new: Term::Entity("new.baycare_ballpark".into()),
+        label: Some("BayCare Ballpark".into()),
+    };
+    let draft = Draft { op: replace, reason: "Renamed".into(), author: "t".into(), context: None, origin: None };
+    let id = SledStore::open(&path).unwrap().add("demo", draft).unwrap().id;
+    let after = eval.answer(1, &item).await;
+    assert_eq!(after.prediction, ["BayCare Ballpark"], "{:?}", after.error);
+    assert!(after.score.hit);
+
+    // And undoes it.
+    SledStore::open(&path).unwrap().undo("demo", id).unwrap();
+    assert_eq!(eval.answer(2, &item).await.prediction, ["Bright House Field"]);
+}

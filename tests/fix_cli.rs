@@ -243,3 +243,84 @@ fn unknown_entities_and_relations_are_errors() {
         "m.giants\tSan Francisco Giants\n"
     );
 }
+
+#[test]
+fn a_replace_is_one_correction_that_one_undo_reverts() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let replace = [
+        "fix",
+        "replace",
+        "m.phillies",
+        STADIUM,
+        "m.bright_house_field",
+        "new.baycare_ballpark",
+        "--label",
+        "BayCare Ballpark",
+        "--reason",
+        "Renamed in 2021",
+    ];
+    let made = ok(h, &replace);
+    assert_eq!(
+        made,
+        format!(
+            "correction 1: replace m.phillies {STADIUM} m.bright_house_field with new.baycare_ballpark named \"BayCare Ballpark\"\n"
+        )
+    );
+    assert_eq!(
+        ok(h, &["kg", "neighbors", "m.phillies", STADIUM]),
+        "new.baycare_ballpark\tBayCare Ballpark  [correction 1]\n"
+    );
+    let again = ok(h, &["ask", PHANATIC]);
+    assert_eq!(first_line(&again), "Answer: BayCare Ballpark", "{again}");
+    assert!(again.contains("Corrections applied: 1"), "{again}");
+    let list = ok(h, &["fix", "list"]);
+    assert_eq!(list.lines().count(), 1, "one line: {list}");
+    assert!(list.contains(" active ") && list.contains("replace m.phillies"), "{list}");
+
+    // The patch deletes the old triple and inserts the new one and its name.
+    let patch = ok(h, &["fix", "export", "--format", "sparql-update"]);
+    assert!(patch.starts_with("DELETE DATA {\n"), "{patch}");
+    assert!(patch.contains("<http://rdf.freebase.com/ns/m.bright_house_field> .\n} ;\nINSERT DATA {\n"), "{patch}");
+    assert!(patch.contains("<http://rdf.freebase.com/ns/new.baycare_ballpark> <http://rdf.freebase.com/ns/type.object.name> \"BayCare Ballpark\" ."), "{patch}");
+    let backup = h.join("backup.jsonl");
+    std::fs::write(&backup, ok(h, &["fix", "export", "--format", "jsonl"])).unwrap();
+
+    // One undo, and nothing of it is left: the old stadium, under its old name, is back.
+    assert!(ok(h, &["fix", "undo", "1"]).starts_with("correction 1 undone: replace m.phillies"));
+    assert_eq!(ok(h, &["kg", "neighbors", "m.phillies", STADIUM]), "m.bright_house_field\tBright House Field\n");
+    assert_eq!(first_line(&ok(h, &["ask", PHANATIC])), "Answer: Bright House Field");
+    fails(h, &["kg", "relations", "new.baycare_ballpark"], "demo has no entity new.baycare_ballpark");
+
+    // The backup imports back as one correction.
+    let imported = ok(h, &["fix", "import", backup.to_str().unwrap()]);
+    assert!(imported.ends_with("1 correction(s) imported into demo\n"), "{imported}");
+    assert_eq!(first_line(&ok(h, &["ask", PHANATIC])), "Answer: BayCare Ballpark");
+
+    // What cannot be a replace says why.
+    const MASCOT: &str = "sports.sports_team.team_mascot";
+    let base = ["fix", "replace", "m.giants", MASCOT];
+    let with = |rest: &[&'static str]| [&base[..], rest, &["--reason", "x"]].concat();
+    fails(h, &with(&["m.nowhere", "m.x"]), "demo does not hold m.giants sports.sports_team.team_mascot m.nowhere");
+    fails(h, &with(&["m.lou_seal", "m.lou_seal"]), "the new object is the old one");
+    fails(h, &with(&["m.lou_seal", "\"Lou\"", "--label", "Lou"]), "--label names a new entity");
+}
+
+#[test]
+fn a_relabel_to_the_name_it_has_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    fails(
+        h,
+        &["fix", "relabel", "m.bright_house_field", "Bright House Field", "--reason", "x"],
+        "m.bright_house_field is already named \"Bright House Field\": nothing to correct",
+    );
+    ok(h, &["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed"]);
+    // The name it has now is the corrected one.
+    fails(
+        h,
+        &["fix", "relabel", "m.bright_house_field", " BayCare Ballpark ", "--reason", "x"],
+        "already named \"BayCare Ballpark\"",
+    );
+    assert_eq!(ok(h, &["fix", "list"]).lines().count(), 1, "no no-op correction was recorded");
+}

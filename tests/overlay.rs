@@ -155,11 +155,11 @@ fn a_record_from_a_newer_format_is_refused_clearly() {
         let db = sled::open(&path).unwrap();
         let mut key = b"demo\0".to_vec();
         key.extend_from_slice(&1u64.to_be_bytes());
-        db.insert(key, br#"{"v": 2, "correction": {}}"#.to_vec()).unwrap();
+        db.insert(key, br#"{"v": 3, "correction": {}}"#.to_vec()).unwrap();
         db.flush().unwrap();
     }
     let err = SledStore::open(&path).unwrap().list("demo").unwrap_err();
-    assert!(err.to_string().contains("format v2, which this ongraph does not read (it reads v1)"), "{err}");
+    assert!(err.to_string().contains("format v3, which this ongraph does not read (it reads v1 to v2)"), "{err}");
 }
 
 #[test]
@@ -231,4 +231,241 @@ fn a_truncated_store_beside_a_snapshot_is_a_clear_error_not_a_panic() {
         outcomes.push((len, result.is_ok()));
     }
     assert!(outcomes.iter().any(|(_, ok)| !ok), "some truncation must be detected: {outcomes:?}");
+}
+
+fn replace_op() -> Op {
+    Op::Replace {
+        subject: "m.phillies".into(),
+        relation: STADIUM.into(),
+        old: e("m.bright_house_field"),
+        new: e("new.baycare_ballpark"),
+        label: Some("BayCare Ballpark".into()),
+    }
+}
+
+/// What a lookup shows of the Phillies' stadium, the new entity and a search for its name.
+async fn stadium_view(kg: &OverlayKg) -> (Vec<(Term, Option<String>)>, Vec<RelationRef>, Option<String>, Vec<String>) {
+    let stadiums = kg.neighbours("m.phillies", &RelationRef::out(STADIUM)).await.unwrap();
+    let stadiums = stadiums.into_iter().map(|n| (n.term, n.label)).collect();
+    let rels = kg.relations("new.baycare_ballpark").await.unwrap();
+    let label = kg.label("new.baycare_ballpark").await.unwrap();
+    let found = kg.find_entities("BayCare Ballpark", 3).await.unwrap().into_iter().map(|m| m.id).collect();
+    (stadiums, rels, label, found)
+}
+
+#[tokio::test]
+async fn a_replace_applies_exactly_as_its_three_parts_did() {
+    let parts = [
+        correction(1, retract("m.phillies", STADIUM, e("m.bright_house_field"))),
+        correction(2, assert_op("m.phillies", STADIUM, e("new.baycare_ballpark"))),
+        correction(3, assert_op("new.baycare_ballpark", "type.object.name", Term::Literal("BayCare Ballpark".into()))),
+    ];
+    let separate = OverlayKg::new(Arc::new(demo_graph()), &parts);
+    let replaced = OverlayKg::new(Arc::new(demo_graph()), &[correction(9, replace_op())]);
+    let seen = stadium_view(&replaced).await;
+    assert_eq!(seen, stadium_view(&separate).await);
+    assert_eq!(seen.0, vec![(e("new.baycare_ballpark"), Some("BayCare Ballpark".into()))], "the old one is gone");
+    assert_eq!(seen.1, vec![RelationRef::incoming(STADIUM)]);
+    assert_eq!(seen.3.first().map(String::as_str), Some("new.baycare_ballpark"));
+    // The asserted triple is credited to the one correction.
+    let n = replaced.neighbours("m.phillies", &RelationRef::out(STADIUM)).await.unwrap();
+    assert_eq!(n[0].correction, Some(9));
+    assert_eq!(replaced.active_corrections(), 1);
+    // The parts, as the export and the describe line see them.
+    assert_eq!(replace_op().parts("type.object.name"), parts.iter().map(|c| c.op.clone()).collect::<Vec<_>>());
+    assert_eq!(
+        replace_op().describe(),
+        format!(
+            "replace m.phillies {STADIUM} m.bright_house_field with new.baycare_ballpark named \"BayCare Ballpark\""
+        )
+    );
+    // Undone, it changes nothing.
+    let mut undone = correction(9, replace_op());
+    undone.active = false;
+    let kg = OverlayKg::new(Arc::new(demo_graph()), &[undone]);
+    let stadiums = kg.neighbours("m.phillies", &RelationRef::out(STADIUM)).await.unwrap();
+    assert_eq!(stadiums.iter().map(|n| n.term.clone()).collect::<Vec<_>>(), vec![e("m.bright_house_field")]);
+}
+
+#[tokio::test]
+async fn a_replace_is_one_correction_in_the_store_one_undo_reverts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlay");
+    let store = SledStore::open(&path).unwrap();
+    let c = store.add("demo", draft(replace_op())).unwrap();
+    assert_eq!(c.id, 1);
+    let listed = store.list("demo").unwrap();
+    assert_eq!(listed.len(), 1, "one correction, not three");
+    assert_eq!(listed[0].op, replace_op());
+    let kg = OverlayKg::new(Arc::new(demo_graph()), &listed);
+    assert_eq!(kg.label("new.baycare_ballpark").await.unwrap().as_deref(), Some("BayCare Ballpark"));
+    store.undo("demo", 1).unwrap();
+    let kg = OverlayKg::new(Arc::new(demo_graph()), &store.list("demo").unwrap());
+    let stadiums = kg.neighbours("m.phillies", &RelationRef::out(STADIUM)).await.unwrap();
+    assert_eq!(stadiums.iter().map(|n| n.term.clone()).collect::<Vec<_>>(), vec![e("m.bright_house_field")]);
+    assert_eq!(kg.label("new.baycare_ballpark").await.unwrap(), None, "no half-state: the name went too");
+    drop(store);
+    // Reopened, it is still one undone correction (written as format v2, read back).
+    let store = SledStore::open(&path).unwrap();
+    let listed = store.list("demo").unwrap();
+    assert_eq!((listed.len(), listed[0].active), (1, false));
+    assert_eq!(listed[0].history.iter().map(|h| h.what.as_str()).collect::<Vec<_>>(), ["created", "undone"]);
+}
+
+#[test]
+fn records_are_written_in_the_oldest_format_that_holds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlay");
+    {
+        let store = SledStore::open(&path).unwrap();
+        store.add("demo", draft(retract("m.a", "r", e("m.b")))).unwrap();
+        store.add("demo", draft(replace_op())).unwrap();
+    }
+    let db = sled::open(&path).unwrap();
+    let versions: Vec<u64> = db
+        .scan_prefix(b"demo\0")
+        .map(|kv| serde_json::from_slice::<serde_json::Value>(&kv.unwrap().1).unwrap()["v"].as_u64().unwrap())
+        .collect();
+    // A build reading only v1 still reads a store without replaces, and refuses one with them
+    // as a newer format rather than calling the store corrupt.
+    assert_eq!(versions, [1, 2]);
+}
+
+#[tokio::test]
+async fn a_store_written_before_replaces_still_loads_and_applies() {
+    // Records exactly as the previous build wrote them (format v1: a flag as three corrections).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlay");
+    {
+        let db = sled::open(&path).unwrap();
+        let records = [
+            r#"{"v":1,"correction":{"id":1,"kg":"demo","op":"retract","subject":"m.phillies","relation":"baseball.baseball_team.spring_training_stadium","object":{"kind":"entity","value":"m.bright_house_field"},"reason":"Renamed","author":"t","created":"2026-01-01T00:00:00Z","active":true,"context":{"question":"q","step":3},"history":[{"at":"2026-01-01T00:00:00Z","what":"made in the terminal UI"}]}}"#,
+            r#"{"v":1,"correction":{"id":2,"kg":"demo","op":"assert","subject":"m.phillies","relation":"baseball.baseball_team.spring_training_stadium","object":{"kind":"entity","value":"new.baycare_ballpark"},"reason":"Renamed","author":"t","created":"2026-01-01T00:00:00Z","active":true,"history":[]}}"#,
+            r#"{"v":1,"correction":{"id":3,"kg":"demo","op":"assert","subject":"new.baycare_ballpark","relation":"type.object.name","object":{"kind":"literal","value":"BayCare Ballpark"},"reason":"Renamed","author":"t","created":"2026-01-01T00:00:00Z","active":true,"history":[]}}"#,
+        ];
+        for (i, r) in records.iter().enumerate() {
+            let mut key = b"demo\0".to_vec();
+            key.extend_from_slice(&(i as u64 + 1).to_be_bytes());
+            db.insert(key, r.as_bytes()).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let store = SledStore::open(&path).unwrap();
+    let listed = store.list("demo").unwrap();
+    assert_eq!(
+        listed.iter().map(|c| c.op.describe()).collect::<Vec<_>>(),
+        [
+            format!("retract m.phillies {STADIUM} m.bright_house_field"),
+            format!("assert m.phillies {STADIUM} new.baycare_ballpark"),
+            "assert new.baycare_ballpark type.object.name \"BayCare Ballpark\"".to_string(),
+        ]
+    );
+    let old = OverlayKg::new(Arc::new(demo_graph()), &listed);
+    let new = OverlayKg::new(Arc::new(demo_graph()), &[correction(1, replace_op())]);
+    assert_eq!(stadium_view(&old).await, stadium_view(&new).await, "the same view as one replace");
+}
+
+#[test]
+fn a_replace_exports_as_its_parts_and_round_trips_as_one() {
+    use ongraph::kg::KgProfile;
+    use ongraph::testing::overlay::{ExportFormat, export};
+    let c = correction(4, replace_op());
+    let profile = KgProfile::freebase();
+    let fb = |id: &str| format!("<http://rdf.freebase.com/ns/{id}>");
+    let (phillies, stadium, old, new, name) =
+        (fb("m.phillies"), fb(STADIUM), fb("m.bright_house_field"), fb("new.baycare_ballpark"), fb("type.object.name"));
+
+    let sparql = export(std::slice::from_ref(&c), ExportFormat::SparqlUpdate, &profile);
+    assert!(sparql.starts_with("DELETE DATA {\n  # correction 4 by tester"), "{sparql}");
+    assert!(sparql.contains(&format!("  {phillies} {stadium} {old} .\n}} ;\nINSERT DATA {{\n")), "{sparql}");
+    assert!(sparql.contains(&format!("  {phillies} {stadium} {new} .\n")), "{sparql}");
+    assert!(sparql.contains(&format!("  {new} {name} \"BayCare Ballpark\" .\n}}\n")), "{sparql}");
+
+    let nt = export(std::slice::from_ref(&c), ExportFormat::Nt, &profile);
+    assert!(nt.contains(&format!("# retracted: {phillies} {stadium} {old} .\n")), "{nt}");
+    assert!(nt.contains(&format!("\n{phillies} {stadium} {new} .\n")), "{nt}");
+    assert!(nt.contains(&format!("\n{new} {name} \"BayCare Ballpark\" .\n")), "{nt}");
+    assert_eq!(nt.lines().filter(|l| !l.starts_with('#')).count(), 2, "two triples to add: {nt}");
+
+    let jsonl = export(std::slice::from_ref(&c), ExportFormat::Jsonl, &profile);
+    assert_eq!(jsonl.lines().count(), 1, "one correction, one line: {jsonl}");
+    let back: Correction = serde_json::from_str(jsonl.trim()).unwrap();
+    assert_eq!(back, c);
+    // Without a name (the right object is a KG entity), there is no name triple.
+    let mut plain = c.clone();
+    if let Op::Replace { label, .. } = &mut plain.op {
+        *label = None;
+    }
+    let jsonl = export(std::slice::from_ref(&plain), ExportFormat::Jsonl, &profile);
+    assert!(!jsonl.contains("label"), "{jsonl}");
+    assert!(!export(&[plain], ExportFormat::Nt, &profile).contains("BayCare"));
+}
+
+#[test]
+fn the_generation_is_read_without_opening_the_store() {
+    use ongraph::testing::overlay::acknowledged;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlay");
+    assert_eq!(acknowledged(&path).unwrap(), 0, "no store yet");
+    let store = SledStore::open(&path).unwrap();
+    store.add("demo", draft(replace_op())).unwrap();
+    store.add("wikidata", draft(Op::Relabel { entity: "Q1".into(), label: "x".into() })).unwrap();
+    // Read while the store is open (and locked) by this handle: no sled involved.
+    assert_eq!(acknowledged(&path).unwrap(), 2);
+    store.undo("demo", 1).unwrap();
+    assert_eq!(acknowledged(&path).unwrap(), 3, "an undo is a write too");
+}
+
+/// A config whose correction store is `path`.
+fn config_at(path: &std::path::Path) -> ongraph::testing::config::Config {
+    let mut config = ongraph::testing::config::Config::default();
+    config.defaults.overlay = Some(path.to_path_buf());
+    config
+}
+
+#[tokio::test]
+async fn a_live_overlay_sees_another_handles_writes_at_its_next_refresh() {
+    use ongraph::testing::overlay::LiveOverlay;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlay");
+    let config = config_at(&path);
+    let live = LiveOverlay::open(Arc::new(demo_graph()), &config, &Default::default(), true).unwrap();
+    assert_eq!(live.current().active, 0);
+    assert!(live.refresh().unwrap().is_none(), "nothing changed");
+    let stadiums = |kg: Arc<dyn KnowledgeGraph>| async move {
+        kg.neighbours("m.phillies", &RelationRef::out(STADIUM))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|n| n.term)
+            .collect::<Vec<_>>()
+    };
+
+    // Another process (here another handle: sled locks the store, so one at a time) writes.
+    SledStore::open(&path).unwrap().add("demo", draft(replace_op())).unwrap();
+    assert_eq!(stadiums(live.current().kg).await, [e("m.bright_house_field")], "read per refresh, not per lookup");
+    let seen = live.refresh().unwrap().expect("the store changed");
+    assert_eq!((seen.active, seen.corrections.len()), (1, 1));
+    assert_eq!(stadiums(seen.kg).await, [e("new.baycare_ballpark")]);
+    assert_eq!(stadiums(live.current().kg).await, [e("new.baycare_ballpark")]);
+    assert!(live.refresh().unwrap().is_none(), "read once per change");
+
+    // Undone elsewhere (`ongraph fix undo 1` in another shell): the next refresh drops it.
+    SledStore::open(&path).unwrap().undo("demo", 1).unwrap();
+    let seen = live.refresh().unwrap().expect("the undo is a change");
+    assert_eq!((seen.active, seen.corrections.len()), (0, 1));
+    assert_eq!(stadiums(seen.kg).await, [e("m.bright_house_field")]);
+
+    // A write to another KG's scope is re-read too (harmless), and changes nothing here.
+    SledStore::open(&path)
+        .unwrap()
+        .add("wikidata", draft(Op::Relabel { entity: "Q1".into(), label: "x".into() }))
+        .unwrap();
+    assert_eq!(live.refresh().unwrap().map(|s| s.active), Some(0));
+
+    // With corrections off, nothing is read, ever.
+    let off = LiveOverlay::open(Arc::new(demo_graph()), &config, &Default::default(), false).unwrap();
+    SledStore::open(&path).unwrap().add("demo", draft(replace_op())).unwrap();
+    assert!(off.refresh().unwrap().is_none());
+    assert_eq!(off.current().active, 0);
 }

@@ -90,6 +90,11 @@ impl Ui {
         let dir = tempfile::tempdir().unwrap();
         let corrections = TempCorrections { store: SledStore::open(&dir.path().join("overlay")).unwrap(), hidden };
         let driver = corrections.driver().unwrap();
+        Self::over(settings, Arc::new(corrections), driver, dir)
+    }
+
+    /// The UI over `corrections`, starting with `driver`.
+    fn over(settings: Settings, corrections: Arc<dyn Corrections>, driver: Driver, dir: tempfile::TempDir) -> Self {
         let kg = driver.kg().clone();
         let mut app =
             App::new(settings, Arc::new(Prompts::builtin()), kg.profile().clone(), kg.name(), "scripted demo");
@@ -98,7 +103,7 @@ impl Ui {
         let (tx, rx) = mpsc::unbounded_channel();
         let executor = Executor {
             driver: Some(Arc::new(driver)),
-            corrections: Some(Arc::new(corrections)),
+            corrections: Some(corrections),
             history: Some(dir.path().join("history")),
             tx,
         };
@@ -114,7 +119,8 @@ impl Ui {
         }
         while waiting > 0 {
             let action = self.rx.recv().await.unwrap();
-            waiting -= 1;
+            // Sent before a step's own answer when the store changed, not instead of it.
+            waiting -= usize::from(!matches!(action, Action::CorrectionsChanged(_)));
             for effect in update(&mut self.app, action) {
                 waiting += usize::from(!matches!(effect, Effect::Remember { .. }));
                 self.executor.execute(effect);
@@ -473,21 +479,21 @@ async fn flag_relabel_undo_and_ask_again() {
     let ops: Vec<String> = drafts.iter().map(|d| d.op.describe()).collect();
     assert_eq!(
         ops,
-        vec![
-            "retract m.phillies baseball.baseball_team.spring_training_stadium m.bright_house_field",
-            "assert m.phillies baseball.baseball_team.spring_training_stadium new.baycare_ballpark",
-            "assert new.baycare_ballpark type.object.name \"BayCare Ballpark\"",
-        ]
+        [
+            "replace m.phillies baseball.baseball_team.spring_training_stadium m.bright_house_field with new.baycare_ballpark named \"BayCare Ballpark\""
+        ],
+        "one flag, one correction (its parts inside it)"
     );
     assert_eq!(drafts[0].reason, "Renamed in 2021");
     assert_eq!(drafts[0].author, "tester");
     assert_eq!(drafts[0].context.as_ref().unwrap().question.as_deref(), Some(PHANATIC));
-    // The executor stores them durably in sled and swaps in a driver that sees them.
+    // The executor stores it durably in sled and swaps in a driver that sees it.
     ui.settle(effects).await;
-    assert_eq!(ui.app.message.as_deref(), Some("correction 1, 2, 3 recorded; a: ask again with it"));
-    assert_eq!(ui.app.corrections.len(), 3, "the corrections pane lists them");
+    assert_eq!(ui.app.message.as_deref(), Some("correction 1 recorded; a: ask again with it"));
+    assert_eq!(ui.app.corrections.len(), 1, "the corrections pane lists it, once");
     let flagged = ui.screen(120, 40);
-    assert!(flagged.contains("⚑"), "the retracted triple is marked: {flagged}");
+    assert!(flagged.contains("⚑"), "the replaced triple is marked: {flagged}");
+    assert!(flagged.contains("fixes 1"), "{flagged}");
     insta::assert_snapshot!("tui_flagged_120x40", flagged);
     insta::assert_snapshot!("tui_flagged_80x24", ui.screen(80, 24));
 
@@ -501,31 +507,41 @@ async fn flag_relabel_undo_and_ask_again() {
     assert!(text.contains("✎"), "facts from corrections are marked in the tree: {text}");
     insta::assert_snapshot!("tui_reasked_120x40", text);
 
-    // Relabel an entity from the UI.
+    // Relabel an entity from the UI: to the name it has, refused (the form stays open)…
     ui.select("Philadelphia Phillies");
     ui.press(KeyCode::Char('e')).await;
-    ui.press_with(KeyCode::Char('u'), KeyModifiers::CONTROL).await;
-    ui.typed("The Phillies").await;
     ui.press(KeyCode::Tab).await;
     ui.typed("Common name").await;
+    let effects = update(&mut ui.app, key(KeyCode::Enter));
+    assert!(effects.is_empty(), "nothing is recorded: {effects:?}");
+    let problem = ui.app.form.as_ref().expect("the form stays open").problem.clone().unwrap_or_default();
+    assert!(problem.contains("m.phillies is already named \"Philadelphia Phillies\""), "{problem}");
+    // …then to a new one.
+    ui.press_with(KeyCode::Char('u'), KeyModifiers::CONTROL).await;
+    ui.typed("The Phillies").await;
     ui.press(KeyCode::Enter).await;
-    assert_eq!(ui.app.corrections.len(), 4);
-    assert_eq!(ui.app.corrections[3].op.describe(), "relabel m.phillies as \"The Phillies\"");
+    assert!(ui.app.form.is_none());
+    assert_eq!(ui.app.corrections.len(), 2);
+    assert_eq!(ui.app.corrections[1].op.describe(), "relabel m.phillies as \"The Phillies\"");
 
-    // Undo the retraction from the corrections pane: asking again gives the old answer.
+    // One undo of the flag from the corrections pane: asking again gives the old answer, and
+    // nothing of the flag is left in the tree (no half-state: no new stadium, no ⚑).
     ui.press(KeyCode::BackTab).await;
     assert_eq!(ui.app.focus, Focus::Messages);
     ui.press(KeyCode::BackTab).await;
     assert_eq!(ui.app.focus, Focus::Corrections);
     ui.press(KeyCode::Char('g')).await;
     ui.press(KeyCode::Char('u')).await;
-    ui.press(KeyCode::Char('j')).await;
-    ui.press(KeyCode::Char('u')).await;
-    assert!(!ui.app.corrections[0].active && !ui.app.corrections[1].active, "corrections 1 and 2 undone");
-    assert!(ui.app.corrections[2].active);
+    assert!(!ui.app.corrections[0].active, "the flag is undone");
+    assert!(ui.app.corrections[1].active, "the relabel is not");
     ui.press(KeyCode::Char('a')).await;
     assert_eq!(ui.run().answer().unwrap().answers, vec!["Bright House Field"]);
     assert_eq!(ui.app.message.as_deref(), Some("answer changed: BayCare Ballpark → Bright House Field"));
+    let shown: Vec<String> =
+        ui.app.visible_rows().iter().filter_map(|r| ui.app.node(r.node).map(|n| n.shown().to_string())).collect();
+    assert!(shown.iter().any(|n| n == "Bright House Field"), "{shown:?}");
+    assert!(!shown.iter().any(|n| n.contains("BayCare") || n.contains("baycare")), "{shown:?}");
+    assert!(!ui.screen(120, 40).contains("⚑"));
 }
 
 #[tokio::test]
@@ -544,8 +560,12 @@ async fn flag_with_the_right_object_picked_from_the_kg() {
     ui.press(KeyCode::Enter).await;
     let effects = update(&mut ui.app, key(KeyCode::Enter));
     let [Effect::Correct { drafts }] = &effects[..] else { panic!("{effects:?}") };
-    assert_eq!(drafts.len(), 2, "an existing entity needs no name: {drafts:?}");
-    assert!(drafts[1].op.describe().ends_with("m.citizens_bank_park"), "{}", drafts[1].op.describe());
+    assert_eq!(drafts.len(), 1, "one flag, one correction: {drafts:?}");
+    assert_eq!(
+        drafts[0].op.describe(),
+        "replace m.phillies baseball.baseball_team.spring_training_stadium m.bright_house_field with m.citizens_bank_park",
+        "an existing entity needs no name"
+    );
 }
 
 #[tokio::test]
@@ -635,7 +655,7 @@ fn demo_sessions_replay() {
     assert_eq!(phanatic.runs.len(), 2, "asked, corrected, asked again");
     assert_eq!(phanatic.replay(0).unwrap().answer().unwrap().answers, vec!["Bright House Field"]);
     assert_eq!(phanatic.replay(1).unwrap().answer().unwrap().answers, vec!["BayCare Ballpark"]);
-    assert_eq!(phanatic.corrections.len(), 3);
+    assert_eq!(phanatic.corrections.len(), 1, "one flag, one correction");
     assert_eq!(phanatic.corrections[0].after_runs, 1);
 
     let pog = Session::load(Path::new("sessions/pog-giants-rangers.json")).unwrap();
@@ -1182,4 +1202,55 @@ async fn going_back_says_what_it_sets_aside() {
     ui.press(KeyCode::Char('b')).await;
     let said = ui.app.message.clone().unwrap_or_default();
     assert!(said.contains("set aside 1 step and 3 overrides"), "{said}");
+}
+
+/// A correction made by another process (`ongraph fix`, a second UI) while the UI runs: the
+/// UI's corrections are the real ones (`StoreCorrections` over a sled store on disk, opened
+/// briefly per operation), and the other process's writes land between two steps.
+#[tokio::test]
+async fn corrections_made_elsewhere_apply_from_the_next_step() {
+    use ongraph::testing::overlay::{Draft, Op};
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("overlay");
+    let mut config = ongraph::testing::config::Config::default();
+    config.defaults.overlay = Some(store.clone());
+    let model = ongraph::testing::llm::ScriptedModel::from_toml("t", common::DEMO_SCRIPT).unwrap();
+    let corrections = ongraph::testing::tui::StoreCorrections::new(
+        Arc::new(ongraph::testing::kg::demo_graph()),
+        Arc::new(model),
+        &config,
+        &Default::default(),
+    )
+    .unwrap();
+    let driver = corrections.driver();
+    let mut ui = Ui::over(Settings::default(), Arc::new(corrections), driver, dir);
+    ui.ask(PHANATIC).await;
+    assert!(ui.screen(120, 40).contains("fixes 0"));
+
+    // Another process replaces the stadium before the step that reads it.
+    let replace = Op::Replace {
+        subject: "m.phillies".into(),
+        relation: "baseball.baseball_team.spring_training_stadium".into(),
+        old: ongraph::kg::Term::Entity("m.bright_house_field".into()),
+        new: ongraph::kg::Term::Entity("new.baycare_ballpark".into()),
+        label: Some("BayCare Ballpark".into()),
+    };
+    let draft = Draft { op: replace, reason: "Renamed".into(), author: "other".into(), context: None, origin: None };
+    let id = SledStore::open(&store).unwrap().add("demo", draft).unwrap().id;
+    ui.press(KeyCode::Char('n')).await;
+    assert_eq!(ui.app.corrections.len(), 1, "the list is read again");
+    assert!(
+        ui.app.messages.iter().any(|m| m.text.contains("the corrections were changed elsewhere: 1 active")),
+        "told"
+    );
+    assert!(ui.screen(120, 40).contains("fixes 1"), "the counter follows");
+    ui.press(KeyCode::Char('r')).await;
+    assert_eq!(ui.run().answer().unwrap().answers, vec!["BayCare Ballpark"], "the steps after it see it");
+
+    // `ongraph fix undo` in another shell: the next run's steps no longer apply it.
+    SledStore::open(&store).unwrap().undo("demo", id).unwrap();
+    ui.press(KeyCode::Char('a')).await;
+    assert_eq!(ui.run().answer().unwrap().answers, vec!["Bright House Field"]);
+    assert!(!ui.app.corrections[0].active);
+    assert!(ui.screen(120, 40).contains("fixes 0"));
 }

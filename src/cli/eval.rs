@@ -209,7 +209,13 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     };
     let items = crate::dataset::load(&dataset, format, ids)?;
     let chosen = select(items.len(), args.limit, args.sample, settings.seed);
-    let (kg, corrections) = super::overlay::with_overlay(base, config, &setup, args.with_corrections)?;
+    // With --with-corrections each question sees the corrections as they are when it starts
+    // (another process may change them during a long run).
+    let live = Arc::new(super::overlay::LiveOverlay::open(base, config, &setup, args.with_corrections)?);
+    let (kg, corrections) = {
+        let seen = live.current();
+        (seen.kg, seen.active)
+    };
     let llm_name = setup.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
     let simulation = is_simulation(&llm_name);
     // `_server` stays alive for the run: with --latency the model is reached through it.
@@ -243,6 +249,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     let evaluator = Evaluator::new(kg.clone(), llm, prompts, settings)
         .with_embedder(super::open_embedder(config)?)
         .with_request_concurrency(config.defaults.concurrency);
+    let evaluator = if args.with_corrections { evaluator.with_kg_source(live) } else { evaluator };
     let mut records: Vec<Record> = done.into_iter().filter(|r| chosen.binary_search(&r.index).is_ok()).collect();
     let mut progress = Progress::new(todo.len(), !args.json && std::io::stdout().is_terminal(), &records);
     if !todo.is_empty() {

@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::kg::{KnowledgeGraph, RelationRef, Term};
 use crate::overlay::export::{ExportFormat, export};
 use crate::overlay::store::CorrectionStore;
-use crate::overlay::{Correction, CorrectionContext, Draft, Op, OverlayKg, default_author, validate_id};
+use crate::overlay::{Correction, CorrectionContext, Draft, Op, OverlayKg, check_relabel, default_author, validate_id};
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
 use std::io::{BufRead, Write};
@@ -47,6 +47,19 @@ pub enum FixAction {
         subject: String,
         relation: String,
         object: String,
+        #[command(flatten)]
+        why: Why,
+    },
+    /// Replace a triple's wrong object with the right one, as one correction (one undo): OLD
+    /// is hidden, NEW asserted. With --label, NEW is an entity new to the KG, given that name.
+    Replace {
+        subject: String,
+        relation: String,
+        old: String,
+        new: String,
+        /// The name of NEW, an entity the KG does not have yet.
+        #[arg(long)]
+        label: Option<String>,
         #[command(flatten)]
         why: Why,
     },
@@ -130,6 +143,33 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             let c = store.add(&scope, draft(op, why))?;
             writeln!(out, "correction {}: {}", c.id, c.op.describe())?;
         }
+        FixAction::Replace { subject, relation, old, new, label, why } => {
+            let (s, r, old) = triple(subject, relation, old)?;
+            let new = object_term(new)?;
+            if why.reason.trim().is_empty() {
+                bail!("--reason must say why the fact is wrong");
+            }
+            if old == new {
+                bail!("the new object is the old one ({old}): nothing to replace");
+            }
+            let label = match label.as_deref().map(str::trim) {
+                None => None,
+                Some("") => bail!("--label must not be empty"),
+                Some(_) if !new.is_entity() => bail!("--label names a new entity: {new} is a literal"),
+                Some(l) => Some(l.to_string()),
+            };
+            let store = open_store(config)?;
+            let kg = current_view(&args.setup, config, &store, &scope)?;
+            if !holds(kg.as_ref(), &s, &r, &old).await? {
+                bail!("{} does not hold {s} {r} {old}: nothing to replace", kg.name());
+            }
+            if holds(kg.as_ref(), &s, &r, &new).await? {
+                bail!("{} already holds {s} {r} {new}: retract the wrong object instead (fix retract)", kg.name());
+            }
+            let op = Op::Replace { subject: s, relation: r, old, new, label };
+            let c = store.add(&scope, draft(op, why))?;
+            writeln!(out, "correction {}: {}", c.id, c.op.describe())?;
+        }
         FixAction::Relabel { entity, label, why } => {
             validate_id("entity", entity).map_err(anyhow::Error::msg)?;
             if label.trim().is_empty() || why.reason.trim().is_empty() {
@@ -137,9 +177,11 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             }
             let store = open_store(config)?;
             let kg = current_view(&args.setup, config, &store, &scope)?;
-            if kg.label(entity).await?.is_none() && kg.relations(entity).await?.is_empty() {
+            let current = kg.label(entity).await?;
+            if current.is_none() && kg.relations(entity).await?.is_empty() {
                 bail!("{} has no entity {entity}", kg.name());
             }
+            check_relabel(entity, current.as_deref(), label).map_err(anyhow::Error::msg)?;
             let op = Op::Relabel { entity: entity.clone(), label: label.trim().to_string() };
             let c = store.add(&scope, draft(op, why))?;
             writeln!(out, "correction {}: {}", c.id, c.op.describe())?;
@@ -192,7 +234,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
                 if !c.active {
                     continue;
                 }
-                check_ids(&c.op).map_err(|e| anyhow::anyhow!("{}:{}: {e}", file.display(), i + 1))?;
+                c.op.validate_ids().map_err(|e| anyhow::anyhow!("{}:{}: {e}", file.display(), i + 1))?;
                 let origin = format!("imported from {} (was {} in {})", file.display(), c.id, c.kg);
                 let added = store.add(
                     &scope,
@@ -207,20 +249,6 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         }
     }
     Ok(0)
-}
-
-fn check_ids(op: &Op) -> Result<(), String> {
-    match op {
-        Op::Retract { subject, relation, object } | Op::Assert { subject, relation, object } => {
-            validate_id("subject", subject)?;
-            validate_id("relation", relation)?;
-            if let Term::Entity(o) = object {
-                validate_id("object", o)?;
-            }
-            Ok(())
-        }
-        Op::Relabel { entity, .. } => validate_id("entity", entity),
-    }
 }
 
 /// The KG as the user sees it now, through the store's current corrections.

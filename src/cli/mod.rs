@@ -10,6 +10,9 @@ mod printable;
 mod tui;
 
 pub use entry::main;
+/// The terminal UI's corrections over the sled store (for tests that drive the UI over a real
+/// store).
+pub use tui::StoreCorrections;
 
 use crate::config::{Config, profile_named};
 use crate::kg::KnowledgeGraph;

@@ -3,11 +3,12 @@
 use super::SetupArgs;
 use crate::config::Config;
 use crate::kg::KnowledgeGraph;
+use crate::overlay::scenario::Triple;
 use crate::overlay::store::{CorrectionStore, SledStore, StoreError};
 use crate::overlay::{Correction, OverlayKg};
 use anyhow::Result;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The store's location: the config's, else `$XDG_DATA_HOME/ongraph/overlay`.
@@ -70,19 +71,132 @@ pub fn with_overlay(
     setup: &SetupArgs,
     enabled: bool,
 ) -> Result<(Arc<dyn KnowledgeGraph>, usize)> {
-    let hidden = match &setup.scenario {
-        Some(path) => crate::overlay::scenario::load(path, setup.scenario_id.as_deref())?,
-        None => Vec::new(),
-    };
-    let corrections = if enabled { corrections_for(config, &kg_scope(setup, config))? } else { Vec::new() };
-    if corrections.is_empty() && hidden.is_empty() {
-        return Ok((kg, 0));
+    let seen = LiveOverlay::open(kg, config, setup, enabled)?.current();
+    Ok((seen.kg, seen.active))
+}
+
+/// A KG seen through the store's corrections as they are now, for a process that runs for a
+/// while (the terminal UI, `eval`) while others may change them (`ongraph fix`, a second UI).
+/// The corrections are read once, then again only when the store's generation (a small file
+/// beside it, read without opening the store) has moved: checking costs one tiny read, so it
+/// is done before every step, not per lookup.
+pub struct LiveOverlay {
+    base: Arc<dyn KnowledgeGraph>,
+    config: Config,
+    scope: String,
+    /// The run's scenario: triples hidden whatever the corrections.
+    hidden: Vec<Triple>,
+    /// Whether corrections apply at all (`--no-overlay`, `eval` without --with-corrections).
+    enabled: bool,
+    seen: Mutex<Seen>,
+}
+
+/// What a [`LiveOverlay`] read last.
+#[derive(Clone)]
+pub struct Seen {
+    /// The base KG seen through the active corrections (the base itself when none apply).
+    pub kg: Arc<dyn KnowledgeGraph>,
+    /// The scope's corrections, undone ones too, oldest first.
+    pub corrections: Vec<Correction>,
+    /// How many of them apply.
+    pub active: usize,
+    /// The store's generation when they were read.
+    generation: u64,
+}
+
+impl LiveOverlay {
+    /// Reads the corrections of `setup`'s scope (and its scenario) over `base`.
+    pub fn open(base: Arc<dyn KnowledgeGraph>, config: &Config, setup: &SetupArgs, enabled: bool) -> Result<Self> {
+        let hidden = match &setup.scenario {
+            Some(path) => crate::overlay::scenario::load(path, setup.scenario_id.as_deref())?,
+            None => Vec::new(),
+        };
+        if !hidden.is_empty() {
+            tracing::info!(hidden = hidden.len(), "scenario: triples hidden for this run");
+        }
+        let empty = Seen { kg: base.clone(), corrections: Vec::new(), active: 0, generation: 0 };
+        let live = Self {
+            base,
+            config: config.clone(),
+            scope: kg_scope(setup, config),
+            hidden,
+            enabled,
+            seen: Mutex::new(empty),
+        };
+        live.reload()?;
+        Ok(live)
     }
-    if !hidden.is_empty() {
-        tracing::info!(hidden = hidden.len(), "scenario: triples hidden for this run");
+
+    /// The KG the next step should see, as last read.
+    pub fn current(&self) -> Seen {
+        self.lock().clone()
     }
-    let overlay = OverlayKg::new(kg, &corrections).with_hidden(&hidden);
-    let active = overlay.active_corrections();
-    tracing::info!(active, "correction overlay applied");
-    Ok((Arc::new(overlay), active))
+
+    /// The KG before any correction.
+    pub fn base(&self) -> &Arc<dyn KnowledgeGraph> {
+        &self.base
+    }
+
+    /// Re-reads the corrections if the store changed since they were last read: the new view
+    /// then, `None` when nothing changed (the common case: one small file read).
+    pub fn refresh(&self) -> Result<Option<Seen>> {
+        self.read(true)
+    }
+
+    /// Reads the corrections again, changed or not (after this process wrote to the store).
+    pub fn reload(&self) -> Result<Seen> {
+        Ok(self.read(false)?.unwrap_or_else(|| self.current()))
+    }
+
+    fn read(&self, only_if_changed: bool) -> Result<Option<Seen>> {
+        // Held while checking and reading, so questions refreshing at once read the store once.
+        let mut seen = self.lock();
+        if !self.enabled {
+            if only_if_changed {
+                return Ok(None);
+            }
+            seen.kg = self.view(&[]);
+            return Ok(Some(seen.clone()));
+        }
+        // Read before the corrections: a write landing in between is read now and, its
+        // generation being newer than the one kept, read once more at the next check (never
+        // missed).
+        let generation = store_generation(&self.config)?;
+        if only_if_changed && generation == seen.generation {
+            return Ok(None);
+        }
+        let corrections = corrections_for(&self.config, &self.scope)?;
+        let kg = self.view(&corrections);
+        let active = corrections.iter().filter(|c| c.active).count();
+        tracing::info!(active, generation, "corrections read");
+        *seen = Seen { kg, corrections, active, generation };
+        Ok(Some(seen.clone()))
+    }
+
+    fn view(&self, corrections: &[Correction]) -> Arc<dyn KnowledgeGraph> {
+        if self.hidden.is_empty() && !corrections.iter().any(|c| c.active) {
+            return self.base.clone();
+        }
+        Arc::new(OverlayKg::new(self.base.clone(), corrections).with_hidden(&self.hidden))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Seen> {
+        // What is kept is replaced whole: a panic elsewhere cannot leave it half-written.
+        self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// `eval --with-corrections`: each question sees the corrections as they are when it starts.
+impl crate::eval::runner::KgSource for LiveOverlay {
+    fn current(&self) -> Arc<dyn KnowledgeGraph> {
+        if let Err(e) = self.refresh() {
+            tracing::warn!("cannot re-read the corrections (this question sees those read before): {e:#}");
+        }
+        self.lock().kg.clone()
+    }
+}
+
+/// The generation of the store `config` names, without opening it (0 when there is none).
+pub fn store_generation(config: &Config) -> Result<u64, StoreError> {
+    crate::overlay::store::acknowledged(&store_path(config))
 }

@@ -60,8 +60,8 @@ pub async fn tui(args: TuiArgs, config: &Config) -> Result<i32> {
     let prompts = Arc::new(crate::prompts::Prompts::load(s.prompts.as_deref().or(config.defaults.prompts.as_deref()))?);
     let (base, _) = open_kg(s, config)?;
     let llm = open_llm(s, config)?;
-    let corrections = StoreCorrections { base, llm: llm.clone(), config: config.clone(), setup: s.clone() };
-    let driver = corrections.driver()?;
+    let corrections = StoreCorrections::new(base, llm.clone(), config, s)?;
+    let driver = corrections.driver();
     let kg = driver.kg().clone();
     let mut app = configure(App::new(settings, prompts, kg.profile().clone(), kg.name(), &llm.describe()), config)?;
     app.say(if kg.name() == "demo" && llm.describe().contains("scripted") {
@@ -95,8 +95,8 @@ pub async fn replay(args: ReplayArgs, config: &Config) -> Result<i32> {
         let s = &args.setup;
         let (base, _) = open_kg(s, config)?;
         let llm = open_llm(s, config)?;
-        let corrections = StoreCorrections { base, llm, config: config.clone(), setup: s.clone() };
-        executor.driver = Some(Arc::new(corrections.driver()?));
+        let corrections = StoreCorrections::new(base, llm, config, s)?;
+        executor.driver = Some(Arc::new(corrections.driver()));
         executor.corrections = Some(Arc::new(corrections));
     }
     let mut app = configure(App::replaying(session, args.live)?, config)?;
@@ -139,27 +139,53 @@ fn check(session: &Session, file: &Path) -> Result<i32> {
 }
 
 /// The UI's corrections: written to the sled store of `--kg`'s scope, then a driver over the
-/// same (already loaded) graph seen through every active correction.
-struct StoreCorrections {
-    base: Arc<dyn KnowledgeGraph>,
+/// same (already loaded) graph seen through every active correction. Another process may
+/// change the store meanwhile: `refresh`, before each step, reads it again when it moved.
+pub struct StoreCorrections {
+    live: overlay::LiveOverlay,
     llm: Arc<dyn LanguageModel>,
+    embedder: Option<Arc<dyn crate::llm::Embedder>>,
     config: Config,
     setup: SetupArgs,
 }
 
 impl StoreCorrections {
-    fn driver(&self) -> Result<Driver> {
-        let (kg, _) = overlay::with_overlay(self.base.clone(), &self.config, &self.setup, true)?;
+    /// Corrections for `base` in the store `config` names, in `setup`'s scope (and scenario).
+    pub fn new(
+        base: Arc<dyn KnowledgeGraph>,
+        llm: Arc<dyn LanguageModel>,
+        config: &Config,
+        setup: &SetupArgs,
+    ) -> Result<Self> {
+        Ok(Self {
+            live: overlay::LiveOverlay::open(base, config, setup, true)?,
+            llm,
+            embedder: open_embedder(config)?,
+            config: config.clone(),
+            setup: setup.clone(),
+        })
+    }
+
+    /// A driver over the corrections as last read.
+    pub fn driver(&self) -> Driver {
+        self.driver_over(self.live.current().kg)
+    }
+
+    fn driver_over(&self, kg: Arc<dyn KnowledgeGraph>) -> Driver {
         let mut driver = Driver::new(kg, self.llm.clone())
             .with_concurrency(self.setup.concurrency.unwrap_or(self.config.defaults.concurrency));
-        if let Some(embedder) = open_embedder(&self.config)? {
-            driver = driver.with_embedder(embedder);
+        if let Some(embedder) = &self.embedder {
+            driver = driver.with_embedder(embedder.clone());
         }
-        Ok(driver)
+        driver
     }
 
     fn scope(&self) -> String {
         overlay::kg_scope(&self.setup, &self.config)
+    }
+
+    fn reloaded(&self) -> Result<Driver> {
+        Ok(self.driver_over(self.live.reload()?.kg))
     }
 }
 
@@ -170,16 +196,22 @@ impl Corrections for StoreCorrections {
             let store = overlay::open_store(&self.config)?;
             drafts.into_iter().map(|d| store.add(&scope, d).map(|c| c.id)).collect::<Result<Vec<_>, _>>()?
         };
-        Ok((ids, self.driver()?))
+        Ok((ids, self.reloaded()?))
     }
 
     fn undo(&self, id: u64) -> Result<Driver> {
         overlay::open_store(&self.config)?.undo(&self.scope(), id)?;
-        self.driver()
+        self.reloaded()
     }
 
     fn list(&self) -> Result<Vec<Correction>> {
         overlay::corrections_for(&self.config, &self.scope())
+    }
+
+    /// When the store changed since it was last read (another process wrote or undid): a
+    /// driver that sees it as it is now, and its corrections.
+    fn refresh(&self) -> Result<Option<(Driver, Vec<Correction>)>> {
+        Ok(self.live.refresh()?.map(|seen| (self.driver_over(seen.kg), seen.corrections)))
     }
 
     fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)> {
@@ -187,8 +219,11 @@ impl Corrections for StoreCorrections {
         let path = path
             .map(Path::to_path_buf)
             .unwrap_or_else(|| crate::session::default_dir().with_file_name("corrections.jsonl"));
-        let text =
-            crate::overlay::export::export(&list, crate::overlay::export::ExportFormat::Jsonl, self.base.profile());
+        let text = crate::overlay::export::export(
+            &list,
+            crate::overlay::export::ExportFormat::Jsonl,
+            self.live.base().profile(),
+        );
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }

@@ -20,9 +20,19 @@ use std::time::Instant;
 /// How many supporting paths a record keeps.
 const PATHS_KEPT: usize = 5;
 
+/// Where each question's KG comes from when it can change during a run: `eval
+/// --with-corrections` sees the user's corrections as they are when each question starts
+/// (re-read when the store changed), not as they were when the run began.
+pub trait KgSource: Send + Sync {
+    /// The KG the next question is answered over.
+    fn current(&self) -> Arc<dyn KnowledgeGraph>;
+}
+
 /// Everything a question is answered with.
 pub struct Evaluator {
     kg: Arc<dyn KnowledgeGraph>,
+    /// When set, asked for each question's KG instead of using `kg`.
+    source: Option<Arc<dyn KgSource>>,
     llm: Arc<dyn LanguageModel>,
     embedder: Option<Arc<dyn Embedder>>,
     prompts: Arc<Prompts>,
@@ -46,7 +56,13 @@ impl Evaluator {
         prompts: Arc<Prompts>,
         settings: Settings,
     ) -> Self {
-        Self { kg, llm, embedder: None, prompts, settings, request_concurrency: 4 }
+        Self { kg, source: None, llm, embedder: None, prompts, settings, request_concurrency: 4 }
+    }
+
+    /// Each question's KG comes from `source`, asked when the question starts.
+    pub fn with_kg_source(mut self, source: Arc<dyn KgSource>) -> Self {
+        self.source = Some(source);
+        self
     }
 
     pub fn with_embedder(mut self, embedder: Option<Arc<dyn Embedder>>) -> Self {
@@ -63,11 +79,9 @@ impl Evaluator {
     /// Answers one question; a failure becomes the record's error (and counts as wrong).
     pub async fn answer(&self, index: usize, item: &Item) -> Record {
         let started = Instant::now();
-        let kg: Arc<dyn KnowledgeGraph> = if item.hidden.is_empty() {
-            self.kg.clone()
-        } else {
-            Arc::new(OverlayKg::new(self.kg.clone(), &[]).with_hidden(&item.hidden))
-        };
+        let base = self.source.as_ref().map_or_else(|| self.kg.clone(), |s| s.current());
+        let kg: Arc<dyn KnowledgeGraph> =
+            if item.hidden.is_empty() { base } else { Arc::new(OverlayKg::new(base, &[]).with_hidden(&item.hidden)) };
         let mut driver = Driver::new(kg.clone(), self.llm.clone()).with_concurrency(self.request_concurrency);
         if let Some(e) = &self.embedder {
             driver = driver.with_embedder(e.clone());

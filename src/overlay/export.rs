@@ -63,11 +63,13 @@ fn comment(text: &str) -> String {
     text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }
 
+/// The relation names are written through (the KG's first label predicate, else rdfs:label).
+fn name_predicate(profile: &KgProfile) -> &str {
+    profile.label_predicates.first().map(String::as_str).unwrap_or("http://www.w3.org/2000/01/rdf-schema#label")
+}
+
 fn label_predicate(profile: &KgProfile) -> String {
-    iri(
-        profile.label_predicates.first().map(String::as_str).unwrap_or("http://www.w3.org/2000/01/rdf-schema#label"),
-        profile,
-    )
+    iri(name_predicate(profile), profile)
 }
 
 /// Renders `corrections` (nt and sparql-update: the active ones; jsonl: all, with history).
@@ -85,8 +87,12 @@ pub fn export(corrections: &[Correction], format: ExportFormat, profile: &KgProf
             }
         }
         ExportFormat::Nt => {
-            for c in &active {
-                match &c.op {
+            // A replace is written as its parts (a retraction, an assert, a name), each under
+            // the correction's comment.
+            for (c, op) in
+                active.iter().flat_map(|c| c.op.parts(name_predicate(profile)).into_iter().map(move |p| (c, p)))
+            {
+                match &op {
                     Op::Assert { subject, relation, object } => {
                         out.push_str(&format!("# {}\n{}\n", why(c), triple(subject, relation, object)))
                     }
@@ -102,13 +108,17 @@ pub fn export(corrections: &[Correction], format: ExportFormat, profile: &KgProf
                         why(c),
                         comment(&triple(subject, relation, object))
                     )),
+                    // `parts` yields only simple corrections.
+                    Op::Replace { .. } => {}
                 }
             }
         }
         ExportFormat::SparqlUpdate => {
             let (mut delete, mut delete_where, mut insert) = (Vec::new(), Vec::new(), Vec::new());
-            for c in &active {
-                match &c.op {
+            for (c, op) in
+                active.iter().flat_map(|c| c.op.parts(name_predicate(profile)).into_iter().map(move |p| (c, p)))
+            {
+                match &op {
                     Op::Retract { subject, relation, object } => {
                         delete.push(format!("  # {}\n  {}", why(c), triple(subject, relation, object)))
                     }
@@ -120,6 +130,8 @@ pub fn export(corrections: &[Correction], format: ExportFormat, profile: &KgProf
                         delete_where.push(format!("DELETE WHERE {{\n  # {}\n  {s} {p} ?old .\n}}", why(c)));
                         insert.push(format!("  # {}\n  {s} {p} {} .", why(c), literal(label)));
                     }
+                    // `parts` yields only simple corrections.
+                    Op::Replace { .. } => {}
                 }
             }
             let mut parts = Vec::new();

@@ -28,6 +28,18 @@ pub enum Op {
     Assert { subject: String, relation: String, object: Term },
     /// The entity's name is wrong: show this one.
     Relabel { entity: String, label: String },
+    /// The triple's object is wrong and the right one is known: one correction (one undo) made
+    /// of parts, applied and exported exactly as they would be alone: retract
+    /// (subject, relation, old), assert (subject, relation, new) and, when `label` is given
+    /// (`new` an entity new to the KG), assert `new`'s name through the KG's name predicate.
+    Replace {
+        subject: String,
+        relation: String,
+        old: Term,
+        new: Term,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+    },
 }
 
 impl Op {
@@ -36,8 +48,76 @@ impl Op {
             Op::Retract { subject, relation, object } => format!("retract {subject} {relation} {object}"),
             Op::Assert { subject, relation, object } => format!("assert {subject} {relation} {object}"),
             Op::Relabel { entity, label } => format!("relabel {entity} as {label:?}"),
+            Op::Replace { subject, relation, old, new, label } => {
+                let named = label.as_ref().map(|l| format!(" named {l:?}")).unwrap_or_default();
+                format!("replace {subject} {relation} {old} with {new}{named}")
+            }
         }
     }
+
+    /// What the correction does, as the simple corrections it stands for (itself, unless it
+    /// is a replace). `name_predicate` is the relation a new entity's name is asserted
+    /// through (the KG's first label predicate).
+    pub fn parts(&self, name_predicate: &str) -> Vec<Op> {
+        let Op::Replace { subject, relation, old, new, label } = self else { return vec![self.clone()] };
+        let mut parts = vec![
+            Op::Retract { subject: subject.clone(), relation: relation.clone(), object: old.clone() },
+            Op::Assert { subject: subject.clone(), relation: relation.clone(), object: new.clone() },
+        ];
+        if let (Some(label), Term::Entity(entity)) = (label, new) {
+            parts.push(Op::Assert {
+                subject: entity.clone(),
+                relation: name_predicate.to_string(),
+                object: Term::Literal(label.clone()),
+            });
+        }
+        parts
+    }
+
+    /// The triple this correction hides, if it hides one (a retract, or a replace's old
+    /// object).
+    pub fn retracted(&self) -> Option<(&str, &str, &Term)> {
+        match self {
+            Op::Retract { subject, relation, object } => Some((subject, relation, object)),
+            Op::Replace { subject, relation, old, .. } => Some((subject, relation, old)),
+            Op::Assert { .. } | Op::Relabel { .. } => None,
+        }
+    }
+
+    /// Checks every id the correction would store (see [`validate_id`]).
+    pub fn validate_ids(&self) -> Result<(), String> {
+        let object = |what: &str, t: &Term| match t {
+            Term::Entity(id) => validate_id(what, id),
+            Term::Literal(_) => Ok(()),
+        };
+        match self {
+            Op::Retract { subject, relation, object: o } | Op::Assert { subject, relation, object: o } => {
+                validate_id("subject", subject)?;
+                validate_id("relation", relation)?;
+                object("object", o)
+            }
+            Op::Relabel { entity, .. } => validate_id("entity", entity),
+            Op::Replace { subject, relation, old, new, .. } => {
+                validate_id("subject", subject)?;
+                validate_id("relation", relation)?;
+                object("old object", old)?;
+                object("new object", new)
+            }
+        }
+    }
+}
+
+/// Refuses a relabel that would change nothing: `current` is the name the entity is shown
+/// under now (through the corrections), `wanted` the new one.
+pub fn check_relabel(entity: &str, current: Option<&str>, wanted: &str) -> Result<(), String> {
+    let wanted = wanted.trim();
+    if wanted.is_empty() {
+        return Err("the new name is empty".into());
+    }
+    if current.is_some_and(|c| c.trim() == wanted) {
+        return Err(format!("{entity} is already named {wanted:?}: nothing to correct"));
+    }
+    Ok(())
 }
 
 /// Where a correction was made, when it was made while answering a question.
@@ -148,22 +228,32 @@ impl View {
     }
 
     fn apply(&mut self, c: &Correction, label_predicates: &[String]) {
-        match &c.op {
+        self.apply_op(&c.op, c.id, label_predicates)
+    }
+
+    fn apply_op(&mut self, op: &Op, id: u64, label_predicates: &[String]) {
+        match op {
             Op::Retract { subject, relation, object } => self.hide(subject, relation, object),
+            // Its parts, all under its id; the name as an asserted name whatever the KG's
+            // name predicates (a KG without one still shows the new entity's name).
+            Op::Replace { new, label, .. } => {
+                for part in op.parts("").into_iter().take(2) {
+                    self.apply_op(&part, id, label_predicates);
+                }
+                if let (Some(label), Term::Entity(entity)) = (label, new) {
+                    self.nodes.entry(entity.clone()).or_default().asserted_name = Some(label.clone());
+                }
+            }
             Op::Assert { subject, relation, object } => {
                 let node = self.nodes.entry(subject.clone()).or_default();
                 match object {
                     Term::Literal(name) if label_predicates.contains(relation) => {
                         node.asserted_name = Some(name.clone())
                     }
-                    _ => node.asserted_out.push((relation.clone(), object.clone(), c.id)),
+                    _ => node.asserted_out.push((relation.clone(), object.clone(), id)),
                 }
                 if let Term::Entity(o) = object {
-                    self.nodes.entry(o.clone()).or_default().asserted_in.push((
-                        relation.clone(),
-                        subject.clone(),
-                        c.id,
-                    ));
+                    self.nodes.entry(o.clone()).or_default().asserted_in.push((relation.clone(), subject.clone(), id));
                 }
             }
             Op::Relabel { entity, label } => {

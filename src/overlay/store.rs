@@ -2,7 +2,7 @@
 //! implementation. Every write is flushed to disk before it returns, so a correction that was
 //! acknowledged survives a crash.
 
-use super::{Correction, Draft, HistoryEntry};
+use super::{Correction, Draft, HistoryEntry, Op};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -25,13 +25,24 @@ pub enum StoreError {
     #[error("correction {id} is already undone")]
     AlreadyUndone { id: u64 },
     #[error(
-        "correction record {key} was written in format v{version}, which this ongraph does not read (it reads v{CURRENT_VERSION})"
+        "correction record {key} was written in format v{version}, which this ongraph does not read (it reads v1 to v{CURRENT_VERSION})"
     )]
     Version { key: String, version: u32 },
 }
 
-/// The record format version written by this build.
-pub const CURRENT_VERSION: u32 = 1;
+/// The newest record format version this build reads and writes. v2 added [`Op::Replace`];
+/// a record is written in the oldest version that holds it, so a store without replaces
+/// stays readable by builds that read only v1, and one with them is refused by those builds
+/// as a newer format (not as a corrupt store).
+pub const CURRENT_VERSION: u32 = 2;
+
+/// The oldest record format that can hold `op`.
+fn version_for(op: &Op) -> u32 {
+    match op {
+        Op::Replace { .. } => 2,
+        Op::Retract { .. } | Op::Assert { .. } | Op::Relabel { .. } => 1,
+    }
+}
 
 /// What is stored per correction: the format version and the correction.
 #[derive(Serialize, Deserialize)]
@@ -64,6 +75,20 @@ pub struct SledStore {
 /// both in the db (atomically with the record) and, after the flush, in this small file beside
 /// it; a db that holds fewer writes than were acknowledged is reported, never used.
 const ACK_FILE: &str = "acknowledged";
+/// Where the next value of [`ACK_FILE`] is written before it is renamed over it, so a reader
+/// never sees a half-written counter.
+const ACK_NEXT: &str = "acknowledged.next";
+
+/// The store's generation (how many writes it has acknowledged), read from the small file
+/// beside the database without opening it: cheap enough to check before every step whether
+/// another process changed the corrections. 0 when there is no store yet.
+pub fn acknowledged(path: &Path) -> Result<u64, StoreError> {
+    match std::fs::read(path.join(ACK_FILE)) {
+        Ok(bytes) => Ok(read_u64(Some(&bytes))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(StoreError::Io { path: path.display().to_string(), detail: e.to_string() }),
+    }
+}
 
 /// Opens sled at `path`, containing the panics its recovery can raise on some damaged files
 /// (a truncated `db` beside a snapshot): `Err(())` then. The panic hook is silenced meanwhile,
@@ -93,7 +118,7 @@ impl SledStore {
             .map_err(|()| StoreError::Corrupt { path: shown.clone(), detail: "the database cannot be read".into() })?
             .map_err(|e| classify(&shown, e))?;
         let on_disk = read_u64(db.get(GENERATION).map_err(|e| classify(&shown, e))?.as_deref());
-        let acknowledged = std::fs::read(path.join(ACK_FILE)).ok().map(|b| read_u64(Some(&b))).unwrap_or(0);
+        let acknowledged = acknowledged(path).unwrap_or(0);
         if on_disk < acknowledged {
             return Err(StoreError::Corrupt {
                 path: shown,
@@ -158,7 +183,7 @@ impl SledStore {
             return Err(StoreError::DiskFull { path: self.path.display().to_string() });
         }
         let io = |e: std::io::Error| StoreError::Io { path: self.path.display().to_string(), detail: e.to_string() };
-        let record = Record { v: CURRENT_VERSION, correction: correction.clone() };
+        let record = Record { v: version_for(&correction.op), correction: correction.clone() };
         let bytes = serde_json::to_vec(&record).map_err(|e| io(e.into()))?;
         let generation = self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         let mut batch = sled::Batch::default();
@@ -167,9 +192,14 @@ impl SledStore {
         self.db.apply_batch(batch).map_err(|e| self.err(e))?;
         // Not durable until flushed: only then may the caller be told it is done.
         self.db.flush().map_err(|e| self.err(e))?;
-        let mut ack = std::fs::File::create(self.path.join(ACK_FILE)).map_err(io)?;
+        // Written aside and renamed over the old value: other processes read it at any time.
+        let next = self.path.join(ACK_NEXT);
+        let mut ack = std::fs::File::create(&next).map_err(io)?;
         std::io::Write::write_all(&mut ack, &generation.to_be_bytes()).map_err(io)?;
         ack.sync_all().map_err(io)?;
+        std::fs::rename(&next, self.path.join(ACK_FILE)).map_err(io)?;
+        #[cfg(unix)]
+        std::fs::File::open(&self.path).and_then(|dir| dir.sync_all()).map_err(io)?;
         Ok(())
     }
 
@@ -183,7 +213,7 @@ impl SledStore {
             path: self.path.display().to_string(),
             detail: format!("record {shown}: {e}"),
         })?;
-        if version.v != CURRENT_VERSION {
+        if !(1..=CURRENT_VERSION).contains(&version.v) {
             return Err(StoreError::Version { key: shown, version: version.v });
         }
         let record: Record = serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {

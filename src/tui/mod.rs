@@ -31,6 +31,13 @@ pub trait Corrections: Send + Sync {
     fn record(&self, drafts: Vec<Draft>) -> Result<(Vec<u64>, Driver)>;
     fn undo(&self, id: u64) -> Result<Driver>;
     fn list(&self) -> Result<Vec<Correction>>;
+    /// Called before every step: when the store changed since this one last read it (another
+    /// process corrected or undid), a driver that sees it as it is now and its corrections
+    /// (undone ones too); `None` when nothing changed. Cheap then: one small file read. The
+    /// default suits corrections no other process writes.
+    fn refresh(&self) -> Result<Option<(Driver, Vec<Correction>)>> {
+        Ok(None)
+    }
     /// Writes the corrections as JSON lines to `path` (or a default file); returns where and
     /// how many.
     fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)>;
@@ -53,6 +60,7 @@ impl Executor {
         let tx = self.tx.clone();
         match effect {
             Effect::Perform { generation, requests } => {
+                self.refresh_corrections();
                 let Some(driver) = self.driver.clone() else {
                     let _ = tx.send(Action::Performed { generation, result: Err(OFFLINE.into()), elapsed_ms: 0 });
                     return;
@@ -122,6 +130,24 @@ impl Executor {
                 }
             }
         }
+    }
+
+    /// Swaps in a driver over the store's corrections when another process changed them, and
+    /// tells the app (before the step's own answer).
+    fn refresh_corrections(&mut self) {
+        let Some(corrections) = &self.corrections else { return };
+        let changed = match corrections.refresh() {
+            Ok(None) => return,
+            Ok(Some((driver, list))) => {
+                self.driver = Some(Arc::new(driver));
+                Ok(list)
+            }
+            Err(e) => {
+                tracing::warn!("cannot read the corrections again: {e:#}");
+                Err(format!("{e:#}"))
+            }
+        };
+        let _ = self.tx.send(Action::CorrectionsChanged(changed));
     }
 
     fn corrections(&self) -> Result<&Arc<dyn Corrections>> {

@@ -1,6 +1,7 @@
 //! Correcting the KG: flag a triple, rename an entity, accept a generated triple.
 
 use super::*;
+use crate::overlay::check_relabel;
 
 /// How many of the KG's labels the object picker shows.
 const OBJECT_MATCHES: usize = 50;
@@ -97,45 +98,51 @@ impl App {
         }
     }
 
-    /// The corrections a filled-in form stands for. A flag retracts the triple and, when the
-    /// right object is given, asserts it: a picked KG entity as is, a typed name as a new
-    /// entity with an id and that name, a literal as the typed value.
-    pub(super) fn form_drafts(&self, form: &Form) -> Vec<Draft> {
+    /// The correction a filled-in form stands for: one per form, so one undo reverts it. A
+    /// flag retracts the triple or, when the right object is given, replaces it (a picked KG
+    /// entity as is, a typed name as a new entity with an id and that name, a literal as the
+    /// typed value).
+    pub(super) fn form_draft(&self, form: &Form) -> Option<Draft> {
         match &form.kind {
             // Not a correction: the form's submission is handled before drafts are made.
-            FormKind::EditStep { .. } => Vec::new(),
-            FormKind::Relabel { entity, .. } => {
-                vec![
-                    self.draft(Op::Relabel { entity: entity.clone(), label: form.value(0).to_string() }, form.value(1)),
-                ]
-            }
+            FormKind::EditStep { .. } => None,
+            FormKind::Relabel { entity, .. } => Some(
+                self.draft(Op::Relabel { entity: entity.clone(), label: form.value(0).to_string() }, form.value(1)),
+            ),
             FormKind::Flag { triple: t, object } => {
-                let reason = form.value(0);
-                let Term::Entity(head) = &t.head_term else { return Vec::new() };
-                let assert =
-                    |object: Term| Op::Assert { subject: head.clone(), relation: t.relation_id.clone(), object };
-                let mut drafts = vec![self.draft(
-                    Op::Retract { subject: head.clone(), relation: t.relation_id.clone(), object: t.tail_term.clone() },
-                    reason,
-                )];
+                let Term::Entity(head) = &t.head_term else { return None };
+                let (subject, relation, old) = (head.clone(), t.relation_id.clone(), t.tail_term.clone());
                 let typed = form.value(1);
-                match (object, &t.tail_term) {
-                    (Some(term), _) => drafts.push(self.draft(assert(term.clone()), reason)),
-                    (None, _) if typed.is_empty() => {}
-                    (None, Term::Literal(_)) => drafts.push(self.draft(assert(Term::Literal(typed.into())), reason)),
-                    (None, Term::Entity(_)) => {
-                        let id = new_entity_id(typed);
-                        drafts.push(self.draft(assert(Term::Entity(id.clone())), reason));
-                        if let Some(name) = self.profile.label_predicates.first() {
-                            drafts.push(self.draft(
-                                Op::Assert { subject: id, relation: name.clone(), object: Term::Literal(typed.into()) },
-                                reason,
-                            ));
-                        }
+                let op = match (object, &t.tail_term) {
+                    (Some(term), _) => Op::Replace { subject, relation, old, new: term.clone(), label: None },
+                    (None, _) if typed.is_empty() => Op::Retract { subject, relation, object: old },
+                    (None, Term::Literal(_)) => {
+                        Op::Replace { subject, relation, old, new: Term::Literal(typed.into()), label: None }
                     }
-                }
-                drafts
+                    (None, Term::Entity(_)) => Op::Replace {
+                        subject,
+                        relation,
+                        old,
+                        new: Term::Entity(new_entity_id(typed)),
+                        label: Some(typed.to_string()),
+                    },
+                };
+                Some(self.draft(op, form.value(0)))
             }
+        }
+    }
+
+    /// Why a filled-in form would record nothing worth recording (a name it already has, the
+    /// flagged object as the right one).
+    fn form_problem(draft: &Draft, form: &Form) -> Option<String> {
+        match (&form.kind, &draft.op) {
+            (FormKind::Relabel { entity, current }, Op::Relabel { label, .. }) => {
+                check_relabel(entity, Some(current), label).err().map(|why| format!("{why} (esc cancels)"))
+            }
+            (_, Op::Replace { old, new, .. }) if old == new => {
+                Some(format!("the right object is the flagged one ({old}): give another, or leave it empty"))
+            }
+            _ => None,
         }
     }
 
@@ -181,13 +188,27 @@ impl App {
             }
             Outcome::Submitted => {
                 let form = form.clone();
+                let Some(draft) = self.form_draft(&form) else {
+                    self.form = None;
+                    return Vec::new();
+                };
+                // Refused with the form still open, its text kept.
+                if let Some(problem) = Self::form_problem(&draft, &form) {
+                    if let Some(open) = &mut self.form {
+                        open.problem = Some(problem.clone());
+                        // The field to change: the name, or the flag's right object.
+                        open.active = usize::from(matches!(open.kind, FormKind::Flag { .. }));
+                    }
+                    self.say(problem);
+                    return Vec::new();
+                }
                 self.form = None;
                 if !self.live {
                     self.message =
                         Some("an offline replay writes no corrections: replay with --live to correct".into());
                     return Vec::new();
                 }
-                let drafts = self.form_drafts(&form);
+                let drafts = vec![draft];
                 self.pending_drafts = drafts.clone();
                 self.say("recording the correction…");
                 vec![Effect::Correct { drafts }]

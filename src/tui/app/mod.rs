@@ -55,6 +55,10 @@ pub enum Action {
     Undone(Result<u64, String>),
     /// The overlay's corrections for this KG.
     Listed(Result<Vec<Correction>, String>),
+    /// Before a step, the executor found the store changed by another process (`ongraph fix`,
+    /// a second UI): the step runs through these corrections (undone ones too). `Err`: they
+    /// could not be read again, and the step runs through those read before.
+    CorrectionsChanged(Result<Vec<Correction>, String>),
     Saved(Result<PathBuf, String>),
     Exported(Result<(PathBuf, usize), String>),
     /// A session file was opened from the palette.
@@ -549,6 +553,19 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
         }
         Action::Listed(Err(e)) => {
             app.fail(format!("cannot list the corrections: {e}"));
+            Vec::new()
+        }
+        Action::CorrectionsChanged(Ok(list)) => {
+            let active = list.iter().filter(|c| c.active).count();
+            app.corrections = list;
+            app.corrections_at = app.corrections_at.min(app.corrections.len().saturating_sub(1));
+            app.say(format!(
+                "the corrections were changed elsewhere: {active} active, applied from this step on; a: ask again with them"
+            ));
+            Vec::new()
+        }
+        Action::CorrectionsChanged(Err(e)) => {
+            app.fail(format!("cannot read the corrections again (this step uses those read before): {e}"));
             Vec::new()
         }
         Action::Saved(result) => {

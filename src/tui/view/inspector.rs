@@ -209,10 +209,7 @@ fn flag_lines(app: &App, node: NodeRef) -> Vec<Line<'static>> {
     app.corrections
         .iter()
         .filter(|c| c.active)
-        .filter(|c| {
-            matches!(&c.op, Op::Retract { subject, relation, object }
-                if subject == head && relation == &t.relation_id && object == &t.tail_term)
-        })
+        .filter(|c| c.op.retracted() == Some((head.as_str(), t.relation_id.as_str(), &t.tail_term)))
         .map(|c| {
             Line::from(Span::styled(
                 format!("⚑ flagged wrong (correction #{}): {} — {}", c.id, c.reason, c.author),

@@ -9,7 +9,6 @@ use super::theme::Theme;
 use crate::engine::beam::{BeamNode, Provenance, Status};
 use crate::engine::{Tone, ViewItem, ViewLine};
 use crate::kg::Term;
-use crate::overlay::Op;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};

@@ -15,15 +15,14 @@ pub(super) fn status_style(app: &App, status: Status) -> Style {
     }
 }
 
-/// The triples the overlay retracts, to mark them in the tree.
+/// The triples the overlay retracts (alone or replaced by another object), to mark them in
+/// the tree.
 pub(super) fn retracted(app: &App) -> HashSet<(String, String, Term)> {
     app.corrections
         .iter()
         .filter(|c| c.active)
-        .filter_map(|c| match &c.op {
-            Op::Retract { subject, relation, object } => Some((subject.clone(), relation.clone(), object.clone())),
-            _ => None,
-        })
+        .filter_map(|c| c.op.retracted())
+        .map(|(subject, relation, object)| (subject.to_string(), relation.to_string(), object.clone()))
         .collect()
 }
 
