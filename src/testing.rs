@@ -86,7 +86,7 @@ pub mod tui {
     pub use crate::cli::StoreCorrections;
     pub use crate::tui::app::{Action, App, Bottom, Effect, Focus, update};
     pub use crate::tui::keymap::Keymap;
-    pub use crate::tui::modal::FormKind;
+    pub use crate::tui::modal::{FormKind, PickValue};
     pub use crate::tui::{Corrections, Executor, load_history};
 
     /// Themes.

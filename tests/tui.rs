@@ -1013,7 +1013,7 @@ async fn keys_that_do_not_apply_say_why_and_focus_never_stays_on_a_hidden_pane()
     ui.press(KeyCode::Char('x')).await;
     assert_eq!(
         ui.app.message.as_deref(),
-        Some("x (keep-or-drop) works in the beam tree: Tab moves there"),
+        Some("x (keep-or-drop) works in the beam tree: Tab and shift-Tab move between panes"),
         "a tree key in the transcript"
     );
     ui.press(KeyCode::Char('z')).await;
@@ -1092,7 +1092,7 @@ async fn quitting_with_unsaved_steering_asks_first_and_ctrl_z_suspends() {
     ui.press(KeyCode::Char('x')).await;
     ui.press(KeyCode::Char('q')).await;
     assert!(!ui.app.quit, "the first q asks");
-    assert!(ui.app.message.as_deref().unwrap_or_default().contains("q again quits"), "{:?}", ui.app.message);
+    assert!(ui.app.message.as_deref().unwrap_or_default().contains("again quits"), "{:?}", ui.app.message);
     ui.press(KeyCode::Char('j')).await;
     ui.press(KeyCode::Char('q')).await;
     assert!(!ui.app.quit, "another key in between takes the question back");
@@ -1152,7 +1152,10 @@ async fn the_add_picker_lists_the_kgs_candidates_in_words_new_ones_first() {
     ui.press(KeyCode::Char('+')).await;
     let picker = ui.app.picker.clone().expect("the picker opens");
     assert!(!picker.items.is_empty());
-    assert!(picker.title.contains("not in the tree"), "{}", picker.title);
+    assert_eq!(
+        picker.note, "· all in the tree: picking one keeps it ",
+        "ToG put every relation of Canberra in the tree"
+    );
     let details: Vec<&str> = picker.items.iter().map(|i| i.detail.as_str()).collect();
     assert!(details.iter().all(|d| !d.contains("PrunedBy") && !d.contains("Kept")), "in words: {details:?}");
     assert!(
@@ -1253,4 +1256,157 @@ async fn corrections_made_elsewhere_apply_from_the_next_step() {
     assert_eq!(ui.run().answer().unwrap().answers, vec!["Bright House Field"]);
     assert!(!ui.app.corrections[0].active);
     assert!(ui.screen(120, 40).contains("fixes 0"));
+}
+
+#[tokio::test]
+async fn lookups_reach_whoever_waits_for_them_and_no_one_else() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("entity_search").await;
+    // A finished search stays open; the + picker still gets its own candidates.
+    ui.press(KeyCode::Char('/')).await;
+    ui.typed("Canb").await;
+    ui.press(KeyCode::Enter).await;
+    assert!(ui.app.search.is_some());
+    ui.press(KeyCode::Char('g')).await;
+    ui.press(KeyCode::Char('+')).await;
+    let picker = ui.app.picker.as_ref().expect("the picker opens");
+    assert!(!picker.loading && !picker.items.is_empty(), "{picker:?}");
+    assert!(picker.items.iter().all(|i| matches!(i.value, ongraph::testing::tui::PickValue::Relation(_))));
+    let title = format!("{}{}", picker.title, picker.note);
+    assert_eq!(title.matches("in the tree").count(), 1, "said once: {title}");
+    // An answer nobody waits for any more (an older lookup's) is dropped, even a failure.
+    let stale = Action::Looked { token: 0, result: Err("the endpoint went away".into()) };
+    assert!(update(&mut ui.app, stale).is_empty());
+    assert!(ui.app.picker.is_some(), "a stale failure does not close the picker");
+    assert!(ui.app.messages.iter().all(|m| !m.text.contains("went away")));
+}
+
+#[tokio::test]
+async fn the_object_picker_shows_the_latest_search_even_when_an_older_one_answers_last() {
+    let mut ui = Ui::new();
+    ui.ask(PHANATIC).await;
+    ui.press(KeyCode::Char('r')).await;
+    ui.select("Bright House Field");
+    ui.press(KeyCode::Char('f')).await;
+    ui.typed("Wrong park").await;
+    ui.press(KeyCode::Tab).await;
+    update(&mut ui.app, Action::Key(KeyEvent::new(KeyCode::Char('f'), KeyModifiers::CONTROL)));
+    // Two searches in flight: "Ci", then "Citizens"; the first answers last.
+    let mut lookups = Vec::new();
+    for text in ["Ci", "tizens"] {
+        for c in text.chars() {
+            update(&mut ui.app, key(KeyCode::Char(c)));
+        }
+        let token = ui.app.picker.as_ref().unwrap().wake;
+        let effects = update(&mut ui.app, Action::Woke { token });
+        let [Effect::Lookup { token, requests }] = &effects[..] else { panic!("{effects:?}") };
+        lookups.push((*token, requests.clone()));
+    }
+    let driver = demo_driver("");
+    let (new, old) = (&lookups[1], &lookups[0]);
+    let result = driver.perform(&new.1).await.map_err(|e| e.to_string());
+    update(&mut ui.app, Action::Looked { token: new.0, result });
+    let result = driver.perform(&old.1).await.map_err(|e| e.to_string());
+    update(&mut ui.app, Action::Looked { token: old.0, result });
+    let picker = ui.app.picker.as_ref().unwrap();
+    assert_eq!(picker.searched.as_deref(), Some("Citizens"));
+    assert!(picker.items.iter().all(|i| i.text.contains("Citizens")), "{:?}", picker.items);
+}
+
+#[tokio::test]
+async fn showing_a_node_under_a_fold_selects_it() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.press(KeyCode::Char('r')).await;
+    // Fold the topic entity: everything under it is hidden.
+    ui.press(KeyCode::Char('g')).await;
+    ui.app.focus = Focus::Tree;
+    ui.press(KeyCode::Char('h')).await;
+    assert_eq!(ui.app.visible_rows().len(), 1);
+    ui.press(KeyCode::Char('t')).await;
+    let leaf = ui.run().answer().unwrap().paths[0].leaf;
+    assert_eq!(ui.app.selected_node(), Some(leaf), "t unfolds the way and selects the path's end");
+}
+
+#[tokio::test]
+async fn before_a_question_steering_keys_say_to_ask_first() {
+    let mut ui = Ui::new();
+    ui.press(KeyCode::Esc).await;
+    for c in ['n', 'r', 'x', 'b'] {
+        ui.press(KeyCode::Char(c)).await;
+        let said = ui.app.message.clone().unwrap_or_default();
+        assert!(said.ends_with("ask a question first (i, then enter)"), "{c}: {said}");
+    }
+    ui.press(KeyCode::Char('u')).await;
+    assert!(ui.app.message.as_deref().unwrap_or_default().contains("works in the corrections pane"));
+}
+
+#[tokio::test]
+async fn pane_commands_from_the_palette_act_only_on_a_row_that_is_seen() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.press(KeyCode::Char('r')).await;
+    ui.app.focus = Focus::Tree;
+    ui.press(KeyCode::Char(':')).await;
+    ui.typed("rewind-here").await;
+    ui.press(KeyCode::Enter).await;
+    assert!(ui.run().is_finished(), "nothing was rewound");
+    let said = ui.app.message.clone().unwrap_or_default();
+    assert!(said.starts_with("rewind-here works on the transcript's selected row"), "{said}");
+}
+
+#[tokio::test]
+async fn ctrl_c_and_open_do_not_drop_unsaved_steering() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("entity_search").await;
+    ui.select("location.location.containedby");
+    ui.press(KeyCode::Char('x')).await;
+    ui.press_with(KeyCode::Char('c'), KeyModifiers::CONTROL).await;
+    assert!(!ui.app.quit, "ctrl-c asks too");
+    // Opening another session saves this one first.
+    let effects = update(&mut ui.app, Action::Key(KeyEvent::new(KeyCode::Char(':'), KeyModifiers::NONE)));
+    assert!(effects.is_empty());
+    for c in "open /nonexistent/s.json".chars() {
+        update(&mut ui.app, key(KeyCode::Char(c)));
+    }
+    let effects = update(&mut ui.app, key(KeyCode::Enter));
+    assert!(
+        matches!(&effects[..], [Effect::Save { path: None, .. }, Effect::Open { .. }]),
+        "saved, then opened: {effects:?}"
+    );
+    ui.press_with(KeyCode::Char('c'), KeyModifiers::CONTROL).await;
+    ui.press_with(KeyCode::Char('c'), KeyModifiers::CONTROL).await;
+    assert!(ui.app.quit, "ctrl-c twice quits");
+}
+
+#[tokio::test]
+async fn the_help_and_the_inspector_scroll_to_their_last_row_and_no_further() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("entity_search").await;
+    update(&mut ui.app, Action::Resize(80, 24));
+    ui.press(KeyCode::Char('?')).await;
+    for _ in 0..60 {
+        ui.press(KeyCode::Char('j')).await;
+    }
+    let text = ui.screen(80, 24);
+    assert!(text.contains("going back"), "the help's last row shows at 80×24: {text}");
+    ui.press(KeyCode::Char('x')).await;
+    // The inspector: G goes to the end of the prompt, k comes back at once.
+    update(&mut ui.app, Action::Resize(120, 40));
+    ui.select("location.location.time_zones");
+    ui.press(KeyCode::Tab).await;
+    assert_eq!(ui.app.focus, Focus::Inspector);
+    ui.press(KeyCode::Char('G')).await;
+    let end = ui.app.inspector_at;
+    assert!(end > 0 && end < 400, "{end}");
+    let text = ui.screen(120, 40);
+    let call = ui.run().trace().iter().find(|e| e.phase() == Some("relation_prune")).unwrap().calls[0].clone();
+    let last = call.prompt.lines().rev().find(|l| !l.trim().is_empty()).unwrap().trim();
+    let tail: String = last.chars().rev().take(12).collect::<Vec<_>>().into_iter().rev().collect();
+    assert!(text.contains(&tail), "the prompt's last line ({last:?}) is in view: {text}");
+    ui.press(KeyCode::Char('k')).await;
+    assert_eq!(ui.app.inspector_at, end - 1);
 }

@@ -64,11 +64,15 @@ pub async fn tui(args: TuiArgs, config: &Config) -> Result<i32> {
     let driver = corrections.driver();
     let kg = driver.kg().clone();
     let mut app = configure(App::new(settings, prompts, kg.profile().clone(), kg.name(), &llm.describe()), config)?;
-    app.say(if kg.name() == "demo" && llm.describe().contains("scripted") {
+    // A theme that did not load stays the first thing said.
+    let hint = if kg.name() == "demo" && llm.describe().contains("scripted") {
         "demo KG, offline scripted model: ask a demo question (README) · [llm] in the config reasons live · ?: keys"
     } else {
         "type a question and press enter · ?: keys"
-    });
+    };
+    if app.messages.is_empty() {
+        app.say(hint);
+    }
     let (tx, rx) = mpsc::unbounded_channel();
     let executor = Executor {
         driver: Some(Arc::new(driver)),

@@ -72,14 +72,14 @@ impl Executor {
                     let _ = tx.send(Action::Performed { generation, result, elapsed_ms });
                 });
             }
-            Effect::Lookup { generation, requests } => {
+            Effect::Lookup { token, requests } => {
                 let Some(driver) = self.driver.clone() else {
-                    let _ = tx.send(Action::Looked { generation, result: Err(OFFLINE.into()) });
+                    let _ = tx.send(Action::Looked { token, result: Err(OFFLINE.into()) });
                     return;
                 };
                 tokio::spawn(async move {
                     let result = driver.perform(&requests).await.map_err(|e| e.to_string());
-                    let _ = tx.send(Action::Looked { generation, result });
+                    let _ = tx.send(Action::Looked { token, result });
                 });
             }
             // Durable writes are short blocking calls, and the next steps must see them: they
@@ -196,18 +196,21 @@ pub async fn run(mut app: App, mut executor: Executor, rx: mpsc::UnboundedReceiv
 
 /// Ctrl-Z: gives the terminal back, stops the process as the shell expects (SIGTSTP), and
 /// takes the terminal again when `fg` resumes it.
-fn suspend(terminal: &mut ratatui::DefaultTerminal) -> Result<()> {
+/// Returns why it could not, if it could not.
+fn suspend(terminal: &mut ratatui::DefaultTerminal) -> Option<String> {
     let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     ratatui::restore();
-    // Raw mode swallows the key that would make the terminal send the signal: send it ourselves
-    // (`kill` needs no unsafe code; the process stops until SIGCONT).
-    let stopped = std::process::Command::new("kill").args(["-TSTP", &std::process::id().to_string()]).status();
-    if let Err(e) = stopped {
-        tracing::warn!("cannot suspend: {e}");
-    }
+    // Raw mode swallows the key that would make the terminal send the signal: send it
+    // ourselves, to the whole process group as the terminal would (so a wrapper such as
+    // `cargo run` stops too and the shell gets the job back). `kill` needs no unsafe code.
+    let stopped = std::process::Command::new("kill").args(["-TSTP", "0"]).status();
     *terminal = ratatui::init();
     let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
-    Ok(())
+    match stopped {
+        Ok(status) if status.success() => None,
+        Ok(status) => Some(format!("cannot suspend: kill -TSTP failed ({status})")),
+        Err(e) => Some(format!("cannot suspend: kill -TSTP could not run ({e})")),
+    }
 }
 
 async fn event_loop(
@@ -262,7 +265,9 @@ async fn event_loop(
             return Ok(());
         }
         if std::mem::take(&mut app.suspend) {
-            suspend(terminal)?;
+            if let Some(problem) = suspend(terminal) {
+                app.fail(problem);
+            }
             update(app, Action::Resize(terminal.size()?.width, terminal.size()?.height));
             terminal.clear()?;
         }

@@ -203,6 +203,10 @@ pub struct Picker {
     pub searched: Option<String>,
     /// The latest wake-up asked for while typing; an older one finds the typing not done.
     pub wake: u64,
+    /// The lookup whose answer it waits for (an older one's is dropped).
+    pub expects: u64,
+    /// Said after the title once the candidates are in (how many are new).
+    pub note: String,
 }
 
 impl Picker {
@@ -216,6 +220,8 @@ impl Picker {
             loading: true,
             searched: None,
             wake: 0,
+            expects: 0,
+            note: String::new(),
         }
     }
 
@@ -302,6 +308,8 @@ pub struct Search {
     /// Matching nodes of the current beam, best first.
     pub matches: Vec<NodeId>,
     pub current: usize,
+    /// The KG lookup of the query whose answer it waits for.
+    pub expects: u64,
 }
 
 /// A dialog's keys on one line: `enter: record · esc: cancel`.
@@ -412,7 +420,10 @@ impl Component for Picker {
             lines.push(if row == self.selected { line.style(theme.selected()) } else { line });
         }
         frame.render_widget(Clear, rect);
-        frame.render_widget(Paragraph::new(lines).block(Block::bordered().title(self.title.clone())), rect);
+        frame.render_widget(
+            Paragraph::new(lines).block(Block::bordered().title(format!("{}{}", self.title, self.note))),
+            rect,
+        );
     }
 
     fn commands(&self) -> Vec<(&'static str, &'static str)> {

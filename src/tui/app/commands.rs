@@ -45,6 +45,18 @@ impl App {
                 let chosen = palette.rows.get(palette.selected).map(|r| r.command);
                 self.palette = None;
                 match chosen {
+                    // A pane's command acts on that pane's selected row: only where it is seen.
+                    Some(c)
+                        if !matches!(c.pane(), Pane::Any | Pane::Tree | Pane::Matches)
+                            && c.pane() != self.focus.pane() =>
+                    {
+                        self.say(format!(
+                            "{} works on the {}'s selected row: focus it first (Tab)",
+                            c.name(),
+                            pane_name(c.pane())
+                        ));
+                        Vec::new()
+                    }
                     Some(c) => self.command(c, arg),
                     None => {
                         self.say("no such command (? lists them)");
@@ -145,8 +157,10 @@ impl App {
     /// Does what `command` means (`arg` from the palette).
     pub(super) fn command(&mut self, command: Command, arg: Option<String>) -> Vec<Effect> {
         let page = (self.areas().tree.height.saturating_sub(2) / 2).max(1) as isize;
-        // A first `q` with unsaved steering asks; any other command takes that back.
-        let armed = std::mem::take(&mut self.quit_armed);
+        if self.run.is_none() && needs_a_run(command) {
+            self.say(format!("{}: ask a question first (i, then enter)", command.name()));
+            return Vec::new();
+        }
         match command {
             Command::Step => return self.step(),
             Command::Run => {
@@ -154,15 +168,16 @@ impl App {
                 return self.step();
             }
             Command::Cancel => {
+                // The search's status goes with it; a cancelled step says so after.
+                if self.search.take().is_some() {
+                    self.message = None;
+                }
                 if self.in_flight.take().is_some() {
                     self.generation += 1;
                     self.asked = None;
                     self.say("cancelled: the step in flight will be ignored");
                 }
                 self.auto = false;
-                if self.search.take().is_some() {
-                    self.message = None;
-                }
             }
             Command::Ask => self.focus = Focus::Question,
             Command::Reask => return self.reask(),
@@ -230,7 +245,13 @@ impl App {
                 if !self.live {
                     self.say("an offline replay changes no corrections");
                 } else if let Some(c) = self.corrections.get(self.corrections_at) {
+                    if !c.active {
+                        self.say(format!("correction {} is undone already", c.id));
+                        return Vec::new();
+                    }
                     return vec![Effect::Undo { id: c.id }];
+                } else {
+                    self.say("no correction to undo: f flags a wrong triple, e corrects a name");
                 }
             }
             Command::Search => {
@@ -245,6 +266,14 @@ impl App {
             },
             Command::ExportCorrections => return vec![Effect::Export { path: arg.map(PathBuf::from) }],
             Command::Open => match arg {
+                // Steering not saved yet is saved first: opening replaces the sitting.
+                Some(path) if self.unsaved => {
+                    self.say("saving your unsaved steering before opening the session");
+                    return vec![
+                        Effect::Save { path: None, session: Box::new(self.session()) },
+                        Effect::Open { path: path.into() },
+                    ];
+                }
                 Some(path) => return vec![Effect::Open { path: path.into() }],
                 None => self.say("open needs a session file: open PATH"),
             },
@@ -297,9 +326,9 @@ impl App {
                 self.messages_at = self.messages.len().saturating_sub(1);
             }
             Command::Suspend => self.suspend = true,
-            Command::Quit if self.unsaved && !armed => {
+            Command::Quit if self.unsaved && !self.quit_armed => {
                 self.quit_armed = true;
-                self.say("you steered this run and did not save it: q again quits, ctrl-s saves");
+                self.say("you steered this run and did not save it: q (or ctrl-c) again quits, ctrl-s saves");
             }
             Command::Quit => self.quit = true,
         }
@@ -307,6 +336,7 @@ impl App {
     }
 
     pub(super) fn on_mouse(&mut self, mouse: MouseEvent) -> Vec<Effect> {
+        self.quit_armed = false;
         let areas = self.areas();
         let at = Position::new(mouse.column, mouse.row);
         let pane = if areas.tree.contains(at) {
@@ -353,9 +383,13 @@ impl App {
     }
 
     pub(super) fn on_key(&mut self, key: KeyEvent) -> Vec<Effect> {
-        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-            self.quit = true;
-            return Vec::new();
+        let ctrl_c = key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c');
+        // A first q with unsaved steering asks; any other key takes that back.
+        if !ctrl_c && self.keymap.lookup(&[], key) != Some(Command::Quit) {
+            self.quit_armed = false;
+        }
+        if ctrl_c {
+            return self.command(Command::Quit, None);
         }
         match self.keyboard() {
             Keyboard::Picker => return self.on_picker_key(key),
@@ -440,9 +474,11 @@ impl App {
             .into_iter()
             .find_map(|pane| self.keymap.lookup(&[pane], key).filter(|c| c.pane() == pane).map(|c| (pane, c)));
         match elsewhere {
-            Some((pane, command)) => {
-                self.say(format!("{label} ({}) works in the {}: Tab moves there", command.name(), pane_name(pane)))
-            }
+            Some((pane, command)) => self.say(format!(
+                "{label} ({}) works in the {}: Tab and shift-Tab move between panes",
+                command.name(),
+                pane_name(pane)
+            )),
             None if matches!(key.code, KeyCode::Char(_) | KeyCode::Enter | KeyCode::F(_)) => {
                 self.say(format!("{label} does nothing in the {} (? lists its keys)", pane_name(self.focus.pane())))
             }
@@ -485,4 +521,29 @@ enum Keyboard {
     Search,
     /// The panes (the question box included): the keymap decides.
     Screen,
+}
+
+/// Commands that act on a run: before the first question they only say so.
+fn needs_a_run(command: Command) -> bool {
+    matches!(
+        command,
+        Command::Step
+            | Command::Run
+            | Command::Reask
+            | Command::Toggle
+            | Command::Add
+            | Command::Pin
+            | Command::PrunePath
+            | Command::Sufficient
+            | Command::Continue
+            | Command::Back
+            | Command::Flag
+            | Command::Relabel
+            | Command::AcceptGenerated
+            | Command::EditAction
+            | Command::Trace
+            | Command::Rewind
+            | Command::MethodRow
+            | Command::Jump
+    )
 }

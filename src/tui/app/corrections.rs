@@ -32,10 +32,11 @@ impl App {
         }
         picker.searched = Some(name.clone());
         picker.loading = true;
-        vec![Effect::Lookup {
-            generation: self.generation,
-            requests: vec![Request::FindEntities { name, limit: OBJECT_MATCHES }],
-        }]
+        let (token, lookup) = self.lookup(vec![Request::FindEntities { name, limit: OBJECT_MATCHES }]);
+        if let Some(picker) = &mut self.picker {
+            picker.expects = token;
+        }
+        vec![lookup]
     }
 
     /// Opens the flag form on the triple that reached the selected entity.
@@ -161,11 +162,10 @@ impl App {
                 return Vec::new();
             }
             picker.searched = Some(name.clone());
+            let (token, lookup) = self.lookup(vec![Request::FindEntities { name, limit: OBJECT_MATCHES }]);
+            picker.expects = token;
             self.picker = Some(picker);
-            return vec![Effect::Lookup {
-                generation: self.generation,
-                requests: vec![Request::FindEntities { name, limit: OBJECT_MATCHES }],
-            }];
+            return vec![lookup];
         }
         match Component::event(form, key) {
             Outcome::Editing => Vec::new(),

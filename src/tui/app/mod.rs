@@ -46,7 +46,7 @@ pub enum Action {
     },
     /// The executor answered a lookup for a picker or a search (made at `generation`).
     Looked {
-        generation: u64,
+        token: u64,
         result: Result<Vec<Response>, String>,
     },
     /// The executor stored corrections (their ids), or could not.
@@ -80,9 +80,9 @@ pub enum Effect {
         generation: u64,
         requests: Vec<Request>,
     },
-    /// Look things up for a picker or a search; answer with `Action::Looked`.
+    /// Look things up for a picker or a search; answer with `Action::Looked` and this token.
     Lookup {
-        generation: u64,
+        token: u64,
         requests: Vec<Request>,
     },
     /// Store these corrections durably, then see the KG through them (`Action::Corrected`).
@@ -237,6 +237,10 @@ pub struct App {
     /// Bumped whenever results in flight must be ignored (cancel, override, rewind, new run).
     pub generation: u64,
     pub in_flight: Option<Instant>,
+    /// The action being handled selected a node itself: the selection is not re-anchored.
+    selection_moved: bool,
+    /// The last lookup's token: a picker or a search takes only the answer it waits for.
+    lookups: u64,
     /// The requests in flight, recorded with their answers when they come back.
     asked: Option<Vec<Request>>,
     /// Keep stepping until the answer (`r`), instead of one step at a time (`n`).
@@ -316,6 +320,8 @@ impl App {
             generation: 0,
             in_flight: None,
             asked: None,
+            lookups: 0,
+            selection_moved: false,
             auto: false,
             selected: 0,
             collapsed: HashSet::new(),
@@ -413,6 +419,12 @@ impl App {
         Ok(self)
     }
 
+    /// A lookup for a picker or the search; its token is what the answer will carry.
+    fn lookup(&mut self, requests: Vec<Request>) -> (u64, Effect) {
+        self.lookups += 1;
+        (self.lookups, Effect::Lookup { token: self.lookups, requests })
+    }
+
     /// Says `text` on the status bar and keeps it in the messages pane.
     pub fn say(&mut self, text: impl Into<String>) {
         let text = text.into();
@@ -447,9 +459,11 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
     }
     // The selection follows its node, not its row number, when the tree changes under it.
     let (anchor, shape) = (app.selected_ref(), app.tree_shape());
+    app.selection_moved = false;
     let effects = handle(app, action);
     let now = app.tree_shape();
-    if now != shape && now.run == shape.run {
+    // Unless the action chose a node itself (`t`, a search, a path shown in the tree).
+    if now != shape && now.run == shape.run && !app.selection_moved {
         app.select(anchor);
     }
     if app.selected_ref() != anchor {
@@ -508,17 +522,8 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
             app.in_flight = None;
             if app.absorb(result, elapsed_ms) && app.auto { app.step() } else { Vec::new() }
         }
-        Action::Looked { generation, result } => {
-            if generation != app.generation {
-                return Vec::new();
-            }
-            match result {
-                Ok(responses) => app.looked(responses),
-                Err(e) => {
-                    app.picker = None;
-                    app.fail(format!("lookup failed: {e}"));
-                }
-            }
+        Action::Looked { token, result } => {
+            app.looked(token, result);
             Vec::new()
         }
         Action::Corrected(Ok(ids)) => {
@@ -592,6 +597,10 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
                 replay.theme = app.theme.clone();
                 replay.size = app.size;
                 replay.author = app.author.clone();
+                // The sitting's messages and questions go on.
+                replay.messages = std::mem::take(&mut app.messages);
+                replay.history = std::mem::take(&mut app.history);
+                replay.theme_problems = std::mem::take(&mut app.theme_problems);
                 replay.say("replaying: Enter starts the recorded question, n steps through it");
                 *app = replay;
                 Vec::new()

@@ -156,6 +156,8 @@ impl App {
             Ok(i) => {
                 self.generation += 1;
                 self.in_flight = None;
+                // The step in flight was dropped: running on would be a surprise (n goes on).
+                self.auto = false;
                 let summary = run.trace().get(i).map(|e| e.summary.clone());
                 if let Some(summary) = summary {
                     self.say(summary);

@@ -81,6 +81,7 @@ impl App {
         }
         if let Some(i) = self.visible_rows().iter().position(|r| r.node == node) {
             self.selected = i;
+            self.selection_moved = true;
         }
         self.focus = Focus::Tree;
     }
@@ -131,22 +132,51 @@ impl App {
                 return Vec::new();
             }
         };
-        self.picker = Some(Picker::new(purpose, title));
-        vec![Effect::Lookup { generation: self.generation, requests: vec![request] }]
+        let (token, lookup) = self.lookup(vec![request]);
+        let mut picker = Picker::new(purpose, title);
+        picker.expects = token;
+        self.picker = Some(picker);
+        vec![lookup]
     }
 
-    /// Fills the open picker (or the search) with looked-up candidates.
-    pub(super) fn looked(&mut self, responses: Vec<Response>) {
-        if let Some(status) = self.search.as_ref().filter(|s| !s.typing).map(search_status) {
-            // The KG's matching labels are said, not kept: they are not in the beam to jump to.
-            if let Some(Response::Entities { matches }) = responses.into_iter().next()
-                && !matches.is_empty()
-            {
+    /// Gives a lookup's answer to whoever waits for it (the open picker or the search); an
+    /// answer nobody waits for any more is dropped.
+    pub(super) fn looked(&mut self, token: u64, result: Result<Vec<Response>, String>) {
+        let for_picker = self.picker.as_ref().is_some_and(|p| p.expects == token);
+        let for_search = self.search.as_ref().is_some_and(|s| s.expects == token);
+        match result {
+            Ok(responses) if for_picker => self.fill_picker(responses),
+            Ok(responses) if for_search => self.say_kg_matches(responses),
+            Err(e) if for_picker => {
+                self.picker = None;
+                self.fail(format!("the KG lookup failed: {e}"));
+            }
+            Err(e) if for_search => self.fail(format!("the KG search failed: {e}")),
+            Ok(_) => {}
+            Err(e) => tracing::info!("a lookup nobody waits for any more failed: {e}"),
+        }
+    }
+
+    /// The KG's labels matching the search: said, not kept (they are not in the beam to jump to).
+    fn say_kg_matches(&mut self, responses: Vec<Response>) {
+        let Some(search) = &self.search else { return };
+        let status = if search.matches.is_empty() {
+            format!("/{}: no node of the beam matches", search.query)
+        } else {
+            search_status(search)
+        };
+        if let Some(Response::Entities { matches }) = responses.into_iter().next() {
+            if matches.is_empty() {
+                self.say(format!("{status} · nor does any label in the KG"));
+            } else {
                 let names: Vec<String> = matches.iter().take(5).map(|m| format!("{} ({})", m.label, m.id)).collect();
                 self.say(format!("{status} · in the KG: {}", names.join(", ")));
             }
-            return;
         }
+    }
+
+    /// Fills the open picker with looked-up candidates.
+    fn fill_picker(&mut self, responses: Vec<Response>) {
         let Some(picker) = self.picker.as_mut() else { return };
         picker.loading = false;
         picker.items = responses
@@ -199,7 +229,10 @@ impl App {
             let new = fresh.len();
             fresh.extend(known);
             picker.items = fresh;
-            picker.title = format!("{}· {new} not in the tree ", picker.title);
+            picker.note = match new {
+                0 => "· all in the tree: picking one keeps it ".into(),
+                n => format!("· {n} not in the tree "),
+            };
         }
         if picker.items.is_empty() {
             let empty = match picker.searched.as_deref() {
@@ -229,6 +262,11 @@ impl App {
                     _ => None,
                 };
                 if let Some(node) = existing {
+                    let live = self.run.as_ref().is_some_and(|r| r.beam().nodes[node].status.is_live());
+                    if live {
+                        self.say(format!("{} is in the tree and kept already", item.text));
+                        return Vec::new();
+                    }
                     return self.apply(Override::Keep { node });
                 }
                 match (purpose, item.value) {
@@ -298,10 +336,11 @@ impl App {
                 let name = search.query.trim().to_string();
                 self.search_jump(0);
                 if !name.is_empty() && self.live {
-                    return vec![Effect::Lookup {
-                        generation: self.generation,
-                        requests: vec![Request::FindEntities { name, limit: 10 }],
-                    }];
+                    let (token, lookup) = self.lookup(vec![Request::FindEntities { name, limit: 10 }]);
+                    if let Some(search) = &mut self.search {
+                        search.expects = token;
+                    }
+                    return vec![lookup];
                 }
             }
             KeyCode::Backspace => {

@@ -43,11 +43,13 @@ pub(super) fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
         Some(search) if search.typing => format!("/{}▏ ({} matches)", search.query, search.matches.len()),
         _ => app.message.clone().unwrap_or_default(),
     };
-    // The counters give way to the message, down to the progress alone; the message keeps at
-    // least 30 columns.
-    let wanted = (message.chars().count() + 2).max(30);
+    // The counters give way to the message, down to the progress (and the spinner, while
+    // waiting); the message claims 30 columns at least and three fifths of the bar at most (it
+    // is cut beyond, whole in the messages pane).
+    let wanted = (message.chars().count() + 2).clamp(30, usize::from(area.width) * 3 / 5);
+    let keep = if flight.is_empty() { 1 } else { 2 };
     let mut counters = segments.join(" │ ") + " ";
-    while counters.chars().count() + wanted > usize::from(area.width) && segments.len() > 1 {
+    while counters.chars().count() + wanted > usize::from(area.width) && segments.len() > keep {
         segments.pop();
         counters = segments.join(" │ ") + " ";
     }
