@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 struct Tmux {
     session: String,
+    home: std::path::PathBuf,
 }
 
 impl Tmux {
@@ -30,7 +31,23 @@ impl Tmux {
             .status()
             .is_ok_and(|s| s.success());
         assert!(ok, "tmux could not start a session");
-        Self { session }
+        Self { session, home: home.to_path_buf() }
+    }
+
+    /// Runs `ongraph ARGS` beside the UI: another process, the same data directories.
+    fn ongraph(&self, args: &[&str]) -> String {
+        let home = &self.home;
+        let out = Command::new(env!("CARGO_BIN_EXE_ongraph"))
+            .args(args)
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("XDG_STATE_HOME", home.join("state"))
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("XDG_CACHE_HOME", home.join("cache"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "ongraph {args:?} failed: {text}");
+        text
     }
 
     fn keys(&self, keys: &[&str]) {
@@ -89,6 +106,17 @@ fn flag_and_fix_in_the_real_terminal() {
     tmux.keys(&["a"]);
     let screen = tmux.wait_for("before: Bright House Field");
     assert!(screen.contains("│BayCare Ballpark"), "{screen}");
+    assert!(screen.contains("fixes 1"), "the flag is one correction: {screen}");
+    // One undo reverts the whole flag: asked again, the tree is as it was.
+    tmux.keys(&["BTab", "BTab"]);
+    tmux.wait_for("Corrections to demo (1)");
+    tmux.keys(&["u"]);
+    tmux.wait_for("correction 1 undone");
+    tmux.keys(&["a"]);
+    let screen = tmux.wait_for("before: BayCare Ballpark");
+    assert!(screen.contains("│Bright House Field"), "{screen}");
+    assert!(screen.contains("fixes 0"), "{screen}");
+    assert!(!screen.contains("⚑") && !screen.contains("✎"), "no flag or corrected fact is left in the tree: {screen}");
     tmux.keys(&["q"]);
 }
 
@@ -124,4 +152,40 @@ fn the_first_screen_in_the_real_terminal_helps_and_quits() {
     assert!(!screen.contains("Keys in the beam tree"), "{screen}");
     tmux.keys(&["q"]);
     tmux.wait_for_exit();
+}
+
+#[test]
+fn a_correction_made_by_another_process_applies_at_the_running_uis_next_step() {
+    let home = tempfile::tempdir().unwrap();
+    let tmux = Tmux::start(home.path());
+    tmux.wait_for("Type a question");
+    tmux.keys(&["Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?", "Enter"]);
+    tmux.wait_for("topic_linking");
+    // In another shell: the stadium was renamed.
+    tmux.ongraph(&[
+        "fix",
+        "replace",
+        "m.phillies",
+        "baseball.baseball_team.spring_training_stadium",
+        "m.bright_house_field",
+        "new.baycare_ballpark",
+        "--label",
+        "BayCare Ballpark",
+        "--reason",
+        "Renamed in 2021",
+        "--kg",
+        "demo",
+    ]);
+    tmux.keys(&["r"]);
+    let screen = tmux.wait_for("from knowledge-graph paths");
+    assert!(screen.contains("│BayCare Ballpark"), "the running UI used the new correction: {screen}");
+    assert!(screen.contains("fixes 1"), "{screen}");
+    // And undone there: the next question sees the KG as it was.
+    let list = tmux.ongraph(&["fix", "list", "--kg", "demo"]);
+    assert!(list.contains("replace m.phillies"), "{list}");
+    tmux.ongraph(&["fix", "undo", "1", "--kg", "demo"]);
+    tmux.keys(&["a"]);
+    let screen = tmux.wait_for("before: BayCare Ballpark");
+    assert!(screen.contains("│Bright House Field") && screen.contains("fixes 0"), "{screen}");
+    tmux.keys(&["q"]);
 }
