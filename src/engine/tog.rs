@@ -21,6 +21,7 @@ use super::{Answer, AnswerSource, Context, EngineError, Override, PathView, Prun
 use crate::kg::{Neighbour, RelationRef, Term};
 use crate::prompts::Template;
 use rand::Rng;
+use std::cmp::Ordering::Equal;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -67,6 +68,10 @@ pub(crate) struct TogMachine {
     /// Speculation: `depth` has moved on to the next hop while the verdict on the previous one
     /// is still to come (its reasoning call goes out with this hop's relation scoring).
     pending_verdict: bool,
+    /// Nodes the user kept, added or pinned. Each protects what grows below it through the next
+    /// entity selection under it ([`shield_depth`]): there its candidates are scored but not
+    /// pruned by score, and take up to N places of their own beside the model's N.
+    user: Vec<NodeId>,
 }
 
 impl TogMachine {
@@ -80,6 +85,7 @@ impl TogMachine {
             chains,
             last_verdict: None,
             pending_verdict: false,
+            user: Vec::new(),
         })
     }
 
@@ -525,7 +531,39 @@ impl TogMachine {
                 });
             }
         }
+        if what == "relation" {
+            kept_total += self.keep_one_under_user_keeps(cx, plan, ev);
+        }
         Ok(kept_total)
+    }
+
+    /// An entity the user kept whose relations the model has just pruned all away keeps the
+    /// best of them (the first listed when all scored 0), so what the user kept reaches its
+    /// next entity selection. Returns how many relations were kept so.
+    fn keep_one_under_user_keeps(&self, cx: &mut Context, plan: &[Group], ev: &mut Event) -> usize {
+        let mut kept = 0;
+        for g in plan.iter().filter(|g| self.user.contains(&g.parent)) {
+            let beam = &cx.beam;
+            if g.candidates.iter().any(|&c| beam.nodes[c].status == Status::Kept) {
+                continue;
+            }
+            let score = |c: NodeId| beam.nodes[c].score.unwrap_or(0.0);
+            let Some(best) = g.candidates.iter().copied().reduce(|a, b| if score(b) > score(a) { b } else { a }) else {
+                continue;
+            };
+            let entity = beam.nodes[g.parent].shown().to_string();
+            let reason = format!("kept: the best of the relations of {entity}, which you kept");
+            cx.beam.set_status(best, Status::Kept, Some(&reason), ev.index);
+            ev.notes.push(format!(
+                "the model kept none of the relations of {entity}, which you kept: {} kept as the best of them",
+                cx.beam.nodes[best].shown()
+            ));
+            for d in ev.decisions.iter_mut().filter(|d| d.node == best) {
+                d.status = Status::Kept;
+            }
+            kept += 1;
+        }
+        kept
     }
 
     /// Parses one group's reply; an unusable reply falls back to BM25 (said in the notes).
@@ -616,21 +654,28 @@ impl TogMachine {
     /// paths takes one beam slot, on its best path (the reference spends slots on duplicates);
     /// the other paths that reached it are merged into that slot (`also_via`), so neither their
     /// triples nor the hops they make legal are lost.
+    ///
+    /// Candidates below a node the user kept ([`TogMachine::user`]) are chosen apart: scored,
+    /// never pruned by score, the best N by this hop's scores kept beside the model's N.
     fn select_width(&mut self, cx: &mut Context, groups: &[Group], ev: &mut Event) {
         let step = ev.index;
-        let mut candidates: Vec<NodeId> = groups
-            .iter()
-            .flat_map(|g| g.candidates.iter().copied())
-            .filter(|&c| cx.beam.nodes[c].status == Status::Candidate)
-            .collect();
-        candidates
-            .sort_by(|&a, &b| cx.beam.nodes[b].path_score.total_cmp(&cx.beam.nodes[a].path_score).then(a.cmp(&b)));
+        let (open, shielded) = self.split_shielded(cx, groups);
+        let mut open = open;
+        open.sort_by(|&a, &b| {
+            let (pa, pb) = (cx.beam.nodes[a].path_score, cx.beam.nodes[b].path_score);
+            // Paths that score 0 only because of a node the user kept rank among themselves
+            // by this hop's scores.
+            let zero = pa <= 0.0 && pb <= 0.0;
+            pb.total_cmp(&pa)
+                .then_with(|| if zero { self.hop_score(cx, b).total_cmp(&self.hop_score(cx, a)) } else { Equal })
+                .then(a.cmp(&b))
+        });
         // (entity, the node that holds its slot)
         let mut taken: Vec<(Term, NodeId)> = Vec::new();
-        for &c in &candidates {
+        for &c in &open {
             let term = cx.beam.nodes[c].term().cloned();
             let holder = term.as_ref().and_then(|t| taken.iter().find(|(k, _)| k == t)).map(|&(_, n)| n);
-            let (status, reason) = if cx.beam.nodes[c].path_score <= 0.0 {
+            let (status, reason) = if cx.beam.nodes[c].path_score <= 0.0 && !self.zero_from_user(cx, c) {
                 (Status::PrunedByScore, Some("scored 0"))
             } else if let Some(holder) = holder {
                 cx.beam.nodes[holder].also_via.push(c);
@@ -643,6 +688,30 @@ impl TogMachine {
             };
             cx.beam.set_status(c, status, reason, step);
         }
+        for (shield, mut candidates) in shielded {
+            candidates.sort_by(|&a, &b| self.hop_score(cx, b).total_cmp(&self.hop_score(cx, a)).then(a.cmp(&b)));
+            let under = cx.beam.nodes[shield].shown().to_string();
+            let (mut kept, mut beyond) = (Vec::new(), 0);
+            for c in candidates {
+                let term = cx.beam.nodes[c].term().cloned();
+                let holder = term.as_ref().and_then(|t| taken.iter().find(|(k, _)| k == t)).map(|&(_, n)| n);
+                let (status, reason) = if let Some(holder) = holder {
+                    cx.beam.nodes[holder].also_via.push(c);
+                    (Status::PrunedByWidth, "same entity kept on a better path; merged into it".to_string())
+                } else if kept.len() < cx.settings.width {
+                    taken.extend(term.map(|t| (t, c)));
+                    kept.push(cx.beam.nodes[c].shown().to_string());
+                    (Status::Kept, format!("kept: under {under}, which you kept"))
+                } else {
+                    beyond += 1;
+                    (Status::PrunedByWidth, format!("beyond the beam width of the paths under {under}, which you kept"))
+                };
+                cx.beam.set_status(c, status, Some(&reason), step);
+            }
+            if !kept.is_empty() || beyond > 0 {
+                ev.notes.push(shield_note(cx, shield, &kept, beyond));
+            }
+        }
         for d in &mut ev.decisions {
             let n = &cx.beam.nodes[d.node];
             d.status = n.status;
@@ -653,18 +722,19 @@ impl TogMachine {
     /// ToG-R: each candidate's score is its chain's score shared among every entity the chain
     /// reached (those sampled out of an oversized set included, so a relation fanning out to
     /// hundreds of values cannot crowd a narrow chain out of the draw); N are drawn by seeded
-    /// weighted sampling without replacement.
+    /// weighted sampling without replacement. Candidates below a node the user kept are drawn
+    /// apart, N of them (all when there are no more), by their shares: a zero the model gave
+    /// the node the user kept does not count against them.
     fn sample_entities(&mut self, cx: &mut Context, groups: &[Group], ev: &mut Event) {
         let step = ev.index;
-        let mut pool: Vec<NodeId> = Vec::new();
         for g in groups {
             let reached = cx.beam.nodes[g.parent].children.len().max(g.candidates.len());
             let share = 1.0 / reached as f64;
             for &c in &g.candidates {
                 cx.beam.score(c, share, step);
-                pool.push(c);
             }
         }
+        let (pool, shielded) = self.split_shielded(cx, groups);
         let weights: Vec<f64> = pool.iter().map(|&c| cx.beam.nodes[c].path_score).collect();
         let chosen = weighted_sample(&mut cx.rng, &weights, cx.settings.width);
         for (i, &c) in pool.iter().enumerate() {
@@ -673,6 +743,31 @@ impl TogMachine {
             } else {
                 cx.beam.set_status(c, Status::PrunedByWidth, Some("not drawn in the seeded sample"), step);
             }
+        }
+        let mut decided = pool;
+        for (shield, candidates) in shielded {
+            let under = cx.beam.nodes[shield].shown().to_string();
+            let shares: Vec<f64> = candidates.iter().map(|&c| self.hop_score(cx, c)).collect();
+            let chosen = if candidates.len() <= cx.settings.width {
+                (0..candidates.len()).collect()
+            } else {
+                weighted_sample(&mut cx.rng, &shares, cx.settings.width)
+            };
+            let mut kept = Vec::new();
+            for (i, &c) in candidates.iter().enumerate() {
+                if chosen.contains(&i) {
+                    kept.push(cx.beam.nodes[c].shown().to_string());
+                    let reason = format!("kept: under {under}, which you kept");
+                    cx.beam.set_status(c, Status::Kept, Some(&reason), step);
+                } else {
+                    let reason = format!("not drawn among the paths under {under}, which you kept");
+                    cx.beam.set_status(c, Status::PrunedByWidth, Some(&reason), step);
+                }
+            }
+            ev.notes.push(shield_note(cx, shield, &kept, candidates.len() - kept.len()));
+            decided.extend(candidates);
+        }
+        for c in decided {
             let n = &cx.beam.nodes[c];
             ev.decisions.push(Decision {
                 node: c,
@@ -683,6 +778,82 @@ impl TogMachine {
             });
         }
     }
+
+    /// This depth's candidates of `groups` still to be decided: those no user keep protects,
+    /// and those each node the user kept protects here (by that node, in id order).
+    fn split_shielded(&self, cx: &Context, groups: &[Group]) -> (Vec<NodeId>, Vec<(NodeId, Vec<NodeId>)>) {
+        let mut open = Vec::new();
+        let mut shielded: Vec<(NodeId, Vec<NodeId>)> = Vec::new();
+        for c in groups.iter().flat_map(|g| g.candidates.iter().copied()) {
+            if cx.beam.nodes[c].status != Status::Candidate {
+                continue;
+            }
+            match self.shield_of(cx, c) {
+                Some(k) => match shielded.iter_mut().find(|(s, _)| *s == k) {
+                    Some((_, list)) => list.push(c),
+                    None => shielded.push((k, vec![c])),
+                },
+                None => open.push(c),
+            }
+        }
+        shielded.sort_by_key(|(k, _)| *k);
+        (open, shielded)
+    }
+
+    /// The node the user kept that protects candidate `c` in this depth's entity selection:
+    /// its nearest ancestor the user kept whose protection lasts to this depth.
+    fn shield_of(&self, cx: &Context, c: NodeId) -> Option<NodeId> {
+        let path = cx.beam.path(c);
+        path.into_iter().rev().skip(1).find(|&n| self.user.contains(&n) && shield_depth(cx, n) == self.depth)
+    }
+
+    /// What this hop's scores make of candidate `c`: its own score times its relation's, a
+    /// relation the user kept or added counting 1 (unscored counts 1 too).
+    fn hop_score(&self, cx: &Context, c: NodeId) -> f64 {
+        let n = &cx.beam.nodes[c];
+        let relation =
+            n.parent.map_or(1.0, |r| if self.user.contains(&r) { 1.0 } else { cx.beam.nodes[r].score.unwrap_or(1.0) });
+        n.score.unwrap_or(1.0) * relation
+    }
+
+    /// Whether candidate `c`'s path scores 0 only because of nodes the user kept (the model gave
+    /// them 0 and the user kept them anyway), not because of a score of this hop.
+    fn zero_from_user(&self, cx: &Context, c: NodeId) -> bool {
+        let beam = &cx.beam;
+        let own = beam.nodes[c].score.is_none_or(|s| s > 0.0);
+        own && beam
+            .path(c)
+            .iter()
+            .filter(|&&n| n != c && beam.nodes[n].score == Some(0.0))
+            .all(|n| self.user.contains(n))
+    }
+}
+
+/// The depth of the entity selection that a node the user kept protects: a relation's own
+/// hop (the entities it reaches); an entity's next hop (the entities its relations reach).
+fn shield_depth(cx: &Context, node: NodeId) -> u32 {
+    let n = &cx.beam.nodes[node];
+    match n.kind {
+        NodeKind::Relation { .. } => n.depth,
+        NodeKind::Entity { .. } => n.depth + 1,
+    }
+}
+
+/// The note on what a user's keep did in an entity selection.
+fn shield_note(cx: &Context, shield: NodeId, kept: &[String], beyond: usize) -> String {
+    let n = &cx.beam.nodes[shield];
+    let zero = if n.score == Some(0.0) { " (the model scored it 0)" } else { "" };
+    let what = if kept.is_empty() { "nothing new kept".to_string() } else { format!("kept {}", kept.join(", ")) };
+    let beyond = if beyond > 0 { format!("; {beyond} more beyond the beam width") } else { String::new() };
+    let kept_node = match (&n.kind, n.parent) {
+        (NodeKind::Relation { .. }, Some(p)) => {
+            format!("the relation {} of {}", offered_name(n), cx.beam.nodes[p].shown())
+        }
+        _ => offered_name(n),
+    };
+    format!(
+        "under {kept_node}, which you kept{zero}: {what}, scored but not pruned by score, beside the beam's own{beyond}"
+    )
 }
 
 /// The phase of the last step taken (overrides and rewinds are not steps).
@@ -1086,8 +1257,10 @@ impl Method for TogMachine {
                     ));
                 }
                 let shown = n.shown().to_string();
+                self.user.retain(|&u| u != *node);
                 if matches!(o, Override::Keep { .. }) {
                     cx.beam.set_status(*node, Status::Kept, Some("kept by the user"), step);
+                    self.user.push(*node);
                     if self.pending_verdict {
                         // A newly kept entity needs its relations searched before the
                         // speculative scoring goes out.
@@ -1114,6 +1287,7 @@ impl Method for TogMachine {
                     Provenance::User,
                 );
                 cx.beam.set_status(id, Status::AddedByUser, Some("added by the user"), step);
+                self.user.push(id);
                 Ok(format!("added relation {shown} under {}", cx.beam.nodes[*parent].shown()))
             }
             Override::AddEntity { parent, term, label } => {
@@ -1128,6 +1302,7 @@ impl Method for TogMachine {
                     Provenance::User,
                 );
                 cx.beam.set_status(id, Status::AddedByUser, Some("added by the user"), step);
+                self.user.push(id);
                 if self.pending_verdict {
                     self.phase = Phase::RelationSearch;
                 }
@@ -1140,11 +1315,15 @@ impl Method for TogMachine {
                         cx.beam.set_status(n, Status::PinnedByUser, Some("pinned by the user"), step);
                     }
                 }
+                if !self.user.contains(node) {
+                    self.user.push(*node);
+                }
                 Ok(format!("pinned {}", cx.beam.path_text(*node)))
             }
             Override::PrunePath { node } => {
                 node_ok(*node)?;
                 cx.beam.set_subtree(*node, Status::PrunedByUser, "pruned by the user", step);
+                self.user.retain(|&u| !cx.beam.path(u).contains(node));
                 Ok(format!("pruned {}", cx.beam.path_text(*node)))
             }
             Override::ForceSufficient => {
