@@ -776,3 +776,34 @@ async fn tog_r_draws_what_a_kept_relation_reaches_apart() {
         .count();
     assert_eq!(drawn, 3, "the draw of N is the model's as before");
 }
+
+/// After the answer, changes that cannot change it are refused in words (and not recorded);
+/// forcing another depth after a "sufficient" is still taken.
+#[tokio::test]
+async fn overrides_after_the_answer_are_refused_in_words() {
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, PHANATIC, named(&["Phillie Phanatic"]), Settings::default());
+    run_to_end(&driver, &mut run).await;
+    let steps = run.trace().len();
+    let leaf = run.answer().unwrap().paths[0].leaf;
+    for o in [
+        Override::Pin { node: leaf },
+        Override::PrunePath { node: leaf },
+        Override::Keep { node: leaf },
+        Override::Drop { node: leaf },
+        Override::ForceSufficient,
+    ] {
+        let what = o.describe();
+        let err = run.apply(o).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "cannot {what} now: the run has already answered; go back to an earlier step to change how it got there"
+            )
+        );
+    }
+    assert_eq!(run.trace().len(), steps, "nothing recorded");
+    assert!(run.is_finished());
+    run.apply(Override::ForceContinue).unwrap();
+    assert!(!run.is_finished(), "forced on: depth {}", run.depth());
+}

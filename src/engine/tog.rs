@@ -13,7 +13,8 @@ use super::lexical::{bm25_tokens, cosine, query_without, tokens};
 use super::method::Method;
 use super::parse;
 use super::step::{
-    answer_call, completion, neighbours, plural_s, plural_y, record, relations, sample_indices, unreadable, wrong,
+    ANSWERED, answer_call, completion, neighbours, plural_s, plural_y, record, relations, sample_indices, unreadable,
+    wrong,
 };
 use super::structured::Shape;
 use super::topics::TopicLinker;
@@ -1239,6 +1240,9 @@ impl Method for TogMachine {
         let step = cx.next_index();
         let bad = |why: &str| EngineError::BadOverride { what: o.describe(), why: why.into() };
         let node_ok = |id: NodeId| cx.beam.get(id).ok_or_else(|| bad("no such node"));
+        if cx.answer.is_some() && !matches!(o, Override::ForceContinue) {
+            return Err(bad(ANSWERED));
+        }
         match o {
             Override::Keep { node } | Override::Drop { node } => {
                 let n = node_ok(*node)?;
