@@ -807,3 +807,40 @@ async fn overrides_after_the_answer_are_refused_in_words() {
     run.apply(Override::ForceContinue).unwrap();
     assert!(!run.is_finished(), "forced on: depth {}", run.depth());
 }
+
+/// Going back says what it sets aside: the steps, the overrides in words, and the answer.
+#[tokio::test]
+async fn a_rewind_says_what_it_sets_aside() {
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, CANBERRA, named(&["Canberra"]), Settings::default());
+    run_until(&driver, &mut run, "entity_search").await;
+    let back_to = run.trace().len() - 1;
+    let zones = relation_at(&run, "-> location.location.time_zones", 1);
+    let bibs = relation_at(&run, "-> base.biblioness.bibs_location.country", 1);
+    run.apply(Override::Keep { node: zones }).unwrap();
+    run.apply(Override::Drop { node: bibs }).unwrap();
+    driver.step(&mut run).await.unwrap();
+    let preview = run.rewind_preview(back_to).unwrap();
+    assert_eq!(preview.steps, vec!["depth 1: 4 candidate entities".to_string()]);
+    assert_eq!(
+        preview.overrides,
+        ["kept location.location.time_zones", "dropped base.biblioness.bibs_location.country"]
+    );
+    assert_eq!(preview.answer, None);
+    assert_eq!(
+        preview.describe(),
+        "1 step and 2 overrides (kept location.location.time_zones, dropped base.biblioness.bibs_location.country)"
+    );
+    let at = run.rewind(back_to).unwrap();
+    assert_eq!(run.abandoned().last().unwrap().set_aside(), preview, "the preview is what happened");
+    assert_eq!(run.trace()[at].summary, format!("rewound to step {back_to}; set aside {}", preview.describe()));
+    assert!(run.rewind_preview(at).unwrap().is_empty(), "going back to the last entry sets nothing aside");
+    assert_eq!(run.rewind_preview(at).unwrap().describe(), "nothing");
+    assert!(run.rewind_preview(10_000).is_err());
+
+    run_to_end(&driver, &mut run).await;
+    let preview = run.rewind_preview(back_to).unwrap();
+    assert_eq!(preview.answer, Some(vec!["Australian Labor Party".to_string()]));
+    assert!(preview.describe().ends_with(" and the answer Australian Labor Party"), "{}", preview.describe());
+    assert_eq!(preview.rewinds, 1);
+}
