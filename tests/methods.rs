@@ -439,3 +439,29 @@ async fn pog_and_gog_refuse_changes_after_the_answer() {
     assert_eq!(run.trace().len(), steps);
     assert!(run.generated()[0].kept, "unchanged");
 }
+
+/// The shipped sessions asked again after a correction: the answer names the corrections it
+/// rests on, and one storing an LLM-generated triple is said to be that.
+#[test]
+fn an_answer_names_the_corrections_it_rests_on() {
+    use ongraph::session::Session;
+    let gog = Session::load(std::path::Path::new("sessions/gog-apple-incomplete-kg.json")).unwrap();
+    let generated =
+        |id: u64| gog.corrections.iter().any(|c| c.id == id && ongraph::overlay::is_llm_generated(&c.draft.reason));
+    let first = gog.replay(0).unwrap();
+    assert!(first.answer_corrections().is_empty());
+    assert_eq!(first.answer_source(generated).unwrap(), AnswerSource::GeneratedTriples.describe());
+    let second = gog.replay(1).unwrap();
+    assert_eq!(second.answer().unwrap().source, AnswerSource::KgPaths);
+    assert_eq!(second.answer_corrections(), vec![1]);
+    assert_eq!(
+        second.answer_source(generated).unwrap(),
+        "from an LLM-generated triple accepted as correction #1, not from the knowledge graph itself"
+    );
+
+    let phanatic = Session::load(std::path::Path::new("sessions/phillie-phanatic.json")).unwrap();
+    let fixed = phanatic.replay(1).unwrap();
+    assert_eq!(fixed.answer_corrections(), vec![2], "the asserted stadium, not the retraction or the name");
+    assert_eq!(fixed.answer_source(|_| false).unwrap(), "from knowledge-graph paths, through correction #2");
+    assert_eq!(phanatic.replay(0).unwrap().answer_source(|_| true).unwrap(), "from knowledge-graph paths");
+}

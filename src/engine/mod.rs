@@ -773,6 +773,57 @@ impl Run {
         Ok(SetAside::of(self.cx.trace.get(snapshot.trace_len..).unwrap_or_default(), answer))
     }
 
+    /// The corrections (overlay ids) that asserted facts on the paths the answer rests on: each
+    /// supporting path down to its first node naming an answer, in the order first met. Empty
+    /// before the answer, and for an answer no path names.
+    pub fn answer_corrections(&self) -> Vec<u64> {
+        let Some(answer) = &self.cx.answer else { return Vec::new() };
+        let beam = &self.cx.beam;
+        let names: Vec<String> =
+            answer.answers.iter().map(|a| a.trim().to_lowercase()).filter(|a| !a.is_empty()).collect();
+        let names_an_answer = |n: NodeId| {
+            let shown = beam.nodes[n].shown().trim().to_lowercase();
+            names.iter().any(|a| *a == shown || (a.chars().count() >= 3 && shown.contains(a.as_str())))
+        };
+        let mut ids = Vec::new();
+        for p in &answer.paths {
+            let path = beam.path(p.leaf);
+            let Some(end) = path.iter().position(|&n| names_an_answer(n)) else { continue };
+            for &n in &path[..=end] {
+                if let beam::Provenance::Correction { id } = beam.nodes[n].provenance
+                    && !ids.contains(&id)
+                {
+                    ids.push(id);
+                }
+            }
+        }
+        ids
+    }
+
+    /// Where the answer comes from, in words, for an answer pane or `ask`: the source
+    /// ([`AnswerSource::describe`]) and the corrections it rests on ([`Run::answer_corrections`]).
+    /// A correction `generated(id)` says stores a triple the LLM wrote (GoG's, accepted by a
+    /// user) is named as that: such an answer rests on the LLM, not on the knowledge graph.
+    /// None before the answer.
+    pub fn answer_source(&self, generated: impl Fn(u64) -> bool) -> Option<String> {
+        let answer = self.cx.answer.as_ref()?;
+        let ids = |list: &[u64]| list.iter().map(|id| format!("#{id}")).collect::<Vec<_>>().join(", ");
+        let plural = |list: &[u64]| if list.len() == 1 { "correction" } else { "corrections" };
+        let (llm, other): (Vec<u64>, Vec<u64>) = self.answer_corrections().into_iter().partition(|&id| generated(id));
+        let through =
+            if other.is_empty() { String::new() } else { format!(", through {} {}", plural(&other), ids(&other)) };
+        Some(if llm.is_empty() {
+            format!("{}{through}", answer.source.describe())
+        } else {
+            let triple = if llm.len() == 1 { "an LLM-generated triple" } else { "LLM-generated triples" };
+            format!(
+                "from {triple} accepted as {} {}, not from the knowledge graph itself{through}",
+                plural(&llm),
+                ids(&llm)
+            )
+        })
+    }
+
     pub fn question(&self) -> &str {
         &self.cx.question
     }
