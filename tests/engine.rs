@@ -777,6 +777,32 @@ async fn tog_r_draws_what_a_kept_relation_reaches_apart() {
     assert_eq!(drawn, 3, "the draw of N is the model's as before");
 }
 
+/// Pinning a relation the model kept (a keep that changes nothing) leaves every choice of the
+/// model's as it was: its best candidates keep their places, the protection only adds.
+#[tokio::test]
+async fn pinning_what_the_model_kept_changes_none_of_its_choices() {
+    let statuses = |run: &ongraph::engine::Run| -> Vec<(String, Status, Option<String>)> {
+        let beam = run.beam();
+        beam.nodes
+            .iter()
+            .filter(|n| n.term().is_some())
+            .map(|n| (beam.path_text(n.id), n.status, n.reason.clone()))
+            .collect()
+    };
+    let driver = demo_driver("");
+    let mut plain = new_run(&driver, CANBERRA, named(&["Canberra"]), Settings::default());
+    run_until(&driver, &mut plain, "reasoning").await;
+    let mut pinned = new_run(&driver, CANBERRA, named(&["Canberra"]), Settings::default());
+    run_until(&driver, &mut pinned, "entity_search").await;
+    let containedby = relation_at(&pinned, "-> location.location.containedby", 1);
+    pinned.apply(Override::Pin { node: containedby }).unwrap();
+    run_until(&driver, &mut pinned, "reasoning").await;
+    assert_eq!(statuses(&pinned), statuses(&plain));
+    let australia =
+        pinned.beam().nodes[containedby].children.iter().find(|&&c| pinned.beam().nodes[c].shown() == "Australia");
+    assert_eq!(pinned.beam().nodes[*australia.unwrap()].status, Status::Kept, "it still holds Australia's place");
+}
+
 /// After the answer, changes that cannot change it are refused in words (and not recorded);
 /// forcing another depth after a "sufficient" is still taken.
 #[tokio::test]

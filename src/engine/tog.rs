@@ -656,13 +656,17 @@ impl TogMachine {
     /// the other paths that reached it are merged into that slot (`also_via`), so neither their
     /// triples nor the hops they make legal are lost.
     ///
-    /// Candidates below a node the user kept ([`TogMachine::user`]) are chosen apart: scored,
-    /// never pruned by score, the best N by this hop's scores kept beside the model's N.
+    /// A candidate below a node the user kept ([`TogMachine::user`]) is never pruned by score;
+    /// those the width leaves out are kept beside the beam, the best by this hop's scores first,
+    /// until N stand under that node.
     fn select_width(&mut self, cx: &mut Context, groups: &[Group], ev: &mut Event) {
         let step = ev.index;
-        let (open, shielded) = self.split_shielded(cx, groups);
-        let mut open = open;
-        open.sort_by(|&a, &b| {
+        let mut candidates: Vec<NodeId> = groups
+            .iter()
+            .flat_map(|g| g.candidates.iter().copied())
+            .filter(|&c| cx.beam.nodes[c].status == Status::Candidate)
+            .collect();
+        candidates.sort_by(|&a, &b| {
             let (pa, pb) = (cx.beam.nodes[a].path_score, cx.beam.nodes[b].path_score);
             // Paths that score 0 only because of a node the user kept rank among themselves
             // by this hop's scores.
@@ -671,48 +675,56 @@ impl TogMachine {
                 .then_with(|| if zero { self.hop_score(cx, b).total_cmp(&self.hop_score(cx, a)) } else { Equal })
                 .then(a.cmp(&b))
         });
+        let mut shields = Shields::default();
         // (entity, the node that holds its slot)
         let mut taken: Vec<(Term, NodeId)> = Vec::new();
-        for &c in &open {
+        for &c in &candidates {
+            let shield = self.shield_of(cx, c);
             let term = cx.beam.nodes[c].term().cloned();
             let holder = term.as_ref().and_then(|t| taken.iter().find(|(k, _)| k == t)).map(|&(_, n)| n);
-            let (status, reason) = if cx.beam.nodes[c].path_score <= 0.0 && !self.zero_from_user(cx, c) {
-                (Status::PrunedByScore, Some("scored 0"))
+            let zero = cx.beam.nodes[c].path_score <= 0.0;
+            let (status, reason) = if zero && shield.is_none() && !self.zero_from_user(cx, c) {
+                (Status::PrunedByScore, Some("scored 0".to_string()))
             } else if let Some(holder) = holder {
                 cx.beam.nodes[holder].also_via.push(c);
-                (Status::PrunedByWidth, Some("same entity kept on a better path; merged into it"))
+                (Status::PrunedByWidth, Some(MERGED.to_string()))
             } else if taken.len() < cx.settings.width {
                 taken.extend(term.map(|t| (t, c)));
-                (Status::Kept, None)
+                match shield {
+                    // A free place, but without the user's keep it would have scored 0.
+                    Some(k) if zero => (Status::Kept, Some(shields.kept(cx, k, c))),
+                    Some(k) => {
+                        shields.count(k);
+                        (Status::Kept, None)
+                    }
+                    None => (Status::Kept, None),
+                }
+            } else if let Some(k) = shield {
+                shields.wait(k, c);
+                continue;
             } else {
-                (Status::PrunedByWidth, Some("beyond the beam width"))
+                (Status::PrunedByWidth, Some("beyond the beam width".to_string()))
             };
-            cx.beam.set_status(c, status, reason, step);
+            cx.beam.set_status(c, status, reason.as_deref(), step);
         }
-        for (shield, mut candidates) in shielded {
-            candidates.sort_by(|&a, &b| self.hop_score(cx, b).total_cmp(&self.hop_score(cx, a)).then(a.cmp(&b)));
-            let under = cx.beam.nodes[shield].shown().to_string();
-            let (mut kept, mut beyond) = (Vec::new(), 0);
-            for c in candidates {
+        for (k, mut waiting) in std::mem::take(&mut shields.waiting) {
+            waiting.sort_by(|&a, &b| self.hop_score(cx, b).total_cmp(&self.hop_score(cx, a)).then(a.cmp(&b)));
+            for c in waiting {
                 let term = cx.beam.nodes[c].term().cloned();
                 let holder = term.as_ref().and_then(|t| taken.iter().find(|(k, _)| k == t)).map(|&(_, n)| n);
                 let (status, reason) = if let Some(holder) = holder {
                     cx.beam.nodes[holder].also_via.push(c);
-                    (Status::PrunedByWidth, "same entity kept on a better path; merged into it".to_string())
-                } else if kept.len() < cx.settings.width {
+                    (Status::PrunedByWidth, MERGED.to_string())
+                } else if shields.standing(k) < cx.settings.width {
                     taken.extend(term.map(|t| (t, c)));
-                    kept.push(cx.beam.nodes[c].shown().to_string());
-                    (Status::Kept, format!("kept: under {under}, which you kept"))
+                    (Status::Kept, shields.kept(cx, k, c))
                 } else {
-                    beyond += 1;
-                    (Status::PrunedByWidth, format!("beyond the beam width of the paths under {under}, which you kept"))
+                    (Status::PrunedByWidth, shields.beyond(cx, k))
                 };
                 cx.beam.set_status(c, status, Some(&reason), step);
             }
-            if !kept.is_empty() || beyond > 0 {
-                ev.notes.push(shield_note(cx, shield, &kept, beyond));
-            }
         }
+        ev.notes.extend(shields.notes(cx));
         for d in &mut ev.decisions {
             let n = &cx.beam.nodes[d.node];
             d.status = n.status;
@@ -723,52 +735,59 @@ impl TogMachine {
     /// ToG-R: each candidate's score is its chain's score shared among every entity the chain
     /// reached (those sampled out of an oversized set included, so a relation fanning out to
     /// hundreds of values cannot crowd a narrow chain out of the draw); N are drawn by seeded
-    /// weighted sampling without replacement. Candidates below a node the user kept are drawn
-    /// apart, N of them (all when there are no more), by their shares: a zero the model gave
-    /// the node the user kept does not count against them.
+    /// weighted sampling without replacement. Candidates below a node the user kept that the
+    /// draw leaves out are drawn again among themselves, by their shares (a zero the model
+    /// gave the node the user kept does not count against them), until N stand under it.
     fn sample_entities(&mut self, cx: &mut Context, groups: &[Group], ev: &mut Event) {
         let step = ev.index;
+        let mut pool: Vec<NodeId> = Vec::new();
         for g in groups {
             let reached = cx.beam.nodes[g.parent].children.len().max(g.candidates.len());
             let share = 1.0 / reached as f64;
             for &c in &g.candidates {
                 cx.beam.score(c, share, step);
+                pool.push(c);
             }
         }
-        let (pool, shielded) = self.split_shielded(cx, groups);
         let weights: Vec<f64> = pool.iter().map(|&c| cx.beam.nodes[c].path_score).collect();
         let chosen = weighted_sample(&mut cx.rng, &weights, cx.settings.width);
+        let mut shields = Shields::default();
         for (i, &c) in pool.iter().enumerate() {
-            if chosen.contains(&i) {
-                cx.beam.set_status(c, Status::Kept, Some("sampled"), step);
-            } else {
-                cx.beam.set_status(c, Status::PrunedByWidth, Some("not drawn in the seeded sample"), step);
-            }
-        }
-        let mut decided = pool;
-        for (shield, candidates) in shielded {
-            let under = cx.beam.nodes[shield].shown().to_string();
-            let shares: Vec<f64> = candidates.iter().map(|&c| self.hop_score(cx, c)).collect();
-            let chosen = if candidates.len() <= cx.settings.width {
-                (0..candidates.len()).collect()
-            } else {
-                weighted_sample(&mut cx.rng, &shares, cx.settings.width)
-            };
-            let mut kept = Vec::new();
-            for (i, &c) in candidates.iter().enumerate() {
-                if chosen.contains(&i) {
-                    kept.push(cx.beam.nodes[c].shown().to_string());
-                    let reason = format!("kept: under {under}, which you kept");
+            let shield = self.shield_of(cx, c);
+            match (chosen.contains(&i), shield) {
+                (true, Some(k)) if cx.beam.nodes[c].path_score <= 0.0 => {
+                    let reason = shields.kept(cx, k, c);
                     cx.beam.set_status(c, Status::Kept, Some(&reason), step);
-                } else {
-                    let reason = format!("not drawn among the paths under {under}, which you kept");
-                    cx.beam.set_status(c, Status::PrunedByWidth, Some(&reason), step);
+                }
+                (true, shield) => {
+                    shield.into_iter().for_each(|k| shields.count(k));
+                    cx.beam.set_status(c, Status::Kept, Some("sampled"), step);
+                }
+                (false, Some(k)) => shields.wait(k, c),
+                (false, None) => {
+                    cx.beam.set_status(c, Status::PrunedByWidth, Some("not drawn in the seeded sample"), step)
                 }
             }
-            ev.notes.push(shield_note(cx, shield, &kept, candidates.len() - kept.len()));
-            decided.extend(candidates);
         }
-        for c in decided {
+        for (k, waiting) in std::mem::take(&mut shields.waiting) {
+            let room = cx.settings.width.saturating_sub(shields.standing(k));
+            let shares: Vec<f64> = waiting.iter().map(|&c| self.hop_score(cx, c)).collect();
+            let drawn = if waiting.len() <= room {
+                (0..waiting.len()).collect()
+            } else {
+                weighted_sample(&mut cx.rng, &shares, room)
+            };
+            for (i, &c) in waiting.iter().enumerate() {
+                let (status, reason) = if drawn.contains(&i) {
+                    (Status::Kept, shields.kept(cx, k, c))
+                } else {
+                    (Status::PrunedByWidth, shields.beyond(cx, k))
+                };
+                cx.beam.set_status(c, status, Some(&reason), step);
+            }
+        }
+        ev.notes.extend(shields.notes(cx));
+        for c in pool {
             let n = &cx.beam.nodes[c];
             ev.decisions.push(Decision {
                 node: c,
@@ -778,27 +797,6 @@ impl TogMachine {
                 status: n.status,
             });
         }
-    }
-
-    /// This depth's candidates of `groups` still to be decided: those no user keep protects,
-    /// and those each node the user kept protects here (by that node, in id order).
-    fn split_shielded(&self, cx: &Context, groups: &[Group]) -> (Vec<NodeId>, Vec<(NodeId, Vec<NodeId>)>) {
-        let mut open = Vec::new();
-        let mut shielded: Vec<(NodeId, Vec<NodeId>)> = Vec::new();
-        for c in groups.iter().flat_map(|g| g.candidates.iter().copied()) {
-            if cx.beam.nodes[c].status != Status::Candidate {
-                continue;
-            }
-            match self.shield_of(cx, c) {
-                Some(k) => match shielded.iter_mut().find(|(s, _)| *s == k) {
-                    Some((_, list)) => list.push(c),
-                    None => shielded.push((k, vec![c])),
-                },
-                None => open.push(c),
-            }
-        }
-        shielded.sort_by_key(|(k, _)| *k);
-        (open, shielded)
     }
 
     /// The node the user kept that protects candidate `c` in this depth's entity selection:
@@ -840,21 +838,91 @@ fn shield_depth(cx: &Context, node: NodeId) -> u32 {
     }
 }
 
-/// The note on what a user's keep did in an entity selection.
-fn shield_note(cx: &Context, shield: NodeId, kept: &[String], beyond: usize) -> String {
-    let n = &cx.beam.nodes[shield];
-    let zero = if n.score == Some(0.0) { " (the model scored it 0)" } else { "" };
-    let what = if kept.is_empty() { "nothing new kept".to_string() } else { format!("kept {}", kept.join(", ")) };
-    let beyond = if beyond > 0 { format!("; {beyond} more beyond the beam width") } else { String::new() };
-    let kept_node = match (&n.kind, n.parent) {
-        (NodeKind::Relation { .. }, Some(p)) => {
-            format!("the relation {} of {}", offered_name(n), cx.beam.nodes[p].shown())
+/// Why a candidate reaching an entity another path holds is not kept on its own.
+const MERGED: &str = "same entity kept on a better path; merged into it";
+
+/// What the user's keeps did in one entity selection, per node the user kept: the paths
+/// standing under it, those kept because of it, those beyond its width, and those waiting for a
+/// place once the beam's own are chosen.
+#[derive(Default)]
+struct Shields {
+    tally: Vec<Tally>,
+    waiting: Vec<(NodeId, Vec<NodeId>)>,
+}
+
+struct Tally {
+    node: NodeId,
+    standing: usize,
+    kept: Vec<String>,
+    beyond: usize,
+}
+
+impl Shields {
+    fn entry(&mut self, k: NodeId) -> &mut Tally {
+        let i = match self.tally.iter().position(|t| t.node == k) {
+            Some(i) => i,
+            None => {
+                self.tally.push(Tally { node: k, standing: 0, kept: Vec::new(), beyond: 0 });
+                self.tally.len() - 1
+            }
+        };
+        &mut self.tally[i]
+    }
+
+    /// A path under `k` kept on its own merits.
+    fn count(&mut self, k: NodeId) {
+        self.entry(k).standing += 1;
+    }
+
+    /// `c`, under `k`, kept because the user kept `k`: the reason to record.
+    fn kept(&mut self, cx: &Context, k: NodeId, c: NodeId) -> String {
+        let t = self.entry(k);
+        t.standing += 1;
+        t.kept.push(cx.beam.nodes[c].shown().to_string());
+        format!("kept: under {}, which you kept", cx.beam.nodes[k].shown())
+    }
+
+    /// A path under `k` beyond its width: the reason to record.
+    fn beyond(&mut self, cx: &Context, k: NodeId) -> String {
+        self.entry(k).beyond += 1;
+        format!("beyond the beam width of the paths under {}, which you kept", cx.beam.nodes[k].shown())
+    }
+
+    fn wait(&mut self, k: NodeId, c: NodeId) {
+        self.entry(k);
+        match self.waiting.iter_mut().find(|(s, _)| *s == k) {
+            Some((_, list)) => list.push(c),
+            None => self.waiting.push((k, vec![c])),
         }
-        _ => offered_name(n),
-    };
-    format!(
-        "under {kept_node}, which you kept{zero}: {what}, scored but not pruned by score, beside the beam's own{beyond}"
-    )
+    }
+
+    fn standing(&mut self, k: NodeId) -> usize {
+        self.entry(k).standing
+    }
+
+    /// One note per node the user kept whose keep kept, or left out, something.
+    fn notes(&self, cx: &Context) -> Vec<String> {
+        let tallies = self.tally.iter().filter(|t| !t.kept.is_empty() || t.beyond > 0);
+        tallies
+            .map(|t| {
+                let n = &cx.beam.nodes[t.node];
+                let zero = if n.score == Some(0.0) { " (the model scored it 0)" } else { "" };
+                let what =
+                    if t.kept.is_empty() { "nothing more kept".to_string() } else { format!("kept {}", t.kept.join(", ")) };
+                let beyond =
+                    if t.beyond > 0 { format!("; {} more beyond the beam width", t.beyond) } else { String::new() };
+                let kept_node = match (&n.kind, n.parent) {
+                    (NodeKind::Relation { .. }, Some(p)) => {
+                        format!("the relation {} of {}", offered_name(n), cx.beam.nodes[p].shown())
+                    }
+                    _ => offered_name(n),
+                };
+                format!(
+                    "under {kept_node}, which you kept{zero}: {what}, scored but not pruned by score, beside the beam's own{beyond}"
+                )
+            })
+            .collect()
+    }
 }
 
 /// The phase of the last step taken (overrides and rewinds are not steps).
