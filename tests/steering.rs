@@ -230,3 +230,19 @@ async fn a_move_off_the_recording_says_so_and_how_to_connect_a_model() {
     assert!(err.contains("--llm local") && err.contains("Pointing it at a real model"), "{err}");
     assert!(!err.contains('\n'), "one line: {err}");
 }
+
+/// A scripted reply names only what its prompt shows: with one of the three titles dropped,
+/// the check does not answer with all three.
+#[tokio::test]
+async fn the_demo_never_answers_with_what_its_prompt_does_not_show() {
+    let driver = demo();
+    let mut run = new_run(&driver, LOU_SEAL, Topics::Extract, settings(MethodId::TOG));
+    run_until_depth(&driver, &mut run, 2, "reasoning").await;
+    let ws_2014 = run.beam().nodes.iter().find(|n| n.shown() == "2014 World Series").unwrap().id;
+    run.apply(Override::Drop { node: ws_2014 }).unwrap();
+    driver.step(&mut run).await.unwrap();
+    let check = calls(&run, "reasoning").pop().unwrap();
+    assert!(!check.prompt.contains("2014 World Series"));
+    assert!(check.reply.starts_with("{No}") && !check.reply.contains("2014"), "{}", check.reply);
+    assert!(!run.is_finished());
+}
