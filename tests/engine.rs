@@ -609,3 +609,264 @@ async fn a_reply_naming_thousands_of_topics_looks_up_a_few() {
     let notes: Vec<&String> = run.trace().iter().flat_map(|e| &e.notes).collect();
     assert!(notes.iter().any(|n| n.contains("named 5001 topic entities; the first 8")), "{notes:?}");
 }
+
+/// The relation node shown as `name` (its display name) at `depth`, with its direction arrow
+/// when given as `-> name` or `<- name`.
+fn relation_at(run: &ongraph::engine::Run, name: &str, depth: u32) -> usize {
+    let (arrow, shown_name) = match name.split_once(' ') {
+        Some((a @ ("->" | "<-"), rest)) => (Some(a), rest),
+        _ => (None, name),
+    };
+    run.beam()
+        .nodes
+        .iter()
+        .find(|n| {
+            n.depth == depth
+                && matches!(&n.kind, NodeKind::Relation { shown, direction, .. }
+                    if shown == shown_name && arrow.is_none_or(|a| a == direction.arrow()))
+        })
+        .unwrap_or_else(|| panic!("no relation {name} at depth {depth}"))
+        .id
+}
+
+/// The issue's case: keeping a relation the model scored 0 whose one entity needs no scoring
+/// call. Its entity is scored, not pruned by score (the relation's 0 does not count against
+/// it), and the trace says it was kept because of the user's keep.
+#[tokio::test]
+async fn a_kept_zero_scored_relation_keeps_its_entity() {
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, CANBERRA, named(&["Canberra"]), Settings::default());
+    run_until(&driver, &mut run, "entity_search").await;
+    let zones = relation_at(&run, "-> location.location.time_zones", 1);
+    assert_eq!(run.beam().nodes[zones].score, Some(0.0), "the model scored it 0");
+    run.apply(Override::Keep { node: zones }).unwrap();
+    run_until(&driver, &mut run, "reasoning").await;
+    let beam = run.beam();
+    let aest = beam.nodes[zones].children[0];
+    let node = &beam.nodes[aest];
+    assert_eq!(node.shown(), "Australian Eastern Time Zone");
+    assert_eq!(node.status, Status::Kept, "{:?}", node.reason);
+    assert_eq!(node.reason.as_deref(), Some("kept: under location.location.time_zones, which you kept"));
+    assert_eq!((node.score, node.path_score), (Some(1.0), 0.0), "its scores are the model's");
+    let prune = run.trace().iter().rfind(|e| e.phase() == Some("entity_prune")).unwrap();
+    assert!(
+        prune.notes.iter().any(|n| n.starts_with(
+            "under the relation location.location.time_zones of Canberra, which you kept (the model scored it 0): kept Australian Eastern Time Zone"
+        )),
+        "{:?}",
+        prune.notes
+    );
+    // The model's own choices are untouched: Australia and the ACT, as without the keep.
+    let kept: Vec<&str> = beam
+        .nodes
+        .iter()
+        .filter(|n| n.depth == 1 && n.term().is_some() && n.status.is_live())
+        .map(|n| n.shown())
+        .collect();
+    assert_eq!(kept, ["Australian Capital Territory", "Australia", "Australian Eastern Time Zone"]);
+    let reasoning = run.poll();
+    let ongraph::engine::Poll::Need(requests) = reasoning else { panic!("the check is due") };
+    let ongraph::engine::Request::Llm(check) = &requests[0] else { panic!("an LLM call") };
+    assert!(check.prompt.contains("Canberra, location.location.time_zones, Australian Eastern Time Zone"));
+}
+
+/// Keeping a pruned relation with several entities: they are scored by the model and all kept
+/// (up to the beam width), beside the model's own N. (`tests/steering.rs` takes this branch of
+/// the demo to its answer.)
+#[tokio::test]
+async fn a_kept_relation_brings_its_scored_entities_beside_the_beam() {
+    let script = r#"
+[[reply]]
+step = "entity_prune"
+contains = ["Relation: government.political_party.country (incoming)\n"]
+text = "Score: 0.7, 0.3"
+"#;
+    let driver = demo_driver(script);
+    let mut run = new_run(&driver, CANBERRA, named(&["Canberra"]), Settings::default());
+    run_until_depth(&driver, &mut run, 2, "entity_search").await;
+    let parties = relation_at(&run, "<- government.political_party.country", 2);
+    assert_eq!(run.beam().nodes[parties].status, Status::PrunedByScore);
+    run.apply(Override::Keep { node: parties }).unwrap();
+    run_until(&driver, &mut run, "reasoning").await;
+    let beam = run.beam();
+    let scored: Vec<(&str, Status, Option<f64>, f64)> = beam.nodes[parties]
+        .children
+        .iter()
+        .map(|&p| (beam.nodes[p].shown(), beam.nodes[p].status, beam.nodes[p].score, beam.nodes[p].path_score))
+        .collect();
+    assert_eq!(
+        scored,
+        [
+            ("Australian Labor Party", Status::Kept, Some(0.7), 0.0),
+            ("Liberal Party of Australia", Status::Kept, Some(0.3), 0.0)
+        ]
+    );
+    let live = beam.nodes.iter().filter(|n| n.depth == 2 && n.term().is_some() && n.status.is_live()).count();
+    assert_eq!(live, 3 + 2, "the model's 3 and the 2 parties");
+    let ongraph::engine::Poll::Need(requests) = run.poll() else { panic!("the check is due") };
+    let ongraph::engine::Request::Llm(check) = &requests[0] else { panic!("an LLM call") };
+    assert!(check.prompt.contains("Liberal Party of Australia, government.political_party.country, Australia"));
+}
+
+/// Keeping an entity the model scored 0 protects its next hop: the entities its relations
+/// reach are scored but not pruned for the 0 above them. A kept entity whose relations the
+/// model all scores 0 keeps the best of them, so the keep reaches that next hop.
+#[tokio::test]
+async fn a_kept_zero_scored_entity_keeps_its_next_hop() {
+    let script = r#"
+[[reply]]
+step = "entity_prune"
+contains = ["Q: What is the majority party now in the country where Canberra is located?", "Relation: location.location.containedby\n"]
+text = "{Australia (Score: 1.0)}, {Australian Capital Territory (Score: 0.0)}"
+[[reply]]
+step = "relation_prune"
+contains = ["Q: What is the majority party now in the country where Canberra is located?", "Topic Entity: Australian Capital Territory\n"]
+text = "{location.location.containedby (Score: 0.0)} {location.administrative_division.capital (Score: 0.0)}"
+"#;
+    let driver = demo_driver(script);
+    let mut run = new_run(&driver, CANBERRA, named(&["Canberra"]), Settings::default());
+    run_until(&driver, &mut run, "reasoning").await;
+    let act = run.beam().nodes.iter().find(|n| n.shown() == "Australian Capital Territory").unwrap().id;
+    assert_eq!(
+        (run.beam().nodes[act].status, run.beam().nodes[act].reason.as_deref()),
+        (Status::PrunedByScore, Some("scored 0"))
+    );
+    run.apply(Override::Keep { node: act }).unwrap();
+    run_until(&driver, &mut run, "entity_search").await;
+    let prune = run.trace().iter().rfind(|e| e.phase() == Some("relation_prune")).unwrap();
+    assert!(
+        prune.notes.iter().any(|n| n.contains("the model kept none of the relations of Australian Capital Territory")),
+        "{:?}",
+        prune.notes
+    );
+    let kept: Vec<usize> =
+        run.beam().nodes[act].children.iter().copied().filter(|&r| run.beam().nodes[r].status.is_live()).collect();
+    assert_eq!(kept.len(), 1, "the best of its relations, the first listed as all scored 0");
+    run_until(&driver, &mut run, "reasoning").await;
+    let beam = run.beam();
+    let reached = &beam.nodes[beam.nodes[kept[0]].children[0]];
+    assert_eq!(reached.status, Status::Kept, "{:?}", reached.reason);
+    assert_eq!(reached.reason.as_deref(), Some("kept: under Australian Capital Territory, which you kept"));
+    assert_eq!(reached.path_score, 0.0);
+}
+
+/// ToG-R draws what is below a kept relation apart from its own draw: a relation the model
+/// scored 0 (weight 0, drawn last) still brings its entity.
+#[tokio::test]
+async fn tog_r_draws_what_a_kept_relation_reaches_apart() {
+    let driver = demo_driver("");
+    let settings = Settings { method: MethodId::TOG_R, seed: 7, ..Settings::default() };
+    let mut run = new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), settings);
+    run_until_depth(&driver, &mut run, 2, "entity_search").await;
+    let arena = relation_at(&run, "-> sports.sports_team.arena_stadium", 2);
+    assert_eq!(run.beam().nodes[arena].score, Some(0.0));
+    run.apply(Override::Keep { node: arena }).unwrap();
+    run_until(&driver, &mut run, "reasoning").await;
+    let beam = run.beam();
+    let oracle = &beam.nodes[beam.nodes[arena].children[0]];
+    assert_eq!(oracle.shown(), "Oracle Park");
+    assert_eq!(
+        (oracle.status, oracle.reason.as_deref()),
+        (Status::Kept, Some("kept: under sports.sports_team.arena_stadium, which you kept"))
+    );
+    let drawn = beam
+        .nodes
+        .iter()
+        .filter(|n| n.depth == 2 && n.term().is_some() && n.status == Status::Kept && n.id != oracle.id)
+        .count();
+    assert_eq!(drawn, 3, "the draw of N is the model's as before");
+}
+
+/// Pinning a relation the model kept (a keep that changes nothing) leaves every choice of the
+/// model's as it was: its best candidates keep their places, the protection only adds.
+#[tokio::test]
+async fn pinning_what_the_model_kept_changes_none_of_its_choices() {
+    let statuses = |run: &ongraph::engine::Run| -> Vec<(String, Status, Option<String>)> {
+        let beam = run.beam();
+        beam.nodes
+            .iter()
+            .filter(|n| n.term().is_some())
+            .map(|n| (beam.path_text(n.id), n.status, n.reason.clone()))
+            .collect()
+    };
+    let driver = demo_driver("");
+    let mut plain = new_run(&driver, CANBERRA, named(&["Canberra"]), Settings::default());
+    run_until(&driver, &mut plain, "reasoning").await;
+    let mut pinned = new_run(&driver, CANBERRA, named(&["Canberra"]), Settings::default());
+    run_until(&driver, &mut pinned, "entity_search").await;
+    let containedby = relation_at(&pinned, "-> location.location.containedby", 1);
+    pinned.apply(Override::Pin { node: containedby }).unwrap();
+    run_until(&driver, &mut pinned, "reasoning").await;
+    assert_eq!(statuses(&pinned), statuses(&plain));
+    let australia =
+        pinned.beam().nodes[containedby].children.iter().find(|&&c| pinned.beam().nodes[c].shown() == "Australia");
+    assert_eq!(pinned.beam().nodes[*australia.unwrap()].status, Status::Kept, "it still holds Australia's place");
+}
+
+/// After the answer, changes that cannot change it are refused in words (and not recorded);
+/// forcing another depth after a "sufficient" is still taken.
+#[tokio::test]
+async fn overrides_after_the_answer_are_refused_in_words() {
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, PHANATIC, named(&["Phillie Phanatic"]), Settings::default());
+    run_to_end(&driver, &mut run).await;
+    let steps = run.trace().len();
+    let leaf = run.answer().unwrap().paths[0].leaf;
+    for o in [
+        Override::Pin { node: leaf },
+        Override::PrunePath { node: leaf },
+        Override::Keep { node: leaf },
+        Override::Drop { node: leaf },
+        Override::ForceSufficient,
+    ] {
+        let what = o.describe();
+        let err = run.apply(o).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "cannot {what} now: the run has already answered; go back to an earlier step to change how it got there"
+            )
+        );
+    }
+    assert_eq!(run.trace().len(), steps, "nothing recorded");
+    assert!(run.is_finished());
+    run.apply(Override::ForceContinue).unwrap();
+    assert!(!run.is_finished(), "forced on: depth {}", run.depth());
+}
+
+/// Going back says what it sets aside: the steps, the overrides in words, and the answer.
+#[tokio::test]
+async fn a_rewind_says_what_it_sets_aside() {
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, CANBERRA, named(&["Canberra"]), Settings::default());
+    run_until(&driver, &mut run, "entity_search").await;
+    let back_to = run.trace().len() - 1;
+    let zones = relation_at(&run, "-> location.location.time_zones", 1);
+    let bibs = relation_at(&run, "-> base.biblioness.bibs_location.country", 1);
+    run.apply(Override::Keep { node: zones }).unwrap();
+    run.apply(Override::Drop { node: bibs }).unwrap();
+    driver.step(&mut run).await.unwrap();
+    let preview = run.rewind_preview(back_to).unwrap();
+    assert_eq!(preview.steps, vec!["depth 1: 4 candidate entities".to_string()]);
+    assert_eq!(
+        preview.overrides,
+        ["kept location.location.time_zones", "dropped base.biblioness.bibs_location.country"]
+    );
+    assert_eq!(preview.answer, None);
+    assert_eq!(
+        preview.describe(),
+        "1 step and 2 overrides (kept location.location.time_zones, dropped base.biblioness.bibs_location.country)"
+    );
+    let at = run.rewind(back_to).unwrap();
+    assert_eq!(run.abandoned().last().unwrap().set_aside(), preview, "the preview is what happened");
+    assert_eq!(run.trace()[at].summary, format!("rewound to step {back_to}; set aside {}", preview.describe()));
+    assert!(run.rewind_preview(at).unwrap().is_empty(), "going back to the last entry sets nothing aside");
+    assert_eq!(run.rewind_preview(at).unwrap().describe(), "nothing");
+    assert!(run.rewind_preview(10_000).is_err());
+
+    run_to_end(&driver, &mut run).await;
+    let preview = run.rewind_preview(back_to).unwrap();
+    assert_eq!(preview.answer, Some(vec!["Australian Labor Party".to_string()]));
+    assert!(preview.describe().ends_with(" and the answer Australian Labor Party"), "{}", preview.describe());
+    assert_eq!(preview.rewinds, 1);
+}

@@ -69,6 +69,7 @@ fn figure_4_answer_correct_ask_again_undo() {
 
     let again = ok(h, &["ask", PHANATIC]);
     assert_eq!(first_line(&again), "Answer: BayCare Ballpark", "{again}");
+    assert!(again.contains("\nSource: from knowledge-graph paths, through correction #2\n"), "{again}");
     assert!(again.contains("Corrections applied: 3"), "{again}");
     assert_eq!(first_line(&ok(h, &["ask", PHANATIC, "--no-overlay"])), "Answer: Bright House Field");
 
@@ -95,6 +96,48 @@ fn figure_4_answer_correct_ask_again_undo() {
     assert_eq!(first_line(&ok(h, &["ask", PHANATIC])), "Answer: BayCare Ballpark");
     assert!(
         ok(h, &["kg", "search", "baycare ballpark"]).starts_with("m.bright_house_field\tBayCare Ballpark\texact\n")
+    );
+}
+
+/// GoG generates a triple the KG lacks; once someone accepts it as a correction, an answer
+/// resting on it says it rests on an LLM-generated triple, not on the knowledge graph.
+#[test]
+fn an_answer_resting_on_an_accepted_generated_triple_says_so() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let demo = std::fs::read_to_string("sessions/demo-kg.tsv").unwrap();
+    let kb = h.join("incomplete.tsv");
+    let kept: Vec<&str> =
+        demo.lines().filter(|l| !l.starts_with("m.cupertino\tlocation.location.time_zones\t")).collect();
+    assert_eq!(kept.len() + 1, demo.lines().count(), "one triple left out");
+    std::fs::write(&kb, kept.join("\n")).unwrap();
+    let kb = kb.to_str().unwrap();
+    let question = "In which time zone is the headquarters of Apple Inc.?";
+    let ask = [&["ask", "--method", "gog", "--kg", kb][..], &[question]].concat();
+    let first = ok(h, &ask);
+    assert!(first.starts_with("Answer: Pacific Time Zone\nSource: from LLM-generated triples, verified"), "{first}");
+
+    let reason = ongraph::overlay::generated_reason("demo");
+    let triple = ["m.cupertino", "location.location.time_zones", "m.pacific_tz"];
+    ok(h, &[&["fix", "assert", "--kg", kb, "--reason", &reason][..], &triple].concat());
+    let again = ok(h, &ask);
+    assert!(
+        again.starts_with(
+            "Answer: Pacific Time Zone\nSource: from an LLM-generated triple accepted as correction #1, not from the knowledge graph itself\n"
+        ),
+        "{again}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&ok(h, &[&ask[..], &["--json"]].concat())).unwrap();
+    assert_eq!(json["answer_corrections"], serde_json::json!([1]));
+    assert_eq!(json["answer"]["source"], "kg_paths");
+
+    // The same triple asserted for another reason is a correction like any other.
+    ok(h, &["fix", "undo", "--kg", kb, "1"]);
+    ok(h, &[&["fix", "assert", "--kg", kb, "--reason", "checked on a map"][..], &triple].concat());
+    let checked = ok(h, &ask);
+    assert!(
+        checked.starts_with("Answer: Pacific Time Zone\nSource: from knowledge-graph paths, through correction #2\n"),
+        "{checked}"
     );
 }
 

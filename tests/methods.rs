@@ -414,3 +414,54 @@ fn each_method_has_its_own_progress_line_before_and_during_a_run() {
     assert_eq!(line(MethodId::TOG_R, 2), "ToG-R d2/3 N=3");
     assert_eq!(line(MethodId::POG_E, 1), "PoG-E d1/3 N=3");
 }
+
+/// PoG and GoG refuse changes once they have answered (PoG can still be forced on).
+#[tokio::test]
+async fn pog_and_gog_refuse_changes_after_the_answer() {
+    let answered = "the run has already answered; go back to an earlier step to change how it got there";
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, GIANTS_RANGERS, Topics::Extract, settings(MethodId::POG));
+    run_to_end(&driver, &mut run).await;
+    let leaf = run.answer().unwrap().paths[0].leaf;
+    let err = run.apply(Override::PrunePath { node: leaf }).unwrap_err().to_string();
+    assert_eq!(err, format!("cannot prune the path at node {leaf} now: {answered}"));
+    run.apply(Override::ForceContinue).unwrap();
+    assert!(!run.is_finished());
+
+    let driver = ikg_driver("", &[]);
+    let mut run = new_run(&driver, APPLE, Topics::Extract, settings(MethodId::GOG));
+    run_to_end(&driver, &mut run).await;
+    let generated = run.generated()[0].node;
+    let steps = run.trace().len();
+    let err = run.apply(Override::Drop { node: generated }).unwrap_err().to_string();
+    assert!(err.ends_with(answered), "{err}");
+    assert!(run.apply(Override::EditAction { thought: None, action: "Search[California]".into() }).is_err());
+    assert_eq!(run.trace().len(), steps);
+    assert!(run.generated()[0].kept, "unchanged");
+}
+
+/// The shipped sessions asked again after a correction: the answer names the corrections it
+/// rests on, and one storing an LLM-generated triple is said to be that.
+#[test]
+fn an_answer_names_the_corrections_it_rests_on() {
+    use ongraph::session::Session;
+    let gog = Session::load(std::path::Path::new("sessions/gog-apple-incomplete-kg.json")).unwrap();
+    let generated =
+        |id: u64| gog.corrections.iter().any(|c| c.id == id && ongraph::overlay::is_llm_generated(&c.draft.reason));
+    let first = gog.replay(0).unwrap();
+    assert!(first.answer_corrections().is_empty());
+    assert_eq!(first.answer_source(generated).unwrap(), AnswerSource::GeneratedTriples.describe());
+    let second = gog.replay(1).unwrap();
+    assert_eq!(second.answer().unwrap().source, AnswerSource::KgPaths);
+    assert_eq!(second.answer_corrections(), vec![1]);
+    assert_eq!(
+        second.answer_source(generated).unwrap(),
+        "from an LLM-generated triple accepted as correction #1, not from the knowledge graph itself"
+    );
+
+    let phanatic = Session::load(std::path::Path::new("sessions/phillie-phanatic.json")).unwrap();
+    let fixed = phanatic.replay(1).unwrap();
+    assert_eq!(fixed.answer_corrections(), vec![2], "the asserted stadium, not the retraction or the name");
+    assert_eq!(fixed.answer_source(|_| false).unwrap(), "from knowledge-graph paths, through correction #2");
+    assert_eq!(phanatic.replay(0).unwrap().answer_source(|_| true).unwrap(), "from knowledge-graph paths");
+}

@@ -59,6 +59,17 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         });
     }
     let wall_ms = started.elapsed().as_millis() as u64;
+    // The corrections the answer rests on that store an LLM-generated triple someone accepted.
+    let generated = if run.answer_corrections().is_empty() || args.no_overlay {
+        Vec::new()
+    } else {
+        super::overlay::corrections_for(config, &super::overlay::kg_scope(s, config))?
+            .into_iter()
+            .filter(|c| crate::overlay::is_llm_generated(&c.reason))
+            .map(|c| c.id)
+            .collect()
+    };
+    let source = run.answer_source(|id| generated.contains(&id));
     let mut out = std::io::stdout().lock();
     if args.json {
         let report = JsonReport {
@@ -69,6 +80,8 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
             corrections,
             llm: llm.describe(),
             answer: run.answer(),
+            answer_source: source.as_deref(),
+            answer_corrections: run.answer_corrections(),
             costs: run.costs(),
             network: kg.network(),
             wall_ms,
@@ -81,7 +94,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         writeln!(out)?;
     } else {
         let mut out = super::printable::Printable::new(&mut out);
-        print_human(&mut out, &run, &report, corrections, kg.network(), wall_ms)?;
+        print_human(&mut out, &run, source.as_deref(), &report, corrections, kg.network(), wall_ms)?;
     }
     // Reported after the answer, so a failed save does not hide it.
     saved?;
@@ -126,6 +139,12 @@ struct JsonReport<'a> {
     corrections: usize,
     llm: String,
     answer: Option<&'a crate::engine::Answer>,
+    /// Where the answer comes from, in words, with the corrections it rests on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answer_source: Option<&'a str>,
+    /// The corrections asserting facts on the paths the answer rests on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    answer_corrections: Vec<u64>,
     costs: crate::engine::events::Costs,
     /// SPARQL queries sent and answered from the cache (zero for local graphs).
     network: crate::kg::NetworkStats,
@@ -140,6 +159,7 @@ struct JsonReport<'a> {
 fn print_human(
     out: &mut impl Write,
     run: &Run,
+    source: Option<&str>,
     report: &crate::kg::load::LoadReport,
     corrections: usize,
     network: crate::kg::NetworkStats,
@@ -154,7 +174,7 @@ fn print_human(
     } else {
         writeln!(out, "Answer: {}", answer.answers.join(" | "))?;
     }
-    writeln!(out, "Source: {}", answer.source.describe())?;
+    writeln!(out, "Source: {}", source.unwrap_or(answer.source.describe()))?;
     // What the method reports of the whole run (PoG: its analysis and stages), as the UI shows it.
     let report = run.view().report;
     if !report.is_empty() {

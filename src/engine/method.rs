@@ -60,6 +60,8 @@ pub trait Method: Clone + fmt::Debug + Send + Sync + 'static {
     }
 
     /// Changes the method's state between steps; returns the change in words for the trace.
+    /// ongraph's methods refuse every change once the run has answered, but forcing it to go
+    /// on where the method can (a change could no longer change the answer).
     fn apply(&mut self, _cx: &mut Context, o: &Override) -> Result<String, EngineError> {
         Err(EngineError::BadOverride { what: o.describe(), why: "this method takes no changes between steps".into() })
     }

@@ -460,6 +460,84 @@ pub struct Abandoned {
     pub shared: usize,
     pub events: Vec<Event>,
     pub beam: Beam,
+    /// The answer the branch had reached, set aside with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Answer>,
+}
+
+impl Abandoned {
+    /// What the rewind that made this branch set aside, to say so.
+    pub fn set_aside(&self) -> SetAside {
+        SetAside::of(&self.events, self.answer.as_ref())
+    }
+}
+
+/// What going back to an earlier step sets aside: the steps, overrides and rewinds after it,
+/// and the answer they had reached.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SetAside {
+    /// The method's steps, by their summaries.
+    pub steps: Vec<String>,
+    /// The overrides, in words, in the order they were made.
+    pub overrides: Vec<String>,
+    /// Earlier rewinds.
+    pub rewinds: usize,
+    /// The answer reached, when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Vec<String>>,
+}
+
+impl SetAside {
+    fn of(events: &[Event], answer: Option<&Answer>) -> Self {
+        let mut out = Self { answer: answer.map(|a| a.answers.clone()), ..Self::default() };
+        for e in events {
+            match &e.kind {
+                EventKind::Step { .. } => out.steps.push(e.summary.clone()),
+                EventKind::Override { description } => out.overrides.push(description.clone()),
+                EventKind::Rewind { .. } => out.rewinds += 1,
+            }
+        }
+        out
+    }
+
+    /// Whether nothing is set aside (going back to the last entry).
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty() && self.overrides.is_empty() && self.rewinds == 0 && self.answer.is_none()
+    }
+
+    /// In words, e.g. `1 step, 5 overrides (kept Australia, dropped …, …) and the answer
+    /// Australian Labor Party`; `nothing` when nothing is.
+    pub fn describe(&self) -> String {
+        let count = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let mut parts = Vec::new();
+        if !self.steps.is_empty() {
+            parts.push(count(self.steps.len(), "step", "steps"));
+        }
+        if !self.overrides.is_empty() {
+            let shown: Vec<&str> = self.overrides.iter().take(3).map(String::as_str).collect();
+            let more = if self.overrides.len() > 3 { ", …" } else { "" };
+            parts.push(format!(
+                "{} ({}{more})",
+                count(self.overrides.len(), "override", "overrides"),
+                shown.join(", ")
+            ));
+        }
+        if self.rewinds > 0 {
+            parts.push(count(self.rewinds, "earlier rewind", "earlier rewinds"));
+        }
+        if let Some(answers) = &self.answer {
+            let answer = if answers.is_empty() { "(none)".to_string() } else { answers.join(" | ") };
+            parts.push(format!("the answer {answer}"));
+        }
+        match parts.len() {
+            0 => "nothing".into(),
+            1 => parts.remove(0),
+            n => {
+                let last = parts.remove(n - 1);
+                format!("{} and {last}", parts.join(", "))
+            }
+        }
+    }
 }
 
 /// The batch handed out by the last poll, with the method's plan for it.
@@ -659,11 +737,15 @@ impl Run {
         let mut trace = std::mem::take(&mut self.cx.trace);
         let discarded: Vec<Event> = trace.split_off(snapshot.trace_len);
         let discarded_count = discarded.len();
+        // The answer goes only if the state gone back to had none.
+        let answer = if snapshot.context.answer.is_none() { self.cx.answer.clone() } else { None };
+        let set_aside = SetAside::of(&discarded, answer.as_ref());
         self.abandoned.push(Abandoned {
             after_step: step,
             shared: snapshot.context.beam.nodes.len(),
             events: discarded,
             beam: self.cx.beam.clone(),
+            answer,
         });
         self.machine = snapshot.machine;
         // What was spent on the abandoned branch was spent: costs are not rewound.
@@ -675,7 +757,7 @@ impl Run {
         self.pending = None;
         let index = self.cx.trace.len();
         let depth = self.depth();
-        let summary = format!("rewound to step {step}; {discarded_count} later steps set aside");
+        let summary = format!("rewound to step {step}; set aside {}", set_aside.describe());
         self.cx.trace.push(Event::new(
             index,
             EventKind::Rewind { to: step, discarded: discarded_count },
@@ -684,6 +766,65 @@ impl Run {
         ));
         self.snapshot();
         Ok(index)
+    }
+
+    /// What [`Run::rewind`] to `step` would set aside, without going back: to say so (or ask
+    /// first) before a rewind discards overrides and steps.
+    pub fn rewind_preview(&self, step: usize) -> Result<SetAside, EngineError> {
+        let snapshot = self.history.get(step).ok_or(EngineError::BadRewind(step))?;
+        let answer = if snapshot.context.answer.is_none() { self.cx.answer.as_ref() } else { None };
+        Ok(SetAside::of(self.cx.trace.get(snapshot.trace_len..).unwrap_or_default(), answer))
+    }
+
+    /// The corrections (overlay ids) that asserted facts on the paths the answer rests on: each
+    /// supporting path down to its first node naming an answer, in the order first met. Empty
+    /// before the answer, and for an answer no path names.
+    pub fn answer_corrections(&self) -> Vec<u64> {
+        let Some(answer) = &self.cx.answer else { return Vec::new() };
+        let beam = &self.cx.beam;
+        let names: Vec<String> =
+            answer.answers.iter().map(|a| a.trim().to_lowercase()).filter(|a| !a.is_empty()).collect();
+        let names_an_answer = |n: NodeId| {
+            let shown = beam.nodes[n].shown().trim().to_lowercase();
+            names.iter().any(|a| *a == shown || (a.chars().count() >= 3 && shown.contains(a.as_str())))
+        };
+        let mut ids = Vec::new();
+        for p in &answer.paths {
+            let path = beam.path(p.leaf);
+            let Some(end) = path.iter().position(|&n| names_an_answer(n)) else { continue };
+            for &n in &path[..=end] {
+                if let beam::Provenance::Correction { id } = beam.nodes[n].provenance
+                    && !ids.contains(&id)
+                {
+                    ids.push(id);
+                }
+            }
+        }
+        ids
+    }
+
+    /// Where the answer comes from, in words, for an answer pane or `ask`: the source
+    /// ([`AnswerSource::describe`]) and the corrections it rests on ([`Run::answer_corrections`]).
+    /// A correction `generated(id)` says stores a triple the LLM wrote (GoG's, accepted by a
+    /// user) is named as that: such an answer rests on the LLM, not on the knowledge graph.
+    /// None before the answer.
+    pub fn answer_source(&self, generated: impl Fn(u64) -> bool) -> Option<String> {
+        let answer = self.cx.answer.as_ref()?;
+        let ids = |list: &[u64]| list.iter().map(|id| format!("#{id}")).collect::<Vec<_>>().join(", ");
+        let plural = |list: &[u64]| if list.len() == 1 { "correction" } else { "corrections" };
+        let (llm, other): (Vec<u64>, Vec<u64>) = self.answer_corrections().into_iter().partition(|&id| generated(id));
+        let through =
+            if other.is_empty() { String::new() } else { format!(", through {} {}", plural(&other), ids(&other)) };
+        Some(if llm.is_empty() {
+            format!("{}{through}", answer.source.describe())
+        } else {
+            let triple = if llm.len() == 1 { "an LLM-generated triple" } else { "LLM-generated triples" };
+            format!(
+                "from {triple} accepted as {} {}, not from the knowledge graph itself{through}",
+                plural(&llm),
+                ids(&llm)
+            )
+        })
     }
 
     pub fn question(&self) -> &str {

@@ -6,6 +6,10 @@ use super::{AnswerSource, EngineError, Request, Response};
 use crate::kg::{EntityMatch, Neighbour, RelationRef};
 use crate::llm::Completion;
 
+/// Why a change between steps is refused once the run has answered (only forcing it to go on
+/// can reopen it, where the method allows).
+pub(super) const ANSWERED: &str = "the run has already answered; go back to an earlier step to change how it got there";
+
 pub(super) fn record(request: &Request, c: &Completion, parsed: String) -> CallRecord {
     let (step, prompt, temperature) = match request {
         Request::Llm(r) => (r.step.clone(), r.prompt.clone(), r.temperature),

@@ -13,7 +13,8 @@ use super::lexical::{bm25_tokens, cosine, query_without, tokens};
 use super::method::Method;
 use super::parse;
 use super::step::{
-    answer_call, completion, neighbours, plural_s, plural_y, record, relations, sample_indices, unreadable, wrong,
+    ANSWERED, answer_call, completion, neighbours, plural_s, plural_y, record, relations, sample_indices, unreadable,
+    wrong,
 };
 use super::structured::Shape;
 use super::topics::TopicLinker;
@@ -21,6 +22,7 @@ use super::{Answer, AnswerSource, Context, EngineError, Override, PathView, Prun
 use crate::kg::{Neighbour, RelationRef, Term};
 use crate::prompts::Template;
 use rand::Rng;
+use std::cmp::Ordering::Equal;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -67,6 +69,10 @@ pub(crate) struct TogMachine {
     /// Speculation: `depth` has moved on to the next hop while the verdict on the previous one
     /// is still to come (its reasoning call goes out with this hop's relation scoring).
     pending_verdict: bool,
+    /// Nodes the user kept, added or pinned. Each protects what grows below it through the next
+    /// entity selection under it ([`shield_depth`]): there its candidates are scored but not
+    /// pruned by score, and take up to N places of their own beside the model's N.
+    user: Vec<NodeId>,
 }
 
 impl TogMachine {
@@ -80,6 +86,7 @@ impl TogMachine {
             chains,
             last_verdict: None,
             pending_verdict: false,
+            user: Vec::new(),
         })
     }
 
@@ -525,7 +532,39 @@ impl TogMachine {
                 });
             }
         }
+        if what == "relation" {
+            kept_total += self.keep_one_under_user_keeps(cx, plan, ev);
+        }
         Ok(kept_total)
+    }
+
+    /// An entity the user kept whose relations the model has just pruned all away keeps the
+    /// best of them (the first listed when all scored 0), so what the user kept reaches its
+    /// next entity selection. Returns how many relations were kept so.
+    fn keep_one_under_user_keeps(&self, cx: &mut Context, plan: &[Group], ev: &mut Event) -> usize {
+        let mut kept = 0;
+        for g in plan.iter().filter(|g| self.user.contains(&g.parent)) {
+            let beam = &cx.beam;
+            if g.candidates.iter().any(|&c| beam.nodes[c].status == Status::Kept) {
+                continue;
+            }
+            let score = |c: NodeId| beam.nodes[c].score.unwrap_or(0.0);
+            let Some(best) = g.candidates.iter().copied().reduce(|a, b| if score(b) > score(a) { b } else { a }) else {
+                continue;
+            };
+            let entity = beam.nodes[g.parent].shown().to_string();
+            let reason = format!("kept: the best of the relations of {entity}, which you kept");
+            cx.beam.set_status(best, Status::Kept, Some(&reason), ev.index);
+            ev.notes.push(format!(
+                "the model kept none of the relations of {entity}, which you kept: {} kept as the best of them",
+                cx.beam.nodes[best].shown()
+            ));
+            for d in ev.decisions.iter_mut().filter(|d| d.node == best) {
+                d.status = Status::Kept;
+            }
+            kept += 1;
+        }
+        kept
     }
 
     /// Parses one group's reply; an unusable reply falls back to BM25 (said in the notes).
@@ -616,6 +655,10 @@ impl TogMachine {
     /// paths takes one beam slot, on its best path (the reference spends slots on duplicates);
     /// the other paths that reached it are merged into that slot (`also_via`), so neither their
     /// triples nor the hops they make legal are lost.
+    ///
+    /// A candidate below a node the user kept ([`TogMachine::user`]) is never pruned by score;
+    /// those the width leaves out are kept beside the beam, the best by this hop's scores first,
+    /// until N stand under that node.
     fn select_width(&mut self, cx: &mut Context, groups: &[Group], ev: &mut Event) {
         let step = ev.index;
         let mut candidates: Vec<NodeId> = groups
@@ -623,26 +666,65 @@ impl TogMachine {
             .flat_map(|g| g.candidates.iter().copied())
             .filter(|&c| cx.beam.nodes[c].status == Status::Candidate)
             .collect();
-        candidates
-            .sort_by(|&a, &b| cx.beam.nodes[b].path_score.total_cmp(&cx.beam.nodes[a].path_score).then(a.cmp(&b)));
+        candidates.sort_by(|&a, &b| {
+            let (pa, pb) = (cx.beam.nodes[a].path_score, cx.beam.nodes[b].path_score);
+            // Paths that score 0 only because of a node the user kept rank among themselves
+            // by this hop's scores.
+            let zero = pa <= 0.0 && pb <= 0.0;
+            pb.total_cmp(&pa)
+                .then_with(|| if zero { self.hop_score(cx, b).total_cmp(&self.hop_score(cx, a)) } else { Equal })
+                .then(a.cmp(&b))
+        });
+        let mut shields = Shields::default();
         // (entity, the node that holds its slot)
         let mut taken: Vec<(Term, NodeId)> = Vec::new();
         for &c in &candidates {
+            let shield = self.shield_of(cx, c);
             let term = cx.beam.nodes[c].term().cloned();
             let holder = term.as_ref().and_then(|t| taken.iter().find(|(k, _)| k == t)).map(|&(_, n)| n);
-            let (status, reason) = if cx.beam.nodes[c].path_score <= 0.0 {
-                (Status::PrunedByScore, Some("scored 0"))
+            let zero = cx.beam.nodes[c].path_score <= 0.0;
+            let (status, reason) = if zero && shield.is_none() && !self.zero_from_user(cx, c) {
+                (Status::PrunedByScore, Some("scored 0".to_string()))
             } else if let Some(holder) = holder {
                 cx.beam.nodes[holder].also_via.push(c);
-                (Status::PrunedByWidth, Some("same entity kept on a better path; merged into it"))
+                (Status::PrunedByWidth, Some(MERGED.to_string()))
             } else if taken.len() < cx.settings.width {
                 taken.extend(term.map(|t| (t, c)));
-                (Status::Kept, None)
+                match shield {
+                    // A free place, but without the user's keep it would have scored 0.
+                    Some(k) if zero => (Status::Kept, Some(shields.kept(cx, k, c))),
+                    Some(k) => {
+                        shields.count(k);
+                        (Status::Kept, None)
+                    }
+                    None => (Status::Kept, None),
+                }
+            } else if let Some(k) = shield {
+                shields.wait(k, c);
+                continue;
             } else {
-                (Status::PrunedByWidth, Some("beyond the beam width"))
+                (Status::PrunedByWidth, Some("beyond the beam width".to_string()))
             };
-            cx.beam.set_status(c, status, reason, step);
+            cx.beam.set_status(c, status, reason.as_deref(), step);
         }
+        for (k, mut waiting) in std::mem::take(&mut shields.waiting) {
+            waiting.sort_by(|&a, &b| self.hop_score(cx, b).total_cmp(&self.hop_score(cx, a)).then(a.cmp(&b)));
+            for c in waiting {
+                let term = cx.beam.nodes[c].term().cloned();
+                let holder = term.as_ref().and_then(|t| taken.iter().find(|(k, _)| k == t)).map(|&(_, n)| n);
+                let (status, reason) = if let Some(holder) = holder {
+                    cx.beam.nodes[holder].also_via.push(c);
+                    (Status::PrunedByWidth, MERGED.to_string())
+                } else if shields.standing(k) < cx.settings.width {
+                    taken.extend(term.map(|t| (t, c)));
+                    (Status::Kept, shields.kept(cx, k, c))
+                } else {
+                    (Status::PrunedByWidth, shields.beyond(cx, k))
+                };
+                cx.beam.set_status(c, status, Some(&reason), step);
+            }
+        }
+        ev.notes.extend(shields.notes(cx));
         for d in &mut ev.decisions {
             let n = &cx.beam.nodes[d.node];
             d.status = n.status;
@@ -653,7 +735,9 @@ impl TogMachine {
     /// ToG-R: each candidate's score is its chain's score shared among every entity the chain
     /// reached (those sampled out of an oversized set included, so a relation fanning out to
     /// hundreds of values cannot crowd a narrow chain out of the draw); N are drawn by seeded
-    /// weighted sampling without replacement.
+    /// weighted sampling without replacement. Candidates below a node the user kept that the
+    /// draw leaves out are drawn again among themselves, by their shares (a zero the model
+    /// gave the node the user kept does not count against them), until N stand under it.
     fn sample_entities(&mut self, cx: &mut Context, groups: &[Group], ev: &mut Event) {
         let step = ev.index;
         let mut pool: Vec<NodeId> = Vec::new();
@@ -667,12 +751,43 @@ impl TogMachine {
         }
         let weights: Vec<f64> = pool.iter().map(|&c| cx.beam.nodes[c].path_score).collect();
         let chosen = weighted_sample(&mut cx.rng, &weights, cx.settings.width);
+        let mut shields = Shields::default();
         for (i, &c) in pool.iter().enumerate() {
-            if chosen.contains(&i) {
-                cx.beam.set_status(c, Status::Kept, Some("sampled"), step);
-            } else {
-                cx.beam.set_status(c, Status::PrunedByWidth, Some("not drawn in the seeded sample"), step);
+            let shield = self.shield_of(cx, c);
+            match (chosen.contains(&i), shield) {
+                (true, Some(k)) if cx.beam.nodes[c].path_score <= 0.0 => {
+                    let reason = shields.kept(cx, k, c);
+                    cx.beam.set_status(c, Status::Kept, Some(&reason), step);
+                }
+                (true, shield) => {
+                    shield.into_iter().for_each(|k| shields.count(k));
+                    cx.beam.set_status(c, Status::Kept, Some("sampled"), step);
+                }
+                (false, Some(k)) => shields.wait(k, c),
+                (false, None) => {
+                    cx.beam.set_status(c, Status::PrunedByWidth, Some("not drawn in the seeded sample"), step)
+                }
             }
+        }
+        for (k, waiting) in std::mem::take(&mut shields.waiting) {
+            let room = cx.settings.width.saturating_sub(shields.standing(k));
+            let shares: Vec<f64> = waiting.iter().map(|&c| self.hop_score(cx, c)).collect();
+            let drawn = if waiting.len() <= room {
+                (0..waiting.len()).collect()
+            } else {
+                weighted_sample(&mut cx.rng, &shares, room)
+            };
+            for (i, &c) in waiting.iter().enumerate() {
+                let (status, reason) = if drawn.contains(&i) {
+                    (Status::Kept, shields.kept(cx, k, c))
+                } else {
+                    (Status::PrunedByWidth, shields.beyond(cx, k))
+                };
+                cx.beam.set_status(c, status, Some(&reason), step);
+            }
+        }
+        ev.notes.extend(shields.notes(cx));
+        for c in pool {
             let n = &cx.beam.nodes[c];
             ev.decisions.push(Decision {
                 node: c,
@@ -682,6 +797,131 @@ impl TogMachine {
                 status: n.status,
             });
         }
+    }
+
+    /// The node the user kept that protects candidate `c` in this depth's entity selection:
+    /// its nearest ancestor the user kept whose protection lasts to this depth.
+    fn shield_of(&self, cx: &Context, c: NodeId) -> Option<NodeId> {
+        let path = cx.beam.path(c);
+        path.into_iter().rev().skip(1).find(|&n| self.user.contains(&n) && shield_depth(cx, n) == self.depth)
+    }
+
+    /// What this hop's scores make of candidate `c`: its own score times its relation's, a
+    /// relation the user kept or added counting 1 (unscored counts 1 too).
+    fn hop_score(&self, cx: &Context, c: NodeId) -> f64 {
+        let n = &cx.beam.nodes[c];
+        let relation =
+            n.parent.map_or(1.0, |r| if self.user.contains(&r) { 1.0 } else { cx.beam.nodes[r].score.unwrap_or(1.0) });
+        n.score.unwrap_or(1.0) * relation
+    }
+
+    /// Whether candidate `c`'s path scores 0 only because of nodes the user kept (the model gave
+    /// them 0 and the user kept them anyway), not because of a score of this hop.
+    fn zero_from_user(&self, cx: &Context, c: NodeId) -> bool {
+        let beam = &cx.beam;
+        let own = beam.nodes[c].score.is_none_or(|s| s > 0.0);
+        own && beam
+            .path(c)
+            .iter()
+            .filter(|&&n| n != c && beam.nodes[n].score == Some(0.0))
+            .all(|n| self.user.contains(n))
+    }
+}
+
+/// The depth of the entity selection that a node the user kept protects: a relation's own
+/// hop (the entities it reaches); an entity's next hop (the entities its relations reach).
+fn shield_depth(cx: &Context, node: NodeId) -> u32 {
+    let n = &cx.beam.nodes[node];
+    match n.kind {
+        NodeKind::Relation { .. } => n.depth,
+        NodeKind::Entity { .. } => n.depth + 1,
+    }
+}
+
+/// Why a candidate reaching an entity another path holds is not kept on its own.
+const MERGED: &str = "same entity kept on a better path; merged into it";
+
+/// What the user's keeps did in one entity selection, per node the user kept: the paths
+/// standing under it, those kept because of it, those beyond its width, and those waiting for a
+/// place once the beam's own are chosen.
+#[derive(Default)]
+struct Shields {
+    tally: Vec<Tally>,
+    waiting: Vec<(NodeId, Vec<NodeId>)>,
+}
+
+struct Tally {
+    node: NodeId,
+    standing: usize,
+    kept: Vec<String>,
+    beyond: usize,
+}
+
+impl Shields {
+    fn entry(&mut self, k: NodeId) -> &mut Tally {
+        let i = match self.tally.iter().position(|t| t.node == k) {
+            Some(i) => i,
+            None => {
+                self.tally.push(Tally { node: k, standing: 0, kept: Vec::new(), beyond: 0 });
+                self.tally.len() - 1
+            }
+        };
+        &mut self.tally[i]
+    }
+
+    /// A path under `k` kept on its own merits.
+    fn count(&mut self, k: NodeId) {
+        self.entry(k).standing += 1;
+    }
+
+    /// `c`, under `k`, kept because the user kept `k`: the reason to record.
+    fn kept(&mut self, cx: &Context, k: NodeId, c: NodeId) -> String {
+        let t = self.entry(k);
+        t.standing += 1;
+        t.kept.push(cx.beam.nodes[c].shown().to_string());
+        format!("kept: under {}, which you kept", cx.beam.nodes[k].shown())
+    }
+
+    /// A path under `k` beyond its width: the reason to record.
+    fn beyond(&mut self, cx: &Context, k: NodeId) -> String {
+        self.entry(k).beyond += 1;
+        format!("beyond the beam width of the paths under {}, which you kept", cx.beam.nodes[k].shown())
+    }
+
+    fn wait(&mut self, k: NodeId, c: NodeId) {
+        self.entry(k);
+        match self.waiting.iter_mut().find(|(s, _)| *s == k) {
+            Some((_, list)) => list.push(c),
+            None => self.waiting.push((k, vec![c])),
+        }
+    }
+
+    fn standing(&mut self, k: NodeId) -> usize {
+        self.entry(k).standing
+    }
+
+    /// One note per node the user kept whose keep kept, or left out, something.
+    fn notes(&self, cx: &Context) -> Vec<String> {
+        let tallies = self.tally.iter().filter(|t| !t.kept.is_empty() || t.beyond > 0);
+        tallies
+            .map(|t| {
+                let n = &cx.beam.nodes[t.node];
+                let zero = if n.score == Some(0.0) { " (the model scored it 0)" } else { "" };
+                let what =
+                    if t.kept.is_empty() { "nothing more kept".to_string() } else { format!("kept {}", t.kept.join(", ")) };
+                let beyond =
+                    if t.beyond > 0 { format!("; {} more beyond the beam width", t.beyond) } else { String::new() };
+                let kept_node = match (&n.kind, n.parent) {
+                    (NodeKind::Relation { .. }, Some(p)) => {
+                        format!("the relation {} of {}", offered_name(n), cx.beam.nodes[p].shown())
+                    }
+                    _ => offered_name(n),
+                };
+                format!(
+                    "under {kept_node}, which you kept{zero}: {what}, scored but not pruned by score, beside the beam's own{beyond}"
+                )
+            })
+            .collect()
     }
 }
 
@@ -1068,6 +1308,9 @@ impl Method for TogMachine {
         let step = cx.next_index();
         let bad = |why: &str| EngineError::BadOverride { what: o.describe(), why: why.into() };
         let node_ok = |id: NodeId| cx.beam.get(id).ok_or_else(|| bad("no such node"));
+        if cx.answer.is_some() && !matches!(o, Override::ForceContinue) {
+            return Err(bad(ANSWERED));
+        }
         match o {
             Override::Keep { node } | Override::Drop { node } => {
                 let n = node_ok(*node)?;
@@ -1086,8 +1329,10 @@ impl Method for TogMachine {
                     ));
                 }
                 let shown = n.shown().to_string();
+                self.user.retain(|&u| u != *node);
                 if matches!(o, Override::Keep { .. }) {
                     cx.beam.set_status(*node, Status::Kept, Some("kept by the user"), step);
+                    self.user.push(*node);
                     if self.pending_verdict {
                         // A newly kept entity needs its relations searched before the
                         // speculative scoring goes out.
@@ -1114,6 +1359,7 @@ impl Method for TogMachine {
                     Provenance::User,
                 );
                 cx.beam.set_status(id, Status::AddedByUser, Some("added by the user"), step);
+                self.user.push(id);
                 Ok(format!("added relation {shown} under {}", cx.beam.nodes[*parent].shown()))
             }
             Override::AddEntity { parent, term, label } => {
@@ -1128,6 +1374,7 @@ impl Method for TogMachine {
                     Provenance::User,
                 );
                 cx.beam.set_status(id, Status::AddedByUser, Some("added by the user"), step);
+                self.user.push(id);
                 if self.pending_verdict {
                     self.phase = Phase::RelationSearch;
                 }
@@ -1140,11 +1387,15 @@ impl Method for TogMachine {
                         cx.beam.set_status(n, Status::PinnedByUser, Some("pinned by the user"), step);
                     }
                 }
+                if !self.user.contains(node) {
+                    self.user.push(*node);
+                }
                 Ok(format!("pinned {}", cx.beam.path_text(*node)))
             }
             Override::PrunePath { node } => {
                 node_ok(*node)?;
                 cx.beam.set_subtree(*node, Status::PrunedByUser, "pruned by the user", step);
+                self.user.retain(|&u| !cx.beam.path(u).contains(node));
                 Ok(format!("pruned {}", cx.beam.path_text(*node)))
             }
             Override::ForceSufficient => {

@@ -175,6 +175,9 @@ fn split_thinking(text: &str) -> (String, Option<String>) {
     (reply.trim().to_string(), Some(thought.join("\n")))
 }
 
+/// How to go on where the offline demo cannot: the config and flag that connect a real model.
+pub const CONNECT_A_MODEL: &str = "To go on, connect a model: add [llm.local] with base_url = \"http://127.0.0.1:8080/v1\" and model = \"NAME\" to ~/.config/ongraph/config.toml (llama.cpp's llama-server, or any OpenAI-compatible server: Ollama, vLLM, OpenAI), then run with --llm local (README: \"Pointing it at a real model\").";
+
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
     #[error("cannot reach the LLM endpoint {url}: {message}")]
@@ -189,10 +192,13 @@ pub enum LlmError {
     Malformed { url: String, reason: String },
     #[error("the scripted model has no reply for this {step} prompt (ends: {excerpt:?}); add one to {file}")]
     NoScriptedReply { step: String, excerpt: String, file: String },
-    #[error(
-        "the offline demo model knows only its recorded steps, and this {step} step is not one of them; it answers {known}. For anything else connect a model (README, \"Pointing it at a real model\": e.g. Ollama, --llm ollama)"
-    )]
-    OffScript { step: String, known: String },
+    /// The offline demo was asked a step of one of its questions that it did not record (the
+    /// user steered off its recorded branches).
+    #[error("this {step} step is outside the offline demo's recording: the demo model replies only to the steps it recorded (the README lists the moves it knows). {connect}", connect = CONNECT_A_MODEL)]
+    OffScript { step: String },
+    /// The offline demo was asked a question it has no recording of.
+    #[error("the offline demo model knows only its recorded steps, and this question is not one it recorded (it answers {known}). {connect}", connect = CONNECT_A_MODEL)]
+    NotInDemo { known: String },
     #[error("{0}")]
     Config(String),
 }

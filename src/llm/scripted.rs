@@ -1,6 +1,7 @@
 //! A scripted model for tests and the offline demo: replies are read from a TOML file and chosen
 //! by the engine step and by substrings of the prompt. A prompt with no matching reply is an
-//! error naming the step and the start of the prompt, never a silent default.
+//! error naming the step and the start of the prompt, never a silent default; the offline demo
+//! says instead, in words, that the step is outside its recording and how to connect a model.
 //!
 //! ```toml
 //! [[question]]                            # optional: a question the script knows, and how
@@ -93,18 +94,23 @@ impl ScriptedModel {
     /// it was worded (case, punctuation, spacing, or a listed other wording), reads as the
     /// script writes it.
     fn as_scripted<'a>(&self, prompt: &'a str) -> std::borrow::Cow<'a, str> {
-        let Some((start, end)) = question_span(prompt) else { return prompt.into() };
-        let asked = normalise_question(&prompt[start..end]);
-        let known = self
-            .questions
-            .iter()
-            .find(|q| std::iter::once(&q.text).chain(&q.also).any(|wording| normalise_question(wording) == asked));
-        match known {
-            Some(q) if q.text != prompt[start..end] => {
+        match self.known_question(prompt) {
+            Some((q, start, end)) if q.text != prompt[start..end] => {
                 format!("{}{}{}", &prompt[..start], q.text, &prompt[end..]).into()
             }
             _ => prompt.into(),
         }
+    }
+
+    /// The listed question a prompt asks (however it is worded), with where the prompt asks it.
+    fn known_question(&self, prompt: &str) -> Option<(&ScriptedQuestion, usize, usize)> {
+        let (start, end) = question_span(prompt)?;
+        let asked = normalise_question(&prompt[start..end]);
+        let known = self
+            .questions
+            .iter()
+            .find(|q| std::iter::once(&q.text).chain(&q.also).any(|wording| normalise_question(wording) == asked))?;
+        Some((known, start, end))
     }
 
     pub fn from_file(path: &Path) -> Result<Self, LlmError> {
@@ -138,8 +144,11 @@ impl LanguageModel for ScriptedModel {
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         let Some(reply) = self.reply_for(request) else {
             if self.demo {
+                if self.known_question(&request.prompt).is_some() {
+                    return Err(LlmError::OffScript { step: request.step.clone() });
+                }
                 let known: Vec<String> = self.questions.iter().map(|q| format!("\"{}\"", q.text)).collect();
-                return Err(LlmError::OffScript { step: request.step.clone(), known: known.join(", ") });
+                return Err(LlmError::NotInDemo { known: known.join(", ") });
             }
             // The variable part of a prompt is at its end (after the exemplars).
             let tail: String = {
@@ -162,5 +171,39 @@ impl LanguageModel for ScriptedModel {
             },
             ..Default::default()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(step: &str, prompt: &str) -> ChatRequest {
+        ChatRequest { step: step.into(), prompt: prompt.into(), ..ChatRequest::default() }
+    }
+
+    /// Off its recording the demo says, in words, which case it is and how to connect a model;
+    /// it never shows a prompt's tail.
+    #[tokio::test]
+    async fn the_demo_off_its_recording_says_so_and_how_to_connect_a_model() {
+        let demo = ScriptedModel::demo().expect("the demo script parses");
+        let steered = ask(
+            "entity_prune",
+            "Q: What is the majority party now in the country where Canberra is located?\nRelation: x\nEntities: a; b\nScore:",
+        );
+        let err = demo.complete(&steered).await.unwrap_err().to_string();
+        assert!(err.starts_with("this entity_prune step is outside the offline demo's recording"), "{err}");
+        assert!(err.contains("--llm local") && err.contains("base_url") && err.contains("llama-server"), "{err}");
+        assert!(!err.contains("Relation: x"), "no prompt text: {err}");
+
+        let other = ask("topic_entities", "Q: Who is the CEO of Apple?\nA:");
+        let err = demo.complete(&other).await.unwrap_err().to_string();
+        assert!(err.starts_with("the offline demo model knows only its recorded steps"), "{err}");
+        assert!(err.contains("What is the majority party now") && err.contains("--llm local"), "{err}");
+
+        // A script of one's own names the file to add the reply to, with the prompt's end.
+        let own = ScriptedModel::from_toml("mine.toml", "").unwrap();
+        let err = own.complete(&steered).await.unwrap_err().to_string();
+        assert!(err.contains("add one to mine.toml") && err.contains("Entities: a; b"), "{err}");
     }
 }

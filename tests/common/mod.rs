@@ -40,6 +40,14 @@ pub async fn run_until(driver: &Driver, run: &mut Run, phase: &str) {
     }
 }
 
+/// Steps until the next step would be `phase` at `depth` (or the run ends).
+pub async fn run_until_depth(driver: &Driver, run: &mut Run, depth: u32, phase: &str) {
+    let there = |run: &Run| run.is_finished() || (run.depth() == depth && run.next_phase() == phase);
+    while !there(run) {
+        driver.step(run).await.expect("step");
+    }
+}
+
 pub async fn run_to_end(driver: &Driver, run: &mut Run) {
     driver.run(run, |_, _| {}).await.expect("run");
 }

@@ -14,7 +14,9 @@ use super::beam::{NodeId, NodeKind, Provenance, Status};
 use super::events::{Event, LookupRecord};
 use super::lexical::top_k;
 use super::method::{Method, MethodView, ViewItem, ViewLine};
-use super::step::{answer_call, completion, entity_matches, neighbours, plural_s, record, relations, unreadable};
+use super::step::{
+    ANSWERED, answer_call, completion, entity_matches, neighbours, plural_s, record, relations, unreadable,
+};
 use super::structured::Shape;
 use super::topics::{TopicLinker, link_model_name};
 use super::{Answer, AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
@@ -892,6 +894,9 @@ impl Method for GogMachine {
     fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
         let step = cx.next_index();
         let bad = |why: &str| EngineError::BadOverride { what: o.describe(), why: why.into() };
+        if cx.answer.is_some() {
+            return Err(bad(ANSWERED));
+        }
         match o {
             Override::EditAction { thought, action } => {
                 if !self.editable() {

@@ -20,7 +20,8 @@ use super::events::{Decision, Event, LookupRecord};
 use super::lexical::{bm25, cosine};
 use super::method::{Method, MethodView, ViewLine};
 use super::step::{
-    answer_call, completion, neighbours, plural_s, record, relations, sample_indices, unreadable, with_notes, wrong,
+    ANSWERED, answer_call, completion, neighbours, plural_s, record, relations, sample_indices, unreadable, with_notes,
+    wrong,
 };
 use super::structured::Shape;
 use super::topics::TopicLinker;
@@ -1252,6 +1253,9 @@ impl Method for PogMachine {
         let bad = |why: &str| EngineError::BadOverride { what: o.describe(), why: why.into() };
         let selecting = matches!(self.phase, Phase::Precise | Phase::Branch(_) | Phase::Summary | Phase::Sufficiency);
         let cand_of = |node: NodeId| self.cands.iter().position(|c| c.leaf == node);
+        if cx.answer.is_some() && !matches!(o, Override::ForceContinue) {
+            return Err(bad(ANSWERED));
+        }
         match o {
             Override::Keep { node } | Override::Drop { node } => {
                 let Some(c) = cand_of(*node) else {
