@@ -819,7 +819,7 @@ async fn overrides_after_the_answer_are_refused_in_words() {
         Override::Drop { node: leaf },
         Override::ForceSufficient,
     ] {
-        let what = o.describe();
+        let what = o.describe_in(run.beam());
         let err = run.apply(o).unwrap_err().to_string();
         assert_eq!(
             err,

@@ -117,7 +117,7 @@ fn an_answer_resting_on_an_accepted_generated_triple_says_so() {
     let first = ok(h, &ask);
     assert!(first.starts_with("Answer: Pacific Time Zone\nSource: from LLM-generated triples, verified"), "{first}");
 
-    let reason = ongraph::overlay::generated_reason("demo");
+    let reason = ongraph::testing::overlay::generated_reason("demo");
     let triple = ["m.cupertino", "location.location.time_zones", "m.pacific_tz"];
     ok(h, &[&["fix", "assert", "--kg", kb, "--reason", &reason][..], &triple].concat());
     let again = ok(h, &ask);

@@ -424,7 +424,9 @@ async fn pog_and_gog_refuse_changes_after_the_answer() {
     run_to_end(&driver, &mut run).await;
     let leaf = run.answer().unwrap().paths[0].leaf;
     let err = run.apply(Override::PrunePath { node: leaf }).unwrap_err().to_string();
-    assert_eq!(err, format!("cannot prune the path at node {leaf} now: {answered}"));
+    let named = Override::PrunePath { node: leaf }.describe_in(run.beam());
+    assert!(named.starts_with("prune the path at Texas Rangers under "), "named as shown: {named}");
+    assert_eq!(err, format!("cannot {named} now: {answered}"));
     run.apply(Override::ForceContinue).unwrap();
     assert!(!run.is_finished());
 
@@ -444,10 +446,11 @@ async fn pog_and_gog_refuse_changes_after_the_answer() {
 /// rests on, and one storing an LLM-generated triple is said to be that.
 #[test]
 fn an_answer_names_the_corrections_it_rests_on() {
-    use ongraph::session::Session;
+    use ongraph::testing::session::Session;
     let gog = Session::load(std::path::Path::new("sessions/gog-apple-incomplete-kg.json")).unwrap();
-    let generated =
-        |id: u64| gog.corrections.iter().any(|c| c.id == id && ongraph::overlay::is_llm_generated(&c.draft.reason));
+    let generated = |id: u64| {
+        gog.corrections.iter().any(|c| c.id == id && ongraph::testing::overlay::is_llm_generated(&c.draft.reason))
+    };
     let first = gog.replay(0).unwrap();
     assert!(first.answer_corrections().is_empty());
     assert_eq!(first.answer_source(generated).unwrap(), AnswerSource::GeneratedTriples.describe());
@@ -461,7 +464,8 @@ fn an_answer_names_the_corrections_it_rests_on() {
 
     let phanatic = Session::load(std::path::Path::new("sessions/phillie-phanatic.json")).unwrap();
     let fixed = phanatic.replay(1).unwrap();
-    assert_eq!(fixed.answer_corrections(), vec![2], "the asserted stadium, not the retraction or the name");
-    assert_eq!(fixed.answer_source(|_| false).unwrap(), "from knowledge-graph paths, through correction #2");
+    // The flag is one correction (a replace): the answer rests on it.
+    assert_eq!(fixed.answer_corrections(), vec![1], "the replaced stadium");
+    assert_eq!(fixed.answer_source(|_| false).unwrap(), "from knowledge-graph paths, through correction #1");
     assert_eq!(phanatic.replay(0).unwrap().answer_source(|_| true).unwrap(), "from knowledge-graph paths");
 }

@@ -5,13 +5,13 @@
 mod common;
 
 use common::{named, new_run, run_to_end, run_until, run_until_depth};
-use ongraph::driver::Driver;
 use ongraph::engine::beam::NodeKind;
 use ongraph::engine::{AnswerSource, MethodId, Override, Run, Settings, Topics};
 use ongraph::kg::Term;
-use ongraph::kg::load::demo_graph;
-use ongraph::llm::scripted::ScriptedModel;
-use ongraph::overlay::OverlayKg;
+use ongraph::testing::driver::Driver;
+use ongraph::testing::kg::demo_graph;
+use ongraph::testing::llm::ScriptedModel;
+use ongraph::testing::overlay::OverlayKg;
 use std::sync::Arc;
 
 const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";

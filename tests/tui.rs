@@ -309,7 +309,7 @@ async fn overriding_pinning_and_adding_from_the_tree() {
     ui.press(KeyCode::Char('g')).await;
     ui.press(KeyCode::Char('x')).await;
     assert!(
-        ui.app.message.as_deref().unwrap_or_default().starts_with("cannot drop node 0 now: only the candidates"),
+        ui.app.message.as_deref().unwrap_or_default().starts_with("cannot drop Canberra now: only the candidates"),
         "{:?}",
         ui.app.message
     );
@@ -966,7 +966,7 @@ async fn every_message_is_kept_whole_in_the_messages_pane_and_errors_are_marked(
     ui.press(KeyCode::Char('g')).await;
     ui.press(KeyCode::Char('x')).await;
     let error = ui.app.messages.last().cloned().expect("the refusal is kept");
-    assert!(error.error && error.text.starts_with("cannot drop node 0 now: "), "{error:?}");
+    assert!(error.error && error.text.starts_with("cannot drop Canberra now: "), "{error:?}");
     let status = ui.screen(80, 24);
     let bar = status.lines().last().unwrap_or_default().to_string();
     assert!(bar.contains("(M: in full)"), "a cut message points to the pane: {bar}");
@@ -975,7 +975,7 @@ async fn every_message_is_kept_whole_in_the_messages_pane_and_errors_are_marked(
     assert_eq!((ui.app.focus, ui.app.bottom), (Focus::Messages, Bottom::Messages));
     let pane = ui.screen(120, 40);
     assert!(pane.contains("Messages (") && pane.contains("1 errors"), "{pane}");
-    assert!(pane.contains("error: cannot drop node 0 now"), "{pane}");
+    assert!(pane.contains("error: cannot drop Canberra now"), "{pane}");
     // The steps' summaries are there too, oldest first.
     let texts: Vec<&str> = ui.app.messages.iter().map(|m| m.text.as_str()).collect();
     assert!(texts.iter().any(|t| t.starts_with("topic entity: Canberra")), "{texts:?}");
@@ -997,10 +997,13 @@ async fn the_selection_follows_its_node_when_the_tree_grows() {
     ui.press(KeyCode::Char('n')).await;
     assert!(ui.app.visible_rows().len() != rows.len(), "the step changed the rows");
     assert_eq!(ui.app.selected_ref(), node, "still {shown}, now at row {}", ui.app.selected);
+    assert_ne!(ui.app.selected, last, "its row number changed: the rows above it grew");
     // x then acts on that node, not on whatever took its row number.
     ui.press(KeyCode::Char('x')).await;
     let said = ui.app.message.clone().unwrap_or_default();
-    assert!(said.contains(&format!("node {} ", node.unwrap().id)), "{said}");
+    let parent = ui.app.node(node.unwrap()).unwrap().parent.map(|p| ui.run().beam().nodes[p].shown().to_string());
+    let named = format!("{shown} under {}", parent.unwrap_or_default());
+    assert!(said.contains(&named), "the refusal names the selected node ({named}): {said}");
 }
 
 #[tokio::test]

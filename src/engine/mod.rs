@@ -321,6 +321,31 @@ impl Override {
             Override::EditAction { action, .. } => format!("edit the action to {action}"),
         }
     }
+
+    /// The change in words with its nodes named as the tree shows them (`keep
+    /// location.location.containedby under Canberra`), for messages to people.
+    pub fn describe_in(&self, beam: &Beam) -> String {
+        let name = |id: NodeId| match beam.get(id) {
+            Some(node) => match node.parent.and_then(|p| beam.get(p)) {
+                Some(parent) => format!("{} under {}", node.shown(), parent.shown()),
+                None => node.shown().to_string(),
+            },
+            None => format!("node {id} (not in the tree)"),
+        };
+        match self {
+            Override::Keep { node } => format!("keep {}", name(*node)),
+            Override::Drop { node } => format!("drop {}", name(*node)),
+            Override::AddRelation { parent, relation } => {
+                format!("add relation {} under {}", relation.relation, name(*parent))
+            }
+            Override::AddEntity { parent, term, label } => {
+                format!("add {} under {}", label.as_deref().unwrap_or(term.as_str()), name(*parent))
+            }
+            Override::Pin { node } => format!("pin {}", name(*node)),
+            Override::PrunePath { node } => format!("prune the path at {}", name(*node)),
+            other => other.describe(),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -715,7 +740,14 @@ impl Run {
     /// Changes the run's state between steps; recorded in the trace. A change the method
     /// refuses changes nothing: a batch handed out stays pending and can still be fed.
     pub fn apply(&mut self, o: Override) -> Result<usize, EngineError> {
-        let description = self.machine.inner_mut().apply(&mut self.cx, &o)?;
+        let description = match self.machine.inner_mut().apply(&mut self.cx, &o) {
+            Ok(description) => description,
+            // A refusal names the nodes as people see them (the trace keeps its own wording).
+            Err(EngineError::BadOverride { why, .. }) => {
+                return Err(EngineError::BadOverride { what: o.describe_in(&self.cx.beam), why });
+            }
+            Err(e) => return Err(e),
+        };
         // Requests handed out were built from the old state; the next poll rebuilds them.
         self.pending = None;
         let index = self.cx.trace.len();

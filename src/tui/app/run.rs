@@ -1,7 +1,6 @@
 //! Stepping the run: start, step, absorb the results, apply overrides, rewind, ask again.
 
 use super::*;
-use crate::engine::events::EventKind;
 
 impl App {
     /// Takes the next step: from the recording when replaying, else by asking the executor.
@@ -174,23 +173,14 @@ impl App {
 
     pub(super) fn rewind(&mut self, to: usize) -> Vec<Effect> {
         let Some(run) = &mut self.run else { return Vec::new() };
-        // What going back sets aside, to say so: steps and overrides after `to`.
-        let later = run.trace().iter().filter(|e| e.index > to);
-        let (steps, overrides) = later.fold((0, 0), |(s, o), e| match e.kind {
-            EventKind::Step { .. } => (s + 1, o),
-            EventKind::Override { .. } => (s, o + 1),
-            EventKind::Rewind { .. } => (s, o),
-        });
+        // What going back sets aside, to say so.
+        let set_aside = run.rewind_preview(to).map(|s| s.describe()).unwrap_or_default();
         match run.rewind(to) {
             Ok(_) => {
                 self.generation += 1;
                 self.in_flight = None;
                 self.auto = false;
-                self.say(format!(
-                    "back at step {to}: set aside {} and {} (B clears them from view)",
-                    count(steps, "step"),
-                    count(overrides, "override")
-                ));
+                self.say(format!("back at step {to}: set aside {set_aside} (B clears them from view)"));
                 self.unsaved = true;
                 let moment = Moment::Rewind { to };
                 self.replay_follows(&moment);
@@ -248,9 +238,4 @@ impl App {
         self.reveal(NodeRef { branch: None, id: leaf });
         self.say(format!("path {}/{n} behind the answer: {text}", at + 1));
     }
-}
-
-/// `n thing`, `n things`.
-fn count(n: usize, thing: &str) -> String {
-    if n == 1 { format!("1 {thing}") } else { format!("{n} {thing}s") }
 }

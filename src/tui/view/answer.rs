@@ -5,6 +5,8 @@ use super::*;
 /// What the answer pane shows.
 pub(super) struct AnswerShown<'a> {
     pub answer: Option<&'a crate::engine::Answer>,
+    /// Where it comes from, in words (the KG, corrections, triples the LLM wrote).
+    pub source: Option<String>,
     /// The answer before the last re-ask.
     pub earlier: Option<&'a crate::tui::app::Earlier>,
     /// The path `t` last showed.
@@ -25,7 +27,7 @@ pub(super) fn draw_answer(frame: &mut Frame<'_>, area: Rect, shown: &AnswerShown
             if answer.answers.is_empty() { "(no answer)".to_string() } else { answer.answers.join(" | ") },
             theme.fg(theme.accent).add_modifier(Modifier::BOLD),
         )),
-        Line::from(answer.source.describe()),
+        Line::from(shown.source.clone().unwrap_or_else(|| answer.source.describe().to_string())),
     ];
     if let Some(earlier) = &shown.earlier {
         let now: Vec<String> = answer.paths.iter().map(|p| p.text.clone()).collect();

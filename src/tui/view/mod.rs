@@ -82,7 +82,12 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         Bottom::Method => draw_method(frame, app, areas.bottom),
         Bottom::Answer => {
             let answer = app.run.as_ref().and_then(|r| r.answer());
-            let shown = AnswerShown { answer, earlier: app.earlier.as_ref(), traced: app.traced, at: app.answer_at };
+            // Whether the answer rests on the KG, on corrections, or on triples the LLM wrote.
+            let generated =
+                |id: u64| app.corrections.iter().any(|c| c.id == id && crate::overlay::is_llm_generated(&c.reason));
+            let source = app.run.as_ref().and_then(|r| r.answer_source(generated));
+            let shown =
+                AnswerShown { answer, source, earlier: app.earlier.as_ref(), traced: app.traced, at: app.answer_at };
             draw_answer(frame, areas.bottom, &shown, app.look(Focus::Answer))
         }
         Bottom::Corrections => {
