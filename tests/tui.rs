@@ -794,6 +794,14 @@ async fn gog_in_the_ui_accepting_a_generated_triple_stores_it_and_re_asking_uses
     ui.step_until("done").await;
     assert!(ui.run().generated().is_empty());
     assert_eq!(ui.run().answer().unwrap().answers, vec!["Pacific Time Zone"]);
+    // The answer pane says what it rests on: the generated triple, not the KG.
+    ui.app.bottom = Bottom::Answer;
+    let screen = ui.screen(120, 40);
+    assert!(
+        screen.contains("from an LLM-generated triple accepted as correction #1, not from the knowledge graph"),
+        "{screen}"
+    );
+    assert!(!screen.contains("│from knowledge-graph paths"), "{screen}");
 }
 
 #[tokio::test]

@@ -121,6 +121,15 @@ fn flag_and_fix_in_the_real_terminal() {
 }
 
 impl Tmux {
+    /// Waits until `text` is no longer on screen.
+    fn wait_for_gone(&self, text: &str) {
+        let started = Instant::now();
+        while self.screen().contains(text) {
+            assert!(started.elapsed() < Duration::from_secs(20), "{text:?} stayed; the screen:\n{}", self.screen());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Whether the UI's process has ended (its tmux session closes with it).
     fn ended(&self) -> bool {
         !Command::new("tmux").args(["has-session", "-t", &self.session]).status().is_ok_and(|s| s.success())
@@ -188,4 +197,89 @@ fn a_correction_made_by_another_process_applies_at_the_running_uis_next_step() {
     let screen = tmux.wait_for("before: BayCare Ballpark");
     assert!(screen.contains("│Bright House Field") && screen.contains("fixes 0"), "{screen}");
     tmux.keys(&["q"]);
+}
+
+impl Tmux {
+    /// The status bar's message (its left part), and whether a step is in flight (the spinner).
+    fn status(&self) -> (String, bool) {
+        let screen = self.screen();
+        let bar = screen.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().to_string();
+        let busy = bar.contains(['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧']);
+        let message = bar.split("ToG").next().unwrap_or_default().trim().to_string();
+        (message, busy)
+    }
+
+    /// Presses `key` until `text` is on screen, one step at a time: each press waits for the
+    /// step to finish (a new message, no spinner) before looking again.
+    fn press_until(&self, key: &str, text: &str, most: usize) -> String {
+        for _ in 0..most {
+            if self.screen().contains(text) {
+                return self.screen();
+            }
+            let (before, _) = self.status();
+            self.keys(&[key]);
+            let started = Instant::now();
+            loop {
+                let (now, busy) = self.status();
+                if now != before && !busy {
+                    break;
+                }
+                assert!(started.elapsed() < Duration::from_secs(20), "the step never finished:\n{}", self.screen());
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        self.wait_for(text)
+    }
+}
+
+#[test]
+fn keeping_a_pruned_relation_takes_the_recorded_alternative_branch() {
+    let home = tempfile::tempdir().unwrap();
+    let tmux = Tmux::start(home.path());
+    tmux.wait_for("Type a question");
+    tmux.keys(&["What is the majority party now in the country where Canberra is located?", "Enter"]);
+    tmux.wait_for("topic_linking");
+    // Step to the depth-2 relation scoring: the model scored Australia's parties 0.
+    tmux.press_until("n", "depth 2: kept", 12);
+    tmux.keys(&["/", "political_party.country", "Enter"]);
+    let screen = tmux.wait_for("/political_party.country: match 1/1");
+    assert!(screen.contains("<- government.political_party.country"), "{screen}");
+    tmux.keys(&["Escape"]);
+    tmux.wait_for_gone("/political_party.country");
+    // Keep it: the next prune below it scores the parties but cannot prune them by score.
+    tmux.keys(&["x"]);
+    tmux.wait_for("kept government.political_party.country");
+    tmux.keys(&["r"]);
+    let screen = tmux.wait_for("from knowledge-graph paths");
+    assert!(screen.contains("│Australian Labor Party"), "{screen}");
+    // The parties were looked at: the Liberal Party is in the beam now (it is not on the
+    // recording's main path).
+    tmux.keys(&["/", "Liberal", "Enter"]);
+    tmux.wait_for("/Liberal: match 1/");
+    // Esc and q apart: sent together, a terminal reads them as alt-q.
+    tmux.keys(&["Escape"]);
+    tmux.wait_for_gone("/Liberal");
+    tmux.keys(&["q"]);
+    tmux.wait_for("you steered this run and did not save it");
+    tmux.keys(&["q"]);
+    tmux.wait_for_exit();
+}
+
+#[test]
+fn without_the_keep_the_main_path_never_looks_at_the_parties() {
+    // The journey above is a change only if the recording's main path does not reach them.
+    let home = tempfile::tempdir().unwrap();
+    let tmux = Tmux::start(home.path());
+    tmux.wait_for("Type a question");
+    tmux.keys(&["What is the majority party now in the country where Canberra is located?", "Enter"]);
+    tmux.wait_for("topic_linking");
+    tmux.keys(&["r"]);
+    let screen = tmux.wait_for("from knowledge-graph paths");
+    assert!(screen.contains("│Australian Labor Party"), "{screen}");
+    tmux.keys(&["/", "Liberal", "Enter"]);
+    tmux.wait_for("/Liberal: no node of the beam matches");
+    tmux.keys(&["Escape"]);
+    tmux.wait_for_gone("/Liberal");
+    tmux.keys(&["q"]);
+    tmux.wait_for_exit();
 }
