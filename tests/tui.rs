@@ -172,6 +172,17 @@ impl Ui {
     fn screen(&self, width: u16, height: u16) -> String {
         screen(&self.app, width, height)
     }
+
+    /// Answers the Phanatic question and opens the flag form on the stadium's triple with
+    /// `reason` typed; the cursor is left in the right-object field.
+    async fn flag_the_stadium(&mut self, reason: &str) {
+        self.ask(PHANATIC).await;
+        self.press(KeyCode::Char('r')).await;
+        self.select("Bright House Field");
+        self.press(KeyCode::Char('f')).await;
+        self.typed(reason).await;
+        self.press(KeyCode::Tab).await;
+    }
 }
 
 fn screen(app: &App, width: u16, height: u16) -> String {
@@ -547,12 +558,7 @@ async fn flag_relabel_undo_and_ask_again() {
 #[tokio::test]
 async fn flag_with_the_right_object_picked_from_the_kg() {
     let mut ui = Ui::new();
-    ui.ask(PHANATIC).await;
-    ui.press(KeyCode::Char('r')).await;
-    ui.select("Bright House Field");
-    ui.press(KeyCode::Char('f')).await;
-    ui.typed("Wrong team").await;
-    ui.press(KeyCode::Tab).await;
+    ui.flag_the_stadium("Wrong team").await;
     ui.typed("Citizens Bank").await;
     ui.press_with(KeyCode::Char('f'), KeyModifiers::CONTROL).await;
     let picker = ui.app.picker.as_ref().expect("the KG picker opens");
@@ -688,12 +694,7 @@ async fn demo_sessions_are_what_the_ui_records() {
     let canberra = ui.app.session();
 
     let mut ui = Ui::new();
-    ui.ask(PHANATIC).await;
-    ui.press(KeyCode::Char('r')).await;
-    ui.select("Bright House Field");
-    ui.press(KeyCode::Char('f')).await;
-    ui.typed("Renamed BayCare Ballpark in 2017").await;
-    ui.press(KeyCode::Tab).await;
+    ui.flag_the_stadium("Renamed BayCare Ballpark in 2017").await;
     ui.typed("BayCare Ballpark").await;
     ui.press(KeyCode::Enter).await;
     ui.press(KeyCode::Char('a')).await;
@@ -1164,13 +1165,13 @@ async fn the_add_picker_lists_the_kgs_candidates_in_words_new_ones_first() {
     let picker = ui.app.picker.clone().expect("the picker opens");
     assert!(!picker.items.is_empty());
     assert_eq!(
-        picker.note, "· all in the tree: picking one keeps it ",
+        picker.note, "· all in the tree: picking one asks to keep it ",
         "ToG put every relation of Canberra in the tree"
     );
     let details: Vec<&str> = picker.items.iter().map(|i| i.detail.as_str()).collect();
     assert!(details.iter().all(|d| !d.contains("PrunedBy") && !d.contains("Kept")), "in words: {details:?}");
     assert!(
-        details.iter().any(|d| d.contains("(in the tree, pruned by its score: picking it keeps it)")),
+        details.iter().any(|d| d.contains("(in the tree, pruned by its score: picking it asks to keep it)")),
         "{details:?}"
     );
     // Those the model was never shown come first.
@@ -1181,12 +1182,7 @@ async fn the_add_picker_lists_the_kgs_candidates_in_words_new_ones_first() {
 #[tokio::test]
 async fn the_object_picker_searches_the_kgs_labels_as_you_type() {
     let mut ui = Ui::new();
-    ui.ask(PHANATIC).await;
-    ui.press(KeyCode::Char('r')).await;
-    ui.select("Bright House Field");
-    ui.press(KeyCode::Char('f')).await;
-    ui.typed("Wrong park").await;
-    ui.press(KeyCode::Tab).await;
+    ui.flag_the_stadium("Wrong park").await;
     // Opened with nothing typed: no arbitrary entities, a hint.
     let effects = update(&mut ui.app, Action::Key(KeyEvent::new(KeyCode::Char('f'), KeyModifiers::CONTROL)));
     assert!(effects.is_empty(), "nothing to search yet: {effects:?}");
@@ -1296,12 +1292,7 @@ async fn lookups_reach_whoever_waits_for_them_and_no_one_else() {
 #[tokio::test]
 async fn the_object_picker_shows_the_latest_search_even_when_an_older_one_answers_last() {
     let mut ui = Ui::new();
-    ui.ask(PHANATIC).await;
-    ui.press(KeyCode::Char('r')).await;
-    ui.select("Bright House Field");
-    ui.press(KeyCode::Char('f')).await;
-    ui.typed("Wrong park").await;
-    ui.press(KeyCode::Tab).await;
+    ui.flag_the_stadium("Wrong park").await;
     update(&mut ui.app, Action::Key(KeyEvent::new(KeyCode::Char('f'), KeyModifiers::CONTROL)));
     // Two searches in flight: "Ci", then "Citizens"; the first answers last.
     let mut lookups = Vec::new();
@@ -1383,10 +1374,17 @@ async fn ctrl_c_and_open_do_not_drop_unsaved_steering() {
         update(&mut ui.app, key(KeyCode::Char(c)));
     }
     let effects = update(&mut ui.app, key(KeyCode::Enter));
-    assert!(
-        matches!(&effects[..], [Effect::Save { path: None, .. }, Effect::Open { .. }]),
-        "saved, then opened: {effects:?}"
-    );
+    assert!(matches!(&effects[..], [Effect::Save { path: None, .. }]), "saved first: {effects:?}");
+    // Opened only once saved; a failed save opens nothing.
+    let failed = update(&mut ui.app, Action::Saved(Err("disk full".into())));
+    assert!(failed.is_empty(), "{failed:?}");
+    assert!(ui.app.message.as_deref().unwrap_or_default().ends_with("nothing was opened"), "{:?}", ui.app.message);
+    for c in ":open /nonexistent/s.json".chars() {
+        update(&mut ui.app, key(KeyCode::Char(c)));
+    }
+    update(&mut ui.app, key(KeyCode::Enter));
+    let opened = update(&mut ui.app, Action::Saved(Ok("/tmp/saved.json".into())));
+    assert!(matches!(&opened[..], [Effect::Open { .. }]), "{opened:?}");
     ui.press_with(KeyCode::Char('c'), KeyModifiers::CONTROL).await;
     ui.press_with(KeyCode::Char('c'), KeyModifiers::CONTROL).await;
     assert!(ui.app.quit, "ctrl-c twice quits");
@@ -1420,4 +1418,40 @@ async fn the_help_and_the_inspector_scroll_to_their_last_row_and_no_further() {
     assert!(text.contains(&tail), "the prompt's last line ({last:?}) is in view: {text}");
     ui.press(KeyCode::Char('k')).await;
     assert_eq!(ui.app.inspector_at, end - 1);
+}
+
+#[tokio::test]
+async fn a_recorded_change_this_build_refuses_is_said_and_the_replay_stops_following() {
+    use ongraph::testing::session::Moment;
+    let mut ui = Ui::new();
+    ui.ask(PHANATIC).await;
+    ui.press(KeyCode::Char('r')).await;
+    let leaf = ui.run().answer().unwrap().paths[0].leaf;
+    // An older build let a pin through after the answer and recorded it.
+    let mut session = ui.app.session();
+    session.runs[0].moments.push(Moment::Override { change: ongraph::engine::Override::Pin { node: leaf } });
+    let mut app = App::replaying(session, false).unwrap();
+    update(&mut app, key(KeyCode::Enter));
+    update(&mut app, key(KeyCode::Char('r')));
+    assert!(app.run.as_ref().unwrap().is_finished(), "{:?}", app.message);
+    // The next step is the recorded pin.
+    update(&mut app, key(KeyCode::Char('n')));
+    let said = app.messages.iter().rev().find(|m| m.error).map(|m| m.text.clone()).unwrap_or_default();
+    assert!(
+        said.starts_with("the recording's next change cannot be replayed (cannot pin Bright House Field"),
+        "{said}"
+    );
+    assert!(app.replay.as_ref().unwrap().player.is_none(), "the replay no longer follows the recording");
+    assert!(app.run.as_ref().unwrap().is_finished(), "the answer stands");
+}
+
+#[tokio::test]
+async fn a_flag_cannot_name_the_flagged_object_as_the_right_one() {
+    let mut ui = Ui::new();
+    ui.flag_the_stadium("Wrong park").await;
+    ui.typed("Bright House Field").await;
+    let effects = update(&mut ui.app, key(KeyCode::Enter));
+    assert!(effects.is_empty(), "nothing is recorded: {effects:?}");
+    let problem = ui.app.form.as_ref().and_then(|f| f.problem.clone()).unwrap_or_default();
+    assert!(problem.contains("is the flagged object's name"), "{problem}");
 }

@@ -63,11 +63,16 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
     let generated = if run.answer_corrections().is_empty() || args.no_overlay {
         Vec::new()
     } else {
-        super::overlay::corrections_for(config, &super::overlay::kg_scope(s, config))?
-            .into_iter()
-            .filter(|c| crate::overlay::is_llm_generated(&c.reason))
-            .map(|c| c.id)
-            .collect()
+        // The answer is paid for: a store that cannot be read now costs only this detail.
+        match super::overlay::corrections_for(config, &super::overlay::kg_scope(s, config)) {
+            Ok(list) => {
+                list.into_iter().filter(|c| crate::overlay::is_llm_generated(&c.reason)).map(|c| c.id).collect()
+            }
+            Err(e) => {
+                tracing::warn!("cannot read the corrections to say which the answer rests on: {e:#}");
+                Vec::new()
+            }
+        }
     };
     let source = run.answer_source(|id| generated.contains(&id));
     let mut out = std::io::stdout().lock();

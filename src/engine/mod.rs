@@ -771,7 +771,6 @@ impl Run {
         let discarded_count = discarded.len();
         // The answer goes only if the state gone back to had none.
         let answer = if snapshot.context.answer.is_none() { self.cx.answer.clone() } else { None };
-        let set_aside = SetAside::of(&discarded, answer.as_ref());
         self.abandoned.push(Abandoned {
             after_step: step,
             shared: snapshot.context.beam.nodes.len(),
@@ -789,7 +788,9 @@ impl Run {
         self.pending = None;
         let index = self.cx.trace.len();
         let depth = self.depth();
-        let summary = format!("rewound to step {step}; set aside {}", set_aside.describe());
+        // The trace entry keeps its wording: sessions saved before compare their traces with it
+        // (`replay --check`); what was set aside in full is `Abandoned::set_aside`.
+        let summary = format!("rewound to step {step}; {discarded_count} later steps set aside");
         self.cx.trace.push(Event::new(
             index,
             EventKind::Rewind { to: step, discarded: discarded_count },

@@ -127,6 +127,13 @@ impl SledStore {
                 ),
             });
         }
+        // A write whose note did not make it (a full disk, a crash between the two): catch up,
+        // so other processes see it.
+        if on_disk > acknowledged
+            && let Err(e) = write_ack(path, on_disk)
+        {
+            tracing::warn!("cannot note the store's generation beside it: {e}");
+        }
         Ok(Self { db, path: path.to_path_buf(), copy: None, generation: std::sync::atomic::AtomicU64::new(on_disk) })
     }
 
@@ -192,14 +199,11 @@ impl SledStore {
         self.db.apply_batch(batch).map_err(|e| self.err(e))?;
         // Not durable until flushed: only then may the caller be told it is done.
         self.db.flush().map_err(|e| self.err(e))?;
-        // Written aside and renamed over the old value: other processes read it at any time.
-        let next = self.path.join(ACK_NEXT);
-        let mut ack = std::fs::File::create(&next).map_err(io)?;
-        std::io::Write::write_all(&mut ack, &generation.to_be_bytes()).map_err(io)?;
-        ack.sync_all().map_err(io)?;
-        std::fs::rename(&next, self.path.join(ACK_FILE)).map_err(io)?;
-        #[cfg(unix)]
-        std::fs::File::open(&self.path).and_then(|dir| dir.sync_all()).map_err(io)?;
+        // The record is durable now: a failure to note it beside the db must not report it
+        // lost (the user would make it twice). The note catches up at the next open or write.
+        if let Err(e) = write_ack(&self.path, generation) {
+            tracing::warn!("the correction is stored, but its generation could not be noted beside the store: {e}");
+        }
         Ok(())
     }
 
@@ -229,6 +233,19 @@ const NEXT_ID: &[u8] = b"\xffnext_id";
 const GENERATION: &[u8] = b"\xffgeneration";
 
 /// A big-endian u64 counter; missing or malformed counts as 0.
+/// Notes `generation` in the file beside the db: written aside and renamed over the old value,
+/// so other processes, which read it at any time, never see half of it.
+fn write_ack(dir: &Path, generation: u64) -> std::io::Result<()> {
+    let next = dir.join(ACK_NEXT);
+    let mut ack = std::fs::File::create(&next)?;
+    std::io::Write::write_all(&mut ack, &generation.to_be_bytes())?;
+    ack.sync_all()?;
+    std::fs::rename(&next, dir.join(ACK_FILE))?;
+    #[cfg(unix)]
+    std::fs::File::open(dir).and_then(|d| d.sync_all())?;
+    Ok(())
+}
+
 fn read_u64(bytes: Option<&[u8]>) -> u64 {
     bytes.and_then(|b| <[u8; 8]>::try_from(b).ok()).map(u64::from_be_bytes).unwrap_or(0)
 }
@@ -367,5 +384,24 @@ mod tests {
         drop(copy);
         assert!(!where_copied.exists(), "the copy is removed");
         assert_eq!(SledStore::open(&path).unwrap().list("demo").unwrap().len(), 2, "the store is untouched");
+    }
+
+    #[test]
+    fn a_write_whose_note_fails_is_still_done_and_the_note_catches_up_at_the_next_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("overlay");
+        {
+            let store = SledStore::open(&path).unwrap();
+            store.add("demo", draft("one")).unwrap();
+            // The note cannot be written aside (a directory stands where its file would go).
+            std::fs::create_dir(path.join(ACK_NEXT)).unwrap();
+            let made = store.add("demo", draft("two"));
+            assert!(made.is_ok(), "the record is durable: it is not reported lost: {made:?}");
+            assert_eq!(acknowledged(&path).ok(), Some(1), "the note lags behind");
+            std::fs::remove_dir(path.join(ACK_NEXT)).unwrap();
+        }
+        let store = SledStore::open(&path).unwrap();
+        assert_eq!(store.list("demo").unwrap().len(), 2);
+        assert_eq!(acknowledged(&path).ok(), Some(2), "other processes see the second write now");
     }
 }

@@ -269,10 +269,8 @@ impl App {
                 // Steering not saved yet is saved first: opening replaces the sitting.
                 Some(path) if self.unsaved => {
                     self.say("saving your unsaved steering before opening the session");
-                    return vec![
-                        Effect::Save { path: None, session: Box::new(self.session()) },
-                        Effect::Open { path: path.into() },
-                    ];
+                    self.open_after_save = Some(path.into());
+                    return vec![Effect::Save { path: None, session: Box::new(self.session()) }];
                 }
                 Some(path) => return vec![Effect::Open { path: path.into() }],
                 None => self.say("open needs a session file: open PATH"),

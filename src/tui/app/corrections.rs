@@ -144,6 +144,15 @@ impl App {
             (_, Op::Replace { old, new, .. }) if old == new => {
                 Some(format!("the right object is the flagged one ({old}): give another, or leave it empty"))
             }
+            // A typed name is a new entity: the flagged one's own name would make a twin of it.
+            (FormKind::Flag { triple, .. }, Op::Replace { label: Some(name), .. })
+                if name.trim().eq_ignore_ascii_case(triple.tail.trim()) =>
+            {
+                Some(format!("{name:?} is the flagged object's name: give the right one, or ctrl-f to pick it"))
+            }
+            (_, Op::Replace { new: Term::Entity(id), label: Some(_), .. }) if id == "new." => {
+                Some("the right object's name needs a letter or a digit".into())
+            }
             _ => None,
         }
     }

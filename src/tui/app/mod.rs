@@ -263,6 +263,8 @@ pub struct App {
     pub inspector_at: usize,
     /// Overrides or rewinds made since the session was last saved: quitting asks first.
     pub unsaved: bool,
+    /// A session to open once the unsaved steering is saved (not if the save fails).
+    open_after_save: Option<PathBuf>,
     /// `q` was pressed once with unsaved steering: the next `q` quits.
     quit_armed: bool,
     pub quit: bool,
@@ -336,6 +338,7 @@ impl App {
             inspector_at: 0,
             unsaved: false,
             quit_armed: false,
+            open_after_save: None,
             quit: false,
             suspend: false,
             settings,
@@ -560,6 +563,8 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
             app.fail(format!("cannot list the corrections: {e}"));
             Vec::new()
         }
+        // Another scope's write moves the store's generation too: only a change is news.
+        Action::CorrectionsChanged(Ok(list)) if list == app.corrections => Vec::new(),
         Action::CorrectionsChanged(Ok(list)) => {
             let active = list.iter().filter(|c| c.active).count();
             app.corrections = list;
@@ -570,16 +575,26 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
             Vec::new()
         }
         Action::CorrectionsChanged(Err(e)) => {
-            app.fail(format!("cannot read the corrections again (this step uses those read before): {e}"));
+            // Said once, not at every step while it lasts.
+            let text = format!("cannot read the corrections again (the steps use those read before): {e}");
+            if app.messages.iter().rev().find(|m| m.error).is_none_or(|m| m.text != text) {
+                app.fail(text);
+            }
             Vec::new()
         }
         Action::Saved(result) => {
             match result {
                 Ok(path) => {
                     app.unsaved = false;
-                    app.say(format!("session saved to {} (ongraph replay FILE plays it back)", path.display()))
+                    app.say(format!("session saved to {} (ongraph replay FILE plays it back)", path.display()));
+                    if let Some(path) = app.open_after_save.take() {
+                        return vec![Effect::Open { path }];
+                    }
                 }
-                Err(e) => app.fail(format!("the session was not saved: {e}")),
+                Err(e) => {
+                    let kept = if app.open_after_save.take().is_some() { "; nothing was opened" } else { "" };
+                    app.fail(format!("the session was not saved: {e}{kept}"))
+                }
             }
             Vec::new()
         }

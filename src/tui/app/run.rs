@@ -15,6 +15,18 @@ impl App {
                     (Some(player), Some(run)) => Some(player.play(run, &moment)),
                     _ => None,
                 };
+                // A recorded change this build refuses (e.g. one made after the answer, by an
+                // older ongraph) is said, not recorded, and the replay stops following there.
+                if let Some(Err(e)) = replayed {
+                    self.auto = false;
+                    if let Some(replay) = &mut self.replay {
+                        replay.player = None;
+                    }
+                    self.fail(format!(
+                        "the recording's next change cannot be replayed ({e}): from here the steps are asked live"
+                    ));
+                    return Vec::new();
+                }
                 self.record(moment);
                 self.generation += 1;
                 let summary = match (replayed, &self.run) {

@@ -219,7 +219,7 @@ impl App {
                 match existing_child(beam, *parent, &item.value) {
                     Some(child) => {
                         let status = beam.nodes[child].status;
-                        let then = if status.is_live() { "" } else { ": picking it keeps it" };
+                        let then = if status.is_live() { "" } else { ": picking it asks to keep it" };
                         item.detail.push_str(&format!("  (in the tree, {}{then})", status.describe()));
                         known.push(item);
                     }
@@ -230,7 +230,7 @@ impl App {
             fresh.extend(known);
             picker.items = fresh;
             picker.note = match new {
-                0 => "· all in the tree: picking one keeps it ".into(),
+                0 => "· all in the tree: picking one asks to keep it ".into(),
                 n => format!("· {n} not in the tree "),
             };
         }

@@ -20,6 +20,9 @@ pub(super) fn provenance_line(app: &App, node: &BeamNode) -> Vec<Line<'static>> 
             ))];
             if let Some(c) = app.corrections.iter().find(|c| c.id == *id) {
                 lines.push(Line::from(format!("  why: {} ({}, {})", c.reason, c.author, c.created)));
+                if !c.active {
+                    lines.push(Line::from("  undone since: a asks again without it"));
+                }
             }
             lines
         }
@@ -211,8 +214,15 @@ fn flag_lines(app: &App, node: NodeRef) -> Vec<Line<'static>> {
         .filter(|c| c.active)
         .filter(|c| c.op.retracted() == Some((head.as_str(), t.relation_id.as_str(), &t.tail_term)))
         .map(|c| {
+            // A replace names the right object it put in the wrong one's place.
+            let right = match &c.op {
+                crate::overlay::Op::Replace { new, label, .. } => {
+                    format!("; right: {}", label.as_deref().unwrap_or(new.as_str()))
+                }
+                _ => String::new(),
+            };
             Line::from(Span::styled(
-                format!("⚑ flagged wrong (correction #{}): {} — {}", c.id, c.reason, c.author),
+                format!("⚑ flagged wrong (correction #{}{right}): {} — {}", c.id, c.reason, c.author),
                 app.theme.fg(app.theme.flagged).add_modifier(Modifier::BOLD),
             ))
         })
