@@ -7,7 +7,7 @@ use super::app::{App, Areas, Bottom, Focus, NodeRef, bar, node_parts, window};
 use super::component::{Component, popup};
 use super::theme::Theme;
 use crate::engine::beam::{BeamNode, Provenance, Status};
-use crate::engine::{Tone, ViewItem, ViewLine};
+use crate::engine::{MethodView, Tone, ViewItem, ViewLine};
 use crate::kg::Term;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -79,7 +79,10 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             let events = app.run.as_ref().map(|r| r.trace());
             draw_transcript(frame, areas.bottom, events, app.transcript_at, app.look(Focus::Transcript))
         }
-        Bottom::Method => draw_method(frame, app, areas.bottom),
+        Bottom::Method => {
+            let view = app.run.as_ref().map(|r| r.view());
+            draw_method(frame, areas.bottom, view.as_ref(), app.method_at, app.look(Focus::Method))
+        }
         Bottom::Answer => {
             let answer = app.run.as_ref().and_then(|r| r.answer());
             // Whether the answer rests on the KG, on corrections, or on triples the LLM wrote.

@@ -2,8 +2,7 @@
 
 use super::*;
 
-pub(super) fn status_style(app: &App, status: Status) -> Style {
-    let t = &app.theme;
+pub(super) fn status_style(t: &Theme, status: Status) -> Style {
     match status {
         Status::Kept => t.fg(t.kept).add_modifier(Modifier::BOLD),
         Status::PrunedByScore | Status::PrunedByWidth | Status::PrunedBySample => {
@@ -110,7 +109,7 @@ pub(super) fn draw_tree(frame: &mut Frame<'_>, app: &App, area: Rect) {
             if is_flagged(app, row.node, &retracted) {
                 marks.push('⚑');
             }
-            let mut style = status_style(app, node.status);
+            let mut style = status_style(&app.theme, node.status);
             if row.node.branch.is_some() {
                 style = style.add_modifier(Modifier::DIM | Modifier::ITALIC);
             }
