@@ -21,6 +21,23 @@ pub enum Pane {
     Matches,
 }
 
+impl Pane {
+    /// The pane as people call it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pane::Any => "whole screen",
+            Pane::Tree => "beam tree",
+            Pane::Inspector => "inspector",
+            Pane::Transcript => "transcript",
+            Pane::Method => "method pane",
+            Pane::Answer => "answer pane",
+            Pane::Corrections => "corrections pane",
+            Pane::Messages => "messages pane",
+            Pane::Matches => "search",
+        }
+    }
+}
+
 macro_rules! commands {
     ($( $variant:ident, $name:literal, $pane:ident, [$($key:literal),*], $help:literal; )*) => {
         /// Everything the user can ask the UI to do.

@@ -53,7 +53,7 @@ impl App {
                         self.say(format!(
                             "{} works on the {}'s selected row: focus it first (Tab)",
                             c.name(),
-                            pane_name(c.pane())
+                            c.pane().name()
                         ));
                         Vec::new()
                     }
@@ -475,10 +475,10 @@ impl App {
             Some((pane, command)) => self.say(format!(
                 "{label} ({}) works in the {}: Tab and shift-Tab move between panes",
                 command.name(),
-                pane_name(pane)
+                pane.name()
             )),
             None if matches!(key.code, KeyCode::Char(_) | KeyCode::Enter | KeyCode::F(_)) => {
-                self.say(format!("{label} does nothing in the {} (? lists its keys)", pane_name(self.focus.pane())))
+                self.say(format!("{label} does nothing in the {} (? lists its keys)", self.focus.pane().name()))
             }
             None => {}
         }
@@ -491,21 +491,6 @@ impl App {
             panes.push(Pane::Matches);
         }
         panes
-    }
-}
-
-/// A pane as people call it.
-pub(super) fn pane_name(pane: Pane) -> &'static str {
-    match pane {
-        Pane::Any => "whole screen",
-        Pane::Tree => "beam tree",
-        Pane::Inspector => "inspector",
-        Pane::Transcript => "transcript",
-        Pane::Method => "method pane",
-        Pane::Answer => "answer pane",
-        Pane::Corrections => "corrections pane",
-        Pane::Messages => "messages pane",
-        Pane::Matches => "search",
     }
 }
 

@@ -135,7 +135,7 @@ pub enum Focus {
 }
 
 impl Focus {
-    fn pane(self) -> Pane {
+    pub fn pane(self) -> Pane {
         match self {
             Focus::Question | Focus::Tree => Pane::Tree,
             Focus::Inspector => Pane::Inspector,

@@ -18,16 +18,8 @@ pub fn help_scroll_end(app: &App) -> u16 {
 pub(super) fn draw_help(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let rect = help_box(area);
     let lines = help_lines(app);
-    let pane = match app.focus {
-        Focus::Question => "question",
-        Focus::Tree => "beam tree",
-        Focus::Inspector => "inspector",
-        Focus::Messages => "messages",
-        Focus::Transcript => "transcript",
-        Focus::Method => "method",
-        Focus::Answer => "answer",
-        Focus::Corrections => "corrections",
-    };
+    // The question box takes the tree's keys once left.
+    let pane = if app.focus == Focus::Question { "question" } else { app.focus.pane().name() };
     frame.render_widget(Clear, rect);
     frame.render_widget(
         Paragraph::new(lines)
