@@ -100,7 +100,7 @@ impl App {
             Focus::Corrections => self.corrections.len(),
             Focus::Messages => self.messages.len(),
             // Scrolled by wrapped rows, to the last one at the bottom.
-            Focus::Inspector => crate::tui::view::inspector_scroll_end(self) + 1,
+            Focus::Inspector => self.inspector_scroll_end() + 1,
         }
     }
 
@@ -458,7 +458,7 @@ impl App {
     fn on_help_key(&mut self, key: KeyEvent) {
         match key.code {
             KeyCode::Char('j') | KeyCode::Down | KeyCode::PageDown => {
-                self.help_scroll = (self.help_scroll + 3).min(crate::tui::view::help_scroll_end(self))
+                self.help_scroll = (self.help_scroll + 3).min(self.help_scroll_end())
             }
             KeyCode::Char('k') | KeyCode::Up | KeyCode::PageUp => self.help_scroll = self.help_scroll.saturating_sub(3),
             _ => self.help = false,

@@ -33,6 +33,8 @@ mod replay;
 mod run;
 mod tree;
 
+pub use tree::beam_in;
+
 /// Everything that can happen to the UI.
 #[derive(Debug)]
 pub enum Action {

@@ -2,14 +2,18 @@
 
 use super::*;
 
+/// The beam of `run` a node ref points into: the current one, or a branch set aside.
+pub fn beam_in(run: &Run, node: NodeRef) -> Option<&Beam> {
+    match node.branch {
+        None => Some(run.beam()),
+        Some(i) => run.abandoned().get(i).map(|a| &a.beam),
+    }
+}
+
 impl App {
     /// The beam a node ref points into.
     pub fn beam_of(&self, node: NodeRef) -> Option<&Beam> {
-        let run = self.run.as_ref()?;
-        match node.branch {
-            None => Some(run.beam()),
-            Some(i) => run.abandoned().get(i).map(|a| &a.beam),
-        }
+        beam_in(self.run.as_ref()?, node)
     }
 
     pub fn node(&self, node: NodeRef) -> Option<&BeamNode> {

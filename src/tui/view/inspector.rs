@@ -2,7 +2,18 @@
 
 use super::*;
 
-pub(super) fn provenance_line(app: &App, node: &BeamNode) -> Vec<Line<'static>> {
+/// What the inspector shows: the selected node of a run, and the corrections that explain it.
+#[derive(Clone, Copy)]
+pub(super) struct InspectorShown<'a> {
+    pub run: &'a Run,
+    pub node: NodeRef,
+    /// The overlay's corrections (a node from one shows its reason; a flag its correction).
+    pub corrections: &'a [Correction],
+    /// Lines scrolled from the top.
+    pub scroll: usize,
+}
+
+fn provenance_lines(node: &BeamNode, corrections: &[Correction], theme: &Theme) -> Vec<Line<'static>> {
     match &node.provenance {
         Provenance::Kg { graph } => vec![Line::from(format!("from: {graph}"))],
         Provenance::Linked { name } => vec![Line::from(format!("linked from the name {name:?} the model gave"))],
@@ -16,9 +27,9 @@ pub(super) fn provenance_line(app: &App, node: &BeamNode) -> Vec<Line<'static>> 
         Provenance::Correction { id } => {
             let mut lines = vec![Line::from(Span::styled(
                 format!("from: overlay correction {id}"),
-                app.theme.fg(app.theme.correction).add_modifier(Modifier::BOLD),
+                theme.fg(theme.correction).add_modifier(Modifier::BOLD),
             ))];
-            if let Some(c) = app.corrections.iter().find(|c| c.id == *id) {
+            if let Some(c) = corrections.iter().find(|c| c.id == *id) {
                 lines.push(Line::from(format!("  why: {} ({}, {})", c.reason, c.author, c.created)));
                 if !c.active {
                     lines.push(Line::from("  undone since: a asks again without it"));
@@ -29,27 +40,26 @@ pub(super) fn provenance_line(app: &App, node: &BeamNode) -> Vec<Line<'static>> 
     }
 }
 
-pub(super) fn draw_inspector(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let focused = app.focus == Focus::Inspector;
-    let Some(lines) = inspector_lines(app) else {
-        let block = pane_block(app, Focus::Inspector, " Inspector ".into());
-        frame.render_widget(Paragraph::new("Select a node.").block(block), area);
+/// The inspector: what `shown` says about its node, or a hint when no node is selected.
+pub(super) fn draw_inspector(frame: &mut Frame<'_>, area: Rect, shown: Option<&InspectorShown<'_>>, look: Look<'_>) {
+    let Some(lines) = shown.and_then(|s| inspector_lines(s, look.theme)) else {
+        frame.render_widget(Paragraph::new("Select a node.").block(look.block(" Inspector ".into())), area);
         return;
     };
     let end = scroll_end(&lines, area);
-    let title = match (focused, end > 0) {
+    let title = match (look.focused, end > 0) {
         (true, _) => " Inspector · j/k: scroll ",
         (false, true) => " Inspector · tab here to scroll ",
         (false, false) => " Inspector ",
     };
-    let block = pane_block(app, Focus::Inspector, title.into());
-    let at = u16::try_from(app.inspector_at.min(end)).unwrap_or(u16::MAX);
+    let at = u16::try_from(shown.map_or(0, |s| s.scroll).min(end)).unwrap_or(u16::MAX);
+    let block = look.block(title.into());
     frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }).scroll((at, 0)), area);
 }
 
-/// How far the inspector scrolls: its last row at the bottom of the pane.
-pub fn inspector_scroll_end(app: &App) -> usize {
-    inspector_lines(app).map_or(0, |lines| scroll_end(&lines, app.areas().inspector))
+/// How far the inspector scrolls in `area`: its last row at the bottom of the pane.
+pub(super) fn inspector_scroll_end(shown: &InspectorShown<'_>, theme: &Theme, area: Rect) -> usize {
+    inspector_lines(shown, theme).map_or(0, |lines| scroll_end(&lines, area))
 }
 
 /// The rows `lines` take wrapped in `area`'s border, less the rows shown.
@@ -60,9 +70,11 @@ fn scroll_end(lines: &[Line<'_>], area: Rect) -> usize {
 }
 
 /// What the inspector says about the selected node (`None` when no node is selected).
-fn inspector_lines(app: &App) -> Option<Vec<Line<'static>>> {
-    let (Some(run), Some(node_ref)) = (&app.run, app.selected_ref()) else { return None };
-    let (Some(beam), Some(node)) = (app.beam_of(node_ref), app.node(node_ref)) else { return None };
+fn inspector_lines(shown: &InspectorShown<'_>, theme: &Theme) -> Option<Vec<Line<'static>>> {
+    let (run, node_ref) = (shown.run, shown.node);
+    let beam = beam_in(run, node_ref)?;
+    let node = beam.nodes.get(node_ref.id)?;
+    let faint = theme.faint();
     let mut lines = vec![
         Line::from(Span::styled(node.shown().to_string(), bold())),
         Line::from(match node.term() {
@@ -86,12 +98,12 @@ fn inspector_lines(app: &App) -> Option<Vec<Line<'static>>> {
     ];
     if let Some(b) = node_ref.branch {
         lines.push(Line::from(Span::styled(
-            format!("set aside when you went back to step {}", run.abandoned()[b].after_step),
-            dim(app),
+            format!("set aside when you went back to step {}", run.abandoned().get(b)?.after_step),
+            faint,
         )));
     }
-    lines.extend(provenance_line(app, node));
-    lines.extend(flag_lines(app, node_ref));
+    lines.extend(provenance_lines(node, shown.corrections, theme));
+    lines.extend(flag_lines(beam, node_ref.id, shown.corrections, theme));
     lines.push(heading("path"));
     lines.push(Line::from(beam.path_text(node_ref.id)));
     let triples = beam.triples(node_ref.id);
@@ -99,15 +111,12 @@ fn inspector_lines(app: &App) -> Option<Vec<Line<'static>>> {
         lines.push(heading("triples"));
         for t in &triples {
             lines.push(Line::from(t.line()));
-            lines.push(Line::from(Span::styled(
-                format!("  {} {} {}", t.head_term, t.relation_id, t.tail_term),
-                dim(app),
-            )));
+            lines.push(Line::from(Span::styled(format!("  {} {} {}", t.head_term, t.relation_id, t.tail_term), faint)));
         }
     }
     let events = match node_ref.branch {
         None => run.trace(),
-        Some(b) => &run.abandoned()[b].events[..],
+        Some(b) => &run.abandoned().get(b)?.events[..],
     };
     // The step that scored it: the last one whose decisions name it (an override changes the
     // node's step, not who scored it); else its own step.
@@ -126,7 +135,7 @@ fn inspector_lines(app: &App) -> Option<Vec<Line<'static>>> {
             if call.fell_back {
                 lines.push(Line::from(Span::styled(
                     "ranked by BM25: the reply could not be read",
-                    app.theme.fg(app.theme.flagged),
+                    theme.fg(theme.flagged),
                 )));
             } else if node.score == Some(0.0) {
                 lines.push(Line::from("offered to the model; its reply did not choose it"));
@@ -135,15 +144,15 @@ fn inspector_lines(app: &App) -> Option<Vec<Line<'static>>> {
             lines.extend(call.reply.lines().map(|l| Line::from(l.to_string())));
             if let Some(thought) = &call.reasoning {
                 lines.push(Line::from(Span::styled("reasoning (not parsed):", bold())));
-                lines.extend(thought.lines().map(|l| Line::from(Span::styled(l.to_string(), dim(app)))));
+                lines.extend(thought.lines().map(|l| Line::from(Span::styled(l.to_string(), faint))));
             }
             lines.push(Line::from(Span::styled("prompt:", bold())));
-            lines.extend(call.prompt.lines().map(|l| Line::from(Span::styled(l.to_string(), dim(app)))));
+            lines.extend(call.prompt.lines().map(|l| Line::from(Span::styled(l.to_string(), faint))));
         }
         Some(Source::Unasked) if node.parent.is_none() => lines.push(heading("a topic entity of the question")),
         Some(Source::Unasked) if node.score.is_some() => {
             lines.push(heading("scored without asking the model"));
-            lines.push(Line::from(unasked_reason(app, beam, node_ref.id)));
+            lines.push(Line::from(unasked_reason(run.settings().prune, beam, node_ref.id)));
         }
         _ => {}
     }
@@ -161,11 +170,7 @@ enum Source<'a> {
 /// unified), so it is the call whose prompt offers the node under its parent. PoG's and GoG's
 /// calls read no per-node scores: the call whose reply or prompt names the node, else the
 /// step's first. `Unasked` when no call offered it (an only candidate, BM25, embeddings).
-fn scoring_call<'a>(
-    calls: &'a [crate::engine::events::CallRecord],
-    beam: &crate::engine::beam::Beam,
-    node: &BeamNode,
-) -> Source<'a> {
+fn scoring_call<'a>(calls: &'a [crate::engine::events::CallRecord], beam: &Beam, node: &BeamNode) -> Source<'a> {
     let shown = node.shown();
     let parent = node.parent.and_then(|p| beam.nodes.get(p)).map(BeamNode::shown);
     // A reading that lists `name=score`: ToG's prune calls.
@@ -187,7 +192,7 @@ fn scoring_call<'a>(
 }
 
 /// Why a scored node was scored without a call.
-fn unasked_reason(app: &App, beam: &crate::engine::beam::Beam, id: crate::engine::beam::NodeId) -> String {
+fn unasked_reason(prune: crate::engine::PruneTool, beam: &Beam, id: NodeId) -> String {
     let node = &beam.nodes[id];
     let siblings = node.parent.map_or(1, |p| beam.nodes[p].children.len());
     if siblings == 1 {
@@ -197,7 +202,7 @@ fn unasked_reason(app: &App, beam: &crate::engine::beam::Beam, id: crate::engine
         return "unnamed entities are not shown to the model: they share the score evenly".into();
     }
     use crate::engine::PruneTool;
-    match app.run.as_ref().map_or(app.settings.prune, |r| r.settings().prune) {
+    match prune {
         PruneTool::Llm if node.score == Some(0.0) => "the model's reply did not choose it: scored 0".into(),
         PruneTool::Llm => "scored by the step's rules, not by a call".into(),
         PruneTool::Bm25 => "ranked by BM25 against the question (the prune tool), not by the model".into(),
@@ -206,10 +211,10 @@ fn unasked_reason(app: &App, beam: &crate::engine::beam::Beam, id: crate::engine
 }
 
 /// The flag on the triple that reached `node`, with its correction's reason.
-fn flag_lines(app: &App, node: NodeRef) -> Vec<Line<'static>> {
-    let Some(t) = app.beam_of(node).and_then(|b| b.triples(node.id).pop()) else { return Vec::new() };
+fn flag_lines(beam: &Beam, node: NodeId, corrections: &[Correction], theme: &Theme) -> Vec<Line<'static>> {
+    let Some(t) = beam.triples(node).pop() else { return Vec::new() };
     let Term::Entity(head) = &t.head_term else { return Vec::new() };
-    app.corrections
+    corrections
         .iter()
         .filter(|c| c.active)
         .filter(|c| c.op.retracted() == Some((head.as_str(), t.relation_id.as_str(), &t.tail_term)))
@@ -223,7 +228,7 @@ fn flag_lines(app: &App, node: NodeRef) -> Vec<Line<'static>> {
             };
             Line::from(Span::styled(
                 format!("⚑ flagged wrong (correction #{}{right}): {} — {}", c.id, c.reason, c.author),
-                app.theme.fg(app.theme.flagged).add_modifier(Modifier::BOLD),
+                theme.fg(theme.flagged).add_modifier(Modifier::BOLD),
             ))
         })
         .collect()

@@ -1,21 +1,22 @@
 //! The question box.
 
 use super::*;
+use ratatui_textarea::TextArea;
 
-pub(super) fn draw_question(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let focused = app.focus == Focus::Question;
-    let title = if focused {
+/// The question box: `input` edited when focused, its text on one line otherwise.
+pub(super) fn draw_question(frame: &mut Frame<'_>, area: Rect, input: &TextArea<'static>, look: Look<'_>) {
+    let title = if look.focused {
         " Question (enter: ask · alt-enter: new line · ↑/↓: history · ctrl-u: clear · esc: back) "
     } else {
         " Question (i: edit · a: ask again) "
     };
-    let block = pane_block(app, Focus::Question, title.into());
-    if !focused {
-        let text = app.question().replace('\n', " ");
+    let block = look.block(title.into());
+    if !look.focused {
+        let text = input.lines().join(" ");
         frame.render_widget(Paragraph::new(text).block(block).wrap(Wrap { trim: true }), area);
         return;
     }
-    let mut input = app.input.clone();
+    let mut input = input.clone();
     input.set_block(block);
     input.set_cursor_line_style(Style::new());
     frame.render_widget(&input, area);

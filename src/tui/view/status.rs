@@ -1,48 +1,50 @@
 //! The status bar: progress, the last message, where things are.
 
 use super::*;
+use crate::engine::events::Costs;
+use std::time::Duration;
 
-/// The status bar: the latest message (or the search being typed) on the left, the run's
-/// counters on the right.
-pub(super) fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let s = &app.settings;
-    let (depth, next, costs) = match &app.run {
-        Some(run) => (run.depth(), run.next_phase(), run.costs()),
-        None => (0, "-", Default::default()),
-    };
-    let flight = match app.in_flight {
-        Some(since) => {
-            let elapsed = since.elapsed();
+/// What the status bar says.
+pub(super) struct StatusShown {
+    /// The latest message, or the search being typed.
+    pub message: String,
+    /// Where the run stands (the method's progress line).
+    pub progress: String,
+    pub costs: Costs,
+    /// What the next step does.
+    pub next: &'static str,
+    /// How long the requests in flight have been waited for.
+    pub waiting: Option<Duration>,
+    /// Active corrections.
+    pub fixes: usize,
+    /// "KG · model".
+    pub names: String,
+}
+
+/// The status bar: the message on the left, the run's counters on the right.
+pub(super) fn draw_status(frame: &mut Frame<'_>, area: Rect, shown: &StatusShown, theme: &Theme) {
+    let costs = &shown.costs;
+    let flight = match shown.waiting {
+        Some(elapsed) => {
             let frame = (elapsed.as_millis() / 100) as usize % SPINNER.len();
             format!(" {} {:.1}s", SPINNER[frame], elapsed.as_secs_f64())
         }
         None => String::new(),
     };
-    let overlay = app.corrections.iter().filter(|c| c.active).count();
-    // The run's own settings: the app's may have changed for the next question.
-    let s = app.run.as_ref().map_or(s, |r| r.settings());
-    let progress = match (&app.run, crate::engine::Registry::builtin().get(&s.method)) {
-        (Some(run), _) => run.progress(),
-        (None, Some(entry)) => crate::engine::progress_line(entry, s, depth),
-        (None, None) => s.method.to_string(),
-    };
     // Most important first; the tail is dropped when the message would get under 30 columns.
     let mut segments = vec![
-        progress,
+        shown.progress.clone(),
         format!("LLM {}× {}t", costs.llm_calls, costs.usage.prompt_tokens + costs.usage.completion_tokens),
         format!("KG {}q", costs.kg_lookups),
-        format!("{next}{flight}"),
-        format!("fixes {overlay}"),
-        format!("{} · {}", app.kg_name, app.llm_name),
+        format!("{}{flight}", shown.next),
+        format!("fixes {}", shown.fixes),
+        shown.names.clone(),
     ];
     if !flight.is_empty() {
         // While waiting, the spinner matters more than the counters after it.
         segments.swap(1, 3);
     }
-    let message = match &app.search {
-        Some(search) if search.typing => format!("/{}▏ ({} matches)", search.query, search.matches.len()),
-        _ => app.message.clone().unwrap_or_default(),
-    };
+    let message = &shown.message;
     // The counters give way to the message, down to the progress (and the spinner, while
     // waiting); the message claims 30 columns at least and three fifths of the bar at most (it
     // is cut beyond, whole in the messages pane).
@@ -55,8 +57,8 @@ pub(super) fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect) {
     }
     let width = (counters.chars().count() as u16).min(area.width);
     let [left, right] = Layout::horizontal([Constraint::Min(0), Constraint::Length(width)]).areas(area);
-    let style = app.theme.status_bar();
-    let message = fit(&message, usize::from(left.width.saturating_sub(1)));
+    let style = theme.status_bar();
+    let message = fit(message, usize::from(left.width.saturating_sub(1)));
     frame.render_widget(Paragraph::new(format!(" {message}")).style(style), left);
     frame.render_widget(Paragraph::new(counters).style(style), right);
 }
@@ -70,4 +72,56 @@ fn fit(text: &str, width: usize) -> String {
     }
     let keep = width.saturating_sub(MORE.chars().count());
     text.chars().take(keep).collect::<String>() + MORE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    fn bar(shown: &StatusShown, width: u16) -> String {
+        let mut terminal = Terminal::new(TestBackend::new(width, 1)).expect("a test terminal");
+        let theme = Theme::fallback();
+        terminal.draw(|f| draw_status(f, f.area(), shown, &theme)).expect("drawn");
+        terminal.backend().buffer().content().iter().map(|c| c.symbol()).collect()
+    }
+
+    fn shown(message: &str, waiting: Option<Duration>) -> StatusShown {
+        StatusShown {
+            message: message.into(),
+            progress: "ToG depth 1/3".into(),
+            costs: Costs::default(),
+            next: "score relations",
+            waiting,
+            fixes: 2,
+            names: "demo · scripted".into(),
+        }
+    }
+
+    #[test]
+    fn a_short_message_leaves_room_for_every_counter() {
+        let line = bar(&shown("ready", None), 140);
+        for part in ["ready", "ToG depth 1/3", "LLM 0× 0t", "KG 0q", "score relations", "fixes 2", "demo · scripted"]
+        {
+            assert!(line.contains(part), "{part:?} missing from {line:?}");
+        }
+    }
+
+    #[test]
+    fn a_long_message_is_cut_with_a_pointer_and_the_counters_give_way_down_to_the_progress() {
+        let long = "error: ".to_string() + &"the endpoint did not answer ".repeat(6);
+        let line = bar(&shown(&long, None), 80);
+        assert!(line.contains("… (M: in full)"), "{line:?}");
+        assert!(line.contains("ToG depth 1/3"), "{line:?}");
+        assert!(!line.contains("demo · scripted"), "{line:?}");
+    }
+
+    #[test]
+    fn while_waiting_the_spinner_outranks_the_counters() {
+        let long = "x".repeat(200);
+        let line = bar(&shown(&long, Some(Duration::from_millis(1500))), 80);
+        assert!(line.contains("score relations ") && line.contains("1.5s"), "{line:?}");
+        assert!(!line.contains("LLM 0×"), "{line:?}");
+    }
 }

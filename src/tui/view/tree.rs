@@ -14,10 +14,10 @@ pub(super) fn status_style(t: &Theme, status: Status) -> Style {
     }
 }
 
-/// The triples the overlay retracts (alone or replaced by another object), to mark them in
-/// the tree.
-pub(super) fn retracted(app: &App) -> HashSet<(String, String, Term)> {
-    app.corrections
+/// The triples the active corrections retract (alone or replaced by another object), to mark
+/// them in the tree.
+pub(super) fn retracted(corrections: &[Correction]) -> HashSet<(String, String, Term)> {
+    corrections
         .iter()
         .filter(|c| c.active)
         .filter_map(|c| c.op.retracted())
@@ -26,34 +26,50 @@ pub(super) fn retracted(app: &App) -> HashSet<(String, String, Term)> {
 }
 
 /// Whether the triple that reached `node` (an entity under a relation) is retracted.
-pub(super) fn is_flagged(app: &App, node: NodeRef, retracted: &HashSet<(String, String, Term)>) -> bool {
+fn is_flagged(beam: &Beam, node: NodeId, retracted: &HashSet<(String, String, Term)>) -> bool {
     if retracted.is_empty() {
         return false;
     }
-    let Some(beam) = app.beam_of(node) else { return false };
-    beam.triples(node.id).last().is_some_and(|t| {
+    beam.triples(node).last().is_some_and(|t| {
         let Term::Entity(head) = &t.head_term else { return false };
         retracted.contains(&(head.clone(), t.relation_id.clone(), t.tail_term.clone()))
     })
 }
 
-pub(super) fn draw_tree(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let replay = if app.replay.is_some() { " · replay" } else { "" };
-    let block = pane_block(app, Focus::Tree, format!(" Beam · {} · {}{replay} ", app.kg_name, app.llm_name));
-    let Some(run) = &app.run else {
+/// What the tree shows: the run's beams as rows, and what marks them.
+pub(super) struct TreeShown<'a> {
+    /// Where the beam comes from: " Beam · KG · model ".
+    pub title: String,
+    pub run: Option<&'a Run>,
+    /// The visible rows, depth first.
+    pub rows: &'a [Row],
+    pub selected: usize,
+    /// Whether the selected row is highlighted (not while the question is edited).
+    pub highlight: bool,
+    pub collapsed: &'a HashSet<NodeRef>,
+    /// The triples corrections retract (flagged in the tree).
+    pub retracted: &'a HashSet<(String, String, Term)>,
+    /// The answer's path shown in the tree, if any.
+    pub traced: Option<usize>,
+}
+
+pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>, look: Look<'_>) {
+    let block = look.block(shown.title.clone());
+    let faint = look.theme.faint();
+    let Some(run) = shown.run else {
         let hint = vec![
             Line::from("No question yet: type one above and press enter."),
             Line::from(""),
             Line::from(Span::styled(
                 "Try: What is the majority party now in the country where Canberra is located?",
-                dim(app),
+                faint,
             )),
-            Line::from(Span::styled("?: keys · q: quit · Esc: leave the box · :: commands", dim(app))),
+            Line::from(Span::styled("?: keys · q: quit · Esc: leave the box · :: commands", faint)),
         ];
         frame.render_widget(Paragraph::new(hint).block(block).wrap(Wrap { trim: false }), area);
         return;
     };
-    let rows = app.visible_rows();
+    let rows = shown.rows;
     if rows.is_empty() && run.beam().nodes.is_empty() && run.trace().len() <= 1 && !run.is_finished() {
         let text = format!("No beam yet: n takes the next step ({}).", run.next_phase());
         frame.render_widget(Paragraph::new(text).block(block).wrap(Wrap { trim: true }), area);
@@ -68,11 +84,10 @@ pub(super) fn draw_tree(frame: &mut Frame<'_>, app: &App, area: Rect) {
         return;
     }
     let height = area.height.saturating_sub(2) as usize;
-    let selected = app.selected.min(rows.len().saturating_sub(1));
+    let selected = shown.selected.min(rows.len().saturating_sub(1));
     let offset = window(selected, rows.len(), height);
     let width = area.width.saturating_sub(2) as usize;
-    let retracted = retracted(app);
-    let traced: HashSet<usize> = match (app.traced, run.answer()) {
+    let traced: HashSet<usize> = match (shown.traced, run.answer()) {
         (Some(t), Some(answer)) => {
             answer.paths.get(t).map(|p| run.beam().path(p.leaf).into_iter().collect()).unwrap_or_default()
         }
@@ -84,10 +99,11 @@ pub(super) fn draw_tree(frame: &mut Frame<'_>, app: &App, area: Rect) {
         .skip(offset)
         .take(height)
         .filter_map(|(i, row)| {
-            let node = app.node(row.node)?;
+            let beam = beam_in(run, row.node)?;
+            let node = beam.nodes.get(row.node.id)?;
             let fold = if node.children.is_empty() {
                 " "
-            } else if app.collapsed.contains(&row.node) {
+            } else if shown.collapsed.contains(&row.node) {
                 "▸"
             } else {
                 "▾"
@@ -106,10 +122,10 @@ pub(super) fn draw_tree(frame: &mut Frame<'_>, app: &App, area: Rect) {
                 // Written by the LLM, not found in the KG.
                 marks.push('✦');
             }
-            if is_flagged(app, row.node, &retracted) {
+            if is_flagged(beam, row.node.id, shown.retracted) {
                 marks.push('⚑');
             }
-            let mut style = status_style(&app.theme, node.status);
+            let mut style = status_style(look.theme, node.status);
             if row.node.branch.is_some() {
                 style = style.add_modifier(Modifier::DIM | Modifier::ITALIC);
             }
@@ -142,7 +158,7 @@ pub(super) fn draw_tree(frame: &mut Frame<'_>, app: &App, area: Rect) {
             };
             let mut spans = vec![Span::raw(lead)];
             if !marks.is_empty() {
-                let t = &app.theme;
+                let t = look.theme;
                 let mark_color = if marks.contains('⚑') { t.flagged } else { t.correction };
                 spans.push(Span::styled(marks, t.fg(mark_color).add_modifier(Modifier::BOLD)));
             }
@@ -151,10 +167,10 @@ pub(super) fn draw_tree(frame: &mut Frame<'_>, app: &App, area: Rect) {
                 spans.push(Span::styled(format!("  {scores}"), style));
             }
             if let Some(reason) = node.reason.as_deref().filter(|_| node.status == Status::PrunedByWidth) {
-                spans.push(Span::styled(format!("  ({reason})"), dim(app)));
+                spans.push(Span::styled(format!("  ({reason})"), faint));
             }
             let line = Line::from(spans);
-            Some(if i == selected && app.focus != Focus::Question { line.style(app.theme.selected()) } else { line })
+            Some(if i == selected && shown.highlight { line.style(look.theme.selected()) } else { line })
         })
         .collect();
     let title_count = format!(" {}/{} ", selected + 1, rows.len());
