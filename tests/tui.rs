@@ -465,6 +465,36 @@ async fn the_mouse_selects_scrolls_and_folds() {
     assert_eq!(ui.app.selected, 3);
 }
 
+/// A right object typed by name is the KG's entity of that name, not a new twin of it.
+#[tokio::test]
+async fn a_typed_right_object_the_kg_has_is_used_not_made_again() {
+    let mut ui = Ui::new();
+    ui.ask(PHANATIC).await;
+    ui.press(KeyCode::Char('r')).await;
+    ui.select("Bright House Field");
+    ui.press(KeyCode::Char('f')).await;
+    ui.typed("wrong ballpark").await;
+    ui.press(KeyCode::Tab).await;
+    ui.typed("citizens bank park").await;
+    ui.press(KeyCode::Enter).await;
+    assert!(ui.app.form.is_none(), "recorded at once: {:?}", ui.app.form);
+    let ops: Vec<String> = ui.app.corrections.iter().map(|c| c.op.describe()).collect();
+    assert_eq!(
+        ops,
+        [
+            "replace m.phillies baseball.baseball_team.spring_training_stadium m.bright_house_field with m.citizens_bank_park"
+        ]
+    );
+    assert!(
+        ui.app
+            .messages
+            .iter()
+            .any(|m| m.text == "\"citizens bank park\" is m.citizens_bank_park in the KG: the correction uses it"),
+        "{:?}",
+        ui.app.messages
+    );
+}
+
 #[tokio::test]
 async fn flag_relabel_undo_and_ask_again() {
     let mut ui = Ui::new();
@@ -485,6 +515,14 @@ async fn flag_relabel_undo_and_ask_again() {
     ui.typed("Renamed in 2021").await;
     ui.press(KeyCode::Tab).await;
     ui.typed("BayCare Ballpark").await;
+    // The typed name is looked up first: the KG has no entity named so, only names like it,
+    // said in the form; the next Enter makes it a new entity.
+    let effects = update(&mut ui.app, key(KeyCode::Enter));
+    assert!(matches!(&effects[..], [Effect::Lookup { .. }]), "{effects:?}");
+    ui.settle(effects).await;
+    let problem = ui.app.form.as_ref().and_then(|f| f.problem.clone()).expect("the form stays open, saying why");
+    assert!(problem.contains("no entity is named exactly \"BayCare Ballpark\"; the KG has Baseball"), "{problem}");
+    assert!(problem.contains("enter makes a new entity"), "{problem}");
     let effects = update(&mut ui.app, key(KeyCode::Enter));
     let [Effect::Correct { drafts }] = &effects[..] else { panic!("one correction effect: {effects:?}") };
     let ops: Vec<String> = drafts.iter().map(|d| d.op.describe()).collect();
@@ -696,6 +734,8 @@ async fn demo_sessions_are_what_the_ui_records() {
     let mut ui = Ui::new();
     ui.flag_the_stadium("Renamed BayCare Ballpark in 2017").await;
     ui.typed("BayCare Ballpark").await;
+    // Looked up (no entity has that name), then made a new entity.
+    ui.press(KeyCode::Enter).await;
     ui.press(KeyCode::Enter).await;
     ui.press(KeyCode::Char('a')).await;
     let phanatic = ui.app.session();

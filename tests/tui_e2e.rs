@@ -102,6 +102,9 @@ fn flag_and_fix_in_the_real_terminal() {
     tmux.keys(&["f"]);
     tmux.wait_for("Flag a wrong triple");
     tmux.keys(&["Renamed in 2021", "Tab", "BayCare Ballpark", "Enter"]);
+    // The name is looked up in the KG first: no entity has it, so the next Enter makes one.
+    tmux.wait_for("enter makes a new entity");
+    tmux.keys(&["Enter"]);
     tmux.wait_for("recorded; a: ask again");
     tmux.keys(&["a"]);
     let screen = tmux.wait_for("before: Bright House Field");

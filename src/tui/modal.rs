@@ -63,12 +63,24 @@ pub struct Field {
 #[derive(Clone, Debug, PartialEq)]
 pub enum FormKind {
     /// A triple is wrong; the optional second field names the right object (typed, or picked
-    /// from the KG, in which case `object` is its term).
-    Flag { triple: TripleView, object: Option<Term> },
+    /// from the KG, in which case `object` is its term). A typed name is looked up in the KG
+    /// before it becomes a new entity (see [`NameCheck`]).
+    Flag { triple: TripleView, object: Option<Term>, check: NameCheck },
     /// An entity's name is wrong.
     Relabel { entity: String, current: String },
     /// GoG's last thought and action, before the action runs.
     EditStep { thought: String },
+}
+
+/// The KG lookup of a right object's typed name: an entity the KG has under that name is used,
+/// not made again under a new id.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NameCheck {
+    /// The lookup the form waits for (0: none).
+    pub expects: u64,
+    /// A name already looked up that no entity has (or that could not be looked up): the next
+    /// Enter makes it a new entity.
+    pub done: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -83,7 +95,7 @@ pub struct Form {
 impl Form {
     pub fn flag(triple: TripleView) -> Self {
         Self {
-            kind: FormKind::Flag { triple, object: None },
+            kind: FormKind::Flag { triple, object: None, check: NameCheck::default() },
             fields: vec![
                 Field { label: "Why is it wrong", value: String::new(), required: true },
                 Field {
@@ -330,7 +342,7 @@ impl Component for Form {
         let rect = popup(area, 90, 14);
         let mut lines = Vec::new();
         match &self.kind {
-            FormKind::Flag { triple, object } => {
+            FormKind::Flag { triple, object, .. } => {
                 lines.push(Line::from(Span::styled("This triple is wrong:", bold())));
                 lines.push(Line::from(triple.line()));
                 lines.push(Line::from(Span::styled(

@@ -111,7 +111,7 @@ impl App {
             FormKind::Relabel { entity, .. } => Some(
                 self.draft(Op::Relabel { entity: entity.clone(), label: form.value(0).to_string() }, form.value(1)),
             ),
-            FormKind::Flag { triple: t, object } => {
+            FormKind::Flag { triple: t, object, .. } => {
                 let Term::Entity(head) = &t.head_term else { return None };
                 let (subject, relation, old) = (head.clone(), t.relation_id.clone(), t.tail_term.clone());
                 let typed = form.value(1);
@@ -196,32 +196,129 @@ impl App {
                 self.form = None;
                 self.apply(Override::EditAction { thought, action })
             }
-            Outcome::Submitted => {
-                let form = form.clone();
-                let Some(draft) = self.form_draft(&form) else {
-                    self.form = None;
-                    return Vec::new();
-                };
-                // Refused with the form still open, its text kept.
-                if let Some(problem) = Self::form_problem(&draft, &form) {
-                    if let Some(open) = &mut self.form {
-                        open.problem = Some(problem.clone());
-                        // The field to change: the name, or the flag's right object.
-                        open.active = usize::from(matches!(open.kind, FormKind::Flag { .. }));
-                    }
-                    self.say(problem);
-                    return Vec::new();
+            Outcome::Submitted => self.submit_form(),
+        }
+    }
+
+    /// Records what the open form says, unless it would record nothing worth recording (the
+    /// form stays open, its text kept, saying why) or a typed name must first be looked up.
+    fn submit_form(&mut self) -> Vec<Effect> {
+        let Some(form) = self.form.clone() else { return Vec::new() };
+        let Some(draft) = self.form_draft(&form) else {
+            self.form = None;
+            return Vec::new();
+        };
+        if let Some(problem) = Self::form_problem(&draft, &form) {
+            self.refuse_form(problem);
+            return Vec::new();
+        }
+        // A typed right object is looked up first: an entity the KG has under that name is
+        // the right object, not a new one.
+        if let (Op::Replace { label: Some(name), .. }, FormKind::Flag { check, .. }) = (&draft.op, &form.kind)
+            && check.done.as_deref() != Some(name.as_str())
+            && self.live
+        {
+            let (token, lookup) =
+                self.lookup(vec![Request::FindEntities { name: name.clone(), limit: OBJECT_MATCHES }]);
+            if let Some(FormKind::Flag { check, .. }) = self.form.as_mut().map(|f| &mut f.kind) {
+                check.expects = token;
+            }
+            self.say(format!("looking for {name:?} in the KG…"));
+            return vec![lookup];
+        }
+        self.form = None;
+        if !self.live {
+            self.message = Some("an offline replay writes no corrections: replay with --live to correct".into());
+            return Vec::new();
+        }
+        let drafts = vec![draft];
+        self.pending_drafts = drafts.clone();
+        self.say("recording the correction…");
+        vec![Effect::Correct { drafts }]
+    }
+
+    /// Keeps the form open saying why its Enter was refused, on the field to change.
+    fn refuse_form(&mut self, problem: String) {
+        if let Some(open) = &mut self.form {
+            open.problem = Some(problem.clone());
+            // The field to change: the name, or the flag's right object.
+            open.active = usize::from(matches!(open.kind, FormKind::Flag { .. }));
+        }
+        self.say(problem);
+    }
+
+    /// Whether the open form waits for the lookup `token` (a typed right object's name).
+    pub(super) fn form_expects(&self, token: u64) -> bool {
+        matches!(self.form.as_ref().map(|f| &f.kind), Some(FormKind::Flag { check, .. }) if check.expects == token)
+    }
+
+    /// The KG's entities named like the typed right object: exactly one is the right object;
+    /// several are offered to pick from; none (or a failed lookup) makes the name a new entity
+    /// at the next Enter, after saying so.
+    pub(super) fn name_checked(&mut self, result: Result<Vec<Response>, String>) -> Vec<Effect> {
+        let Some(form) = self.form.as_mut() else { return Vec::new() };
+        let name = form.value(1).to_string();
+        let FormKind::Flag { object, check, .. } = &mut form.kind else { return Vec::new() };
+        check.expects = 0;
+        let matches = match result {
+            Ok(responses) => responses
+                .into_iter()
+                .flat_map(|r| match r {
+                    Response::Entities { matches } => matches,
+                    _ => Vec::new(),
+                })
+                .collect::<Vec<_>>(),
+            Err(e) => {
+                check.done = Some(name.clone());
+                self.refuse_form(format!(
+                    "the KG could not be searched for {name:?} ({e}): enter makes it a new entity, ctrl-f picks one"
+                ));
+                return Vec::new();
+            }
+        };
+        let same = |label: &str| label.trim().eq_ignore_ascii_case(&name);
+        let exact: Vec<_> = matches.iter().filter(|m| same(&m.label)).collect();
+        match exact.as_slice() {
+            [one] => {
+                *object = Some(Term::Entity(one.id.clone()));
+                let said = format!("{name:?} is {} in the KG: the correction uses it", one.id);
+                let effects = self.submit_form();
+                self.say(said);
+                effects
+            }
+            [] => {
+                check.done = Some(name.clone());
+                if matches.is_empty() {
+                    // Nothing like it in the KG: a new entity, as typed.
+                    return self.submit_form();
                 }
-                self.form = None;
-                if !self.live {
-                    self.message =
-                        Some("an offline replay writes no corrections: replay with --live to correct".into());
-                    return Vec::new();
-                }
-                let drafts = vec![draft];
-                self.pending_drafts = drafts.clone();
-                self.say("recording the correction…");
-                vec![Effect::Correct { drafts }]
+                let like: Vec<String> = matches.iter().take(3).map(|m| format!("{} ({})", m.label, m.id)).collect();
+                self.refuse_form(format!(
+                    "no entity is named exactly {name:?}; the KG has {} — ctrl-f picks one, enter makes a new entity",
+                    like.join(", ")
+                ));
+                Vec::new()
+            }
+            several => {
+                let items = several
+                    .iter()
+                    .map(|m| PickItem {
+                        text: m.label.clone(),
+                        detail: m.id.clone(),
+                        value: PickValue::Term { term: Term::Entity(m.id.clone()), label: Some(m.label.clone()) },
+                    })
+                    .collect();
+                check.done = Some(name.clone());
+                let mut picker = Picker::new(
+                    Purpose::Object,
+                    format!(" {} entities are named {name:?}: which one? ", several.len()),
+                );
+                picker.loading = false;
+                picker.items = items;
+                picker.query = String::new();
+                self.picker = Some(picker);
+                self.say(format!("several entities are named {name:?}: pick one (esc, then enter, makes a new one)"));
+                Vec::new()
             }
         }
     }

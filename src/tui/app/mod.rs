@@ -527,10 +527,7 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
             app.in_flight = None;
             if app.absorb(result, elapsed_ms) && app.auto { app.step() } else { Vec::new() }
         }
-        Action::Looked { token, result } => {
-            app.looked(token, result);
-            Vec::new()
-        }
+        Action::Looked { token, result } => app.looked(token, result),
         Action::Corrected(Ok(ids)) => {
             let drafts = std::mem::take(&mut app.pending_drafts);
             let runs = app.recording.runs.len();

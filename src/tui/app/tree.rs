@@ -145,7 +145,10 @@ impl App {
 
     /// Gives a lookup's answer to whoever waits for it (the open picker or the search); an
     /// answer nobody waits for any more is dropped.
-    pub(super) fn looked(&mut self, token: u64, result: Result<Vec<Response>, String>) {
+    pub(super) fn looked(&mut self, token: u64, result: Result<Vec<Response>, String>) -> Vec<Effect> {
+        if self.form_expects(token) && self.picker.is_none() {
+            return self.name_checked(result);
+        }
         let for_picker = self.picker.as_ref().is_some_and(|p| p.expects == token);
         let for_search = self.search.as_ref().is_some_and(|s| s.expects == token);
         match result {
@@ -159,6 +162,7 @@ impl App {
             Ok(_) => {}
             Err(e) => tracing::info!("a lookup nobody waits for any more failed: {e}"),
         }
+        Vec::new()
     }
 
     /// The KG's labels matching the search: said, not kept (they are not in the beam to jump to).
