@@ -1495,3 +1495,104 @@ async fn a_flag_cannot_name_the_flagged_object_as_the_right_one() {
     let problem = ui.app.form.as_ref().and_then(|f| f.problem.clone()).unwrap_or_default();
     assert!(problem.contains("is the flagged object's name"), "{problem}");
 }
+
+#[tokio::test]
+async fn f1_helps_over_dialogs_and_the_question_boxs_help_lists_its_own_keys() {
+    let mut ui = Ui::new();
+    // In the question box: its own keys first, then the tree's once left.
+    ui.press(KeyCode::F(1)).await;
+    let help = ui.screen(120, 40);
+    assert!(help.contains("Keys in the question box"), "{help}");
+    assert!(help.contains("alt-enter") && help.contains("a new line in the question"), "{help}");
+    assert!(help.contains("Once you leave the box (esc), in the beam tree:"), "{help}");
+    ui.press(KeyCode::Char('x')).await;
+    assert!(!ui.app.help && ui.app.question().is_empty(), "the closing key is not typed");
+
+    // Over the flag form: the form's keys alone; closing it goes back to the form, text kept.
+    ui.ask(PHANATIC).await;
+    ui.press(KeyCode::Char('r')).await;
+    ui.select("Bright House Field");
+    ui.press(KeyCode::Char('f')).await;
+    ui.typed("wrong").await;
+    ui.press(KeyCode::F(1)).await;
+    assert!(ui.app.help, "F1 opens the help over a form");
+    let help = ui.screen(120, 40);
+    assert!(help.contains("Keys in the form") && help.contains("search the KG for the object"), "{help}");
+    assert!(!help.contains("take one step"), "the screen's keys do nothing under a form: {help}");
+    ui.press(KeyCode::Char('j')).await;
+    assert!(ui.app.help, "j scrolls the help, it is not typed into the form");
+    ui.press(KeyCode::Esc).await;
+    assert!(!ui.app.help);
+    let form = ui.app.form.as_ref().expect("the form is still open");
+    assert_eq!(form.value(0), "wrong", "nothing typed into it while the help was open");
+}
+
+#[tokio::test]
+async fn the_messages_pane_follows_new_messages_and_esc_or_m_leave_it() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.press(KeyCode::Char('M')).await;
+    assert_eq!(ui.app.focus, Focus::Messages);
+    let last = ui.app.messages.len() - 1;
+    assert_eq!(ui.app.messages_at, last);
+    ui.press(KeyCode::Char('n')).await;
+    assert_eq!(ui.app.messages_at, ui.app.messages.len() - 1, "at the newest, the selection follows");
+    assert!(ui.app.messages.len() > last + 1);
+    // Scrolled up, it stays where the user put it.
+    ui.press(KeyCode::Char('k')).await;
+    let at = ui.app.messages_at;
+    ui.press(KeyCode::Char('z')).await;
+    assert_eq!(ui.app.messages_at, at);
+    ui.press(KeyCode::Esc).await;
+    assert_eq!(ui.app.focus, Focus::Tree, "esc, with nothing to cancel, goes back to the tree");
+    ui.press(KeyCode::Char('M')).await;
+    ui.press(KeyCode::Char('M')).await;
+    assert_eq!(ui.app.focus, Focus::Tree, "M again goes back to the tree");
+}
+
+#[tokio::test]
+async fn a_step_key_while_a_step_runs_says_so_and_the_corrections_open_on_the_newest_active() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    // A step in flight (not yet performed): another n says why it does nothing.
+    let effects = update(&mut ui.app, key(KeyCode::Char('n')));
+    assert!(matches!(&effects[..], [Effect::Perform { .. }]), "{effects:?}");
+    let again = update(&mut ui.app, key(KeyCode::Char('n')));
+    assert!(again.is_empty());
+    assert_eq!(ui.app.message.as_deref(), Some("a step is running: wait for it, or esc cancels it"));
+    ui.settle(effects).await;
+
+    // Two corrections, the newest undone: the pane opens on the older, active one.
+    for (entity, name) in [("m.canberra", "Canberra ACT"), ("m.australia", "Commonwealth of Australia")] {
+        let draft = ongraph::testing::overlay::Draft {
+            op: ongraph::testing::overlay::Op::Relabel { entity: entity.into(), label: name.into() },
+            reason: "test".into(),
+            author: "tester".into(),
+            context: None,
+            origin: None,
+        };
+        ui.settle(vec![Effect::Correct { drafts: vec![draft] }]).await;
+    }
+    ui.settle(vec![Effect::Undo { id: 2 }]).await;
+    assert_eq!(ui.app.corrections.len(), 2);
+    ui.app.focus = Focus::Tree;
+    ui.app.corrections_at = 1;
+    while ui.app.focus != Focus::Corrections {
+        ui.press(KeyCode::Tab).await;
+    }
+    assert_eq!(ui.app.corrections_at, 0, "the newest active correction is selected: u undoes it");
+}
+
+#[tokio::test]
+async fn a_question_of_several_lines_shows_them_all() {
+    let mut ui = Ui::new();
+    for line in ["line one", "line two", "line three"] {
+        ui.typed(line).await;
+        ui.press_with(KeyCode::Enter, KeyModifiers::ALT).await;
+    }
+    ui.typed("line four").await;
+    let text = ui.screen(120, 40);
+    for line in ["line one", "line two", "line three", "line four"] {
+        assert!(text.contains(line), "{line} missing: {text}");
+    }
+}

@@ -58,7 +58,7 @@ macro_rules! commands {
 commands! {
     Step, "step", Any, ["n", "space"], "take one step (one phase of the method)";
     Run, "run", Any, ["r"], "run to the answer";
-    Cancel, "cancel", Any, ["esc"], "cancel what is in flight, stop running, clear the search";
+    Cancel, "cancel", Any, ["esc"], "cancel what is in flight, stop running, clear the search; else back to the tree";
     Ask, "ask", Any, ["i"], "edit the question (Enter asks, Alt-Enter: new line, Up/Down: history)";
     Reask, "re-ask", Any, ["a"], "ask the same question again, through the corrections made since";
     Down, "down", Any, ["j", "down"], "next row";
@@ -94,7 +94,7 @@ commands! {
     Save, "save", Any, ["ctrl-s"], "save the session (question, trace, replies, corrections)";
     Palette, "palette", Any, [":", "ctrl-p"], "command palette: every command by name";
     Help, "help", Any, ["?", "f1"], "this help";
-    Messages, "messages", Any, ["M"], "every message and error of this sitting, in full";
+    Messages, "messages", Any, ["M"], "every message and error of this sitting, in full (again: back to the tree)";
     Suspend, "suspend", Any, ["ctrl-z"], "suspend to the shell (fg comes back)";
     Quit, "quit", Any, ["q"], "quit";
     ExportCorrections, "export-corrections", Any, [], "write this KG's corrections as JSON lines (palette: export-corrections [FILE])";

@@ -139,6 +139,11 @@ impl App {
 
     /// Focuses `focus`, showing its pane if it is a bottom one.
     pub(super) fn focus_on(&mut self, focus: Focus) {
+        // Coming to the corrections, the newest active one is selected (the one `u` undoes).
+        if focus == Focus::Corrections && self.focus != focus {
+            let newest = self.corrections.iter().rposition(|c| c.active);
+            self.corrections_at = newest.unwrap_or(self.corrections.len().saturating_sub(1));
+        }
         self.focus = focus;
         if let Some(bottom) = focus.bottom() {
             self.bottom = bottom;
@@ -162,8 +167,12 @@ impl App {
             return Vec::new();
         }
         match command {
+            Command::Step if self.in_flight.is_some() => self.say("a step is running: wait for it, or esc cancels it"),
             Command::Step => return self.step(),
             Command::Run => {
+                if self.in_flight.is_some() && !self.auto {
+                    self.say("running on to the answer after the step in flight (esc stops)");
+                }
                 self.auto = true;
                 return self.step();
             }
@@ -172,12 +181,17 @@ impl App {
                 if self.search.take().is_some() {
                     self.message = None;
                 }
-                if self.in_flight.take().is_some() {
+                let cancelled = self.in_flight.take().is_some();
+                if cancelled {
                     self.generation += 1;
                     self.asked = None;
                     self.say("cancelled: the step in flight will be ignored");
                 }
                 self.auto = false;
+                // With nothing to cancel, Esc leaves a side pane for the tree.
+                if !cancelled && !matches!(self.focus, Focus::Tree | Focus::Question) {
+                    self.focus = Focus::Tree;
+                }
             }
             Command::Ask => self.focus = Focus::Question,
             Command::Reask => return self.reask(),
@@ -319,6 +333,8 @@ impl App {
                 self.help = true;
                 self.help_scroll = 0;
             }
+            // Pressed again, it gives the focus back to the tree.
+            Command::Messages if self.focus == Focus::Messages => self.focus = Focus::Tree,
             Command::Messages => {
                 self.focus_on(Focus::Messages);
                 self.messages_at = self.messages.len().saturating_sub(1);
@@ -389,6 +405,11 @@ impl App {
         if ctrl_c {
             return self.command(Command::Quit, None);
         }
+        // The help's function key (F1) works everywhere, over dialogs too: they take no
+        // function keys as text.
+        if !self.help && matches!(key.code, KeyCode::F(_)) && self.keymap.lookup(&[], key) == Some(Command::Help) {
+            return self.command(Command::Help, None);
+        }
         match self.keyboard() {
             Keyboard::Picker => return self.on_picker_key(key),
             Keyboard::Form => return self.on_form_key(key),
@@ -434,14 +455,15 @@ impl App {
 
     /// Who takes the keys now: the topmost open dialog, else the screen.
     fn keyboard(&self) -> Keyboard {
-        if self.picker.is_some() {
+        // The help opens over everything (F1 in a dialog) and closes back to it.
+        if self.help {
+            Keyboard::Help
+        } else if self.picker.is_some() {
             Keyboard::Picker // over a form (ctrl-f in the flag form)
         } else if self.form.is_some() {
             Keyboard::Form
         } else if self.palette.is_some() {
             Keyboard::Palette
-        } else if self.help {
-            Keyboard::Help
         } else if self.search.as_ref().is_some_and(|s| s.typing) {
             Keyboard::Search
         } else {

@@ -433,15 +433,24 @@ impl App {
     /// Says `text` on the status bar and keeps it in the messages pane.
     pub fn say(&mut self, text: impl Into<String>) {
         let text = text.into();
-        self.messages.push(Note { error: false, text: text.clone() });
+        self.note(Note { error: false, text: text.clone() });
         self.message = Some(text);
+    }
+
+    /// Keeps a message for the messages pane, whose selection follows it from the newest.
+    fn note(&mut self, note: Note) {
+        let following = self.messages_at + 1 >= self.messages.len();
+        self.messages.push(note);
+        if following {
+            self.messages_at = self.messages.len() - 1;
+        }
     }
 
     /// Says what went wrong: on the status bar, in the messages pane and in the log.
     pub fn fail(&mut self, text: impl Into<String>) {
         let text = text.into();
         tracing::warn!("{text}");
-        self.messages.push(Note { error: true, text: text.clone() });
+        self.note(Note { error: true, text: text.clone() });
         self.message = Some(text);
     }
 
@@ -451,7 +460,7 @@ impl App {
 
     /// Where the panes are at the current size.
     pub fn areas(&self) -> Areas {
-        super::view::layout(Rect::new(0, 0, self.size.0, self.size.1))
+        super::view::layout(Rect::new(0, 0, self.size.0, self.size.1), self.input.lines().len())
     }
 }
 

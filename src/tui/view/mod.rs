@@ -45,15 +45,17 @@ pub const MIN_SIZE: (u16, u16) = (60, 16);
 
 const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
 
-/// Where the panes go in `area` (the mouse handler uses the same function).
-pub fn layout(area: Rect) -> Areas {
+/// Where the panes go in `area` (the mouse handler uses the same function). The question box
+/// grows with a question of several lines, up to four.
+pub fn layout(area: Rect, question_lines: usize) -> Areas {
+    let question_height = 2 + question_lines.clamp(1, 4) as u16;
     let bottom_height = match area.height {
         h if h >= 36 => 12,
         h if h >= 30 => 10,
         _ => 7,
     };
     let [question, main, bottom, status] = Layout::vertical([
-        Constraint::Length(3),
+        Constraint::Length(question_height),
         Constraint::Min(5),
         Constraint::Length(bottom_height),
         Constraint::Length(1),
@@ -70,7 +72,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
         return;
     }
-    let areas = layout(area);
+    let areas = layout(area, app.input.lines().len());
     draw_question(frame, areas.question, &app.input, app.look(Focus::Question));
     let rows = app.visible_rows();
     let retracted = retracted(&app.corrections);
@@ -129,6 +131,17 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         draw_help(frame, area, &app.help_shown(), &app.theme);
     }
 }
+
+/// The question box's keys (it takes every other key as text).
+const QUESTION_KEYS: [(&str, &str); 7] = [
+    ("enter", "ask the question"),
+    ("alt-enter", "a new line in the question"),
+    ("↑/↓", "the questions asked before (from the first or last line)"),
+    ("ctrl-u", "clear what is typed"),
+    ("esc, tab", "leave the box for the beam tree (i comes back)"),
+    ("? q", "with the box empty: this help, quit"),
+    ("ctrl-s : f1", "save the session, the command palette, this help"),
+];
 
 /// How a pane looks: the theme, and whether it has the focus (a narrow input for widgets that
 /// need nothing else of the app).
@@ -199,9 +212,34 @@ impl App {
     }
 
     fn help_shown(&self) -> HelpShown<'_> {
-        // The question box takes the tree's keys once left.
-        let place = if self.focus == Focus::Question { "question" } else { self.focus.pane().name() };
-        HelpShown { keymap: &self.keymap, place, panes: self.help_panes(), scroll: self.help_scroll }
+        let help = |place, own, then, panes| HelpShown {
+            keymap: &self.keymap,
+            place,
+            own,
+            then,
+            panes,
+            scroll: self.help_scroll,
+        };
+        // The topmost dialog's keys alone: the screen's do nothing under it.
+        let dialog: Option<(&dyn Component, &'static str)> = if let Some(picker) = &self.picker {
+            Some((picker, "picker"))
+        } else if let Some(form) = &self.form {
+            Some((form, "form"))
+        } else {
+            self.palette.as_ref().map(|p| (p as &dyn Component, "palette"))
+        };
+        if let Some((dialog, place)) = dialog {
+            return help(place, dialog.commands(), "", Vec::new());
+        }
+        if self.focus == Focus::Question {
+            return help(
+                "question box",
+                QUESTION_KEYS.to_vec(),
+                "Once you leave the box (esc), in the beam tree:",
+                self.help_panes(),
+            );
+        }
+        help(self.focus.pane().name(), Vec::new(), "", self.help_panes())
     }
 
     /// How far the inspector scrolls: its last row at the bottom of its pane.

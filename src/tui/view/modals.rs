@@ -10,8 +10,12 @@ fn help_box(area: Rect) -> Rect {
 /// What the help shows: the keys of the panes that take them now.
 pub(super) struct HelpShown<'a> {
     pub keymap: &'a Keymap,
-    /// Where the keys are pressed ("beam tree", "question").
+    /// Where the keys are pressed ("beam tree", "question box", "flag form").
     pub place: &'static str,
+    /// The keys of a place that is not a pane (a dialog, the question box), listed first.
+    pub own: Vec<(&'static str, &'static str)>,
+    /// Said between `own` and the panes' keys, when there are both.
+    pub then: &'static str,
     /// The focused pane (and the search's matches, while one is open).
     pub panes: Vec<Pane>,
     /// Lines scrolled from the top.
@@ -42,13 +46,16 @@ pub(super) fn draw_help(frame: &mut Frame<'_>, area: Rect, shown: &HelpShown<'_>
 
 fn help_lines(shown: &HelpShown<'_>, theme: &Theme) -> Vec<Line<'static>> {
     let faint = theme.faint();
-    let mut lines: Vec<Line<'_>> = shown
-        .keymap
-        .help(&shown.panes)
-        .into_iter()
-        .filter(|(keys, _, _)| !keys.is_empty())
-        .map(|(keys, _, help)| Line::from(vec![Span::styled(format!("{keys:>16}  "), bold()), Span::raw(help)]))
-        .collect();
+    let key = |keys: &str, help: &str| {
+        Line::from(vec![Span::styled(format!("{keys:>16}  "), bold()), Span::raw(help.to_string())])
+    };
+    let mut lines: Vec<Line<'_>> = shown.own.iter().map(|(keys, help)| key(keys, help)).collect();
+    let panes = if shown.panes.is_empty() { Vec::new() } else { shown.keymap.help(&shown.panes) };
+    if !lines.is_empty() && !panes.is_empty() {
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled(shown.then, bold())));
+    }
+    lines.extend(panes.into_iter().filter(|(keys, _, _)| !keys.is_empty()).map(|(keys, _, help)| key(&keys, help)));
     lines
         .push(Line::from(Span::styled("  the palette (:) has every command by name, also those without a key", faint)));
     lines.push(Line::from(""));

@@ -32,24 +32,25 @@ pub(super) fn draw_status(frame: &mut Frame<'_>, area: Rect, shown: &StatusShown
         None => String::new(),
     };
     // Most important first; the tail is dropped when the message would get under 30 columns.
-    let mut segments = vec![
-        shown.progress.clone(),
-        format!("LLM {}× {}t", costs.llm_calls, costs.usage.prompt_tokens + costs.usage.completion_tokens),
-        format!("KG {}q", costs.kg_lookups),
-        format!("{}{flight}", shown.next),
-        format!("fixes {}", shown.fixes),
-        shown.names.clone(),
-    ];
-    if !flight.is_empty() {
-        // While waiting, the spinner matters more than the counters after it.
-        segments.swap(1, 3);
-    }
+    // While waiting, the spinner comes second; corrections, when there are some, next (they
+    // change what the KG says).
+    let waiting = !flight.is_empty();
+    let next = format!("{}{flight}", shown.next);
+    let fixes = format!("fixes {}", shown.fixes);
+    let mut segments = vec![shown.progress.clone()];
+    segments.extend(waiting.then(|| next.clone()));
+    segments.extend((shown.fixes > 0).then(|| fixes.clone()));
+    segments.push(format!("LLM {}× {}t", costs.llm_calls, costs.usage.prompt_tokens + costs.usage.completion_tokens));
+    segments.push(format!("KG {}q", costs.kg_lookups));
+    segments.extend((!waiting).then_some(next));
+    segments.extend((shown.fixes == 0).then_some(fixes));
+    segments.push(shown.names.clone());
     let message = &shown.message;
     // The counters give way to the message, down to the progress (and the spinner, while
     // waiting); the message claims 30 columns at least and three fifths of the bar at most (it
     // is cut beyond, whole in the messages pane).
     let wanted = (message.chars().count() + 2).clamp(30, usize::from(area.width) * 3 / 5);
-    let keep = if flight.is_empty() { 1 } else { 2 };
+    let keep = if waiting { 2 } else { 1 };
     let mut counters = segments.join(" │ ") + " ";
     while counters.chars().count() + wanted > usize::from(area.width) && segments.len() > keep {
         segments.pop();
@@ -58,7 +59,8 @@ pub(super) fn draw_status(frame: &mut Frame<'_>, area: Rect, shown: &StatusShown
     let width = (counters.chars().count() as u16).min(area.width);
     let [left, right] = Layout::horizontal([Constraint::Min(0), Constraint::Length(width)]).areas(area);
     let style = theme.status_bar();
-    let message = fit(message, usize::from(left.width.saturating_sub(1)));
+    // A space before and after: the message never runs into the counters.
+    let message = fit(message, usize::from(left.width.saturating_sub(2)));
     frame.render_widget(Paragraph::new(format!(" {message}")).style(style), left);
     frame.render_widget(Paragraph::new(counters).style(style), right);
 }
@@ -102,6 +104,7 @@ mod tests {
     #[test]
     fn a_short_message_leaves_room_for_every_counter() {
         let line = bar(&shown("ready", None), 140);
+        assert!(line.contains("ToG depth 1/3 │ fixes 2 │ LLM"), "corrections outrank the costs: {line:?}");
         for part in ["ready", "ToG depth 1/3", "LLM 0× 0t", "KG 0q", "score relations", "fixes 2", "demo · scripted"]
         {
             assert!(line.contains(part), "{part:?} missing from {line:?}");
@@ -112,7 +115,7 @@ mod tests {
     fn a_long_message_is_cut_with_a_pointer_and_the_counters_give_way_down_to_the_progress() {
         let long = "error: ".to_string() + &"the endpoint did not answer ".repeat(6);
         let line = bar(&shown(&long, None), 80);
-        assert!(line.contains("… (M: in full)"), "{line:?}");
+        assert!(line.contains("… (M: in full) ToG"), "a space between the message and the counters: {line:?}");
         assert!(line.contains("ToG depth 1/3"), "{line:?}");
         assert!(!line.contains("demo · scripted"), "{line:?}");
     }
@@ -122,6 +125,7 @@ mod tests {
         let long = "x".repeat(200);
         let line = bar(&shown(&long, Some(Duration::from_millis(1500))), 80);
         assert!(line.contains("score relations ") && line.contains("1.5s"), "{line:?}");
+        assert!(line.contains("ToG depth 1/3 │ score relations"), "{line:?}");
         assert!(!line.contains("LLM 0×"), "{line:?}");
     }
 }
