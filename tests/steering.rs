@@ -226,7 +226,7 @@ async fn a_move_off_the_recording_says_so_and_how_to_connect_a_model() {
             Err(e) => break e.to_string(),
         }
     };
-    assert!(err.contains("step is outside the offline demo's recording"), "{err}");
+    assert!(err.contains(") is outside the offline demo's recording"), "{err}");
     assert!(err.contains("--llm local") && err.contains("Pointing it at a real model"), "{err}");
     assert!(!err.contains('\n'), "one line: {err}");
 }

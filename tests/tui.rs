@@ -221,7 +221,7 @@ async fn start_screen_help_and_a_tiny_terminal() {
     // The help follows the focused pane and the live keymap.
     ui.app.keymap = ongraph::testing::tui::Keymap::with_overrides(&std::collections::BTreeMap::from([(
         "undo".to_string(),
-        vec!["ctrl-z".to_string()],
+        vec!["delete".to_string()],
     )]))
     .unwrap();
     ui.press(KeyCode::BackTab).await;
@@ -231,7 +231,7 @@ async fn start_screen_help_and_a_tiny_terminal() {
     ui.press(KeyCode::Char('?')).await;
     let help = ui.screen(120, 40);
     assert!(
-        help.contains("Keys in the corrections") && help.contains("ctrl-z  undo the selected correction"),
+        help.contains("Keys in the corrections") && help.contains("delete  undo the selected correction"),
         "{help}"
     );
 }
@@ -303,7 +303,7 @@ async fn overriding_pinning_and_adding_from_the_tree() {
     assert!(!picker.loading && !picker.items.is_empty(), "{picker:?}");
     ui.typed("timezon").await;
     let chosen = ui.app.picker.as_ref().unwrap().chosen().unwrap().clone();
-    assert!(chosen.detail.contains("time_zones"), "{chosen:?}");
+    assert!(chosen.text.contains("time_zones") && chosen.detail.starts_with("-> "), "{chosen:?}");
     insta::assert_snapshot!("tui_picker_80x24", ui.screen(80, 24));
     ui.press(KeyCode::Enter).await;
     assert!(ui.app.picker.is_none());
@@ -1595,4 +1595,22 @@ async fn a_question_of_several_lines_shows_them_all() {
     for line in ["line one", "line two", "line three", "line four"] {
         assert!(text.contains(line), "{line} missing: {text}");
     }
+}
+
+#[tokio::test]
+async fn saving_nothing_clearing_nothing_and_a_replay_say_what_they_are() {
+    let mut ui = Ui::new();
+    ui.press_with(KeyCode::Char('s'), KeyModifiers::CONTROL).await;
+    assert_eq!(ui.app.message.as_deref(), Some("nothing to save yet: ask a question first"));
+    ui.ask(CANBERRA).await;
+    ui.press(KeyCode::Char('B')).await;
+    assert_eq!(ui.app.message.as_deref(), Some("no branch is set aside: b (back) sets one aside"));
+
+    // A replay's first screen says how to replay the question waiting in the box.
+    let session = Session::load(Path::new("sessions/canberra.json")).unwrap();
+    let app = App::replaying(session, false).unwrap();
+    let text = screen(&app, 120, 40);
+    assert!(text.contains("A recorded session: enter replays the question above"), "{text}");
+    assert!(!text.contains("No question yet"), "{text}");
+    assert!(text.contains("Beam · demo · scripted demo · replay"), "one replay in the title: {text}");
 }

@@ -202,7 +202,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
                         "{:>5}  {state:<6}  {}  ({}; {} on {})",
                         c.id,
                         c.op.describe(),
-                        c.reason,
+                        c.reason_line(),
                         c.author,
                         c.created
                     )?;

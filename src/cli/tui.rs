@@ -48,8 +48,12 @@ fn configure(mut app: App, config: &Config) -> Result<App> {
     let mut app = app.with_themes(themes, config.defaults.theme.as_deref()).map_err(anyhow::Error::msg)?;
     app.author = crate::overlay::default_author(config.defaults.author.as_deref());
     app.history = crate::tui::load_history(&history_path());
-    if let Some(p) = problems.first() {
+    // Each one in the messages pane; the last on the status bar, saying how many.
+    for p in &problems {
         app.fail(format!("theme not loaded: {p}"));
+    }
+    if problems.len() > 1 {
+        app.fail(format!("{} theme files did not load (M: each one)", problems.len()));
     }
     Ok(app)
 }

@@ -175,8 +175,37 @@ fn split_thinking(text: &str) -> (String, Option<String>) {
     (reply.trim().to_string(), Some(thought.join("\n")))
 }
 
-/// How to go on where the offline demo cannot: the config and flag that connect a real model.
-pub const CONNECT_A_MODEL: &str = "To go on, connect a model: add [llm.local] with base_url = \"http://127.0.0.1:8080/v1\" and model = \"NAME\" to ~/.config/ongraph/config.toml (llama.cpp's llama-server, or any OpenAI-compatible server: Ollama, vLLM, OpenAI), then run with --llm local (README: \"Pointing it at a real model\").";
+/// How to go on where the offline demo cannot: the config (where this machine reads it) and
+/// the flag that connect a real model.
+pub fn connect_a_model() -> String {
+    let config = crate::config::Config::default_path()
+        .map_or_else(|| "the config file (--config FILE)".to_string(), |p| p.display().to_string());
+    format!(
+        "To go on, connect a model: add [llm.local] with base_url = \"http://127.0.0.1:8080/v1\" and model = \"NAME\" to {config} (llama.cpp's llama-server, or any OpenAI-compatible server: Ollama, vLLM, OpenAI), then run with --llm local (README: \"Pointing it at a real model\")."
+    )
+}
+
+/// A call's step in words, for messages ("entity_prune" → "scoring the entities").
+pub fn step_in_words(step: &str) -> String {
+    let words = match step {
+        s if s.starts_with("relation_prune") => "scoring the relations",
+        s if s.starts_with("entity_prune") => "scoring the entities",
+        "reasoning" | "reasoning_tog_r" | "pog_sufficiency" => "judging whether the paths suffice",
+        "answer_own_knowledge" | "pog_answer_own" => "answering from the model's own knowledge",
+        "answer" | "pog_answer" => "answering from the paths",
+        "topic_entities" => "naming the question's topic entities",
+        "pog_analysis" => "analysing the question",
+        "pog_precise" | "pog_branch" => "choosing paths",
+        "pog_summary" => "summarising the paths",
+        "pog_supplement" => "adding topic entities",
+        "gog_step" => "GoG's next thought and action",
+        "gog_relations" => "choosing relations",
+        "gog_generate" => "writing missing triples",
+        "gog_verify" => "verifying generated triples",
+        other => return other.replace('_', " "),
+    };
+    words.to_string()
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
@@ -194,10 +223,17 @@ pub enum LlmError {
     NoScriptedReply { step: String, excerpt: String, file: String },
     /// The offline demo was asked a step of one of its questions that it did not record (the
     /// user steered off its recorded branches).
-    #[error("this {step} step is outside the offline demo's recording: the demo model replies only to the steps it recorded (the README lists the moves it knows). {connect}", connect = CONNECT_A_MODEL)]
+    #[error(
+        "this step ({}) is outside the offline demo's recording: the demo model replies only to the steps it recorded (the README lists the moves it knows). {}",
+        step_in_words(step),
+        connect_a_model()
+    )]
     OffScript { step: String },
     /// The offline demo was asked a question it has no recording of.
-    #[error("the offline demo model knows only its recorded steps, and this question is not one it recorded (it answers {known}). {connect}", connect = CONNECT_A_MODEL)]
+    #[error(
+        "the offline demo model knows only its recorded steps, and this question is not one it recorded (it answers {known}). {}",
+        connect_a_model()
+    )]
     NotInDemo { known: String },
     #[error("{0}")]
     Config(String),

@@ -192,7 +192,12 @@ mod tests {
             "Q: What is the majority party now in the country where Canberra is located?\nRelation: x\nEntities: a; b\nScore:",
         );
         let err = demo.complete(&steered).await.unwrap_err().to_string();
-        assert!(err.starts_with("this entity_prune step is outside the offline demo's recording"), "{err}");
+        assert!(
+            err.starts_with("this step (scoring the entities) is outside the offline demo's recording"),
+            "the step in words, not its id: {err}"
+        );
+        let config = crate::config::Config::default_path().expect("a config directory");
+        assert!(err.contains(&config.display().to_string()), "names where this machine reads its config: {err}");
         assert!(err.contains("--llm local") && err.contains("base_url") && err.contains("llama-server"), "{err}");
         assert!(!err.contains("Relation: x"), "no prompt text: {err}");
 

@@ -154,6 +154,14 @@ pub struct Correction {
     pub history: Vec<HistoryEntry>,
 }
 
+impl Correction {
+    /// The reason on one line (a reason given in a shell may span several): its lines joined
+    /// with " / ", for lists that show one correction per line.
+    pub fn reason_line(&self) -> String {
+        self.reason.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" / ")
+    }
+}
+
 /// A correction before the store gives it an id and a time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Draft {

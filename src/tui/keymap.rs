@@ -230,7 +230,35 @@ impl Keymap {
             map.bindings.retain(|(_, c)| *c != command);
             map.bindings.extend(keys.into_iter().map(|k| (k, command)));
         }
+        // A key given to a command must not be another's where both apply: one of them would
+        // silently never run.
+        for name in overrides.keys() {
+            let Some(command) = Command::ALL.iter().copied().find(|c| c.name() == name) else { continue };
+            for &(key, _) in map.bindings.iter().filter(|(_, c)| *c == command) {
+                let overlaps = |other: Command| {
+                    other != command
+                        && (other.pane() == command.pane() || other.pane() == Pane::Any || command.pane() == Pane::Any)
+                };
+                if let Some(&(_, other)) = map.bindings.iter().find(|&&(k, c)| k == key && overlaps(c)) {
+                    return Err(format!(
+                        "[keys] {name}: {} is already {:?} ({}) in the {}; give one of them another key",
+                        key.label(),
+                        other.name(),
+                        other.help(),
+                        if other.pane() == Pane::Any { command.pane() } else { other.pane() }.name()
+                    ));
+                }
+            }
+        }
         Ok(map)
+    }
+
+    /// The key to name in a hint for `command`: its first binding, else the palette's name.
+    pub fn hint(&self, command: Command) -> String {
+        self.bindings
+            .iter()
+            .find(|(_, c)| *c == command)
+            .map_or_else(|| format!(":{}", command.name()), |(k, _)| k.label())
     }
 
     /// The command `key` means in `panes` (most specific first), else globally.
@@ -285,6 +313,12 @@ mod tests {
         assert!(err.contains("unknown command \"stpe\""), "{err}");
         let err = Keymap::with_overrides(&BTreeMap::from([("step".to_string(), vec!["hyper-x".into()])])).unwrap_err();
         assert!(err.contains("unknown key"), "{err}");
+        // A key another command has where both apply is refused, naming both.
+        let err = Keymap::with_overrides(&BTreeMap::from([("step".to_string(), vec!["j".into()])])).unwrap_err();
+        assert!(err.starts_with("[keys] step: j is already \"down\""), "{err}");
+        // The hints name the key given.
+        assert_eq!(map.hint(Command::Step), "ctrl-n");
+        assert_eq!(Keymap::default().hint(Command::Step), "n");
     }
 
     #[test]

@@ -44,6 +44,8 @@ pub enum Outcome {
 fn edit(text: &mut String, key: KeyEvent) -> bool {
     match key.code {
         KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => text.clear(),
+        // A line break pasted into a one-line field (ctrl-j) parts words as a space would.
+        KeyCode::Char('j') if key.modifiers.contains(KeyModifiers::CONTROL) => text.push(' '),
         KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => text.push(c),
         KeyCode::Backspace => {
             text.pop();
@@ -407,7 +409,8 @@ impl Component for Picker {
     }
 
     fn draw(&self, frame: &mut Frame<'_>, area: Rect, theme: &Theme) {
-        let rect = popup(area, 80, 18);
+        // Wide enough for a Freebase relation and its "in the tree" mark.
+        let rect = popup(area, 110, 18);
         let inner = rect.height.saturating_sub(4) as usize;
         let shown = self.shown();
         let mut lines = vec![Line::from(vec![Span::styled("filter: ", bold()), Span::raw(format!("{}▏", self.query))])];

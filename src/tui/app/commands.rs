@@ -228,6 +228,9 @@ impl App {
             Command::Sufficient => return self.apply(Override::ForceSufficient),
             Command::Continue => return self.apply(Override::ForceContinue),
             Command::Back => return self.rewind_one(),
+            Command::ClearAbandoned if self.run.as_ref().map_or(0, |r| r.abandoned().len()) <= self.abandoned_from => {
+                self.say("no branch is set aside: b (back) sets one aside")
+            }
             Command::ClearAbandoned => {
                 self.abandoned_from = self.run.as_ref().map_or(0, |r| r.abandoned().len());
                 self.selected = self.selected.min(self.visible_rows().len().saturating_sub(1));
@@ -273,6 +276,10 @@ impl App {
             }
             Command::SearchNext => self.search_jump(1),
             Command::SearchPrev => self.search_jump(-1),
+            // A session of no run replays nothing: saying so beats writing a file `replay` refuses.
+            Command::Save | Command::SaveAs if self.run.is_none() && self.recording.runs.is_empty() => {
+                self.say("nothing to save yet: ask a question first")
+            }
             Command::Save => return vec![Effect::Save { path: None, session: Box::new(self.session()) }],
             Command::SaveAs => match arg {
                 Some(path) => return vec![Effect::Save { path: Some(path.into()), session: Box::new(self.session()) }],

@@ -34,7 +34,14 @@ impl App {
             KeyCode::Esc | KeyCode::Tab => {
                 self.focus = Focus::Tree;
                 if self.run.is_none() {
-                    self.say("i: type a question · ?: keys · q: quit");
+                    let k = |c| self.keymap.hint(c);
+                    let hint = format!(
+                        "{}: type a question · {}: keys · {}: quit",
+                        k(Command::Ask),
+                        k(Command::Help),
+                        k(Command::Quit)
+                    );
+                    self.say(hint);
                 }
             }
             KeyCode::Up if self.input.cursor().0 == 0 && !self.history.is_empty() => {

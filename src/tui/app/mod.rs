@@ -306,9 +306,6 @@ pub struct App {
     pub size: (u16, u16),
 }
 
-/// A status line for where the UI stands.
-const READY: &str = "n: one step · r: run to the answer · ?: keys";
-
 impl App {
     pub fn new(settings: Settings, prompts: Arc<Prompts>, profile: KgProfile, kg_name: &str, llm_name: &str) -> Self {
         let mut theme = super::theme::load_all(None).0.into_iter().next().unwrap_or_else(Theme::fallback);
@@ -381,7 +378,8 @@ impl App {
             prompts,
             session.profile.clone(),
             &session.kg,
-            &format!("replay of {}", session.llm),
+            // The tree's title says it is a replay.
+            &session.llm,
         );
         app.live = live;
         app.corrections = session
@@ -456,6 +454,12 @@ impl App {
 
     pub fn set_plain(&mut self, plain: bool) {
         self.theme.plain = plain;
+    }
+
+    /// What to press next once a question is asked, in the keys bound now.
+    pub(super) fn ready(&self) -> String {
+        let k = |c| self.keymap.hint(c);
+        format!("{}: one step · {}: run to the answer · {}: keys", k(Command::Step), k(Command::Run), k(Command::Help))
     }
 
     /// Where the panes are at the current size.

@@ -144,7 +144,7 @@ impl App {
                 self.collapsed.clear();
                 self.focus = Focus::Tree;
                 self.bottom = Bottom::Transcript;
-                self.say(READY);
+                self.say(self.ready());
                 if self.history.last() != Some(&question) {
                     self.history.push(question.clone());
                 }

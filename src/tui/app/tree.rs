@@ -193,8 +193,12 @@ impl App {
                 Response::Relations { relations } => relations
                     .into_iter()
                     .map(|r| PickItem {
+                        // The id beside a label; alone, only its direction (not the id twice).
+                        detail: match &r.label {
+                            Some(_) => format!("{} {}", r.direction.arrow(), r.relation),
+                            None => r.direction.arrow().to_string(),
+                        },
                         text: r.label.clone().unwrap_or_else(|| r.relation.clone()),
-                        detail: format!("{} {}", r.direction.arrow(), r.relation),
                         value: PickValue::Relation(r),
                     })
                     .collect::<Vec<_>>(),

@@ -25,7 +25,8 @@ pub(super) fn draw_corrections(
         .map(|(i, c)| {
             // The state comes first: a long line is cut at its end.
             let state = if c.active { "active" } else { "UNDONE" };
-            let line = Line::from(format!("#{:<3} {state} {} — {} ({})", c.id, c.op.describe(), c.reason, c.author));
+            let line =
+                Line::from(format!("#{:<3} {state} {} — {} ({})", c.id, c.op.describe(), c.reason_line(), c.author));
             let line = if c.active { line } else { line.style(look.theme.faint()) };
             if i == at && look.focused { line.style(look.theme.selected()) } else { line }
         })

@@ -30,7 +30,7 @@ fn provenance_lines(node: &BeamNode, corrections: &[Correction], theme: &Theme) 
                 theme.fg(theme.correction).add_modifier(Modifier::BOLD),
             ))];
             if let Some(c) = corrections.iter().find(|c| c.id == *id) {
-                lines.push(Line::from(format!("  why: {} ({}, {})", c.reason, c.author, c.created)));
+                lines.push(Line::from(format!("  why: {} ({}, {})", c.reason_line(), c.author, c.created)));
                 if !c.active {
                     lines.push(Line::from("  undone since: a asks again without it"));
                 }
@@ -220,14 +220,16 @@ fn flag_lines(beam: &Beam, node: NodeId, corrections: &[Correction], theme: &The
         .filter(|c| c.op.retracted() == Some((head.as_str(), t.relation_id.as_str(), &t.tail_term)))
         .map(|c| {
             // A replace names the right object it put in the wrong one's place.
+            // A KG entity by the name the tree shows it under, when it is there.
             let right = match &c.op {
                 crate::overlay::Op::Replace { new, label, .. } => {
-                    format!("; right: {}", label.as_deref().unwrap_or(new.as_str()))
+                    let shown = beam.nodes.iter().find(|n| n.term() == Some(new)).map(BeamNode::shown);
+                    format!("; right: {}", label.as_deref().or(shown).unwrap_or(new.as_str()))
                 }
                 _ => String::new(),
             };
             Line::from(Span::styled(
-                format!("⚑ flagged wrong (correction #{}{right}): {} — {}", c.id, c.reason, c.author),
+                format!("⚑ flagged wrong (correction #{}{right}): {} — {}", c.id, c.reason_line(), c.author),
                 theme.fg(theme.flagged).add_modifier(Modifier::BOLD),
             ))
         })

@@ -175,6 +175,8 @@ impl App {
             collapsed: &self.collapsed,
             retracted,
             traced: self.traced,
+            replay: self.replay.is_some(),
+            step_key: self.keymap.hint(super::keymap::Command::Step),
         }
     }
 

@@ -51,27 +51,39 @@ pub(super) struct TreeShown<'a> {
     pub retracted: &'a HashSet<(String, String, Term)>,
     /// The answer's path shown in the tree, if any.
     pub traced: Option<usize>,
+    /// A recorded session is replayed (its question waits in the box).
+    pub replay: bool,
+    /// The key that takes a step, for the hint before the first one.
+    pub step_key: String,
 }
 
 pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>, look: Look<'_>) {
     let block = look.block(shown.title.clone());
     let faint = look.theme.faint();
     let Some(run) = shown.run else {
-        let hint = vec![
-            Line::from("No question yet: type one above and press enter."),
-            Line::from(""),
-            Line::from(Span::styled(
-                "Try: What is the majority party now in the country where Canberra is located?",
-                faint,
-            )),
-            Line::from(Span::styled("?: keys · q: quit · Esc: leave the box · :: commands", faint)),
-        ];
+        let hint = if shown.replay {
+            vec![
+                Line::from("A recorded session: enter replays the question above, step by step from the recording."),
+                Line::from(""),
+                Line::from(Span::styled("then n: one recorded step · r: to the answer · ?: keys · q: quit", faint)),
+            ]
+        } else {
+            vec![
+                Line::from("No question yet: type one above and press enter."),
+                Line::from(""),
+                Line::from(Span::styled(
+                    "Try: What is the majority party now in the country where Canberra is located?",
+                    faint,
+                )),
+                Line::from(Span::styled("?: keys · q: quit · Esc: leave the box · :: commands", faint)),
+            ]
+        };
         frame.render_widget(Paragraph::new(hint).block(block).wrap(Wrap { trim: false }), area);
         return;
     };
     let rows = shown.rows;
     if rows.is_empty() && run.beam().nodes.is_empty() && run.trace().len() <= 1 && !run.is_finished() {
-        let text = format!("No beam yet: n takes the next step ({}).", run.next_phase());
+        let text = format!("No beam yet: {} takes the next step ({}).", shown.step_key, run.next_phase());
         frame.render_widget(Paragraph::new(text).block(block).wrap(Wrap { trim: true }), area);
         return;
     }
