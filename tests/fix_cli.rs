@@ -367,3 +367,24 @@ fn a_relabel_to_the_name_it_has_is_refused() {
     );
     assert_eq!(ok(h, &["fix", "list"]).lines().count(), 1, "no no-op correction was recorded");
 }
+
+#[test]
+fn a_retract_of_an_asserted_triple_hides_it_and_the_patch_agrees() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let triple = ["m.phillies", STADIUM, "m.baycare_ballpark"];
+    ok(h, &[&["fix", "assert"][..], &triple, &["--reason", "Current name"]].concat());
+    assert_eq!(
+        ok(h, &["kg", "neighbors", "m.phillies", STADIUM]),
+        "m.bright_house_field\tBright House Field\nm.baycare_ballpark\t(unnamed)  [correction 1]\n"
+    );
+    ok(h, &[&["fix", "retract"][..], &triple, &["--reason", "Not yet: the name changed later"]].concat());
+    assert_eq!(ok(h, &["kg", "neighbors", "m.phillies", STADIUM]), "m.bright_house_field\tBright House Field\n");
+    fails(h, &[&["fix", "retract"][..], &triple, &["--reason", "x"]].concat(), "nothing to retract");
+    let patch = ok(h, &["fix", "export", "--format", "sparql-update"]);
+    assert!(!patch.contains("INSERT"), "the retracted assert is not inserted: {patch}");
+    // Asserted again, it shows again.
+    ok(h, &[&["fix", "assert"][..], &triple, &["--reason", "Now it is"]].concat());
+    let seen = ok(h, &["kg", "neighbors", "m.phillies", STADIUM]);
+    assert!(seen.ends_with("m.baycare_ballpark\t(unnamed)  [correction 3]\n"), "{seen}");
+}

@@ -3,7 +3,8 @@
 //! [`OverlayKg`] wraps any [`KnowledgeGraph`] and consults the corrections first in every call:
 //! retracted triples never appear (in relations, neighbours or entity search), asserted triples
 //! appear even where the backend lacks them (new relations, new entities), relabels apply
-//! everywhere. A *scenario* (triples hidden to simulate an incomplete KG, as in GoG's IKG
+//! everywhere. Corrections apply oldest first (by id): when two touch the same triple, the later
+//! one wins (a retract hides an earlier assert, an assert shows an earlier retract's triple). A *scenario* (triples hidden to simulate an incomplete KG, as in GoG's IKG
 //! datasets) is a second, in-memory layer that is never written into the user's corrections.
 
 pub mod export;
@@ -84,6 +85,16 @@ impl Op {
         }
     }
 
+    /// The triple this correction adds, if it adds one (an assert, or a replace's new object;
+    /// a replace's name aside).
+    pub fn asserted(&self) -> Option<(&str, &str, &Term)> {
+        match self {
+            Op::Assert { subject, relation, object } => Some((subject, relation, object)),
+            Op::Replace { subject, relation, new, .. } => Some((subject, relation, new)),
+            Op::Retract { .. } | Op::Relabel { .. } => None,
+        }
+    }
+
     /// Checks every id the correction would store (see [`validate_id`]).
     pub fn validate_ids(&self) -> Result<(), String> {
         let object = |what: &str, t: &Term| match t {
@@ -105,6 +116,25 @@ impl Op {
             }
         }
     }
+}
+
+/// The triples the active `corrections` leave retracted (by a retract, or as a replace's old
+/// object), applied oldest first as the overlay applies them: a triple a later correction
+/// asserts again is not among them.
+pub fn retracted_triples(corrections: &[Correction]) -> std::collections::HashSet<(String, String, Term)> {
+    let mut active: Vec<&Correction> = corrections.iter().filter(|c| c.active).collect();
+    active.sort_by_key(|c| c.id);
+    let mut out = std::collections::HashSet::new();
+    let owned = |(s, r, o): (&str, &str, &Term)| (s.to_string(), r.to_string(), o.clone());
+    for c in active {
+        if let Some(t) = c.op.retracted() {
+            out.insert(owned(t));
+        }
+        if let Some(t) = c.op.asserted() {
+            out.remove(&owned(t));
+        }
+    }
+    out
 }
 
 /// Refuses a relabel that would change nothing: `current` is the name the entity is shown
@@ -215,8 +245,8 @@ pub fn validate_id(what: &str, id: &str) -> Result<(), String> {
 #[derive(Clone, Debug, Default)]
 struct Touch {
     relabel: Option<String>,
-    /// A name asserted through a label predicate.
-    asserted_name: Option<String>,
+    /// Names asserted through a label predicate, oldest first: the last one shows.
+    asserted_names: Vec<String>,
     /// (relation, direction) pairs with a hidden triple at this node.
     hidden: HashSet<(String, Direction)>,
     /// (relation, object, correction id) with this node as subject.
@@ -225,7 +255,18 @@ struct Touch {
     asserted_in: Vec<(String, String, u64)>,
 }
 
-/// The active corrections of one KG, indexed for lookups.
+impl Touch {
+    /// The name the corrections give the node, if they give one: a relabel, else the last
+    /// name asserted.
+    fn name(&self) -> Option<&String> {
+        self.relabel.as_ref().or(self.asserted_names.last())
+    }
+}
+
+/// The active corrections of one KG, indexed for lookups. Built by applying them oldest first,
+/// so for each triple the latest correction wins: a retract hides what earlier corrections
+/// asserted, an assert shows what earlier ones retracted (asserted triples are shown whatever
+/// is hidden, so a scenario's hidden triples, added last, never hide what a user asserted).
 #[derive(Clone, Debug, Default)]
 struct View {
     nodes: HashMap<String, Touch>,
@@ -233,6 +274,26 @@ struct View {
 }
 
 impl View {
+    /// A correction retracts (s, r, o): hidden from the backend, and no longer asserted by
+    /// any earlier correction (as a triple or, through a label predicate, as a name).
+    fn retract(&mut self, s: &str, r: &str, o: &Term, label_predicates: &[String]) {
+        self.hide(s, r, o);
+        if let Some(node) = self.nodes.get_mut(s) {
+            node.asserted_out.retain(|(rel, obj, _)| !(rel == r && obj == o));
+            if let Term::Literal(name) = o
+                && label_predicates.iter().any(|p| p == r)
+            {
+                node.asserted_names.retain(|n| n != name);
+            }
+        }
+        if let Term::Entity(obj) = o
+            && let Some(node) = self.nodes.get_mut(obj.as_str())
+        {
+            node.asserted_in.retain(|(rel, subject, _)| !(rel == r && subject == s));
+        }
+    }
+
+    /// Hides (s, r, o) from the backend's answers (what is asserted still shows).
     fn hide(&mut self, s: &str, r: &str, o: &Term) {
         self.hidden.insert((s.to_string(), r.to_string(), o.clone()));
         self.nodes.entry(s.to_string()).or_default().hidden.insert((r.to_string(), Direction::Out));
@@ -247,7 +308,7 @@ impl View {
 
     fn apply_op(&mut self, op: &Op, id: u64, label_predicates: &[String]) {
         match op {
-            Op::Retract { subject, relation, object } => self.hide(subject, relation, object),
+            Op::Retract { subject, relation, object } => self.retract(subject, relation, object, label_predicates),
             // Its parts, all under its id; the name as an asserted name whatever the KG's
             // name predicates (a KG without one still shows the new entity's name).
             Op::Replace { new, label, .. } => {
@@ -255,14 +316,14 @@ impl View {
                     self.apply_op(&part, id, label_predicates);
                 }
                 if let (Some(label), Term::Entity(entity)) = (label, new) {
-                    self.nodes.entry(entity.clone()).or_default().asserted_name = Some(label.clone());
+                    self.nodes.entry(entity.clone()).or_default().asserted_names.push(label.clone());
                 }
             }
             Op::Assert { subject, relation, object } => {
                 let node = self.nodes.entry(subject.clone()).or_default();
                 match object {
                     Term::Literal(name) if label_predicates.contains(relation) => {
-                        node.asserted_name = Some(name.clone())
+                        node.asserted_names.push(name.clone())
                     }
                     _ => node.asserted_out.push((relation.clone(), object.clone(), id)),
                 }
@@ -302,7 +363,9 @@ impl OverlayKg {
     /// Wraps `inner` with the active ones among `corrections`.
     pub fn new(inner: Arc<dyn KnowledgeGraph>, corrections: &[Correction]) -> Self {
         let mut view = View::default();
-        let active: Vec<&Correction> = corrections.iter().filter(|c| c.active).collect();
+        // Oldest first, whatever the order given: the later correction of a triple wins.
+        let mut active: Vec<&Correction> = corrections.iter().filter(|c| c.active).collect();
+        active.sort_by_key(|c| c.id);
         let predicates = inner.profile().label_predicates.clone();
         for c in &active {
             view.apply(c, &predicates);
@@ -310,7 +373,9 @@ impl OverlayKg {
         Self { inner, view, corrections: active.len() }
     }
 
-    /// Adds a scenario: triples hidden for this run only (never stored as corrections).
+    /// Adds a scenario: triples hidden for this run only (never stored as corrections). It
+    /// hides the backend's triples, never what a correction asserted (a user who restored a
+    /// fact the scenario removes sees it).
     pub fn with_hidden(mut self, triples: &[(String, String, Term)]) -> Self {
         for (s, r, o) in triples {
             self.view.hide(s, r, o);
@@ -397,7 +462,7 @@ impl OverlayKg {
     /// backend's (unless that name triple was retracted).
     fn label_of(&self, entity: &str, touch: Option<&Touch>, backend: Option<String>) -> Option<String> {
         let Some(t) = touch else { return backend };
-        if let Some(l) = t.relabel.as_ref().or(t.asserted_name.as_ref()) {
+        if let Some(l) = t.name() {
             return Some(l.clone());
         }
         let backend = backend?;
@@ -471,11 +536,7 @@ impl KnowledgeGraph for OverlayKg {
             found.push(m);
         }
         // Names that exist only in corrections.
-        let overlay_names = self
-            .view
-            .nodes
-            .iter()
-            .filter_map(|(e, t)| t.relabel.as_ref().or(t.asserted_name.as_ref()).map(|l| (e.clone(), l.clone())));
+        let overlay_names = self.view.nodes.iter().filter_map(|(e, t)| t.name().map(|l| (e.clone(), l.clone())));
         for (entity, label) in overlay_names {
             if found.iter().any(|m| m.id == entity) {
                 continue;
@@ -498,5 +559,50 @@ impl KnowledgeGraph for OverlayKg {
 
     fn network(&self) -> crate::kg::NetworkStats {
         self.inner.network()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn correction(id: u64, op: Op) -> Correction {
+        Correction {
+            id,
+            kg: "demo".into(),
+            op,
+            reason: "test".into(),
+            author: "tester".into(),
+            created: "2026-11-22T00:00:00Z".into(),
+            active: true,
+            context: None,
+            history: vec![],
+        }
+    }
+
+    #[test]
+    fn a_triple_asserted_again_later_is_no_longer_retracted() {
+        let o = |id: &str| Term::Entity(id.into());
+        let retract = |id, object: &str| {
+            correction(id, Op::Retract { subject: "s".into(), relation: "r".into(), object: o(object) })
+        };
+        let assert = |id, object: &str| {
+            correction(id, Op::Assert { subject: "s".into(), relation: "r".into(), object: o(object) })
+        };
+        let replace = correction(
+            3,
+            Op::Replace { subject: "s".into(), relation: "r".into(), old: o("b"), new: o("c"), label: None },
+        );
+        let triple = |object: &str| ("s".to_string(), "r".to_string(), o(object));
+        // a: retracted, then asserted again (given out of order); b: replaced by c.
+        let list = [assert(2, "a"), retract(1, "a"), replace.clone()];
+        assert_eq!(retracted_triples(&list), [triple("b")].into_iter().collect());
+        // c retracted after the replace asserted it; a asserted, then retracted for good.
+        let list = [assert(1, "a"), retract(2, "a"), replace, retract(4, "c")];
+        assert_eq!(retracted_triples(&list), [triple("a"), triple("b"), triple("c")].into_iter().collect());
+        // An undone retract retracts nothing.
+        let mut undone = retract(5, "d");
+        undone.active = false;
+        assert!(retracted_triples(&[undone]).is_empty());
     }
 }

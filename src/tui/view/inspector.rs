@@ -209,6 +209,11 @@ fn unasked_reason(app: &App, beam: &crate::engine::beam::Beam, id: crate::engine
 fn flag_lines(app: &App, node: NodeRef) -> Vec<Line<'static>> {
     let Some(t) = app.beam_of(node).and_then(|b| b.triples(node.id).pop()) else { return Vec::new() };
     let Term::Entity(head) = &t.head_term else { return Vec::new() };
+    // A triple asserted again by a later correction is no longer flagged.
+    let triple = (head.clone(), t.relation_id.clone(), t.tail_term.clone());
+    if !crate::overlay::retracted_triples(&app.corrections).contains(&triple) {
+        return Vec::new();
+    }
     app.corrections
         .iter()
         .filter(|c| c.active)
