@@ -17,8 +17,10 @@ use std::sync::Arc;
 
 /// What the first field of every session file says.
 pub const FORMAT: &str = "ongraph-session";
-/// The newest format version this build reads and the one it writes.
-pub const VERSION: u32 = 1;
+/// The newest format version this build reads and the one it writes. v2: a correction may be
+/// a replace ([`crate::overlay::Op::Replace`]), which a build reading v1 only cannot read. v1
+/// files are read as they are.
+pub const VERSION: u32 = 2;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Session {
@@ -162,8 +164,11 @@ impl Session {
                 });
             }
         }
-        serde_json::from_value(value)
-            .map_err(|e| SessionError::Corrupt { path: path.to_path_buf(), message: e.to_string() })
+        let mut session: Session = serde_json::from_value(value)
+            .map_err(|e| SessionError::Corrupt { path: path.to_path_buf(), message: e.to_string() })?;
+        // Read into this build's format, it is saved as such.
+        session.version = VERSION;
+        Ok(session)
     }
 
     pub fn prompts(&self) -> Result<Prompts, SessionError> {

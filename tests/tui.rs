@@ -11,7 +11,7 @@ use ongraph::engine::beam::{NodeKind, Status};
 use ongraph::prompts::Prompts;
 use ongraph::testing::driver::Driver;
 use ongraph::testing::overlay::{CorrectionStore, SledStore};
-use ongraph::testing::session::Session;
+use ongraph::testing::session::{Session, SessionError};
 use ongraph::testing::tui::{Action, App, Bottom, Corrections, Effect, Executor, Focus, update, view};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -647,6 +647,43 @@ fn bad_session_files_give_clear_errors() {
     }
     let Err(err) = session.replay(0) else { panic!("a tampered session replayed") };
     assert!(err.to_string().contains("other requests than were recorded"), "{err}");
+}
+
+/// Session format v2 (it may hold a replace): written by this build, read by it along with v1;
+/// a file from a newer ongraph says so before its contents are read.
+#[test]
+fn sessions_are_format_v2_and_v1_still_loads_and_replays() {
+    let mut ui = Ui::new();
+    let written = ui.app.session();
+    assert_eq!(written.version, 2, "this build writes v2");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("written.json");
+    written.save(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\"version\": 2,"), "{text}");
+    assert_eq!(Session::load(&path).unwrap(), written, "a v2 file loads");
+
+    // Saved by the build before v2, a replace among its corrections.
+    let v1 = Path::new("tests/fixtures/sessions/v1/phillie-phanatic.json");
+    assert!(std::fs::read_to_string(v1).unwrap().contains("\"version\": 1,"), "the fixture is v1");
+    let phanatic = Session::load(v1).unwrap();
+    assert_eq!(phanatic.replay(0).unwrap().answer().unwrap().answers, vec!["Bright House Field"]);
+    assert_eq!(phanatic.replay(1).unwrap().answer().unwrap().answers, vec!["BayCare Ballpark"]);
+    assert!(phanatic.corrections[0].draft.op.describe().starts_with("replace m.phillies"));
+    let gog = Session::load(Path::new("tests/fixtures/sessions/v1/gog-apple-incomplete-kg.json")).unwrap();
+    assert_eq!(gog.replay(1).unwrap().answer().unwrap().answers, vec!["Pacific Time Zone"]);
+    assert_eq!(gog.version, 2, "read into this build's format");
+
+    // A newer format is refused as such, whatever it holds.
+    let newer = dir.path().join("newer.json");
+    std::fs::write(&newer, "{\"format\": \"ongraph-session\", \"version\": 3, \"corrections\": [{\"draft\": {\"op\": {\"op\": \"merge\"}}}]}")
+        .unwrap();
+    let err = Session::load(&newer).unwrap_err();
+    assert!(matches!(err, SessionError::Newer { version: 3, .. }), "{err}");
+    assert!(
+        err.to_string().ends_with("saved by a newer ongraph (session format v3; this build reads up to v2)"),
+        "{err}"
+    );
 }
 
 /// The shipped demo sessions replay offline to their saved traces and answers.
