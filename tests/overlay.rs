@@ -12,6 +12,7 @@ fn correction(id: u64, op: Op) -> Correction {
         kg: "demo".into(),
         op,
         reason: "test".into(),
+        generated: None,
         author: "tester".into(),
         created: "2026-11-22T00:00:00Z".into(),
         active: true,
@@ -117,7 +118,7 @@ async fn a_scenario_hides_triples_without_touching_corrections() {
 }
 
 fn draft(op: Op) -> Draft {
-    Draft { op, reason: "because".into(), author: "tester".into(), context: None, origin: None }
+    Draft { op, reason: "because".into(), generated: false, author: "tester".into(), context: None, origin: None }
 }
 
 #[test]
@@ -633,4 +634,45 @@ fn an_export_lets_the_later_correction_of_a_triple_win() {
     // A backup keeps every correction, in order.
     let jsonl = export(&retracted_then_asserted, ExportFormat::Jsonl, &profile);
     assert_eq!(jsonl.lines().count(), 2, "{jsonl}");
+}
+
+#[test]
+fn the_generated_mark_is_stored_and_not_read_from_the_reason() {
+    use ongraph::kg::KgProfile;
+    use ongraph::testing::overlay::{ExportFormat, export, generated_reason};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlay");
+    let op = || assert_op("m.cupertino", "location.location.time_zones", e("m.pacific_tz"));
+    {
+        let store = SledStore::open(&path).unwrap();
+        // Accepted in the UI, its reason then edited: still generated.
+        store.add("demo", Draft { generated: true, reason: "looked right".into(), ..draft(op()) }).unwrap();
+        // A user typing the UI's reason: not generated.
+        store.add("demo", Draft { reason: generated_reason("mallory"), ..draft(op()) }).unwrap();
+    }
+    {
+        // Stored by a build before the mark: the reason decides, as it did then.
+        let db = open_when_free(&path);
+        let legacy = |id: u64, reason: &str| {
+            let record = serde_json::json!({"v": 1, "correction": {
+                "id": id, "kg": "demo", "op": "assert", "subject": "m.a", "relation": "r",
+                "object": {"kind": "entity", "value": "m.b"}, "reason": reason, "author": "t",
+                "created": "2026-01-01T00:00:00Z", "active": true, "history": []}});
+            let mut key = b"demo\0".to_vec();
+            key.extend_from_slice(&id.to_be_bytes());
+            db.insert(key, record.to_string().into_bytes()).unwrap();
+        };
+        legacy(3, &generated_reason("demo"));
+        legacy(4, "checked on a map");
+        db.flush().unwrap();
+    }
+    let listed = SledStore::open(&path).unwrap().list("demo").unwrap();
+    let marks = |list: &[Correction]| list.iter().map(|c| (c.id, c.is_llm_generated())).collect::<Vec<_>>();
+    assert_eq!(marks(&listed), [(1, true), (2, false), (3, true), (4, false)]);
+    assert_eq!(listed.iter().map(|c| c.generated).collect::<Vec<_>>(), [Some(true), Some(false), None, None]);
+    // A backup carries the mark and reads back the same.
+    let jsonl = export(&listed, ExportFormat::Jsonl, &KgProfile::freebase());
+    let back: Vec<Correction> = jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(back, listed);
+    assert_eq!(marks(&back), marks(&listed));
 }
