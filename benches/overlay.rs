@@ -21,6 +21,7 @@ fn correction(id: u64, op: Op) -> Correction {
         kg: "bench".into(),
         op,
         reason: "bench".into(),
+        generated: None,
         author: "bench".into(),
         created: String::new(),
         active: true,
@@ -99,6 +100,7 @@ fn main() {
         let draft = Draft {
             op: Op::Relabel { entity: format!("m.{i:x}"), label: format!("Name {i}") },
             reason: "bench".into(),
+            generated: false,
             author: "bench".into(),
             context: None,
             origin: None,

@@ -17,8 +17,11 @@ use std::sync::Arc;
 
 /// What the first field of every session file says.
 pub const FORMAT: &str = "ongraph-session";
-/// The newest format version this build reads and the one it writes.
-pub const VERSION: u32 = 1;
+/// The newest format version this build reads and the one it writes. v2: a correction may be
+/// a replace ([`crate::overlay::Op::Replace`]), and a draft marks an accepted LLM-generated
+/// triple (`generated`) instead of its reason saying so. v1 files are read: their drafts
+/// whose reason is [`crate::overlay::generated_reason`]'s are marked as they load.
+pub const VERSION: u32 = 2;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Session {
@@ -150,20 +153,29 @@ impl Session {
         if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
             return Err(SessionError::NotASession { path: path.to_path_buf() });
         }
-        match value.get("version").and_then(|v| v.as_u64()) {
+        let version = match value.get("version").and_then(|v| v.as_u64()) {
             Some(v) if v > u64::from(VERSION) => {
                 return Err(SessionError::Newer { path: path.to_path_buf(), version: v });
             }
-            Some(_) => {}
+            Some(v) => v,
             None => {
                 return Err(SessionError::Corrupt {
                     path: path.to_path_buf(),
                     message: "no \"version\" number".into(),
                 });
             }
+        };
+        let mut session: Session = serde_json::from_value(value)
+            .map_err(|e| SessionError::Corrupt { path: path.to_path_buf(), message: e.to_string() })?;
+        if version < 2 {
+            // v1 had no mark: an accepted generated triple was known by its reason alone.
+            for c in &mut session.corrections {
+                c.draft.generated = crate::overlay::legacy_generated(&c.draft.reason);
+            }
         }
-        serde_json::from_value(value)
-            .map_err(|e| SessionError::Corrupt { path: path.to_path_buf(), message: e.to_string() })
+        // Read into this build's format, it is saved as such.
+        session.version = VERSION;
+        Ok(session)
     }
 
     pub fn prompts(&self) -> Result<Prompts, SessionError> {

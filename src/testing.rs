@@ -41,7 +41,7 @@ pub mod overlay {
     pub use crate::cli::overlay::LiveOverlay;
     pub use crate::overlay::export::{ExportFormat, export};
     pub use crate::overlay::store::{CorrectionStore, SledStore, StoreError, acknowledged};
-    pub use crate::overlay::{Correction, Draft, Op, OverlayKg, generated_reason, is_llm_generated};
+    pub use crate::overlay::{Correction, Draft, Op, OverlayKg, generated_reason};
 }
 
 /// The configuration file.

@@ -321,7 +321,14 @@ async fn each_question_sees_the_corrections_as_they_are_when_it_starts() {
         new: Term::Entity("new.baycare_ballpark".into()),
         label: Some("BayCare Ballpark".into()),
     };
-    let draft = Draft { op: replace, reason: "Renamed".into(), author: "t".into(), context: None, origin: None };
+    let draft = Draft {
+        op: replace,
+        reason: "Renamed".into(),
+        generated: false,
+        author: "t".into(),
+        context: None,
+        origin: None,
+    };
     let id = SledStore::open(&path).unwrap().add("demo", draft).unwrap().id;
     let after = eval.answer(1, &item).await;
     assert_eq!(after.prediction, ["BayCare Ballpark"], "{:?}", after.error);

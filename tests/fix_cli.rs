@@ -117,9 +117,17 @@ fn an_answer_resting_on_an_accepted_generated_triple_says_so() {
     let first = ok(h, &ask);
     assert!(first.starts_with("Answer: Pacific Time Zone\nSource: from LLM-generated triples, verified"), "{first}");
 
-    let reason = ongraph::testing::overlay::generated_reason("demo");
+    // Accepted as the UI's `A` stores it: an assert marked as generated (here imported).
     let triple = ["m.cupertino", "location.location.time_zones", "m.pacific_tz"];
-    ok(h, &[&["fix", "assert", "--kg", kb, "--reason", &reason][..], &triple].concat());
+    let accepted = serde_json::json!({
+        "id": 1, "kg": "demo", "op": "assert", "subject": triple[0], "relation": triple[1],
+        "object": {"kind": "entity", "value": triple[2]},
+        "reason": ongraph::testing::overlay::generated_reason("demo"), "generated": true, "author": "demo",
+        "created": "2026-11-22T00:00:00Z", "active": true, "history": []
+    });
+    let file = h.join("accepted.jsonl");
+    std::fs::write(&file, accepted.to_string()).unwrap();
+    ok(h, &["fix", "import", "--kg", kb, file.to_str().unwrap()]);
     let again = ok(h, &ask);
     assert!(
         again.starts_with(
@@ -366,4 +374,89 @@ fn a_relabel_to_the_name_it_has_is_refused() {
         "already named \"BayCare Ballpark\"",
     );
     assert_eq!(ok(h, &["fix", "list"]).lines().count(), 1, "no no-op correction was recorded");
+}
+
+#[test]
+fn a_retract_of_an_asserted_triple_hides_it_and_the_patch_agrees() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let triple = ["m.phillies", STADIUM, "m.baycare_ballpark"];
+    ok(h, &[&["fix", "assert"][..], &triple, &["--reason", "Current name"]].concat());
+    assert_eq!(
+        ok(h, &["kg", "neighbors", "m.phillies", STADIUM]),
+        "m.bright_house_field\tBright House Field\nm.baycare_ballpark\t(unnamed)  [correction 1]\n"
+    );
+    ok(h, &[&["fix", "retract"][..], &triple, &["--reason", "Not yet: the name changed later"]].concat());
+    assert_eq!(ok(h, &["kg", "neighbors", "m.phillies", STADIUM]), "m.bright_house_field\tBright House Field\n");
+    fails(h, &[&["fix", "retract"][..], &triple, &["--reason", "x"]].concat(), "nothing to retract");
+    let patch = ok(h, &["fix", "export", "--format", "sparql-update"]);
+    assert!(!patch.contains("INSERT"), "the retracted assert is not inserted: {patch}");
+    // Asserted again, it shows again.
+    ok(h, &[&["fix", "assert"][..], &triple, &["--reason", "Now it is"]].concat());
+    let seen = ok(h, &["kg", "neighbors", "m.phillies", STADIUM]);
+    assert!(seen.ends_with("m.baycare_ballpark\t(unnamed)  [correction 3]\n"), "{seen}");
+}
+
+/// Whether a correction stores an LLM-generated triple is a mark the correction carries, not
+/// what its reason says: typing the reason the UI writes fakes nothing.
+#[test]
+fn a_typed_reason_does_not_make_a_triple_llm_generated() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let demo = std::fs::read_to_string("sessions/demo-kg.tsv").unwrap();
+    let kb = h.join("incomplete.tsv");
+    let kept: Vec<&str> =
+        demo.lines().filter(|l| !l.starts_with("m.cupertino\tlocation.location.time_zones\t")).collect();
+    std::fs::write(&kb, kept.join("\n")).unwrap();
+    let kb = kb.to_str().unwrap();
+    let ask = ["ask", "--method", "gog", "--kg", kb, "In which time zone is the headquarters of Apple Inc.?"];
+    let triple = ["m.cupertino", "location.location.time_zones", "m.pacific_tz"];
+    let reason = ongraph::testing::overlay::generated_reason("mallory");
+    ok(h, &[&["fix", "assert", "--kg", kb, "--reason", &reason][..], &triple].concat());
+    let answer = ok(h, &ask);
+    assert!(
+        answer.starts_with("Answer: Pacific Time Zone\nSource: from knowledge-graph paths, through correction #1\n"),
+        "{answer}"
+    );
+    ok(h, &["fix", "undo", "--kg", kb, "1"]);
+
+    // A backup carries the mark: with the field, whatever the reason; from before the field
+    // existed, by the reason it had then.
+    let line = |reason: &str, generated: Option<bool>| {
+        let mut c = serde_json::json!({
+            "id": 7, "kg": "elsewhere", "op": "assert", "subject": triple[0], "relation": triple[1],
+            "object": {"kind": "entity", "value": triple[2]}, "reason": reason, "author": "demo",
+            "created": "2026-11-22T00:00:00Z", "active": true, "history": []
+        });
+        if let Some(g) = generated {
+            c["generated"] = g.into();
+        }
+        c.to_string()
+    };
+    let backup = h.join("backup.jsonl");
+    for (id, reason, generated) in [
+        (2, "accepted after a look at a map", Some(true)),
+        (3, reason.as_str(), None),
+        (4, reason.as_str(), Some(false)),
+    ] {
+        std::fs::write(&backup, line(reason, generated)).unwrap();
+        ok(h, &["fix", "import", "--kg", kb, backup.to_str().unwrap()]);
+        let answer = ok(h, &ask);
+        let source = if generated == Some(false) {
+            format!("Source: from knowledge-graph paths, through correction #{id}\n")
+        } else {
+            format!(
+                "Source: from an LLM-generated triple accepted as correction #{id}, not from the knowledge graph itself\n"
+            )
+        };
+        assert!(
+            answer.starts_with(&format!("Answer: Pacific Time Zone\n{source}")),
+            "{reason} {generated:?}: {answer}"
+        );
+        // And the export says so, to be imported again.
+        let exported = ok(h, &["fix", "export", "--kg", kb, "--format", "jsonl"]);
+        let last: serde_json::Value = serde_json::from_str(exported.lines().last().unwrap()).unwrap();
+        assert_eq!(last["generated"], serde_json::json!(generated != Some(false)), "{exported}");
+        ok(h, &["fix", "undo", "--kg", kb, &id.to_string()]);
+    }
 }

@@ -448,9 +448,7 @@ async fn pog_and_gog_refuse_changes_after_the_answer() {
 fn an_answer_names_the_corrections_it_rests_on() {
     use ongraph::testing::session::Session;
     let gog = Session::load(std::path::Path::new("sessions/gog-apple-incomplete-kg.json")).unwrap();
-    let generated = |id: u64| {
-        gog.corrections.iter().any(|c| c.id == id && ongraph::testing::overlay::is_llm_generated(&c.draft.reason))
-    };
+    let generated = |id: u64| gog.corrections.iter().any(|c| c.id == id && c.draft.generated);
     let first = gog.replay(0).unwrap();
     assert!(first.answer_corrections().is_empty());
     assert_eq!(first.answer_source(generated).unwrap(), AnswerSource::GeneratedTriples.describe());

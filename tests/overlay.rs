@@ -12,6 +12,7 @@ fn correction(id: u64, op: Op) -> Correction {
         kg: "demo".into(),
         op,
         reason: "test".into(),
+        generated: None,
         author: "tester".into(),
         created: "2026-11-22T00:00:00Z".into(),
         active: true,
@@ -117,7 +118,7 @@ async fn a_scenario_hides_triples_without_touching_corrections() {
 }
 
 fn draft(op: Op) -> Draft {
-    Draft { op, reason: "because".into(), author: "tester".into(), context: None, origin: None }
+    Draft { op, reason: "because".into(), generated: false, author: "tester".into(), context: None, origin: None }
 }
 
 #[test]
@@ -483,4 +484,195 @@ async fn a_live_overlay_sees_another_handles_writes_at_its_next_refresh() {
     SledStore::open(&path).unwrap().add("demo", draft(replace_op())).unwrap();
     assert!(off.refresh().unwrap().is_none());
     assert_eq!(off.current().active, 0);
+}
+
+/// What a lookup shows through (entity, relation): the objects and the correction each rests on.
+async fn seen(kg: &OverlayKg, entity: &str, relation: RelationRef) -> Vec<(Term, Option<u64>)> {
+    kg.neighbours(entity, &relation).await.unwrap().into_iter().map(|n| (n.term, n.correction)).collect()
+}
+
+const CONTAINED: &str = "location.location.containedby";
+const NAME: &str = "type.object.name";
+
+#[tokio::test]
+async fn a_later_retract_hides_what_an_earlier_correction_asserted() {
+    let baycare = || e("m.baycare_ballpark");
+    let name = || Term::Literal("BayCare Ballpark".into());
+    let corrections = [
+        correction(1, assert_op("m.phillies", STADIUM, baycare())),
+        correction(2, assert_op("m.baycare_ballpark", CONTAINED, e("m.clearwater"))),
+        correction(3, assert_op("m.baycare_ballpark", NAME, name())),
+        correction(4, retract("m.phillies", STADIUM, baycare())),
+        correction(5, retract("m.baycare_ballpark", CONTAINED, e("m.clearwater"))),
+        correction(6, retract("m.baycare_ballpark", NAME, name())),
+    ];
+    // Given in any order, they apply oldest first.
+    let mut shuffled = corrections.to_vec();
+    shuffled.reverse();
+    for given in [&corrections[..], &shuffled[..]] {
+        let kg = OverlayKg::new(Arc::new(demo_graph()), given);
+        assert_eq!(
+            seen(&kg, "m.phillies", RelationRef::out(STADIUM)).await,
+            vec![(e("m.bright_house_field"), None)],
+            "the retracted assert is gone, the backend's stadium stays"
+        );
+        // From the other end too, and a relation whose only triple was asserted then
+        // retracted is no longer offered, at either end.
+        assert!(seen(&kg, "m.baycare_ballpark", RelationRef::incoming(STADIUM)).await.is_empty());
+        assert!(seen(&kg, "m.baycare_ballpark", RelationRef::out(CONTAINED)).await.is_empty());
+        assert_eq!(kg.relations("m.baycare_ballpark").await.unwrap(), vec![]);
+        let clearwater = kg.relations("m.clearwater").await.unwrap();
+        let bright = seen(&kg, "m.clearwater", RelationRef::incoming(CONTAINED)).await;
+        assert!(clearwater.contains(&RelationRef::incoming(CONTAINED)), "the backend's triple: {clearwater:?}");
+        assert_eq!(bright, vec![(e("m.bright_house_field"), None)]);
+        // The name asserted then retracted: no name, not found by it.
+        assert_eq!(kg.label("m.baycare_ballpark").await.unwrap(), None);
+        let found = kg.find_entities("BayCare Ballpark", 5).await.unwrap();
+        assert!(found.iter().all(|m| m.id != "m.baycare_ballpark"), "{found:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_later_retract_hides_a_replaces_new_object_and_name() {
+    let kg = OverlayKg::new(
+        Arc::new(demo_graph()),
+        &[
+            correction(1, replace_op()),
+            correction(2, retract("m.phillies", STADIUM, e("new.baycare_ballpark"))),
+            correction(3, retract("new.baycare_ballpark", NAME, Term::Literal("BayCare Ballpark".into()))),
+        ],
+    );
+    assert!(seen(&kg, "m.phillies", RelationRef::out(STADIUM)).await.is_empty(), "old and new both retracted");
+    assert!(!kg.relations("m.phillies").await.unwrap().contains(&RelationRef::out(STADIUM)));
+    assert!(kg.relations("new.baycare_ballpark").await.unwrap().is_empty());
+    assert_eq!(kg.label("new.baycare_ballpark").await.unwrap(), None);
+    assert!(kg.find_entities("BayCare Ballpark", 5).await.unwrap().iter().all(|m| m.id != "new.baycare_ballpark"));
+}
+
+#[tokio::test]
+async fn a_later_assert_shows_what_an_earlier_retract_hid() {
+    let bright = || e("m.bright_house_field");
+    let name = || Term::Literal("Bright House Field".into());
+    let kg = OverlayKg::new(
+        Arc::new(demo_graph()),
+        &[
+            correction(1, retract("m.phillies", STADIUM, bright())),
+            correction(2, retract("m.bright_house_field", NAME, name())),
+            correction(3, assert_op("m.phillies", STADIUM, bright())),
+            correction(4, assert_op("m.bright_house_field", NAME, name())),
+        ],
+    );
+    assert_eq!(seen(&kg, "m.phillies", RelationRef::out(STADIUM)).await, vec![(bright(), Some(3))]);
+    assert!(kg.relations("m.phillies").await.unwrap().contains(&RelationRef::out(STADIUM)));
+    assert!(kg.relations("m.bright_house_field").await.unwrap().contains(&RelationRef::incoming(STADIUM)));
+    assert_eq!(kg.label("m.bright_house_field").await.unwrap().as_deref(), Some("Bright House Field"));
+    let found = kg.find_entities("Bright House Field", 3).await.unwrap();
+    assert_eq!((found[0].id.as_str(), found[0].exact), ("m.bright_house_field", true));
+    // The other way round, the retract is the later one and wins.
+    let kg = OverlayKg::new(
+        Arc::new(demo_graph()),
+        &[
+            correction(1, assert_op("m.phillies", STADIUM, bright())),
+            correction(2, retract("m.phillies", STADIUM, bright())),
+        ],
+    );
+    assert!(seen(&kg, "m.phillies", RelationRef::out(STADIUM)).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_scenario_does_not_hide_what_a_user_asserted() {
+    const MASCOT: &str = "sports.sports_team.team_mascot";
+    // The scenario removes the Giants' mascot; a user restored it with a correction.
+    let hidden = [
+        ("m.giants".to_string(), MASCOT.to_string(), e("m.lou_seal")),
+        ("m.phillies".to_string(), STADIUM.to_string(), e("m.bright_house_field")),
+    ];
+    let restored = [correction(1, assert_op("m.giants", MASCOT, e("m.lou_seal")))];
+    let kg = OverlayKg::new(Arc::new(demo_graph()), &restored).with_hidden(&hidden);
+    assert_eq!(seen(&kg, "m.giants", RelationRef::out(MASCOT)).await, vec![(e("m.lou_seal"), Some(1))]);
+    assert_eq!(seen(&kg, "m.lou_seal", RelationRef::incoming(MASCOT)).await, vec![(e("m.giants"), Some(1))]);
+    assert!(kg.relations("m.giants").await.unwrap().contains(&RelationRef::out(MASCOT)));
+    // What no one asserted stays hidden.
+    assert!(seen(&kg, "m.phillies", RelationRef::out(STADIUM)).await.is_empty());
+    assert!(!kg.relations("m.phillies").await.unwrap().contains(&RelationRef::out(STADIUM)));
+    // An assert the user later retracted is not restored.
+    let retracted_again = [restored[0].clone(), correction(2, retract("m.giants", MASCOT, e("m.lou_seal")))];
+    let kg = OverlayKg::new(Arc::new(demo_graph()), &retracted_again).with_hidden(&hidden);
+    assert!(seen(&kg, "m.giants", RelationRef::out(MASCOT)).await.is_empty());
+    assert!(!kg.relations("m.giants").await.unwrap().contains(&RelationRef::out(MASCOT)));
+}
+
+#[test]
+fn an_export_lets_the_later_correction_of_a_triple_win() {
+    use ongraph::kg::KgProfile;
+    use ongraph::testing::overlay::{ExportFormat, export};
+    let profile = KgProfile::freebase();
+    let fb = |id: &str| format!("<http://rdf.freebase.com/ns/{id}>");
+    let triple = format!("{} {} {} .", fb("m.phillies"), fb(STADIUM), fb("m.baycare_ballpark"));
+    let asserted_then_retracted = [
+        correction(1, assert_op("m.phillies", STADIUM, e("m.baycare_ballpark"))),
+        correction(2, retract("m.phillies", STADIUM, e("m.baycare_ballpark"))),
+    ];
+    let sparql = export(&asserted_then_retracted, ExportFormat::SparqlUpdate, &profile);
+    // A DELETE then an INSERT of the same triple would leave it in the KG.
+    assert_eq!(sparql.matches(&triple).count(), 1, "{sparql}");
+    assert!(sparql.starts_with("DELETE DATA {\n  # correction 2 by tester") && !sparql.contains("INSERT"), "{sparql}");
+    let nt = export(&asserted_then_retracted, ExportFormat::Nt, &profile);
+    assert_eq!(nt.lines().filter(|l| !l.starts_with('#')).count(), 0, "nothing to add: {nt}");
+    assert!(nt.contains(&format!("# retracted: {triple}")), "{nt}");
+
+    // Retracted, then asserted again: the triple is added.
+    let retracted_then_asserted = [
+        correction(1, retract("m.phillies", STADIUM, e("m.baycare_ballpark"))),
+        correction(2, assert_op("m.phillies", STADIUM, e("m.baycare_ballpark"))),
+    ];
+    let sparql = export(&retracted_then_asserted, ExportFormat::SparqlUpdate, &profile);
+    assert!(sparql.starts_with("INSERT DATA {\n  # correction 2 by tester"), "{sparql}");
+    assert_eq!(sparql.matches(&triple).count(), 1, "{sparql}");
+    let nt = export(&retracted_then_asserted, ExportFormat::Nt, &profile);
+    assert_eq!(nt.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>(), vec![triple.as_str()], "{nt}");
+    // A backup keeps every correction, in order.
+    let jsonl = export(&retracted_then_asserted, ExportFormat::Jsonl, &profile);
+    assert_eq!(jsonl.lines().count(), 2, "{jsonl}");
+}
+
+#[test]
+fn the_generated_mark_is_stored_and_not_read_from_the_reason() {
+    use ongraph::kg::KgProfile;
+    use ongraph::testing::overlay::{ExportFormat, export, generated_reason};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlay");
+    let op = || assert_op("m.cupertino", "location.location.time_zones", e("m.pacific_tz"));
+    {
+        let store = SledStore::open(&path).unwrap();
+        // Accepted in the UI, its reason then edited: still generated.
+        store.add("demo", Draft { generated: true, reason: "looked right".into(), ..draft(op()) }).unwrap();
+        // A user typing the UI's reason: not generated.
+        store.add("demo", Draft { reason: generated_reason("mallory"), ..draft(op()) }).unwrap();
+    }
+    {
+        // Stored by a build before the mark: the reason decides, as it did then.
+        let db = open_when_free(&path);
+        let legacy = |id: u64, reason: &str| {
+            let record = serde_json::json!({"v": 1, "correction": {
+                "id": id, "kg": "demo", "op": "assert", "subject": "m.a", "relation": "r",
+                "object": {"kind": "entity", "value": "m.b"}, "reason": reason, "author": "t",
+                "created": "2026-01-01T00:00:00Z", "active": true, "history": []}});
+            let mut key = b"demo\0".to_vec();
+            key.extend_from_slice(&id.to_be_bytes());
+            db.insert(key, record.to_string().into_bytes()).unwrap();
+        };
+        legacy(3, &generated_reason("demo"));
+        legacy(4, "checked on a map");
+        db.flush().unwrap();
+    }
+    let listed = SledStore::open(&path).unwrap().list("demo").unwrap();
+    let marks = |list: &[Correction]| list.iter().map(|c| (c.id, c.is_llm_generated())).collect::<Vec<_>>();
+    assert_eq!(marks(&listed), [(1, true), (2, false), (3, true), (4, false)]);
+    assert_eq!(listed.iter().map(|c| c.generated).collect::<Vec<_>>(), [Some(true), Some(false), None, None]);
+    // A backup carries the mark and reads back the same.
+    let jsonl = export(&listed, ExportFormat::Jsonl, &KgProfile::freebase());
+    let back: Vec<Correction> = jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(back, listed);
+    assert_eq!(marks(&back), marks(&listed));
 }

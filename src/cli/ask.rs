@@ -65,9 +65,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
     } else {
         // The answer is paid for: a store that cannot be read now costs only this detail.
         match super::overlay::corrections_for(config, &super::overlay::kg_scope(s, config)) {
-            Ok(list) => {
-                list.into_iter().filter(|c| crate::overlay::is_llm_generated(&c.reason)).map(|c| c.id).collect()
-            }
+            Ok(list) => list.into_iter().filter(crate::overlay::Correction::is_llm_generated).map(|c| c.id).collect(),
             Err(e) => {
                 tracing::warn!("cannot read the corrections to say which the answer rests on: {e:#}");
                 Vec::new()

@@ -113,6 +113,8 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
     let draft = |op: Op, why: &Why| Draft {
         op,
         reason: why.reason.trim().to_string(),
+        // Typed by a user: whatever the reason says, not an LLM-generated triple.
+        generated: false,
         author: author.clone(),
         context: why.question.clone().map(|q| CorrectionContext { question: Some(q), ..Default::default() }),
         origin: None,
@@ -236,10 +238,17 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
                 }
                 c.op.validate_ids().map_err(|e| anyhow::anyhow!("{}:{}: {e}", file.display(), i + 1))?;
                 let origin = format!("imported from {} (was {} in {})", file.display(), c.id, c.kg);
-                let added = store.add(
-                    &scope,
-                    Draft { op: c.op, reason: c.reason, author: c.author, context: c.context, origin: Some(origin) },
-                )?;
+                // The mark comes along (for an export from before it existed, from the reason).
+                let generated = c.is_llm_generated();
+                let draft = Draft {
+                    op: c.op,
+                    reason: c.reason,
+                    generated,
+                    author: c.author,
+                    context: c.context,
+                    origin: Some(origin),
+                };
+                let added = store.add(&scope, draft)?;
                 // Printed only once the correction is on disk.
                 writeln!(out, "imported {} as {}", c.id, added.id)?;
                 out.flush()?;

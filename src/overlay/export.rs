@@ -72,9 +72,32 @@ fn label_predicate(profile: &KgProfile) -> String {
     iri(name_predicate(profile), profile)
 }
 
-/// Renders `corrections` (nt and sparql-update: the active ones; jsonl: all, with history).
+/// What the active corrections do, as simple corrections (a replace as its parts), oldest
+/// first, each with the correction it comes from. As in the overlay, the latest correction of
+/// a triple wins: a retract or assert that a later one undoes (an assert retracted later, a
+/// retract asserted again) is left out, so a patch never inserts what the user retracted
+/// after (its DELETE DATA runs before its INSERT DATA).
+fn effective<'a>(corrections: &'a [Correction], name_predicate: &str) -> Vec<(&'a Correction, Op)> {
+    let mut active: Vec<&Correction> = corrections.iter().filter(|c| c.active).collect();
+    active.sort_by_key(|c| c.id);
+    let parts: Vec<(&Correction, Op)> =
+        active.into_iter().flat_map(|c| c.op.parts(name_predicate).into_iter().map(move |p| (c, p))).collect();
+    let triple = |op: &Op| match op {
+        Op::Retract { subject, relation, object } | Op::Assert { subject, relation, object } => {
+            Some((subject.clone(), relation.clone(), object.clone()))
+        }
+        Op::Relabel { .. } | Op::Replace { .. } => None,
+    };
+    let mut decided = std::collections::HashSet::new();
+    let mut kept: Vec<(&Correction, Op)> =
+        parts.into_iter().rev().filter(|(_, op)| triple(op).is_none_or(|t| decided.insert(t))).collect();
+    kept.reverse();
+    kept
+}
+
+/// Renders `corrections` (nt and sparql-update: what the active ones do; jsonl: all, with
+/// history).
 pub fn export(corrections: &[Correction], format: ExportFormat, profile: &KgProfile) -> String {
-    let active: Vec<&Correction> = corrections.iter().filter(|c| c.active).collect();
     let triple = |s: &str, r: &str, o: &Term| format!("{} {} {} .", iri(s, profile), iri(r, profile), term(o, profile));
     let why = |c: &Correction| comment(&format!("correction {} by {} on {}: {}", c.id, c.author, c.created, c.reason));
     let mut out = String::new();
@@ -89,9 +112,7 @@ pub fn export(corrections: &[Correction], format: ExportFormat, profile: &KgProf
         ExportFormat::Nt => {
             // A replace is written as its parts (a retraction, an assert, a name), each under
             // the correction's comment.
-            for (c, op) in
-                active.iter().flat_map(|c| c.op.parts(name_predicate(profile)).into_iter().map(move |p| (c, p)))
-            {
+            for (c, op) in effective(corrections, name_predicate(profile)) {
                 match &op {
                     Op::Assert { subject, relation, object } => {
                         out.push_str(&format!("# {}\n{}\n", why(c), triple(subject, relation, object)))
@@ -115,9 +136,7 @@ pub fn export(corrections: &[Correction], format: ExportFormat, profile: &KgProf
         }
         ExportFormat::SparqlUpdate => {
             let (mut delete, mut delete_where, mut insert) = (Vec::new(), Vec::new(), Vec::new());
-            for (c, op) in
-                active.iter().flat_map(|c| c.op.parts(name_predicate(profile)).into_iter().map(move |p| (c, p)))
-            {
+            for (c, op) in effective(corrections, name_predicate(profile)) {
                 match &op {
                     Op::Retract { subject, relation, object } => {
                         delete.push(format!("  # {}\n  {}", why(c), triple(subject, relation, object)))

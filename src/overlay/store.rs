@@ -33,7 +33,9 @@ pub enum StoreError {
 /// The newest record format version this build reads and writes. v2 added [`Op::Replace`];
 /// a record is written in the oldest version that holds it, so a store without replaces
 /// stays readable by builds that read only v1, and one with them is refused by those builds
-/// as a newer format (not as a corrupt store).
+/// as a newer format (not as a corrupt store). A correction's `generated` mark needs no new
+/// version: a build that does not know it ignores it and goes by the reason, as it always
+/// did (an accepted triple's reason is still [`super::generated_reason`]).
 pub const CURRENT_VERSION: u32 = 2;
 
 /// The oldest record format that can hold `op`.
@@ -306,6 +308,8 @@ impl CorrectionStore for SledStore {
             kg: kg.to_string(),
             op: draft.op,
             reason: draft.reason,
+            // Always said, so the reason never decides it (see `Correction::generated`).
+            generated: Some(draft.generated),
             author: draft.author,
             created: now.clone(),
             active: true,
@@ -352,6 +356,7 @@ mod tests {
         Draft {
             op: Op::Relabel { entity: "m.x".into(), label: label.into() },
             reason: "test".into(),
+            generated: false,
             author: "t".into(),
             context: None,
             origin: None,

@@ -69,7 +69,9 @@ impl App {
         let object = g.tail_term.clone().unwrap_or_else(|| Term::Literal(g.tail.clone()));
         // Worded so the answer it supports can say it rests on a generated triple.
         let reason = crate::overlay::generated_reason(&self.author);
-        let drafts = vec![self.draft(Op::Assert { subject, relation: g.relation.clone(), object }, &reason)];
+        let draft = self.draft(Op::Assert { subject, relation: g.relation.clone(), object }, &reason);
+        // Marked as generated: the mark, not the reason, says so.
+        let drafts = vec![Draft { generated: true, ..draft }];
         self.pending_drafts = drafts.clone();
         self.say("recording the accepted triple…");
         vec![Effect::Correct { drafts }]
@@ -90,6 +92,7 @@ impl App {
         Draft {
             op,
             reason: reason.to_string(),
+            generated: false,
             author: self.author.clone(),
             context: Some(CorrectionContext {
                 question: self.run.as_ref().map(|r| r.question().to_string()),

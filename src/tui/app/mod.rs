@@ -390,6 +390,7 @@ impl App {
                 kg: session.kg.clone(),
                 op: c.draft.op.clone(),
                 reason: c.draft.reason.clone(),
+                generated: Some(c.draft.generated),
                 author: c.draft.author.clone(),
                 created: session.saved_at.clone(),
                 active: true,

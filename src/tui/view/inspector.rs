@@ -214,13 +214,18 @@ fn unasked_reason(prune: crate::engine::PruneTool, beam: &Beam, id: NodeId) -> S
 fn flag_lines(beam: &Beam, node: NodeId, corrections: &[Correction], theme: &Theme) -> Vec<Line<'static>> {
     let Some(t) = beam.triples(node).pop() else { return Vec::new() };
     let Term::Entity(head) = &t.head_term else { return Vec::new() };
+    // A triple asserted again by a later correction is no longer flagged.
+    let triple = (head.clone(), t.relation_id.clone(), t.tail_term.clone());
+    if !crate::overlay::retracted_triples(corrections).contains(&triple) {
+        return Vec::new();
+    }
     corrections
         .iter()
         .filter(|c| c.active)
         .filter(|c| c.op.retracted() == Some((head.as_str(), t.relation_id.as_str(), &t.tail_term)))
         .map(|c| {
-            // A replace names the right object it put in the wrong one's place.
-            // A KG entity by the name the tree shows it under, when it is there.
+            // A replace names the right object it put in the wrong one's place: a KG entity
+            // by the name the tree shows it under, when it is there.
             let right = match &c.op {
                 crate::overlay::Op::Replace { new, label, .. } => {
                     let shown = beam.nodes.iter().find(|n| n.term() == Some(new)).map(BeamNode::shown);

@@ -91,8 +91,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         Bottom::Answer => {
             let answer = app.run.as_ref().and_then(|r| r.answer());
             // Whether the answer rests on the KG, on corrections, or on triples the LLM wrote.
-            let generated =
-                |id: u64| app.corrections.iter().any(|c| c.id == id && crate::overlay::is_llm_generated(&c.reason));
+            let generated = |id: u64| app.corrections.iter().any(|c| c.id == id && c.is_llm_generated());
             let source = app.run.as_ref().and_then(|r| r.answer_source(generated));
             let shown =
                 AnswerShown { answer, source, earlier: app.earlier.as_ref(), traced: app.traced, at: app.answer_at };

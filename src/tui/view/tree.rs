@@ -14,15 +14,10 @@ pub(super) fn status_style(t: &Theme, status: Status) -> Style {
     }
 }
 
-/// The triples the active corrections retract (alone or replaced by another object), to mark
-/// them in the tree.
+/// The triples the active corrections retract (alone or replaced by another object, and not
+/// asserted again later), to mark them in the tree.
 pub(super) fn retracted(corrections: &[Correction]) -> HashSet<(String, String, Term)> {
-    corrections
-        .iter()
-        .filter(|c| c.active)
-        .filter_map(|c| c.op.retracted())
-        .map(|(subject, relation, object)| (subject.to_string(), relation.to_string(), object.clone()))
-        .collect()
+    crate::overlay::retracted_triples(corrections)
 }
 
 /// Whether the triple that reached `node` (an entity under a relation) is retracted.
