@@ -70,7 +70,7 @@ impl App {
         // Worded so the answer it supports can say it rests on a generated triple.
         let reason = crate::overlay::generated_reason(&self.author);
         let drafts = vec![self.draft(Op::Assert { subject, relation: g.relation.clone(), object }, &reason)];
-        self.pending_drafts = drafts.clone();
+        self.pending_drafts.push_back(drafts.clone());
         self.say("recording the accepted triple…");
         vec![Effect::Correct { drafts }]
     }
@@ -219,7 +219,7 @@ impl App {
                     return Vec::new();
                 }
                 let drafts = vec![draft];
-                self.pending_drafts = drafts.clone();
+                self.pending_drafts.push_back(drafts.clone());
                 self.say("recording the correction…");
                 vec![Effect::Correct { drafts }]
             }
