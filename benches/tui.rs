@@ -130,7 +130,7 @@ async fn main() {
     let llm = Arc::new(OpenAiClient::new(OpenAiConfig::new(format!("{}/v1", server.uri()), "bench")).expect("client"));
     let driver = Arc::new(Driver::new(kg.clone(), llm).with_concurrency(10));
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
-    let mut executor = Executor { driver: Some(driver), corrections: None, history: None, tx: tx.clone() };
+    let mut executor = Executor::new(Some(driver), None, None, tx.clone());
     let requests: Vec<Request> = (0..10)
         .map(|i| {
             Request::Llm(ChatRequest {

@@ -312,6 +312,8 @@ async fn each_question_sees_the_corrections_as_they_are_when_it_starts() {
     };
     let before = eval.answer(0, &item).await;
     assert_eq!(before.prediction, ["Bright House Field"], "{:?}", before.error);
+    let none = before.corrections.clone().expect("the record says which corrections it saw");
+    assert_eq!(none.active, 0);
 
     // Another process corrects the stadium while the run goes on.
     let replace = Op::Replace {
@@ -333,8 +335,79 @@ async fn each_question_sees_the_corrections_as_they_are_when_it_starts() {
     let after = eval.answer(1, &item).await;
     assert_eq!(after.prediction, ["BayCare Ballpark"], "{:?}", after.error);
     assert!(after.score.hit);
+    let one = after.corrections.clone().unwrap();
+    assert_eq!(one.active, 1);
+    assert_ne!(one.digest, none.digest);
+    assert!(one.generation > none.generation);
 
-    // And undoes it.
+    // And undoes it: the same (no) corrections as the first question, later in the store.
     SledStore::open(&path).unwrap().undo("demo", id).unwrap();
-    assert_eq!(eval.answer(2, &item).await.prediction, ["Bright House Field"]);
+    let undone = eval.answer(2, &item).await;
+    assert_eq!(undone.prediction, ["Bright House Field"]);
+    let again = undone.corrections.clone().unwrap();
+    assert_eq!((again.active, &again.digest), (0, &none.digest));
+    assert!(again.generation > one.generation);
+
+    // The summary says the questions were answered under two sets.
+    let summary = summarise(&[before, after, undone], Some(3));
+    let counts: Vec<_> = summary.corrections.iter().map(|g| (g.active, g.questions)).collect();
+    assert_eq!(counts, [(0, 2), (1, 1)]);
+    assert!(summary.render().contains("answered under 2 different sets of corrections"), "{}", summary.render());
+}
+
+/// `eval --with-corrections --resume` after a correction was made elsewhere: said in one line,
+/// not refused, and the summary counts the records under each set. Without corrections the
+/// records say nothing of them.
+#[test]
+fn a_resume_under_changed_corrections_says_so() {
+    let home = tempfile::tempdir().unwrap();
+    let question = "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?";
+    let record = |i: usize| {
+        format!(
+            r#"{{"ID": "q{i}", "index": {i}, "question": "{question}", "answer": ["BayCare Ballpark"], "topic_entity": {{}}, "mid_crucial_triples": []}}"#
+        )
+    };
+    let dataset = home.path().join("data_with_ct_0.json");
+    std::fs::write(&dataset, format!("[{}, {}, {}]", record(0), record(1), record(2))).unwrap();
+    let (d, out) = (dataset.display().to_string(), home.path().join("run"));
+    let o = out.display().to_string();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["eval", "--dataset", &d, "--kg", "demo", "--llm", "demo", "--out", &o];
+        args.extend_from_slice(extra);
+        let output = ongraph(home.path(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let (stdout, stderr) = run(&["--with-corrections", "--limit", "1"]);
+    assert!(!stderr.contains("note:") && !stdout.contains("Corrections"), "{stderr}{stdout}");
+    // Nothing changed: resumed without a note.
+    let (_, stderr) = run(&["--with-corrections", "--limit", "2", "--resume"]);
+    assert!(!stderr.contains("note:"), "{stderr}");
+
+    let fixed =
+        ongraph(home.path(), &["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed"]);
+    assert!(fixed.status.success(), "{}", String::from_utf8_lossy(&fixed.stderr));
+    let (stdout, stderr) = run(&["--with-corrections", "--limit", "3", "--resume"]);
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.starts_with("note:")).collect();
+    assert_eq!(notes.len(), 1, "{stderr}");
+    assert!(notes[0].contains("the corrections changed since 2 of the 2 records being resumed"), "{stderr}");
+    assert!(notes[0].contains("1 active"), "{stderr}");
+    assert!(stdout.contains("answered under 2 different sets of corrections"), "{stdout}");
+    let (records, _) = record::read(&out.join("records.jsonl")).unwrap();
+    let active: Vec<usize> = records.iter().map(|r| r.corrections.as_ref().unwrap().active).collect();
+    assert_eq!(active, [0, 0, 1]);
+    let o2 = ongraph(home.path(), &["eval", "summary", &o]);
+    assert!(String::from_utf8_lossy(&o2.stdout).contains("2 question(s)  0 active"));
+
+    // Whether corrections apply at all is a setting: a resume that changes it is refused.
+    let args = ["eval", "--dataset", &d, "--kg", "demo", "--llm", "demo", "--out", &o, "--limit", "3", "--resume"];
+    let refused = ongraph(home.path(), &args);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("different settings"));
+    // Without corrections a record says nothing of them.
+    let plain = home.path().join("plain").display().to_string();
+    let output = ongraph(home.path(), &["eval", "--dataset", &d, "--kg", "demo", "--llm", "demo", "--out", &plain]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let (records, _) = record::read(&Path::new(&plain).join("records.jsonl")).unwrap();
+    assert!(records.iter().all(|r| r.corrections.is_none()));
 }

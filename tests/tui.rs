@@ -101,12 +101,7 @@ impl Ui {
         app.set_plain(true);
         app.author = "tester".into();
         let (tx, rx) = mpsc::unbounded_channel();
-        let executor = Executor {
-            driver: Some(Arc::new(driver)),
-            corrections: Some(corrections),
-            history: Some(dir.path().join("history")),
-            tx,
-        };
+        let executor = Executor::new(Some(Arc::new(driver)), Some(corrections), Some(dir.path().join("history")), tx);
         Self { app, executor, rx, _dir: dir }
     }
 
@@ -865,7 +860,7 @@ async fn gog_in_the_ui_accepting_a_generated_triple_stores_it_and_re_asking_uses
     assert!(ui.app.message.as_deref().unwrap_or_default().contains("LLM-generated"));
     ui.select("Pacific Time Zone");
     ui.press(KeyCode::Char('A')).await;
-    let stored = ui.executor.corrections.as_ref().unwrap().list().unwrap();
+    let stored = ui.executor.corrections().unwrap().list().unwrap();
     assert_eq!(stored.len(), 1);
     assert_eq!(
         stored[0].op,
@@ -1668,4 +1663,194 @@ async fn saving_nothing_clearing_nothing_and_a_replay_say_what_they_are() {
     assert!(text.contains("A recorded session: enter replays the question above"), "{text}");
     assert!(!text.contains("No question yet"), "{text}");
     assert!(text.contains("Beam · demo · scripted demo · replay"), "one replay in the title: {text}");
+}
+
+/// Corrections whose every call waits until the test lets it through: a store that another
+/// process holds for as long as the test likes. Each call says its name when it starts.
+struct Gated {
+    inner: TempCorrections,
+    started: mpsc::UnboundedSender<&'static str>,
+    gate: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    /// The next `refresh` finds the store changed (another process wrote to it).
+    changed: std::sync::atomic::AtomicBool,
+}
+
+impl Gated {
+    fn wait(&self, call: &'static str) -> anyhow::Result<()> {
+        let _ = self.started.send(call);
+        // Only a guard against a hang: a call the test never lets through fails.
+        let gate = self.gate.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        gate.recv_timeout(std::time::Duration::from_secs(10))
+            .map_err(|_| anyhow::anyhow!("{call}: the store was never let go"))
+    }
+}
+
+impl Corrections for Gated {
+    fn record(&self, drafts: Vec<ongraph::testing::overlay::Draft>) -> anyhow::Result<(Vec<u64>, Driver)> {
+        self.wait("record")?;
+        self.inner.record(drafts)
+    }
+    fn undo(&self, id: u64) -> anyhow::Result<Driver> {
+        self.wait("undo")?;
+        self.inner.undo(id)
+    }
+    fn list(&self) -> anyhow::Result<Vec<ongraph::testing::overlay::Correction>> {
+        self.wait("list")?;
+        self.inner.list()
+    }
+    fn refresh(&self) -> anyhow::Result<Option<(Driver, Vec<ongraph::testing::overlay::Correction>)>> {
+        self.wait("refresh")?;
+        if !self.changed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return Ok(None);
+        }
+        Ok(Some((self.inner.driver()?, self.inner.list()?)))
+    }
+    fn export(&self, path: Option<&Path>) -> anyhow::Result<(PathBuf, usize)> {
+        self.wait("export")?;
+        self.inner.export(path)
+    }
+}
+
+/// The next message on `rx`; the timeout only guards against a hang.
+async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
+        .await
+        .expect("nothing came (the executor is stuck)")
+        .expect("the channel closed")
+}
+
+/// The stadium's names in a step's answer to a neighbours request.
+fn stadiums(result: &Result<Vec<ongraph::engine::Response>, String>) -> Vec<String> {
+    let responses = result.as_ref().expect("the step is performed");
+    let [ongraph::engine::Response::Neighbours { neighbours }] = &responses[..] else { panic!("{responses:?}") };
+    neighbours.iter().map(|n| n.label.clone().unwrap_or_else(|| format!("{:?}", n.term))).collect()
+}
+
+/// While another process holds the corrections store, the executor still answers at once (the
+/// UI redraws, keys and timers work), and the store's calls and the steps keep their order: a
+/// step sees what the store held when it was asked for, a correction queued before it, and is
+/// answered after `CorrectionsChanged`.
+#[tokio::test]
+async fn a_busy_store_never_holds_up_the_executor_and_steps_still_see_every_write() {
+    use ongraph::kg::{Direction, RelationRef, Term};
+    use ongraph::testing::overlay::{Draft, Op};
+    let dir = tempfile::tempdir().unwrap();
+    let inner = TempCorrections { store: SledStore::open(&dir.path().join("overlay")).unwrap(), hidden: Vec::new() };
+    let driver = inner.driver().unwrap();
+    let (started_tx, mut started) = mpsc::unbounded_channel();
+    let (open, gate) = std::sync::mpsc::channel();
+    let gated = Arc::new(Gated {
+        inner,
+        started: started_tx,
+        gate: std::sync::Mutex::new(gate),
+        changed: std::sync::atomic::AtomicBool::new(false),
+    });
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut executor = Executor::new(Some(Arc::new(driver)), Some(gated.clone()), None, tx);
+    let stadium = vec![ongraph::engine::Request::Neighbours {
+        entity: "m.phillies".into(),
+        relation: RelationRef {
+            relation: "baseball.baseball_team.spring_training_stadium".into(),
+            direction: Direction::Out,
+            label: None,
+        },
+    }];
+    let draft =
+        |op| Draft { op, reason: "Renamed".into(), generated: false, author: "t".into(), context: None, origin: None };
+
+    // Another process renames the stadium; the next step's refresh finds the store held.
+    let relabel = Op::Relabel { entity: "m.bright_house_field".into(), label: "BayCare Ballpark".into() };
+    gated.inner.store.add("demo", draft(relabel)).unwrap();
+    gated.changed.store(true, std::sync::atomic::Ordering::SeqCst);
+    executor.execute(Effect::Perform { generation: 7, requests: stadium.clone() });
+    assert_eq!(next(&mut started).await, "refresh");
+    // The store is still held: a timer and a lookup are answered meanwhile, the lookup through
+    // the driver as it was (nothing new was acknowledged).
+    executor.execute(Effect::Wake { token: 1, after_ms: 0 });
+    let woke = next(&mut rx).await;
+    assert!(matches!(woke, Action::Woke { token: 1 }), "the executor waited for the store: {woke:?}");
+    executor.execute(Effect::Lookup { token: 2, requests: stadium.clone() });
+    let Action::Looked { token: 2, result } = next(&mut rx).await else { panic!("not the lookup's answer") };
+    assert_eq!(stadiums(&result), ["Bright House Field"]);
+    // A correction asked for now waits its turn behind the step's refresh.
+    let replace = Op::Replace {
+        subject: "m.phillies".into(),
+        relation: "baseball.baseball_team.spring_training_stadium".into(),
+        old: Term::Entity("m.bright_house_field".into()),
+        new: Term::Entity("new.spectrum_field".into()),
+        label: Some("Spectrum Field".into()),
+    };
+    executor.execute(Effect::Correct { drafts: vec![draft(replace)] });
+
+    // The store lets go: the news first, then the step, through the store as it is now.
+    open.send(()).unwrap();
+    let Action::CorrectionsChanged(Ok(list)) = next(&mut rx).await else { panic!("the change is not said first") };
+    assert_eq!(list.len(), 1);
+    let Action::Performed { generation: 7, result, .. } = next(&mut rx).await else { panic!("no step") };
+    assert_eq!(stadiums(&result), ["BayCare Ballpark"], "the step sees the store as the refresh read it");
+    assert_eq!(next(&mut started).await, "record", "the correction is written after the refresh");
+
+    // While it is written, a step asked for (before it is acknowledged) waits for it; the UI
+    // still gets its timer.
+    executor.execute(Effect::Perform { generation: 8, requests: stadium.clone() });
+    executor.execute(Effect::Wake { token: 3, after_ms: 0 });
+    assert!(matches!(next(&mut rx).await, Action::Woke { token: 3 }));
+    open.send(()).unwrap();
+    let Action::Corrected(Ok(ids)) = next(&mut rx).await else { panic!("the correction is not acknowledged") };
+    assert_eq!(ids.len(), 1);
+    assert_eq!(next(&mut started).await, "refresh", "the step's refresh comes after the write");
+    open.send(()).unwrap();
+    let Action::Performed { generation: 8, result, .. } = next(&mut rx).await else {
+        panic!("nothing changed elsewhere: no news before the step")
+    };
+    assert_eq!(stadiums(&result), ["Spectrum Field"], "the step sees the correction acknowledged before it");
+
+    // A list and an export wait their turn too, and are answered as before.
+    executor.execute(Effect::ListCorrections);
+    executor.execute(Effect::Export { path: Some(dir.path().join("out.json")) });
+    assert_eq!(next(&mut started).await, "list");
+    open.send(()).unwrap();
+    let Action::Listed(Ok(list)) = next(&mut rx).await else { panic!("not listed") };
+    assert_eq!(list.len(), 2);
+    assert_eq!(next(&mut started).await, "export");
+    open.send(()).unwrap();
+    let Action::Exported(Ok((_, 2))) = next(&mut rx).await else { panic!("not exported") };
+    executor.finish().await;
+}
+
+/// The store answers corrections in their own time now: a second one can be made before the
+/// first is acknowledged, and the recording still gives each its own id.
+#[tokio::test]
+async fn corrections_made_before_the_last_was_acknowledged_are_recorded_with_their_own_ids() {
+    let mut ui = Ui::new();
+    ui.flag_the_stadium("Renamed in 2021").await;
+    ui.typed("BayCare Ballpark").await;
+    // The name is looked up first (no entity has it); the next Enter records it.
+    let lookup = update(&mut ui.app, key(KeyCode::Enter));
+    ui.settle(lookup).await;
+    let mut pending = update(&mut ui.app, key(KeyCode::Enter));
+    ui.select("Philadelphia Phillies");
+    let mut keys = vec![key(KeyCode::Char('e')), Action::Key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL))];
+    keys.extend("The Phillies".chars().map(|c| key(KeyCode::Char(c))));
+    keys.push(key(KeyCode::Tab));
+    keys.extend("Common name".chars().map(|c| key(KeyCode::Char(c))));
+    keys.push(key(KeyCode::Enter));
+    for action in keys {
+        pending.extend(update(&mut ui.app, action));
+    }
+    assert_eq!(pending.iter().filter(|e| matches!(e, Effect::Correct { .. })).count(), 2, "{pending:?}");
+    ui.settle(pending).await;
+    let recorded: Vec<(u64, String)> =
+        ui.app.recording.corrections.iter().map(|c| (c.id, c.draft.op.describe())).collect();
+    assert_eq!(
+        recorded,
+        [
+            (
+                1,
+                "replace m.phillies baseball.baseball_team.spring_training_stadium m.bright_house_field with new.baycare_ballpark named \"BayCare Ballpark\"".to_string()
+            ),
+            (2, "relabel m.phillies as \"The Phillies\"".to_string()),
+        ]
+    );
+    assert_eq!(ui.app.corrections.len(), 2);
 }

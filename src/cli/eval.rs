@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::dataset::tog::TopicIds;
 use crate::dataset::{Format, Item, gold_paths, pathquestion};
 use crate::engine::Settings;
-use crate::eval::record::{self, Record, RecordWriter};
+use crate::eval::record::{self, CorrectionsSeen, Record, RecordWriter};
 use crate::eval::runner::{Evaluator, Finished, select};
 use crate::eval::summary::{Summary, summarise};
 use crate::llm::gold_path::GoldPathModel;
@@ -101,7 +101,12 @@ struct RunMeta {
     llm: String,
     /// The model is a simulation (scripted, gold-path): the figures measure the engine.
     simulation: bool,
+    /// Corrections applying when the latest invocation started (each question's record says
+    /// which it saw: `eval --with-corrections` reads them again per question).
     corrections: usize,
+    /// `--with-corrections` (`None` in runs made before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    with_corrections: Option<bool>,
     settings: Settings,
     /// Questions selected by the latest invocation (--limit/--sample may grow on resume).
     #[serde(default)]
@@ -212,9 +217,10 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     // With --with-corrections each question sees the corrections as they are when it starts
     // (another process may change them during a long run).
     let live = Arc::new(super::overlay::LiveOverlay::open(base, config, &setup, args.with_corrections)?);
-    let (kg, corrections) = {
+    let (kg, corrections, seen_now) = {
         let seen = live.current();
-        (seen.kg, seen.active)
+        let now = live.corrections_seen(&seen);
+        (seen.kg, seen.active, now)
     };
     let llm_name = setup.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
     let simulation = is_simulation(&llm_name);
@@ -227,6 +233,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         llm: llm_description,
         simulation,
         corrections,
+        with_corrections: Some(args.with_corrections),
         settings: settings.clone(),
         selected: chosen.len(),
     };
@@ -251,6 +258,9 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         .with_request_concurrency(config.defaults.concurrency);
     let evaluator = if args.with_corrections { evaluator.with_kg_source(live) } else { evaluator };
     let mut records: Vec<Record> = done.into_iter().filter(|r| chosen.binary_search(&r.index).is_ok()).collect();
+    if let Some(note) = corrections_changed(&records, seen_now.as_ref()) {
+        writeln!(std::io::stderr(), "{note}")?;
+    }
     let mut progress = Progress::new(todo.len(), !args.json && std::io::stdout().is_terminal(), &records);
     if !todo.is_empty() {
         tracing::info!(questions = todo.len(), already = records.len(), out = %out.display(), "eval starts");
@@ -344,7 +354,32 @@ fn check_same_questions(done: &[Record], items: &[Item], out: &Path, dataset: &P
     }
 }
 
-/// Makes `out`, or checks a run there is the same run before resuming it.
+/// On `--resume` with corrections applied: one line saying so when the records being resumed
+/// were answered under corrections other than those applying now (`now`), or do not say which
+/// they saw. `None` when they saw these, or when there is nothing to resume.
+fn corrections_changed(resumed: &[Record], now: Option<&CorrectionsSeen>) -> Option<String> {
+    let now = now?;
+    let other = resumed.iter().filter(|r| r.corrections.as_ref().is_some_and(|c| c.digest != now.digest)).count();
+    let unknown = resumed.iter().filter(|r| r.corrections.is_none()).count();
+    if other > 0 {
+        Some(format!(
+            "note: the corrections changed since {other} of the {} records being resumed were made; \
+             the questions left see {} (the summary counts the records under each)",
+            resumed.len(),
+            now.describe()
+        ))
+    } else if unknown > 0 {
+        Some(format!(
+            "note: {unknown} of the {} records being resumed do not say which corrections they saw \
+             (an older ongraph wrote them); the questions left see {}",
+            resumed.len(),
+            now.describe()
+        ))
+    } else {
+        None
+    }
+}
+
 /// A model's description with the port of a loopback server taken out: a local server started
 /// again lands on another free port, and is the same model.
 fn without_loopback_port(llm: &str) -> String {
@@ -355,6 +390,7 @@ fn without_loopback_port(llm: &str) -> String {
     PORT.replace_all(llm, "://$1").into_owned()
 }
 
+/// Makes `out`, or checks a run there is the same run before resuming it.
 fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
     let records = out.join(RECORDS);
     let has_records = std::fs::metadata(&records).is_ok_and(|m| m.len() > 0);
@@ -363,11 +399,18 @@ fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
     }
     if has_records {
         let before = read_meta(&out.join(META))?;
-        let same = |a: &RunMeta, b: &RunMeta| {
-            (&a.dataset, a.format, &a.kg, without_loopback_port(&a.llm), a.corrections, &a.settings)
-                == (&b.dataset, b.format, &b.kg, without_loopback_port(&b.llm), b.corrections, &b.settings)
+        // The corrections themselves may change between two invocations (as they may during
+        // one): each record says which it saw, and `corrections_changed` tells. Whether they
+        // apply at all is a setting (unknown in runs made before it was kept).
+        let with_corrections = match (before.with_corrections, meta.with_corrections) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
         };
-        if !same(&before, meta) {
+        let same = |a: &RunMeta, b: &RunMeta| {
+            (&a.dataset, a.format, &a.kg, without_loopback_port(&a.llm), &a.settings)
+                == (&b.dataset, b.format, &b.kg, without_loopback_port(&b.llm), &b.settings)
+        };
+        if !(same(&before, meta) && with_corrections) {
             bail!(
                 "{} was run with different settings, so --resume would mix two runs:\n  then: {}\n  now:  {}",
                 out.display(),
@@ -449,5 +492,51 @@ mod tests {
         // Another host or model stays different.
         assert_ne!(a, without_loopback_port("qwen at http://10.0.0.2:54121/v1"));
         assert_ne!(a, without_loopback_port("llama at http://127.0.0.1:54121/v1"));
+    }
+
+    fn meta(corrections: usize, with_corrections: Option<bool>) -> super::RunMeta {
+        super::RunMeta {
+            dataset: "d".into(),
+            format: super::Format::Jsonl,
+            kg: "demo".into(),
+            llm: "demo".into(),
+            simulation: true,
+            corrections,
+            with_corrections,
+            settings: Default::default(),
+            selected: 1,
+        }
+    }
+
+    #[test]
+    fn resuming_under_other_corrections_is_said_not_refused() {
+        use super::{CorrectionsSeen, Record, corrections_changed, prepare_dir};
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        prepare_dir(&out, &meta(0, Some(true)), false).unwrap();
+        std::fs::write(out.join(super::RECORDS), "{}\n").unwrap();
+        // Another set of corrections now: the same run, resumed.
+        prepare_dir(&out, &meta(2, Some(true)), true).unwrap();
+        // Whether corrections apply at all is a setting.
+        let refused = prepare_dir(&out, &meta(2, Some(false)), true).unwrap_err();
+        assert!(refused.to_string().contains("different settings"), "{refused}");
+        // A run.json from before `with_corrections` was kept still resumes.
+        let mut old = serde_json::to_value(meta(2, None)).unwrap();
+        assert!(old.as_object_mut().unwrap().remove("with_corrections").is_none(), "not written when unknown");
+        std::fs::write(out.join(super::META), old.to_string()).unwrap();
+        prepare_dir(&out, &meta(2, Some(true)), true).unwrap();
+
+        let then = CorrectionsSeen { generation: 1, active: 0, digest: "aaaaaaaaaaaaaaaa".into() };
+        let now = CorrectionsSeen { generation: 3, active: 1, digest: "bbbbbbbbbbbbbbbb".into() };
+        let mut records = vec![Record::sample(0, true, 1), Record::sample(1, true, 1)];
+        assert_eq!(corrections_changed(&records, None), None, "without --with-corrections: nothing to say");
+        let note = corrections_changed(&records, Some(&now)).unwrap();
+        assert!(note.contains("2 of the 2 records being resumed do not say"), "{note}");
+        records.iter_mut().for_each(|r| r.corrections = Some(then.clone()));
+        assert_eq!(corrections_changed(&records, Some(&then)), None, "the same corrections");
+        records[1].corrections = Some(now.clone());
+        let note = corrections_changed(&records, Some(&now)).unwrap();
+        assert!(note.starts_with("note: the corrections changed since 1 of the 2 records"), "{note}");
+        assert!(note.contains("1 active (digest bbbbbbbbbbbbbbbb)") && !note.contains('\n'), "{note}");
     }
 }

@@ -2,6 +2,7 @@
 
 use super::SetupArgs;
 use crate::config::Config;
+use crate::eval::record::CorrectionsSeen;
 use crate::kg::KnowledgeGraph;
 use crate::overlay::scenario::Triple;
 use crate::overlay::store::{CorrectionStore, SledStore, StoreError};
@@ -132,6 +133,12 @@ impl LiveOverlay {
         self.lock().clone()
     }
 
+    /// Which corrections `seen` applies, as an eval record keeps it (`None` when corrections
+    /// are off).
+    pub fn corrections_seen(&self, seen: &Seen) -> Option<CorrectionsSeen> {
+        self.enabled.then(|| CorrectionsSeen::of(seen.generation, &seen.corrections))
+    }
+
     /// The KG before any correction.
     pub fn base(&self) -> &Arc<dyn KnowledgeGraph> {
         &self.base
@@ -188,11 +195,14 @@ impl LiveOverlay {
 
 /// `eval --with-corrections`: each question sees the corrections as they are when it starts.
 impl crate::eval::runner::KgSource for LiveOverlay {
-    fn current(&self) -> Arc<dyn KnowledgeGraph> {
+    fn current(&self) -> (Arc<dyn KnowledgeGraph>, Option<CorrectionsSeen>) {
         if let Err(e) = self.refresh() {
             tracing::warn!("cannot re-read the corrections (this question sees those read before): {e:#}");
         }
-        self.lock().kg.clone()
+        // The KG and what it is said to see come from the same read.
+        let seen = LiveOverlay::current(self);
+        let applied = self.corrections_seen(&seen);
+        (seen.kg, applied)
     }
 }
 

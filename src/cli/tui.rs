@@ -78,12 +78,7 @@ pub async fn tui(args: TuiArgs, config: &Config) -> Result<i32> {
         app.say(hint);
     }
     let (tx, rx) = mpsc::unbounded_channel();
-    let executor = Executor {
-        driver: Some(Arc::new(driver)),
-        corrections: Some(Arc::new(corrections)),
-        history: Some(history_path()),
-        tx: tx.clone(),
-    };
+    let executor = Executor::new(Some(Arc::new(driver)), Some(Arc::new(corrections)), Some(history_path()), tx.clone());
     if let Some(q) = args.question {
         app.set_question(&q);
         let _ = tx.send(Action::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Enter)));
@@ -98,15 +93,15 @@ pub async fn replay(args: ReplayArgs, config: &Config) -> Result<i32> {
         return check(&session, &args.file);
     }
     let (tx, rx) = mpsc::unbounded_channel();
-    let mut executor = Executor { driver: None, corrections: None, history: None, tx: tx.clone() };
-    if args.live {
+    let executor = if args.live {
         let s = &args.setup;
         let (base, _) = open_kg(s, config)?;
         let llm = open_llm(s, config)?;
         let corrections = StoreCorrections::new(base, llm, config, s)?;
-        executor.driver = Some(Arc::new(corrections.driver()));
-        executor.corrections = Some(Arc::new(corrections));
-    }
+        Executor::new(Some(Arc::new(corrections.driver())), Some(Arc::new(corrections)), None, tx.clone())
+    } else {
+        Executor::new(None, None, None, tx.clone())
+    };
     let mut app = configure(App::replaying(session, args.live)?, config)?;
     app.say(format!(
         "replaying {}{}: enter asks the recorded question, then n steps through it",

@@ -54,6 +54,57 @@ pub struct Record {
     /// Per prompt kind (the calls' step): how the replies were read.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub reads: std::collections::BTreeMap<String, Reads>,
+    /// The corrections the question was answered under (`eval --with-corrections`, which reads
+    /// them again for each question). `None`: none applied, or a record written before this was
+    /// kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrections: Option<CorrectionsSeen>,
+}
+
+/// Which corrections a question saw. Two records saw the same corrections exactly when their
+/// digests are equal; the generation only places the read in the store's history (it moves
+/// with every write to the store, any KG's, so it differs more often than the corrections do).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorrectionsSeen {
+    /// The store's generation (its acknowledged writes) checked just before they were read.
+    pub generation: u64,
+    /// How many corrections applied.
+    pub active: usize,
+    /// A digest of the corrections that applied, 16 hex digits: FNV-1a (64-bit) over each
+    /// active correction's id and operation (as JSON), in id order. Kept instead of the ids,
+    /// which could be hundreds per record; stable across builds and machines, and a store made
+    /// afresh whose ids start again at 1 does not collide with the old one.
+    pub digest: String,
+}
+
+impl CorrectionsSeen {
+    /// What a question sees when `corrections` (active and undone ones) were read at store
+    /// generation `generation`.
+    pub fn of(generation: u64, corrections: &[crate::overlay::Correction]) -> Self {
+        let mut active: Vec<&crate::overlay::Correction> = corrections.iter().filter(|c| c.active).collect();
+        active.sort_by_key(|c| c.id);
+        // FNV-1a: defined by its constants, unlike std's hasher, so a digest means the same in
+        // every build.
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut feed = |bytes: &[u8]| {
+            for b in bytes {
+                hash ^= u64::from(*b);
+                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        };
+        for c in &active {
+            feed(&c.id.to_le_bytes());
+            // An `Op` is plain data: serialising it cannot fail; were it to, the id alone counts.
+            feed(serde_json::to_string(&c.op).unwrap_or_default().as_bytes());
+            feed(b"\n");
+        }
+        Self { generation, active: active.len(), digest: format!("{hash:016x}") }
+    }
+
+    /// How it reads in a summary: `2 active (digest 0123456789abcdef)`.
+    pub fn describe(&self) -> String {
+        format!("{} active (digest {})", self.active, self.digest)
+    }
 }
 
 /// How the replies of one kind of call were read (calls answered from the memo excluded).
@@ -107,6 +158,7 @@ impl Record {
             settings: Settings::default(),
             error: None,
             reads: Default::default(),
+            corrections: None,
         }
     }
 
@@ -197,5 +249,56 @@ impl RecordWriter {
     /// Syncs to disk (at the end of a run: per record it would cost more than a question).
     pub fn sync(&self) -> Result<(), RecordError> {
         self.file.sync_data().map_err(|source| RecordError::Io { path: self.path.display().to_string(), source })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kg::Term;
+    use crate::overlay::{Correction, Op};
+
+    fn correction(id: u64, label: &str, active: bool) -> Correction {
+        Correction {
+            id,
+            kg: "demo".into(),
+            op: Op::Relabel { entity: "m.x".into(), label: label.into() },
+            reason: "r".into(),
+            author: "a".into(),
+            created: "2024-01-01T00:00:00Z".into(),
+            active,
+            context: None,
+            generated: None,
+            history: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_record_written_before_corrections_were_kept_still_reads() {
+        let mut old = serde_json::to_value(Record::sample(0, true, 1)).unwrap();
+        assert!(old.get("corrections").is_none(), "none applied: not written");
+        old.as_object_mut().unwrap().remove("corrections");
+        let read: Record = serde_json::from_value(old).unwrap();
+        assert_eq!(read.corrections, None);
+        let mut new = Record::sample(1, true, 1);
+        new.corrections = Some(CorrectionsSeen::of(3, &[correction(1, "A", true)]));
+        let line = serde_json::to_string(&new).unwrap();
+        assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), new);
+    }
+
+    #[test]
+    fn the_digest_names_the_active_corrections_and_nothing_else() {
+        let (a, b, undone) = (correction(1, "A", true), correction(2, "B", true), correction(3, "C", false));
+        let seen = CorrectionsSeen::of(5, &[a.clone(), b.clone(), undone.clone()]);
+        assert_eq!((seen.generation, seen.active, seen.digest.len()), (5, 2, 16));
+        // Order, undone corrections and the generation do not matter; what applies does.
+        assert_eq!(CorrectionsSeen::of(9, &[b.clone(), a.clone()]).digest, seen.digest);
+        assert_ne!(CorrectionsSeen::of(5, std::slice::from_ref(&a)).digest, seen.digest);
+        let mut other_op = b.clone();
+        other_op.op = Op::Retract { subject: "m.x".into(), relation: "r".into(), object: Term::Entity("m.y".into()) };
+        assert_ne!(CorrectionsSeen::of(5, &[a.clone(), other_op]).digest, seen.digest, "a store made afresh");
+        // Stable across builds: FNV-1a's offset basis for no correction at all.
+        assert_eq!(CorrectionsSeen::of(0, &[undone]).digest, "cbf29ce484222325");
+        assert_eq!(seen.describe(), format!("2 active (digest {})", seen.digest));
     }
 }

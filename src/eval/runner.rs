@@ -4,7 +4,7 @@
 //! once; each record is written the moment its question finishes.
 
 use super::metrics::score;
-use super::record::{Record, RecordError, RecordWriter};
+use super::record::{CorrectionsSeen, Record, RecordError, RecordWriter};
 use crate::dataset::Item;
 use crate::driver::Driver;
 use crate::engine::{Run, Settings};
@@ -24,8 +24,9 @@ const PATHS_KEPT: usize = 5;
 /// --with-corrections` sees the user's corrections as they are when each question starts
 /// (re-read when the store changed), not as they were when the run began.
 pub trait KgSource: Send + Sync {
-    /// The KG the next question is answered over.
-    fn current(&self) -> Arc<dyn KnowledgeGraph>;
+    /// The KG the next question is answered over, and the corrections it sees that way (kept
+    /// in the question's record; `None`: none apply).
+    fn current(&self) -> (Arc<dyn KnowledgeGraph>, Option<CorrectionsSeen>);
 }
 
 /// Everything a question is answered with.
@@ -79,7 +80,7 @@ impl Evaluator {
     /// Answers one question; a failure becomes the record's error (and counts as wrong).
     pub async fn answer(&self, index: usize, item: &Item) -> Record {
         let started = Instant::now();
-        let base = self.source.as_ref().map_or_else(|| self.kg.clone(), |s| s.current());
+        let (base, corrections) = self.source.as_ref().map_or_else(|| (self.kg.clone(), None), |s| s.current());
         let kg: Arc<dyn KnowledgeGraph> =
             if item.hidden.is_empty() { base } else { Arc::new(OverlayKg::new(base, &[]).with_hidden(&item.hidden)) };
         let mut driver = Driver::new(kg.clone(), self.llm.clone()).with_concurrency(self.request_concurrency);
@@ -109,6 +110,7 @@ impl Evaluator {
             settings: self.settings.clone(),
             error: None,
             reads: Default::default(),
+            corrections,
         };
         if item.answers.is_empty() {
             // Nothing to score against: counted, and wrong, without spending calls on it.

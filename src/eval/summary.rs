@@ -34,6 +34,51 @@ pub struct Summary {
     /// By prompt kind (step): how the replies were read.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub reads: BTreeMap<String, super::record::Reads>,
+    /// The sets of corrections the questions were answered under (`eval --with-corrections`),
+    /// in the order they were first met; empty when no record says. More than one: the
+    /// corrections changed during the run (or between it and a `--resume`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub corrections: Vec<CorrectionsGroup>,
+}
+
+/// The records answered under one set of corrections.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CorrectionsGroup {
+    /// `None`: records that do not say (written by an older ongraph, or without corrections).
+    pub digest: Option<String>,
+    pub active: usize,
+    pub questions: usize,
+    /// The store generations these records were read at, lowest and highest.
+    pub generations: Option<(u64, u64)>,
+}
+
+/// The records grouped by the corrections they saw, in the order of the first record of each
+/// group; empty when no record says which it saw.
+fn corrections_groups(records: &[Record]) -> Vec<CorrectionsGroup> {
+    if records.iter().all(|r| r.corrections.is_none()) {
+        return Vec::new();
+    }
+    let mut ordered: Vec<&Record> = records.iter().collect();
+    ordered.sort_by_key(|r| r.index);
+    let mut groups: Vec<CorrectionsGroup> = Vec::new();
+    for r in ordered {
+        let digest = r.corrections.as_ref().map(|c| c.digest.clone());
+        let at = match groups.iter().position(|g| g.digest == digest) {
+            Some(at) => at,
+            None => {
+                let active = r.corrections.as_ref().map_or(0, |c| c.active);
+                groups.push(CorrectionsGroup { digest, active, questions: 0, generations: None });
+                groups.len() - 1
+            }
+        };
+        let group = &mut groups[at];
+        group.questions += 1;
+        if let Some(c) = &r.corrections {
+            let (low, high) = group.generations.unwrap_or((c.generation, c.generation));
+            group.generations = Some((low.min(c.generation), high.max(c.generation)));
+        }
+    }
+    groups
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -137,6 +182,7 @@ pub fn summarise(records: &[Record], selected: Option<usize>) -> Summary {
         completion_tokens: records.iter().map(|r| r.completion_tokens).sum(),
         per_hop,
         reads,
+        corrections: corrections_groups(records),
     }
 }
 
@@ -208,6 +254,25 @@ impl Summary {
                 )?;
             }
         }
+        if self.corrections.len() > 1 {
+            writeln!(
+                out,
+                "Corrections  the questions were answered under {} different sets of corrections:",
+                self.corrections.len()
+            )?;
+            for g in &self.corrections {
+                let what = match (&g.digest, g.generations) {
+                    (Some(digest), Some((low, high))) if low == high => {
+                        format!("{} active (digest {digest}, store generation {low})", g.active)
+                    }
+                    (Some(digest), Some((low, high))) => {
+                        format!("{} active (digest {digest}, store generations {low}–{high})", g.active)
+                    }
+                    _ => "not recorded (an older ongraph, or run without --with-corrections)".to_string(),
+                };
+                writeln!(out, "  {:>5} question(s)  {what}", g.questions)?;
+            }
+        }
         if !self.reads.is_empty() {
             writeln!(out, "Replies                  calls     JSON   fell back (nothing usable: BM25, No, none, …)")?;
             for (step, r) in &self.reads {
@@ -249,5 +314,36 @@ mod tests {
         );
         assert!(text.contains("Strict       Hits@1  33.3% (1/3)"), "{text}");
         assert!(text.contains("kg_paths 66.7% · none 33.3%"), "{text}");
+    }
+
+    #[test]
+    fn records_answered_under_different_corrections_are_counted_per_set() {
+        use crate::eval::record::CorrectionsSeen;
+        let seen =
+            |generation, digest: &str, active| Some(CorrectionsSeen { generation, active, digest: digest.to_string() });
+        let mut records: Vec<Record> = (0..5).map(|i| Record::sample(i, true, 1)).collect();
+        records[0].corrections = seen(4, "aaaaaaaaaaaaaaaa", 1);
+        records[1].corrections = seen(5, "aaaaaaaaaaaaaaaa", 1);
+        records[2].corrections = seen(7, "bbbbbbbbbbbbbbbb", 2);
+        records[3].corrections = seen(8, "aaaaaaaaaaaaaaaa", 1);
+        let s = summarise(&records, None);
+        let counts: Vec<_> = s.corrections.iter().map(|g| (g.digest.as_deref(), g.questions)).collect();
+        assert_eq!(counts, [(Some("aaaaaaaaaaaaaaaa"), 3), (Some("bbbbbbbbbbbbbbbb"), 1), (None, 1)]);
+        assert_eq!(s.corrections[0].generations, Some((4, 8)));
+        let text = s.render();
+        assert!(
+            text.contains("Corrections  the questions were answered under 3 different sets of corrections:"),
+            "{text}"
+        );
+        assert!(text.contains("3 question(s)  1 active (digest aaaaaaaaaaaaaaaa, store generations 4–8)"), "{text}");
+        assert!(text.contains("1 question(s)  2 active (digest bbbbbbbbbbbbbbbb, store generation 7)"), "{text}");
+        assert!(text.contains("1 question(s)  not recorded"), "{text}");
+
+        // One set throughout is no news; no set recorded is nothing to say.
+        records.truncate(2);
+        let s = summarise(&records, None);
+        assert_eq!(s.corrections.len(), 1);
+        assert!(!s.render().contains("Corrections"));
+        assert!(summarise(&[Record::sample(0, true, 1)], None).corrections.is_empty());
     }
 }

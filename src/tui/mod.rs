@@ -1,7 +1,7 @@
 //! The terminal UI: one client of the engine (the CLI is another). `app` holds the state and
 //! its `update`; `view` draws it; this module runs the loop: terminal events and finished
 //! requests come in as actions, effects go out as tokio tasks, so the UI never waits on the
-//! network; the screen is redrawn when something changed, at most once per frame interval.
+//! network nor on the corrections store (which another process may hold); the screen is redrawn when something changed, at most once per frame interval.
 
 pub mod app;
 pub mod component;
@@ -27,6 +27,8 @@ pub const FRAME: Duration = Duration::from_millis(10);
 
 /// Where the UI's corrections go: stored durably, then a driver that sees the KG through them.
 /// The CLI provides the real one (the sled store of `--kg`'s scope); tests provide their own.
+/// Its calls may block (the store may be held by another process): the executor makes them on
+/// tokio's blocking pool, one at a time, never on the UI's loop.
 pub trait Corrections: Send + Sync {
     fn record(&self, drafts: Vec<Draft>) -> Result<(Vec<u64>, Driver)>;
     fn undo(&self, id: u64) -> Result<Driver>;
@@ -43,37 +45,64 @@ pub trait Corrections: Send + Sync {
     fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)>;
 }
 
-/// Performs effects: KG lookups and LLM calls as tokio tasks, short durable writes in place.
+/// Performs effects: KG lookups and LLM calls as tokio tasks, the corrections store's calls off
+/// the event loop (another process may hold the store for up to two seconds).
+///
+/// Ordering: every effect that touches the store (a step's refresh, a correction, an undo, a
+/// list, an export) goes, in the order `execute` is called, into one queue that a single worker
+/// task handles one at a time, each blocking call on tokio's blocking pool. A step's job reads
+/// the store again, installs the driver it gets, says `CorrectionsChanged`, and only then takes
+/// the driver and starts the step; a correction's job installs the driver over it before it says
+/// `Corrected`. So a step asked for after a write was queued (and so after it was acknowledged)
+/// runs through it, and `CorrectionsChanged` is sent before the step's `Performed`. Lookups
+/// (pickers, searches) read the installed driver without queueing: they see every write already
+/// acknowledged, and never wait for the store.
 pub struct Executor {
-    /// `None` in an offline replay: nothing can be looked up or asked.
-    pub driver: Option<Arc<Driver>>,
-    pub corrections: Option<Arc<dyn Corrections>>,
+    /// The driver steps and lookups use (`None` in an offline replay: nothing can be looked up
+    /// or asked). Replaced by the store worker only; held just to clone or replace it.
+    driver: Arc<std::sync::Mutex<Option<Arc<Driver>>>>,
+    corrections: Option<Arc<dyn Corrections>>,
     /// Where asked questions are remembered.
-    pub history: Option<PathBuf>,
-    pub tx: mpsc::UnboundedSender<Action>,
+    history: Option<PathBuf>,
+    tx: mpsc::UnboundedSender<Action>,
+    /// The store worker's queue and the worker, started at the first store effect.
+    store: Option<(mpsc::UnboundedSender<StoreJob>, tokio::task::JoinHandle<()>)>,
 }
 
 const OFFLINE: &str = "offline replay: no KG or model to ask (replay with --live to branch off)";
 
+/// What the store worker does, in the order the effects came.
+enum StoreJob {
+    Perform { generation: u64, requests: Vec<crate::engine::Request> },
+    Correct { drafts: Vec<Draft> },
+    Undo { id: u64 },
+    List,
+    Export { path: Option<PathBuf> },
+}
+
 impl Executor {
+    /// An executor over `driver` (`None`: an offline replay) and `corrections` (`None`: none can
+    /// be made), sending what it finishes to `tx`; asked questions are remembered in `history`.
+    pub fn new(
+        driver: Option<Arc<Driver>>,
+        corrections: Option<Arc<dyn Corrections>>,
+        history: Option<PathBuf>,
+        tx: mpsc::UnboundedSender<Action>,
+    ) -> Self {
+        Self { driver: Arc::new(std::sync::Mutex::new(driver)), corrections, history, tx, store: None }
+    }
+
+    /// Where corrections go, if they can be made.
+    pub fn corrections(&self) -> Option<&Arc<dyn Corrections>> {
+        self.corrections.as_ref()
+    }
+
     pub fn execute(&mut self, effect: Effect) {
         let tx = self.tx.clone();
         match effect {
-            Effect::Perform { generation, requests } => {
-                self.refresh_corrections();
-                let Some(driver) = self.driver.clone() else {
-                    let _ = tx.send(Action::Performed { generation, result: Err(OFFLINE.into()), elapsed_ms: 0 });
-                    return;
-                };
-                tokio::spawn(async move {
-                    let started = Instant::now();
-                    let result = driver.perform(&requests).await.map_err(|e| e.to_string());
-                    let elapsed_ms = started.elapsed().as_millis() as u64;
-                    let _ = tx.send(Action::Performed { generation, result, elapsed_ms });
-                });
-            }
+            Effect::Perform { generation, requests } => self.queue(StoreJob::Perform { generation, requests }),
             Effect::Lookup { token, requests } => {
-                let Some(driver) = self.driver.clone() else {
+                let Some(driver) = current(&self.driver) else {
                     let _ = tx.send(Action::Looked { token, result: Err(OFFLINE.into()) });
                     return;
                 };
@@ -82,30 +111,10 @@ impl Executor {
                     let _ = tx.send(Action::Looked { token, result });
                 });
             }
-            // Durable writes are short blocking calls, and the next steps must see them: they
-            // are done before anything else is performed.
-            Effect::Correct { drafts } => {
-                let result = self.corrections().and_then(|c| c.record(drafts)).map(|(ids, driver)| {
-                    self.driver = Some(Arc::new(driver));
-                    ids
-                });
-                let _ = tx.send(Action::Corrected(result.map_err(|e| format!("{e:#}"))));
-            }
-            Effect::Undo { id } => {
-                let result = self.corrections().and_then(|c| c.undo(id)).map(|driver| {
-                    self.driver = Some(Arc::new(driver));
-                    id
-                });
-                let _ = tx.send(Action::Undone(result.map_err(|e| format!("{e:#}"))));
-            }
-            Effect::ListCorrections => {
-                let result = self.corrections().and_then(|c| c.list());
-                let _ = tx.send(Action::Listed(result.map_err(|e| format!("{e:#}"))));
-            }
-            Effect::Export { path } => {
-                let result = self.corrections().and_then(|c| c.export(path.as_deref()));
-                let _ = tx.send(Action::Exported(result.map_err(|e| format!("{e:#}"))));
-            }
+            Effect::Correct { drafts } => self.queue(StoreJob::Correct { drafts }),
+            Effect::Undo { id } => self.queue(StoreJob::Undo { id }),
+            Effect::ListCorrections => self.queue(StoreJob::List),
+            Effect::Export { path } => self.queue(StoreJob::Export { path }),
             Effect::Save { path, session } => {
                 let path =
                     path.unwrap_or_else(|| crate::session::default_dir().join(crate::session::file_name(&session)));
@@ -132,26 +141,140 @@ impl Executor {
         }
     }
 
-    /// Swaps in a driver over the store's corrections when another process changed them, and
-    /// tells the app (before the step's own answer).
-    fn refresh_corrections(&mut self) {
-        let Some(corrections) = &self.corrections else { return };
-        let changed = match corrections.refresh() {
-            Ok(None) => return,
-            Ok(Some((driver, list))) => {
-                self.driver = Some(Arc::new(driver));
-                Ok(list)
-            }
-            Err(e) => {
-                tracing::warn!("cannot read the corrections again: {e:#}");
-                Err(format!("{e:#}"))
-            }
+    /// Hands `job` to the store worker, starting it the first time. Without a store, a step is
+    /// performed at once (nothing can change its driver) and the rest cannot be done.
+    fn queue(&mut self, job: StoreJob) {
+        let Some(corrections) = self.corrections.clone() else {
+            let _ = match job {
+                StoreJob::Perform { generation, requests } => {
+                    perform(current(&self.driver), generation, requests, self.tx.clone());
+                    return;
+                }
+                StoreJob::Correct { .. } => self.tx.send(Action::Corrected(Err(OFFLINE.into()))),
+                StoreJob::Undo { .. } => self.tx.send(Action::Undone(Err(OFFLINE.into()))),
+                StoreJob::List => self.tx.send(Action::Listed(Err(OFFLINE.into()))),
+                StoreJob::Export { .. } => self.tx.send(Action::Exported(Err(OFFLINE.into()))),
+            };
+            return;
         };
-        let _ = self.tx.send(Action::CorrectionsChanged(changed));
+        let (queue, _) = self.store.get_or_insert_with(|| {
+            let (queue, jobs) = mpsc::unbounded_channel();
+            let worker = tokio::spawn(store_worker(corrections, self.driver.clone(), self.tx.clone(), jobs));
+            (queue, worker)
+        });
+        // The worker ends only when this queue is closed (`finish`), or if it panicked: the
+        // job's answer then never comes, which the log says.
+        if queue.send(job).is_err() {
+            tracing::error!("the corrections store's worker has stopped: an effect was dropped");
+        }
     }
 
-    fn corrections(&self) -> Result<&Arc<dyn Corrections>> {
-        self.corrections.as_ref().ok_or_else(|| anyhow::anyhow!("{OFFLINE}"))
+    /// Waits for the store effects already asked for (a correction queued just before quitting
+    /// is still written), then lets the worker end.
+    pub async fn finish(mut self) {
+        if let Some((queue, worker)) = self.store.take() {
+            drop(queue);
+            if let Err(e) = worker.await {
+                tracing::error!("the corrections store's worker failed: {e}");
+            }
+        }
+    }
+}
+
+/// The driver installed now.
+fn current(slot: &std::sync::Mutex<Option<Arc<Driver>>>) -> Option<Arc<Driver>> {
+    slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+}
+
+fn install(slot: &std::sync::Mutex<Option<Arc<Driver>>>, driver: Driver) {
+    *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(driver));
+}
+
+/// Performs a step's requests as a task; answers with `Action::Performed`.
+fn perform(
+    driver: Option<Arc<Driver>>,
+    generation: u64,
+    requests: Vec<crate::engine::Request>,
+    tx: mpsc::UnboundedSender<Action>,
+) {
+    let Some(driver) = driver else {
+        let _ = tx.send(Action::Performed { generation, result: Err(OFFLINE.into()), elapsed_ms: 0 });
+        return;
+    };
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let result = driver.perform(&requests).await.map_err(|e| e.to_string());
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        let _ = tx.send(Action::Performed { generation, result, elapsed_ms });
+    });
+}
+
+/// Runs one blocking call on the store on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(
+    corrections: &Arc<dyn Corrections>,
+    call: impl FnOnce(&dyn Corrections) -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let corrections = corrections.clone();
+    tokio::task::spawn_blocking(move || call(corrections.as_ref()))
+        .await
+        .unwrap_or_else(|e| Err(anyhow::anyhow!("the corrections store's call failed: {e}")))
+}
+
+/// The store worker: the jobs one at a time, in order (see [`Executor`]).
+async fn store_worker(
+    corrections: Arc<dyn Corrections>,
+    driver: Arc<std::sync::Mutex<Option<Arc<Driver>>>>,
+    tx: mpsc::UnboundedSender<Action>,
+    mut jobs: mpsc::UnboundedReceiver<StoreJob>,
+) {
+    while let Some(job) = jobs.recv().await {
+        // After the UI quit (`finish`), only writes and exports are still wanted.
+        if jobs.is_closed() && matches!(job, StoreJob::Perform { .. } | StoreJob::List) {
+            continue;
+        }
+        match job {
+            StoreJob::Perform { generation, requests } => {
+                // A driver over the store as another process left it, said before the step's
+                // own answer.
+                let changed = match blocking(&corrections, |c| c.refresh()).await {
+                    Ok(None) => None,
+                    Ok(Some((fresh, list))) => {
+                        install(&driver, fresh);
+                        Some(Ok(list))
+                    }
+                    Err(e) => {
+                        tracing::warn!("cannot read the corrections again: {e:#}");
+                        Some(Err(format!("{e:#}")))
+                    }
+                };
+                if let Some(changed) = changed {
+                    let _ = tx.send(Action::CorrectionsChanged(changed));
+                }
+                perform(current(&driver), generation, requests, tx.clone());
+            }
+            StoreJob::Correct { drafts } => {
+                let result = blocking(&corrections, move |c| c.record(drafts)).await.map(|(ids, fresh)| {
+                    install(&driver, fresh);
+                    ids
+                });
+                let _ = tx.send(Action::Corrected(result.map_err(|e| format!("{e:#}"))));
+            }
+            StoreJob::Undo { id } => {
+                let result = blocking(&corrections, move |c| c.undo(id)).await.map(|fresh| {
+                    install(&driver, fresh);
+                    id
+                });
+                let _ = tx.send(Action::Undone(result.map_err(|e| format!("{e:#}"))));
+            }
+            StoreJob::List => {
+                let result = blocking(&corrections, |c| c.list()).await;
+                let _ = tx.send(Action::Listed(result.map_err(|e| format!("{e:#}"))));
+            }
+            StoreJob::Export { path } => {
+                let result = blocking(&corrections, move |c| c.export(path.as_deref())).await;
+                let _ = tx.send(Action::Exported(result.map_err(|e| format!("{e:#}"))));
+            }
+        }
     }
 }
 
@@ -191,6 +314,7 @@ pub async fn run(mut app: App, mut executor: Executor, rx: mpsc::UnboundedReceiv
     let result = event_loop(&mut terminal, &mut app, &mut executor, rx).await;
     let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     ratatui::restore();
+    executor.finish().await;
     result
 }
 
@@ -227,7 +351,7 @@ async fn event_loop(
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let size = terminal.size()?;
     update(app, Action::Resize(size.width, size.height));
-    if executor.corrections.is_some() {
+    if executor.corrections().is_some() {
         executor.execute(Effect::ListCorrections);
     }
     terminal.draw(|f| view::draw(f, app))?;

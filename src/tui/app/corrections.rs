@@ -72,7 +72,7 @@ impl App {
         let draft = self.draft(Op::Assert { subject, relation: g.relation.clone(), object }, &reason);
         // Marked as generated: the mark, not the reason, says so.
         let drafts = vec![Draft { generated: true, ..draft }];
-        self.pending_drafts = drafts.clone();
+        self.pending_drafts.push_back(drafts.clone());
         self.say("recording the accepted triple…");
         vec![Effect::Correct { drafts }]
     }
@@ -235,7 +235,7 @@ impl App {
             return Vec::new();
         }
         let drafts = vec![draft];
-        self.pending_drafts = drafts.clone();
+        self.pending_drafts.push_back(drafts.clone());
         self.say("recording the correction…");
         vec![Effect::Correct { drafts }]
     }

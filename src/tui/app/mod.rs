@@ -296,8 +296,9 @@ pub struct App {
     pub author: String,
     /// The overlay's corrections for this KG (shown, undoable).
     pub corrections: Vec<Correction>,
-    /// Drafts sent to the store, recorded in the session once it gives them ids.
-    pending_drafts: Vec<Draft>,
+    /// Drafts sent to the store, recorded in the session once it gives them ids: one entry per
+    /// `Effect::Correct` not yet answered (the executor answers them in order).
+    pending_drafts: std::collections::VecDeque<Vec<Draft>>,
     /// This sitting, as it will be saved.
     pub recording: Session,
     pub replay: Option<Replay>,
@@ -359,7 +360,7 @@ impl App {
             traced: None,
             author: crate::overlay::default_author(None),
             corrections: Vec::new(),
-            pending_drafts: Vec::new(),
+            pending_drafts: std::collections::VecDeque::new(),
             recording,
             replay: None,
             live: true,
@@ -543,7 +544,7 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
         }
         Action::Looked { token, result } => app.looked(token, result),
         Action::Corrected(Ok(ids)) => {
-            let drafts = std::mem::take(&mut app.pending_drafts);
+            let drafts = app.pending_drafts.pop_front().unwrap_or_default();
             let runs = app.recording.runs.len();
             app.recording.corrections.extend(ids.iter().zip(drafts).map(|(&id, draft)| SessionCorrection {
                 id,
@@ -555,7 +556,7 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
             vec![Effect::ListCorrections]
         }
         Action::Corrected(Err(e)) => {
-            app.pending_drafts.clear();
+            app.pending_drafts.pop_front();
             app.fail(format!("the correction was not recorded: {e}"));
             Vec::new()
         }
