@@ -36,6 +36,18 @@ fn the_demo_answers_offline() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text: String = stdout(&out).lines().filter(|l| !l.starts_with("Time: ")).map(|l| format!("{l}\n")).collect();
     insta::assert_snapshot!("ask_canberra_human", text);
+    // The supporting paths are listed best path score first; then, headed, the routes merged
+    // into their entities' slots, best first too.
+    let (on_beam, routes) = text
+        .split_once("  Other routes to entities on these paths (merged into them):\n")
+        .unwrap_or_else(|| panic!("{text}"));
+    let scores = |part: &str| -> Vec<f64> {
+        part.lines().filter_map(|l| l.split_once(". [")?.1.split_once(']')?.0.parse().ok()).collect()
+    };
+    for part in [on_beam, routes] {
+        let scores = scores(part);
+        assert!(scores.len() >= 2 && scores.windows(2).all(|w| w[0] >= w[1]), "{text}");
+    }
     assert!(stdout(&out).contains("\nTime: "));
     // The log went to the state directory, not to the terminal.
     let log = std::fs::read_to_string(home.path().join("state/ongraph/ongraph.log")).unwrap();
@@ -87,6 +99,9 @@ fn json_output_is_the_full_trace() {
         v["trace"].as_array().unwrap().iter().map(|e| e["calls"].as_array().map_or(0, |c| c.len() as u64)).sum();
     assert_eq!(calls, v["costs"]["llm_calls"].as_u64().unwrap() + v["costs"]["llm_calls_saved"].as_u64().unwrap());
     assert!(v["beam"]["nodes"].as_array().unwrap().len() > 20);
+    // The answer's fields are what they were (no `why` for an answer from the paths).
+    let keys: Vec<&str> = v["answer"].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["answers", "source", "reply", "paths"]);
 }
 
 #[test]

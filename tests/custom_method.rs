@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use ongraph::engine::beam::{NodeId, NodeKind, Provenance};
 use ongraph::engine::events::{CallRecord, Event, LookupRecord};
 use ongraph::engine::{
-    Answer, AnswerSource, Context, EngineError, Machine, Method, MethodEntry, MethodId, Override, Registry, Request,
-    Response, Run, Settings, Topics,
+    Answer, AnswerSource, Context, EngineError, Machine, Method, MethodEntry, MethodId, Override, PathView, Registry,
+    Request, Response, Run, Settings, Topics,
 };
 use ongraph::kg::{KnowledgeGraph, Term};
 use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError};
@@ -132,11 +132,25 @@ impl Method for Bfs {
                 let answers = ongraph::engine::parse_answers(&completion.text).unwrap_or_default();
                 ev.calls.push(CallRecord::of(&requests[0], completion, answers.join("; ")));
                 ev.summary = format!("answer {}", answers.join(", "));
+                // Listed worst first, each path scored by its place: the run lists them best first.
+                let beam = cx.beam();
+                let paths = self
+                    .frontier
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &leaf)| PathView {
+                        leaf,
+                        text: beam.path_text(leaf),
+                        score: (i + 1) as f64 / 10.0,
+                        triples: beam.triples(leaf),
+                    })
+                    .collect();
                 cx.finish(Answer {
                     answers,
                     source: AnswerSource::KgPaths,
                     reply: completion.text.clone(),
-                    paths: Vec::new(),
+                    paths,
+                    why: None,
                 });
                 self.phase = Phase::Done;
             }
@@ -222,6 +236,9 @@ async fn a_method_from_outside_runs_is_recorded_and_replays_from_its_file() {
     assert!(answer.answers[0].contains("AEST") || answer.answers[0].contains("Australian"), "{answer:?}");
     assert_eq!(run.costs().llm_calls, 1, "the model is asked only for the answer");
     assert_eq!(run.progress(), "BFS d1/1 N=3", "the registry's label and progress line");
+    // The method listed its paths worst first; the run lists them best first.
+    let scores: Vec<f64> = answer.paths.iter().map(|p| p.score).collect();
+    assert!(scores.len() > 1 && scores.windows(2).all(|w| w[0] > w[1]), "{scores:?}");
 
     // The session on disk is all replay needs.
     let dir = tempfile::tempdir().unwrap();

@@ -97,6 +97,12 @@ async fn dmax_fallback_is_marked_and_keeps_the_explored_paths() {
     let answer = run.answer().unwrap();
     assert_eq!(answer.source, AnswerSource::OwnKnowledge);
     assert_eq!(answer.answers, vec!["forever"]);
+    // Why, in the words such answers have always had.
+    assert_eq!(answer.why.as_deref(), Some("no sufficient KG path within the depth limit"));
+    assert_eq!(
+        run.answer_source(|_| false).unwrap(),
+        "from the LLM's own knowledge (no sufficient KG path within the depth limit)"
+    );
     assert!(!answer.paths.is_empty(), "explored paths are kept with an own-knowledge answer");
     assert!(answer.paths.iter().all(|p| p.text.starts_with("Canberra")));
     let last = run.trace().last().unwrap();
@@ -871,4 +877,84 @@ async fn a_rewind_says_what_it_sets_aside() {
     assert_eq!(preview.answer, Some(vec!["Australian Labor Party".to_string()]));
     assert!(preview.describe().ends_with(" and the answer Australian Labor Party"), "{}", preview.describe());
     assert_eq!(preview.rewinds, 1);
+}
+
+/// A change that would leave nothing for the next step to explore is refused in words and
+/// changes nothing; one that leaves something is taken. Dropping or pruning what you pinned
+/// says it unpins it.
+#[tokio::test]
+async fn a_change_leaving_nothing_to_explore_is_refused_and_unpinning_is_said() {
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, CANBERRA, named(&["Canberra"]), Settings::default());
+    run_until(&driver, &mut run, "entity_search").await;
+    let root = run.beam().roots().next().unwrap().id;
+    let containedby = relation_at(&run, "-> location.location.containedby", 1);
+    let bibs = relation_at(&run, "-> base.biblioness.bibs_location.country", 1);
+    let capital = relation_at(&run, "<- location.country.capital", 1);
+    run.apply(Override::Pin { node: root }).unwrap();
+    let nothing = "would leave nothing to explore (keep another path first)";
+    let err = run.apply(Override::PrunePath { node: root }).unwrap_err().to_string();
+    assert_eq!(err, format!("cannot prune the path at Canberra: it {nothing}"));
+    assert_eq!(run.beam().nodes[root].status, Status::PinnedByUser, "the refused change changed nothing");
+    assert!(run.beam().nodes[capital].status.is_live());
+
+    run.apply(Override::Drop { node: containedby }).unwrap();
+    run.apply(Override::Pin { node: bibs }).unwrap();
+    let at = run.apply(Override::Drop { node: bibs }).unwrap();
+    assert_eq!(run.trace()[at].summary, "unpinned and dropped base.biblioness.bibs_location.country");
+    let entries = run.trace().len();
+    let err = run.apply(Override::Drop { node: capital }).unwrap_err().to_string();
+    assert_eq!(err, format!("cannot drop location.country.capital under Canberra: it {nothing}"));
+    assert_eq!(run.trace().len(), entries, "nothing recorded");
+    let err = run.apply(Override::PrunePath { node: capital }).unwrap_err().to_string();
+    assert!(err.ends_with(nothing), "{err}");
+
+    // After the entity prune: pruning a pinned path says so; the last path cannot go.
+    run.apply(Override::Keep { node: containedby }).unwrap();
+    run_until(&driver, &mut run, "reasoning").await;
+    let live: Vec<usize> = run
+        .beam()
+        .nodes
+        .iter()
+        .filter(|n| n.depth == 1 && n.term().is_some() && n.status.is_live())
+        .map(|n| n.id)
+        .collect();
+    assert!(live.len() >= 2, "{live:?}");
+    run.apply(Override::Pin { node: live[0] }).unwrap();
+    let at = run.apply(Override::PrunePath { node: live[0] }).unwrap();
+    let text = run.beam().path_text(live[0]);
+    assert_eq!(run.trace()[at].summary, format!("unpinned and pruned {text}"));
+    for &n in &live[1..live.len() - 1] {
+        run.apply(Override::Drop { node: n }).unwrap();
+    }
+    let last = *live.last().unwrap();
+    let err = run.apply(Override::Drop { node: last }).unwrap_err().to_string();
+    assert!(err.ends_with(nothing), "{err}");
+    run.apply(Override::ForceSufficient).unwrap();
+}
+
+/// The override made since the last step can be taken back alone, by going back to the entry
+/// before it: the step and the earlier overrides stand.
+#[tokio::test]
+async fn the_last_override_since_the_last_step_can_be_taken_back_alone() {
+    let driver = demo_driver("");
+    let mut run = new_run(&driver, CANBERRA, named(&["Canberra"]), Settings::default());
+    run_until(&driver, &mut run, "entity_search").await;
+    assert_eq!(run.last_override(), None, "the last entry is a step");
+    let zones = relation_at(&run, "-> location.location.time_zones", 1);
+    let bibs = relation_at(&run, "-> base.biblioness.bibs_location.country", 1);
+    let step = run.trace().len() - 1;
+    run.apply(Override::Drop { node: bibs }).unwrap();
+    run.apply(Override::Keep { node: zones }).unwrap();
+    assert_eq!(run.last_override(), Some((step + 1, "kept location.location.time_zones")));
+    run.rewind(step + 1).unwrap();
+    assert_eq!(run.beam().nodes[zones].status, Status::PrunedByScore);
+    assert_eq!(run.beam().nodes[bibs].status, Status::PrunedByUser);
+    // A rewind entry is not an override: the one before it is still in effect.
+    assert_eq!(run.last_override(), Some((step, "dropped base.biblioness.bibs_location.country")));
+    run.rewind(step).unwrap();
+    assert!(run.beam().nodes[bibs].status.is_live());
+    assert_eq!(run.last_override(), None);
+    driver.step(&mut run).await.unwrap();
+    assert_eq!(run.last_override(), None);
 }

@@ -161,6 +161,12 @@ async fn apple_drop_the_city_answers_through_the_state() {
     run_to_end(&driver, &mut run).await;
     let answer = run.answer().unwrap();
     assert_eq!((answer.answers[0].as_str(), answer.source), ("Pacific Time Zone", AnswerSource::KgPaths));
+    // ToG's order: the paths on the beam best first, then the route merged into the time
+    // zone's slot (through San Francisco), which the answer's listings head as such.
+    let scores: Vec<String> = answer.paths.iter().map(|p| format!("{:.3}", p.score)).collect();
+    assert_eq!(scores, ["0.240", "0.060", "0.004", "0.036"]);
+    let merged: Vec<bool> = answer.paths.iter().map(|p| run.beam().merged_into(p.leaf).is_some()).collect();
+    assert_eq!(merged, [false, false, false, true]);
     assert!(
         answer.paths[0].text.ends_with(
             "-> location.mailing_address.state_province_region -> California -> location.location.time_zones -> Pacific Time Zone"
@@ -209,6 +215,47 @@ async fn gog_rejecting_the_generated_triple_leaves_the_answer_to_the_model() {
     run_to_end(&driver, &mut run).await;
     let answer = run.answer().unwrap();
     assert_eq!((answer.answers[0].as_str(), answer.source), ("Pacific Time Zone", AnswerSource::OwnKnowledge));
+    // Not a depth limit: the model finished on an answer no kept triple names.
+    assert_eq!(
+        answer.source_words(),
+        "from the LLM's own knowledge (the model finished without a KG path to its answer)"
+    );
+    let finish = run.trace().iter().rev().find(|e| e.phase() == Some("thought")).unwrap();
+    assert!(finish.notes.iter().any(|n| n.ends_with("(the model finished without a KG path to its answer)")));
+    assert!(
+        run.trace()
+            .iter()
+            .all(|e| !e.summary.contains("depth limit") && !e.notes.iter().any(|n| n.contains("depth limit")))
+    );
+}
+
+/// GoG out of steps answers from the model's own knowledge, and says it ran out of steps.
+#[tokio::test]
+async fn gog_out_of_steps_says_so_with_the_answer() {
+    let extra = r#"
+[[reply]]
+step = "answer_own_knowledge"
+contains = ["In which time zone is the headquarters of Apple Inc.?"]
+text = "Apple is based in Cupertino, California, on Pacific time. {Pacific Time Zone}"
+"#;
+    let hidden =
+        [("m.cupertino".to_string(), "location.location.time_zones".to_string(), Term::Entity("m.pacific_tz".into()))];
+    let kg = OverlayKg::new(Arc::new(demo_graph()), &[]).with_hidden(&hidden);
+    let script = format!("{extra}\n{}", common::DEMO_SCRIPT);
+    let model = ScriptedModel::from_toml("test script", &script).unwrap();
+    let driver = Driver::new(Arc::new(kg), Arc::new(model));
+    let mut settings = settings(MethodId::GOG);
+    settings.gog.gog_steps = 2;
+    let mut run = new_run(&driver, APPLE, Topics::Extract, settings);
+    run_to_end(&driver, &mut run).await;
+    let answer = run.answer().unwrap();
+    assert_eq!(answer.source, AnswerSource::OwnKnowledge);
+    assert_eq!(answer.source_words(), "from the LLM's own knowledge (no Finish within GoG's limit of 2 steps)");
+    let last = run.trace().last().unwrap();
+    assert_eq!(
+        last.summary,
+        "answer Pacific Time Zone (from the LLM's own knowledge (no Finish within GoG's limit of 2 steps))"
+    );
 }
 
 /// Off the recording the demo stops with one plain sentence: the step is outside its

@@ -272,6 +272,20 @@ async fn run_to_the_answer_and_trace_it_back() {
 }
 
 #[tokio::test]
+async fn the_answer_pane_heads_the_routes_merged_into_a_paths_slot() {
+    let mut ui = Ui::new();
+    ui.ask(PHANATIC).await;
+    ui.press(KeyCode::Char('r')).await;
+    let answer = ui.run().answer().unwrap();
+    let last = answer.paths.last().unwrap();
+    assert!(ui.run().beam().merged_into(last.leaf).is_some(), "{}", last.text);
+    // The paths on the beam best first, then, headed, the route merged into the team's slot.
+    let text = ui.screen(120, 40);
+    let heading = text.find("│Other routes to entities on these paths (merged into them):").expect(&text);
+    assert!(text.find("[0.035]").unwrap() < heading, "{text}");
+}
+
+#[tokio::test]
 async fn overriding_pinning_and_adding_from_the_tree() {
     let mut ui = Ui::new();
     ui.ask(CANBERRA).await;
@@ -1853,4 +1867,148 @@ async fn corrections_made_before_the_last_was_acknowledged_are_recorded_with_the
         ]
     );
     assert_eq!(ui.app.corrections.len(), 2);
+}
+
+/// The selected row's node, in the current beam.
+fn row_of_node(app: &App, id: usize) -> usize {
+    app.visible_rows().iter().position(|r| r.node.branch.is_none() && r.node.id == id).expect("the node is in the tree")
+}
+
+#[tokio::test]
+async fn pruning_all_there_is_to_explore_is_refused_and_dropping_a_pin_says_it_unpins() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("reasoning").await;
+    ui.select("Canberra");
+    let root = ui.app.selected_node().unwrap();
+    ui.press(KeyCode::Char('p')).await;
+    assert_eq!(ui.app.message.as_deref(), Some("pinned Canberra"));
+    let entries = ui.run().trace().len();
+    let live = |ui: &Ui| {
+        ui.run().beam().nodes.iter().filter(|n| n.depth == 1 && n.term().is_some() && n.status.is_live()).count()
+    };
+    let before = live(&ui);
+    ui.press(KeyCode::Char('d')).await;
+    let said = ui.app.messages.last().unwrap();
+    assert!(said.error, "a refusal: {}", said.text);
+    assert_eq!(
+        said.text,
+        "cannot prune the path at Canberra: it would leave nothing to explore (keep another path first)"
+    );
+    assert!(!said.text.contains('\n'));
+    assert_eq!(ui.run().trace().len(), entries, "nothing recorded");
+    assert_eq!(ui.run().beam().nodes[root].status, Status::PinnedByUser, "the pin stands");
+    assert_eq!(live(&ui), before);
+
+    // Dropping a path you pinned says it unpins it.
+    let kept = ui
+        .run()
+        .beam()
+        .nodes
+        .iter()
+        .find(|n| n.depth == 1 && n.term().is_some() && n.status == Status::Kept)
+        .map(|n| (n.id, n.shown().to_string()))
+        .unwrap();
+    ui.app.selected = row_of_node(&ui.app, kept.0);
+    ui.press(KeyCode::Char('p')).await;
+    ui.press(KeyCode::Char('x')).await;
+    assert_eq!(ui.app.message.clone().unwrap_or_default(), format!("unpinned and dropped {}", kept.1));
+    assert_eq!(ui.run().beam().nodes[kept.0].status, Status::PrunedByUser);
+}
+
+#[tokio::test]
+async fn a_candidate_you_kept_stays_yours_in_the_tree_and_the_inspector() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    for _ in 0..3 {
+        ui.press(KeyCode::Char('n')).await;
+    }
+    ui.select("location.location.time_zones");
+    let zones = ui.app.selected_node().unwrap();
+    let screen = ui.screen(120, 40);
+    assert!(screen.contains("- -> location.location.time_zones"), "pruned by the model first: {screen}");
+    ui.press(KeyCode::Char('x')).await;
+    assert_eq!(ui.app.message.as_deref(), Some("kept location.location.time_zones"));
+    // Steps later it is still yours, not the model's.
+    for _ in 0..2 {
+        ui.press(KeyCode::Char('n')).await;
+        ui.app.selected = row_of_node(&ui.app, zones);
+        let screen = ui.screen(120, 40);
+        assert!(screen.contains("* -> location.location.time_zones"), "{screen}");
+        assert!(!screen.contains("+ -> location.location.time_zones"), "{screen}");
+        assert!(screen.contains("status: kept by you against the model's score"), "{screen}");
+        assert!(!screen.contains("status: kept  "), "not the model's plain keep: {screen}");
+    }
+    assert!(ui.run().beam().nodes[zones].status.is_live());
+}
+
+#[tokio::test]
+async fn back_right_after_an_override_takes_back_only_that_override() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    for _ in 0..3 {
+        ui.press(KeyCode::Char('n')).await;
+    }
+    let steps: Vec<usize> = ui.run().trace().iter().map(|e| e.index).collect();
+    ui.select("location.location.time_zones");
+    let zones = ui.app.selected_node().unwrap();
+    ui.select("base.biblioness.bibs_location.country");
+    let bibs = ui.app.selected_node().unwrap();
+    ui.press(KeyCode::Char('x')).await;
+    ui.app.selected = row_of_node(&ui.app, zones);
+    ui.press(KeyCode::Char('x')).await;
+    assert!(ui.run().beam().nodes[zones].status.is_live());
+
+    // b takes back the last override only: the model's step and the first override stand.
+    ui.press(KeyCode::Char('b')).await;
+    assert_eq!(ui.app.message.as_deref(), Some("took back: kept location.location.time_zones"));
+    assert_eq!(ui.run().beam().nodes[zones].status, Status::PrunedByScore);
+    assert_eq!(ui.run().beam().nodes[bibs].status, Status::PrunedByUser, "the earlier override stands");
+    assert_eq!(ui.run().next_phase(), "entity_search");
+    let in_effect: Vec<usize> = ui.run().trace().iter().filter(|e| e.phase().is_some()).map(|e| e.index).collect();
+    assert_eq!(in_effect, steps, "no step taken back");
+    ui.press(KeyCode::Char('b')).await;
+    assert_eq!(ui.app.message.as_deref(), Some("took back: dropped base.biblioness.bibs_location.country"));
+    assert!(ui.run().beam().nodes[bibs].status.is_live());
+    // With no override left since the last step, b goes back one step as before.
+    ui.press(KeyCode::Char('b')).await;
+    assert!(
+        ui.app.message.as_deref().unwrap_or_default().starts_with("back at step 2: set aside 1 step"),
+        "{:?}",
+        ui.app.message
+    );
+    assert_eq!(ui.run().next_phase(), "relation_prune");
+
+    // The recording replays the same way.
+    let session = ui.app.session();
+    assert_eq!(session.replay(0).unwrap().trace(), ui.run().trace());
+}
+
+#[tokio::test]
+async fn gog_a_rejected_triple_and_an_answer_from_own_knowledge_say_what_they_are() {
+    let mut ui = Ui::with(Settings { method: ongraph::engine::MethodId::GOG, ..Settings::default() }, ikg_hidden());
+    ui.ask(APPLE).await;
+    while ui.run().generated().is_empty() {
+        ui.press(KeyCode::Char('n')).await;
+    }
+    let pacific = ui.run().generated().iter().find(|g| g.kept).unwrap().node;
+    ui.app.selected = row_of_node(&ui.app, pacific);
+    ui.press(KeyCode::Char('x')).await;
+    ui.step_until("done").await;
+    let answer = ui.run().answer().unwrap();
+    assert_eq!(answer.source, ongraph::engine::AnswerSource::OwnKnowledge);
+    let source = ui.run().answer_source(|_| false).unwrap();
+    assert_eq!(source, "from the LLM's own knowledge (the model finished without a KG path to its answer)");
+    ui.app.bottom = Bottom::Answer;
+    let screen = ui.screen(120, 40);
+    assert!(!screen.contains("depth limit"), "{screen}");
+    assert!(screen.contains("the model finished without a KG path to its answer"), "{screen}");
+
+    // The triple verification rejected says so, and shows the verification call.
+    let mountain = ui.run().generated().iter().find(|g| !g.kept && g.tail == "Mountain Time Zone").unwrap().node;
+    ui.app.selected = row_of_node(&ui.app, mountain);
+    let screen = ui.screen(120, 60);
+    assert!(screen.contains("status: rejected by verification"), "{screen}");
+    assert!(!screen.contains("pruned by its score"), "{screen}");
+    assert!(screen.contains("gog_verify"), "the verification call is found: {screen}");
 }

@@ -177,7 +177,7 @@ fn print_human(
     } else {
         writeln!(out, "Answer: {}", answer.answers.join(" | "))?;
     }
-    writeln!(out, "Source: {}", source.unwrap_or(answer.source.describe()))?;
+    writeln!(out, "Source: {}", source.map_or_else(|| answer.source_words(), str::to_string))?;
     // What the method reports of the whole run (PoG: its analysis and stages), as the UI shows it.
     let report = run.view().report;
     if !report.is_empty() {
@@ -187,12 +187,18 @@ fn print_human(
         }
     }
     let heading = match answer.source {
-        AnswerSource::OwnKnowledge => "Paths explored (judged not sufficient):",
-        _ => "Supporting paths:",
+        AnswerSource::OwnKnowledge => "Paths explored (the answer does not rest on them)",
+        _ => "Supporting paths",
     };
+    // Best path score first, unless the method orders its paths otherwise (then it says how).
+    let order = run.path_order().map(|o| format!(", {o}")).unwrap_or_default();
     if !answer.paths.is_empty() {
-        writeln!(out, "{heading}")?;
+        writeln!(out, "{heading}{order}:")?;
+        let merged = answer.paths.iter().position(|p| run.beam().merged_into(p.leaf).is_some());
         for (i, p) in answer.paths.iter().take(5).enumerate() {
+            if merged == Some(i) {
+                writeln!(out, "  {}:", crate::engine::MERGED_ROUTES)?;
+            }
             writeln!(out, "  {}. [{:.3}] {}", i + 1, p.score, p.text)?;
         }
         if answer.paths.len() > 5 {

@@ -117,7 +117,7 @@ impl Method for BaselineMachine {
             (Some(a), 1) => format!("answer {a}"),
             (Some(a), n) => format!("answer {a} ({} of {n} samples agree)", agreeing.len()),
         };
-        cx.answer = Some(Answer { answers, source: AnswerSource::ModelOnly, reply, paths: Vec::new() });
+        cx.answer = Some(Answer { answers, source: AnswerSource::ModelOnly, reply, paths: Vec::new(), why: None });
         self.done = true;
         Ok(ev)
     }

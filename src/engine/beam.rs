@@ -69,6 +69,11 @@ impl Status {
     }
 }
 
+/// The reason a node the user kept carries: its status is [`Status::Kept`], as the model's keeps
+/// are (it takes part in the run as they do); the reason tells them apart, for as long as the
+/// node stays kept.
+pub const KEPT_BY_YOU: &str = "kept by you";
+
 /// Where a node's fact came from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "from", rename_all = "snake_case")]
@@ -129,6 +134,38 @@ impl BeamNode {
     }
     pub fn is_named(&self) -> bool {
         !matches!(self.kind, NodeKind::Entity { label: None, .. })
+    }
+
+    /// Whether the user kept this node (a candidate the model pruned, or never scored).
+    pub fn kept_by_user(&self) -> bool {
+        self.status == Status::Kept && self.reason.as_deref() == Some(KEPT_BY_YOU)
+    }
+
+    /// The status to show: a node the user kept is shown as the user's (`*`, as a pin), never
+    /// as one the model kept.
+    pub fn shown_status(&self) -> Status {
+        if self.kept_by_user() { Status::PinnedByUser } else { self.status }
+    }
+
+    /// The status in words, with why when that says more: `kept by you against the model's
+    /// score`, `rejected by verification`, `pruned by the beam width (beyond the beam width)`.
+    pub fn describe_status(&self) -> String {
+        if self.kept_by_user() {
+            return match self.score {
+                Some(s) if s <= 0.0 => "kept by you against the model's score".into(),
+                Some(_) => KEPT_BY_YOU.into(),
+                None => "kept by you (the model never scored it)".into(),
+            };
+        }
+        if self.status == Status::PrunedByScore && matches!(self.provenance, Provenance::Generated { .. }) {
+            // GoG's verification keeps or rejects what the model wrote; it gives no score.
+            return "rejected by verification".into();
+        }
+        // The user's own statuses say why already.
+        match self.reason.as_deref().filter(|r| !r.contains("by the user")) {
+            Some(reason) => format!("{} ({reason})", self.status.describe()),
+            None => self.status.describe().to_string(),
+        }
     }
 }
 
@@ -282,6 +319,12 @@ impl Beam {
             }
         }
         text
+    }
+
+    /// The node whose beam slot the path to `id` was merged into: it reached an entity another
+    /// path holds at the same hop ([`BeamNode::also_via`]).
+    pub fn merged_into(&self, id: NodeId) -> Option<NodeId> {
+        self.nodes.iter().find(|n| n.also_via.contains(&id)).map(|n| n.id)
     }
 
     /// Marks `id` and everything below it with `status` (used for pruning a whole path).

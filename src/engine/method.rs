@@ -59,6 +59,19 @@ pub trait Method: Clone + fmt::Debug + Send + Sync + 'static {
         &[]
     }
 
+    /// Whether the next step still has something to explore: a path to extend, to check or to
+    /// answer from. A change between steps that would take the last of it away is refused
+    /// (the run asks before and after the change). By default, always.
+    fn has_frontier(&self, _cx: &Context) -> bool {
+        true
+    }
+
+    /// The order of the answer's paths when the method defines one other than best path score
+    /// first (the run sorts them by score; ties keep the method's order), in words for people.
+    fn path_order(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Changes the method's state between steps; returns the change in words for the trace.
     /// ongraph's methods refuse every change once the run has answered, but forcing it to go
     /// on where the method can (a change could no longer change the answer).
@@ -144,7 +157,7 @@ impl MethodView {
             .into_iter()
             .map(|p| ViewItem {
                 row: format!("[{:.2}] {}", p.score, p.text),
-                status: Some(cx.beam.get(p.leaf).map_or(Status::Candidate, |n| n.status)),
+                status: Some(cx.beam.get(p.leaf).map_or(Status::Candidate, |n| n.shown_status())),
                 node: Some(p.leaf),
                 ..ViewItem::default()
             })
@@ -417,6 +430,8 @@ pub(crate) trait Erased: fmt::Debug + Send + Sync {
     fn depth(&self) -> u32;
     fn live_paths(&self, cx: &Context) -> Vec<PathView>;
     fn generated(&self) -> &[GeneratedTriple];
+    fn has_frontier(&self, cx: &Context) -> bool;
+    fn path_order(&self) -> Option<&'static str>;
     fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError>;
     fn view(&self, cx: &Context) -> MethodView;
     fn clone_box(&self) -> Box<dyn Erased>;
@@ -450,6 +465,12 @@ impl<M: Method> Erased for M {
     }
     fn generated(&self) -> &[GeneratedTriple] {
         Method::generated(self)
+    }
+    fn has_frontier(&self, cx: &Context) -> bool {
+        Method::has_frontier(self, cx)
+    }
+    fn path_order(&self) -> Option<&'static str> {
+        Method::path_order(self)
     }
     fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
         Method::apply(self, cx, o)

@@ -238,6 +238,21 @@ impl AnswerSource {
             AnswerSource::GeneratedTriples => "from LLM-generated triples, verified (not in the KG)",
         }
     }
+
+    /// The source in words with why the run answered so (`why`, from [`Answer::why`]) in
+    /// place of the usual reason: `from the LLM's own knowledge (the model finished without a
+    /// KG path to its answer)`. Without one, [`AnswerSource::describe`].
+    pub fn describe_because(self, why: Option<&str>) -> String {
+        let what = match self {
+            AnswerSource::OwnKnowledge => "from the LLM's own knowledge",
+            AnswerSource::PartialPaths => "from partial knowledge-graph paths",
+            _ => return self.describe().to_string(),
+        };
+        match why {
+            Some(why) => format!("{what} ({why})"),
+            None => self.describe().to_string(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -255,8 +270,27 @@ pub struct Answer {
     pub source: AnswerSource,
     /// The reply the answer was read from.
     pub reply: String,
-    /// The paths the answer rests on (for own-knowledge answers: the paths explored).
+    /// The paths the answer rests on (for own-knowledge answers: the paths explored), best path
+    /// score first (ties in the method's order; see [`Run::path_order`]); the routes merged
+    /// into a beam slot another path holds ([`Beam::merged_into`]) come after the paths on the
+    /// beam, best first among themselves.
     pub paths: Vec<PathView>,
+    /// Why the answer comes from `source`, when the source alone does not say it truly: what
+    /// ended the search for an own-knowledge answer (ToG's depth limit, the beam running dry,
+    /// GoG's step limit, GoG's model finishing without a KG path). Absent from older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// How the routes merged into a beam slot another path holds are headed where an answer's
+/// paths are listed (they come after the paths on the beam, best first among themselves).
+pub const MERGED_ROUTES: &str = "Other routes to entities on these paths (merged into them)";
+
+impl Answer {
+    /// Where the answer comes from, in words: the source and why.
+    pub fn source_words(&self) -> String {
+        self.source.describe_because(self.why.as_deref())
+    }
 }
 
 /// A change a caller makes between two steps.
@@ -362,6 +396,8 @@ pub enum EngineError {
     WrongResponse { index: usize, expected: &'static str, got: String },
     #[error("cannot {what} now: {why}")]
     BadOverride { what: String, why: String },
+    #[error("cannot {what}: it would leave nothing to explore (keep another path first)")]
+    NothingLeft { what: String },
     #[error("unknown method {name:?} (methods: {known})")]
     UnknownMethod { name: String, known: String },
     #[error("no step {0} to rewind to")]
@@ -678,6 +714,7 @@ impl Run {
         match result {
             Ok(mut event) => {
                 event.elapsed_ms = elapsed.as_millis() as u64;
+                self.rank_answer_paths();
                 event.notes.extend(reading_notes);
                 // Every step says how it fell back; this only catches one that forgot to.
                 if event.notes.is_empty() && event.calls.iter().any(|c| c.fell_back) {
@@ -698,6 +735,15 @@ impl Run {
                 Err(e)
             }
         }
+    }
+
+    /// Lists the answer's paths best first, whatever order the method built them in: the paths
+    /// on the beam, then the routes merged into their entities' slots (a stable sort: ties keep
+    /// the method's order).
+    fn rank_answer_paths(&mut self) {
+        let (Some(answer), beam) = (&mut self.cx.answer, &self.cx.beam) else { return };
+        let merged = |p: &PathView| beam.merged_into(p.leaf).is_some();
+        answer.paths.sort_by(|a, b| merged(a).cmp(&merged(b)).then(b.score.total_cmp(&a.score)));
     }
 
     fn account(&mut self, requests: &[Request], responses: &[Response]) {
@@ -739,17 +785,35 @@ impl Run {
 
     /// Changes the run's state between steps; recorded in the trace. A change the method
     /// refuses changes nothing: a batch handed out stays pending and can still be fed.
+    ///
+    /// A change that would leave the next step nothing to explore (the last path it would
+    /// extend, check or answer from dropped or pruned) is refused too ([`Method::has_frontier`]).
     pub fn apply(&mut self, o: Override) -> Result<usize, EngineError> {
-        let description = match self.machine.inner_mut().apply(&mut self.cx, &o) {
-            Ok(description) => description,
+        let before = (self.machine.clone(), self.context_without_trace());
+        let could_explore = self.machine.inner().has_frontier(&self.cx);
+        let refused = match self.machine.inner_mut().apply(&mut self.cx, &o) {
+            Ok(description) if !could_explore || self.machine.inner().has_frontier(&self.cx) => Ok(description),
+            Ok(_) => Err(EngineError::NothingLeft { what: o.describe_in(&before.1.beam) }),
             // A refusal names the nodes as people see them (the trace keeps its own wording).
             Err(EngineError::BadOverride { why, .. }) => {
-                return Err(EngineError::BadOverride { what: o.describe_in(&self.cx.beam), why });
+                Err(EngineError::BadOverride { what: o.describe_in(&before.1.beam), why })
             }
-            Err(e) => return Err(e),
+            Err(e) => Err(e),
+        };
+        let description = match refused {
+            Ok(description) => description,
+            Err(e) => {
+                // A refused change changes nothing (a method may have begun to change the state).
+                let trace = std::mem::take(&mut self.cx.trace);
+                (self.machine, self.cx) = before;
+                self.cx.trace = trace;
+                return Err(e);
+            }
         };
         // Requests handed out were built from the old state; the next poll rebuilds them.
         self.pending = None;
+        // A change may end the run (GoG's edited action a Finish).
+        self.rank_answer_paths();
         let index = self.cx.trace.len();
         let depth = self.depth();
         self.cx.trace.push(Event::new(
@@ -801,6 +865,22 @@ impl Run {
         Ok(index)
     }
 
+    /// The last override made since the last step, when there is one: the trace entry to
+    /// rewind to that takes back that override alone (the step and any earlier overrides
+    /// stand), and the override in words. Rewind entries in between are passed over: what is
+    /// in the trace before them is still in effect. `None` when a step came after the last
+    /// override (going back is then going back a step).
+    pub fn last_override(&self) -> Option<(usize, &str)> {
+        for e in self.cx.trace.iter().rev() {
+            match &e.kind {
+                EventKind::Step { .. } => return None,
+                EventKind::Override { description } => return Some((e.index.checked_sub(1)?, description)),
+                EventKind::Rewind { .. } => {}
+            }
+        }
+        None
+    }
+
     /// What [`Run::rewind`] to `step` would set aside, without going back: to say so (or ask
     /// first) before a rewind discards overrides and steps.
     pub fn rewind_preview(&self, step: usize) -> Result<SetAside, EngineError> {
@@ -849,7 +929,7 @@ impl Run {
         let through =
             if other.is_empty() { String::new() } else { format!(", through {} {}", plural(&other), ids(&other)) };
         Some(if llm.is_empty() {
-            format!("{}{through}", answer.source.describe())
+            format!("{}{through}", answer.source_words())
         } else {
             let triple = if llm.len() == 1 { "an LLM-generated triple" } else { "LLM-generated triples" };
             format!(
@@ -895,6 +975,11 @@ impl Run {
     /// The method and where it is, for a status line: `ToG d2/3 N=3`, `GoG step 4/6`, `IO`.
     pub fn progress(&self) -> String {
         progress_line(&self.entry, &self.cx.settings, self.depth())
+    }
+    /// The order of the answer's paths when it is not best path score first: GoG's `newest
+    /// first` (it scores no path). `None`: best path score first.
+    pub fn path_order(&self) -> Option<&'static str> {
+        self.machine.inner().path_order()
     }
     /// The live paths now in front of the model, best first.
     pub fn live_paths(&self) -> Vec<PathView> {

@@ -1,6 +1,7 @@
 //! What every method's steps share: reading the results of a batch back (each in the position
 //! its request had) and recording the LLM calls a step made.
 
+use super::beam::{Beam, NodeId, Status};
 use super::events::{CallRecord, Event, ReadAs};
 use super::{AnswerSource, EngineError, Request, Response};
 use crate::kg::{EntityMatch, Neighbour, RelationRef};
@@ -115,12 +116,14 @@ pub(super) fn sample_indices(rng: &mut impl rand::Rng, n: usize, k: usize) -> Ve
 
 /// The final-answer call of a graph method, read and recorded on `ev` with its summary:
 /// the answers in braces, else the reply's first non-empty line (and a note saying so).
-/// Returns the answers and the reply.
+/// `why`: why the answer comes from `source` ([`super::Answer::why`]). Returns the answers and
+/// the reply.
 pub(super) fn answer_call(
     requests: &[Request],
     responses: &[Response],
     ev: &mut Event,
     source: AnswerSource,
+    why: Option<&str>,
 ) -> Result<(Vec<String>, String), EngineError> {
     let c = completion(responses, 0)?;
     let answers = super::parse::parse_answers(&c.text).unwrap_or_else(|| {
@@ -141,7 +144,7 @@ pub(super) fn answer_call(
             ev.notes.push("the reply's braces hold no answer: none taken".into());
         }
     }
-    ev.summary = format!("answer {} ({})", answers.join(", "), source.describe());
+    ev.summary = format!("answer {} ({})", answers.join(", "), source.describe_because(why));
     Ok((answers, c.text.clone()))
 }
 
@@ -149,4 +152,71 @@ pub(super) fn answer_call(
 /// recorded as its description only).
 pub(super) fn with_notes(ev: &Event) -> String {
     ev.notes.iter().map(|n| format!("; {n}")).collect()
+}
+
+/// What pruning the path at a node unpins: the node itself, or pins below it.
+pub(super) enum Unpinning {
+    Nothing,
+    Itself,
+    Below(Vec<String>),
+}
+
+impl Unpinning {
+    /// `pruned <path>`, saying what it unpins.
+    pub(super) fn pruned(self, path: &str) -> String {
+        match self {
+            Unpinning::Nothing => format!("pruned {path}"),
+            Unpinning::Itself => format!("unpinned and pruned {path}"),
+            Unpinning::Below(names) => format!("pruned {path}, unpinning {}", names.join(", ")),
+        }
+    }
+}
+
+/// What pruning the path at `node` (and all below it) unpins.
+pub(super) fn unpinning(beam: &Beam, node: NodeId) -> Unpinning {
+    if beam.get(node).is_some_and(|n| n.status == Status::PinnedByUser) {
+        return Unpinning::Itself;
+    }
+    let mut below = Vec::new();
+    // Depth first, in the tree's order.
+    let mut stack: Vec<NodeId> = beam.get(node).map(|n| n.children.iter().rev().copied().collect()).unwrap_or_default();
+    while let Some(n) = stack.pop() {
+        let Some(child) = beam.get(n) else { continue };
+        if child.status == Status::PinnedByUser {
+            below.push(child.shown().to_string());
+        }
+        stack.extend(child.children.iter().rev().copied());
+    }
+    if below.is_empty() { Unpinning::Nothing } else { Unpinning::Below(below) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::beam::{NodeKind, Provenance};
+    use crate::kg::{Direction, Term};
+
+    /// Pruning a path says what it unpins: the node itself, or the pins below it.
+    #[test]
+    fn pruning_a_path_says_what_it_unpins() {
+        let mut beam = Beam::default();
+        let entity = |name: &str| NodeKind::Entity { term: Term::Entity(name.into()), label: Some(name.into()) };
+        let root = beam.add(None, entity("Canberra"), Provenance::User);
+        let relation = NodeKind::Relation {
+            relation: "location.location.containedby".into(),
+            direction: Direction::Out,
+            shown: "location.location.containedby".into(),
+        };
+        let rel = beam.add(Some(root), relation, Provenance::User);
+        let act = beam.add(Some(rel), entity("Australian Capital Territory"), Provenance::User);
+        let australia = beam.add(Some(rel), entity("Australia"), Provenance::User);
+        for n in [root, rel, act, australia] {
+            beam.set_status(n, Status::Kept, None, 1);
+        }
+        assert_eq!(unpinning(&beam, rel).pruned("X"), "pruned X");
+        beam.set_status(australia, Status::PinnedByUser, None, 2);
+        beam.set_status(act, Status::PinnedByUser, None, 2);
+        assert_eq!(unpinning(&beam, rel).pruned("X"), "pruned X, unpinning Australian Capital Territory, Australia");
+        assert_eq!(unpinning(&beam, australia).pruned("Y"), "unpinned and pruned Y");
+    }
 }

@@ -7,14 +7,14 @@
 //! at most N are kept; literals are candidates and can be answers; the beam running dry ends
 //! the search cleanly; explored paths are kept and shown with an own-knowledge answer.
 
-use super::beam::{NodeId, NodeKind, Provenance, Status};
+use super::beam::{KEPT_BY_YOU, NodeId, NodeKind, Provenance, Status};
 use super::events::{Decision, Event, LookupRecord};
 use super::lexical::{bm25_tokens, cosine, query_without, tokens};
 use super::method::Method;
 use super::parse;
 use super::step::{
-    ANSWERED, answer_call, completion, neighbours, plural_s, plural_y, record, relations, sample_indices, unreadable,
-    wrong,
+    ANSWERED, answer_call, completion, neighbours, plural_s, plural_y, record, relations, sample_indices, unpinning,
+    unreadable, wrong,
 };
 use super::structured::Shape;
 use super::topics::TopicLinker;
@@ -73,6 +73,9 @@ pub(crate) struct TogMachine {
     /// entity selection under it ([`shield_depth`]): there its candidates are scored but not
     /// pruned by score, and take up to N places of their own beside the model's N.
     user: Vec<NodeId>,
+    /// Why the run is to answer without (sufficient) paths, said with that answer
+    /// ([`Answer::why`]): set whenever the phase turns to an own-knowledge or partial answer.
+    why: Option<String>,
 }
 
 impl TogMachine {
@@ -87,6 +90,7 @@ impl TogMachine {
             last_verdict: None,
             pending_verdict: false,
             user: Vec::new(),
+            why: None,
         })
     }
 
@@ -333,8 +337,23 @@ impl TogMachine {
                 paths.push(PathView { leaf: copy, text, score, triples });
             }
         }
-        cx.answer = Some(Answer { answers, source, reply, paths });
+        let why = self.why_for(source);
+        cx.answer = Some(Answer { answers, source, reply, paths, why });
         self.phase = Phase::Done;
+    }
+
+    /// Answering from `source` without (sufficient) paths, because `why`.
+    fn answer_because(&mut self, source: AnswerSource, why: String) -> Phase {
+        self.why = Some(why);
+        Phase::Answer(source)
+    }
+
+    /// Why an answer from `source` comes from there, when it is not the paths.
+    fn why_for(&self, source: AnswerSource) -> Option<String> {
+        match source {
+            AnswerSource::OwnKnowledge | AnswerSource::PartialPaths => self.why.clone(),
+            _ => None,
+        }
     }
 
     /// After "not sufficient": one more depth; at Dmax, the model's own knowledge; with no
@@ -342,14 +361,15 @@ impl TogMachine {
     fn next_depth(&mut self, cx: &Context, ev: &mut Event) -> Phase {
         if self.depth >= cx.settings.depth {
             ev.notes.push(format!("maximum depth {} reached without a sufficient answer", cx.settings.depth));
-            return Phase::Answer(AnswerSource::OwnKnowledge);
+            return self.answer_because(AnswerSource::OwnKnowledge, DEPTH_LIMIT.into());
         }
         let expandable = Self::live_entities_at(cx, self.depth)
             .into_iter()
             .any(|n| cx.beam.nodes[n].term().is_some_and(Term::is_entity));
         if !expandable {
             ev.notes.push("no entity left to expand (only literal values)".into());
-            return Phase::Answer(AnswerSource::PartialPaths);
+            return self
+                .answer_because(AnswerSource::PartialPaths, "no entity left to expand, only literal values".into());
         }
         self.depth += 1;
         Phase::RelationSearch
@@ -357,12 +377,15 @@ impl TogMachine {
 
     /// Nothing left to explore: answer from what the paths hold, or from own knowledge when
     /// nothing was ever kept.
-    fn dry(&self, ev: &mut Event) -> Phase {
+    fn dry(&mut self, ev: &mut Event) -> Phase {
         ev.notes.push("the beam ran dry: nothing left to explore".into());
         if self.depth <= 1 {
-            Phase::Answer(AnswerSource::OwnKnowledge)
+            self.answer_because(
+                AnswerSource::OwnKnowledge,
+                "the beam ran dry at the first hop: no path was kept".into(),
+            )
         } else {
-            Phase::Answer(AnswerSource::PartialPaths)
+            self.answer_because(AnswerSource::PartialPaths, "the beam ran dry".into())
         }
     }
 
@@ -838,6 +861,9 @@ fn shield_depth(cx: &Context, node: NodeId) -> u32 {
     }
 }
 
+/// Why ToG answers from the model's own knowledge at Dmax (the wording answers have always had).
+const DEPTH_LIMIT: &str = "no sufficient KG path within the depth limit";
+
 /// Why a candidate reaching an entity another path holds is not kept on its own.
 const MERGED: &str = "same entity kept on a better path; merged into it";
 
@@ -1251,7 +1277,8 @@ impl Method for TogMachine {
                 }
             }
             Phase::Answer(source) => {
-                let (answers, reply) = answer_call(requests, &responses, &mut ev, source)?;
+                let why = self.why_for(source);
+                let (answers, reply) = answer_call(requests, &responses, &mut ev, source, why.as_deref())?;
                 self.finish(cx, answers, reply, source);
             }
             Phase::Done => return Err(EngineError::Finished),
@@ -1274,6 +1301,21 @@ impl Method for TogMachine {
 
     fn depth(&self) -> u32 {
         self.depth
+    }
+
+    /// What the next step works on: the entities whose relations it searches or scores, the
+    /// relations whose entities it fetches or scores, the entities it checks or answers from.
+    fn has_frontier(&self, cx: &Context) -> bool {
+        match self.phase {
+            Phase::Topics | Phase::Done | Phase::Answer(AnswerSource::OwnKnowledge) => true,
+            Phase::RelationSearch | Phase::Reasoning if self.pending_verdict => {
+                !Self::live_entities_at(cx, self.entity_layer()).is_empty()
+            }
+            Phase::RelationSearch | Phase::RelationPrune => !self.frontier(cx).is_empty(),
+            Phase::EntitySearch | Phase::EntityPrune => !self.live_relations(cx).is_empty(),
+            Phase::Reasoning => !Self::live_entities_at(cx, self.depth).is_empty(),
+            Phase::Answer(_) => !self.live_paths(cx).is_empty(),
+        }
     }
 
     /// The live paths now in front of the model: live entity nodes with no live entity below
@@ -1329,9 +1371,10 @@ impl Method for TogMachine {
                     ));
                 }
                 let shown = n.shown().to_string();
+                let pinned = n.status == Status::PinnedByUser;
                 self.user.retain(|&u| u != *node);
                 if matches!(o, Override::Keep { .. }) {
-                    cx.beam.set_status(*node, Status::Kept, Some("kept by the user"), step);
+                    cx.beam.set_status(*node, Status::Kept, Some(KEPT_BY_YOU), step);
                     self.user.push(*node);
                     if self.pending_verdict {
                         // A newly kept entity needs its relations searched before the
@@ -1341,7 +1384,7 @@ impl Method for TogMachine {
                     Ok(format!("kept {shown}"))
                 } else {
                     cx.beam.set_status(*node, Status::PrunedByUser, Some("dropped by the user"), step);
-                    Ok(format!("dropped {shown}"))
+                    Ok(format!("{}dropped {shown}", if pinned { "unpinned and " } else { "" }))
                 }
             }
             Override::AddRelation { parent, relation } => {
@@ -1394,9 +1437,10 @@ impl Method for TogMachine {
             }
             Override::PrunePath { node } => {
                 node_ok(*node)?;
+                let unpinned = unpinning(&cx.beam, *node);
                 cx.beam.set_subtree(*node, Status::PrunedByUser, "pruned by the user", step);
                 self.user.retain(|&u| !cx.beam.path(u).contains(node));
-                Ok(format!("pruned {}", cx.beam.path_text(*node)))
+                Ok(unpinned.pruned(&cx.beam.path_text(*node)))
             }
             Override::ForceSufficient => {
                 let just_said_no = self.last_verdict == Some(false) && last_step(cx) == Some("reasoning");
@@ -1479,6 +1523,24 @@ mod tests {
         assert_eq!(plan.groups.len(), 1);
         assert_eq!((plan.groups[0].parent, plan.groups[0].request), (0, Some(0)));
         assert_eq!(plan.groups[0].candidates, cx.beam.nodes[0].children);
+    }
+
+    /// A topic entity with no relations leaves the beam dry at the first hop: the answer is
+    /// the model's own, and says that is why (not a depth limit).
+    #[test]
+    fn a_beam_dry_at_the_first_hop_says_so_with_the_answer() {
+        let mut cx = test_context("Which party governs the capital?", Settings::default());
+        let mut tog = TogMachine::new(&mut cx, linked(), false).unwrap();
+        let (requests, plan) = Method::next(&mut tog, &mut cx);
+        Method::absorb(&mut tog, &mut cx, &plan, &requests, vec![relations(&[])]).unwrap();
+        assert_eq!(tog.phase, Phase::Answer(AnswerSource::OwnKnowledge));
+        let (requests, plan) = Method::next(&mut tog, &mut cx);
+        let reply = crate::llm::Completion { text: "{Labor}".into(), ..crate::llm::Completion::default() };
+        let ev =
+            Method::absorb(&mut tog, &mut cx, &plan, &requests, vec![Response::Llm { completion: reply }]).unwrap();
+        let said = "from the LLM's own knowledge (the beam ran dry at the first hop: no path was kept)";
+        assert_eq!(ev.summary, format!("answer Labor ({said})"));
+        assert_eq!(cx.answer.as_ref().map(Answer::source_words).as_deref(), Some(said));
     }
 
     #[test]

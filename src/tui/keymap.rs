@@ -77,7 +77,7 @@ commands! {
     PrunePath, "prune-path", Tree, ["d"], "prune the path and everything below it";
     Sufficient, "sufficient", Any, ["s"], "force \"sufficient\": answer now from the paths";
     Continue, "continue", Any, ["c"], "force \"continue\": explore one more depth";
-    Back, "back", Any, ["b"], "go back one step (the later steps stay visible, set aside)";
+    Back, "back", Any, ["b"], "go back one step (or take back your last change since the last step)";
     ClearAbandoned, "clear-abandoned", Any, ["B"], "clear the branches set aside by going back";
     Flag, "flag", Tree, ["f"], "flag the triple that reached this entity as wrong";
     Relabel, "relabel", Tree, ["e"], "correct this entity's name";

@@ -10,7 +10,7 @@
 
 pub(crate) mod parse;
 
-use super::beam::{NodeId, NodeKind, Provenance, Status};
+use super::beam::{KEPT_BY_YOU, NodeId, NodeKind, Provenance, Status};
 use super::events::{Event, LookupRecord};
 use super::lexical::top_k;
 use super::method::{Method, MethodView, ViewItem, ViewLine};
@@ -110,6 +110,8 @@ pub(crate) struct GogMachine {
     sample_kept: Vec<bool>,
     max_steps: usize,
     pub generated: Vec<GeneratedTriple>,
+    /// Why the run answers from the model's own knowledge ([`Answer::why`]), once it does.
+    why: Option<String>,
 }
 
 impl GogMachine {
@@ -134,6 +136,7 @@ impl GogMachine {
             sample_kept: Vec::new(),
             max_steps: cx.settings.gog.gog_steps.max(1),
             generated: Vec::new(),
+            why: None,
         };
         if m.linker.done() {
             m.learn_roots(cx);
@@ -227,6 +230,7 @@ impl GogMachine {
                         "{why}; {STEP_TRIES} replies could not be read as a step: answering without the KG"
                     ));
                     ev.summary = format!("step {n}: no readable action");
+                    self.why = Some(format!("no reply could be read as a step after {STEP_TRIES} tries"));
                     self.phase = Phase::Answer(AnswerSource::OwnKnowledge);
                 } else {
                     ev.notes.push(format!("{why}; asking again"));
@@ -271,8 +275,9 @@ impl GogMachine {
                 } else {
                     let reply = self.steps.last().map(|s| format!("{}\n{}", s.thought, s.action)).unwrap_or_default();
                     let source = self.source_of(answers);
+                    self.why = (source == AnswerSource::OwnKnowledge).then(|| UNGROUNDED.to_string());
                     if source != AnswerSource::KgPaths {
-                        ev.notes.push(format!("the answer is {}", source.describe()));
+                        ev.notes.push(format!("the answer is {}", source.describe_because(self.why.as_deref())));
                     }
                     self.finish(cx, answers.clone(), reply, source);
                 }
@@ -487,8 +492,13 @@ impl GogMachine {
         self.phase = self.next_thought();
     }
 
-    fn next_thought(&self) -> Phase {
-        if self.steps.len() >= self.max_steps { Phase::Answer(AnswerSource::OwnKnowledge) } else { Phase::Think }
+    fn next_thought(&mut self) -> Phase {
+        if self.steps.len() < self.max_steps {
+            return Phase::Think;
+        }
+        let steps = self.max_steps;
+        self.why = Some(format!("no Finish within GoG's limit of {steps} step{}", plural_s(steps)));
+        Phase::Answer(AnswerSource::OwnKnowledge)
     }
 
     /// `Finish[unknown]`: drop the trailing Generate steps and search the entities the last
@@ -497,6 +507,7 @@ impl GogMachine {
         let fresh: Vec<Term> = self.last_seen.iter().filter(|t| !self.searched.contains(t)).cloned().collect();
         if self.rollbacks >= cx.settings.gog.rollbacks || fresh.is_empty() {
             ev.notes.push("Finish[unknown]: nothing left to roll back to; answering without the KG".into());
+            self.why = Some("the model finished with \"unknown\" and nothing was left to roll back to".into());
             self.phase = Phase::Answer(AnswerSource::OwnKnowledge);
             return;
         }
@@ -543,11 +554,15 @@ impl GogMachine {
 
     fn finish(&mut self, cx: &mut Context, answers: Vec<String>, reply: String, source: AnswerSource) {
         let paths = self.live_paths(cx);
-        cx.answer = Some(Answer { answers, source, reply, paths });
+        let why = if source == AnswerSource::OwnKnowledge { self.why.clone() } else { None };
+        cx.answer = Some(Answer { answers, source, reply, paths, why });
         self.phase = Phase::Done;
         self.action = None;
     }
 }
+
+/// Why a `Finish` whose answer no triple the run kept names is the model's own knowledge.
+const UNGROUNDED: &str = "the model finished without a KG path to its answer";
 
 /// How a relation is offered to the filter: its id, `(incoming)` when reversed.
 fn relation_name(r: &RelationRef) -> String {
@@ -838,7 +853,8 @@ impl Method for GogMachine {
                 self.record_generated(cx, &mut ev);
             }
             Phase::Answer(source) => {
-                let (answers, reply) = answer_call(requests, &responses, &mut ev, source)?;
+                let why = if source == AnswerSource::OwnKnowledge { self.why.clone() } else { None };
+                let (answers, reply) = answer_call(requests, &responses, &mut ev, source, why.as_deref())?;
                 self.finish(cx, answers, reply, source);
             }
             Phase::Done => return Err(EngineError::Finished),
@@ -891,6 +907,10 @@ impl Method for GogMachine {
         &self.generated
     }
 
+    fn path_order(&self) -> Option<&'static str> {
+        Some("newest first (GoG does not score its paths)")
+    }
+
     fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
         let step = cx.next_index();
         let bad = |why: &str| EngineError::BadOverride { what: o.describe(), why: why.into() };
@@ -927,11 +947,8 @@ impl Method for GogMachine {
                 }
                 let parent = cx.beam.nodes[*node].parent;
                 for n in [Some(*node), parent].into_iter().flatten() {
-                    let (status, why) = if keep {
-                        (Status::Kept, "kept by the user")
-                    } else {
-                        (Status::PrunedByUser, "rejected by the user")
-                    };
+                    let (status, why) =
+                        if keep { (Status::Kept, KEPT_BY_YOU) } else { (Status::PrunedByUser, "rejected by the user") };
                     cx.beam.set_status(n, status, Some(why), step);
                 }
                 Ok(format!("{} the generated triple {line}", if keep { "kept" } else { "rejected" }))

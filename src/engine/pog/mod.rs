@@ -15,13 +15,13 @@
 pub(crate) mod parse;
 pub(crate) mod subgraph;
 
-use super::beam::{NodeId, NodeKind, Provenance, Status};
+use super::beam::{KEPT_BY_YOU, NodeId, NodeKind, Provenance, Status};
 use super::events::{Decision, Event, LookupRecord};
 use super::lexical::{bm25, cosine};
 use super::method::{Method, MethodView, ViewLine};
 use super::step::{
-    ANSWERED, answer_call, completion, neighbours, plural_s, record, relations, sample_indices, unreadable, with_notes,
-    wrong,
+    ANSWERED, answer_call, completion, neighbours, plural_s, record, relations, sample_indices, unpinning, unreadable,
+    with_notes, wrong,
 };
 use super::structured::Shape;
 use super::topics::TopicLinker;
@@ -916,7 +916,7 @@ impl PogMachine {
             AnswerSource::KgPaths => self.stage.name(),
             _ => "no stage judged sufficient: every collected path".into(),
         });
-        cx.answer = Some(Answer { answers, source, reply, paths });
+        cx.answer = Some(Answer { answers, source, reply, paths, why: None });
         self.phase = Phase::Done;
     }
 }
@@ -1203,7 +1203,7 @@ impl Method for PogMachine {
                 self.supplement_paths(cx, &matched, &mut ev);
             }
             Phase::Answer(source) => {
-                let (answers, reply) = answer_call(requests, &responses, &mut ev, source)?;
+                let (answers, reply) = answer_call(requests, &responses, &mut ev, source, None)?;
                 self.finish(cx, answers, reply, source);
             }
             Phase::Done => return Err(EngineError::Finished),
@@ -1242,6 +1242,14 @@ impl Method for PogMachine {
         }
     }
 
+    /// While paths are being selected, checked or summarised: the candidate paths left.
+    fn has_frontier(&self, _cx: &Context) -> bool {
+        match self.phase {
+            Phase::Precise | Phase::Branch(_) | Phase::Summary | Phase::Sufficiency => !self.pool.is_empty(),
+            _ => true,
+        }
+    }
+
     /// The paths now in front of the model, best first.
     fn live_paths(&self, cx: &Context) -> Vec<PathView> {
         let shown = if self.pool.is_empty() { &self.selected } else { &self.pool };
@@ -1272,15 +1280,16 @@ impl Method for PogMachine {
                     self.banned.retain(|&b| b != c);
                     for n in cx.beam.path(*node) {
                         if !cx.beam.nodes[n].status.is_live() {
-                            cx.beam.set_status(n, Status::Kept, Some("kept by the user"), step);
+                            cx.beam.set_status(n, Status::Kept, Some(KEPT_BY_YOU), step);
                         }
                     }
                     Ok(format!("kept {text}"))
                 } else {
+                    let pinned = self.pinned.contains(&c);
                     self.pool.retain(|&p| p != c);
                     self.pinned.retain(|&p| p != c);
                     cx.beam.set_status(*node, Status::PrunedByUser, Some("dropped by the user"), step);
-                    Ok(format!("dropped {text}"))
+                    Ok(format!("{}dropped {text}", if pinned { "unpinned and " } else { "" }))
                 }
             }
             Override::Pin { node } => {
@@ -1310,13 +1319,15 @@ impl Method for PogMachine {
                 self.pool.retain(|c| !through.contains(c));
                 self.pinned.retain(|c| !through.contains(c));
                 self.selected.retain(|c| !through.contains(c));
+                let unpinned = unpinning(&cx.beam, *node);
                 cx.beam.set_subtree(*node, Status::PrunedByUser, "pruned by the user", step);
-                Ok(format!(
-                    "pruned {} ({} candidate path{})",
+                let path = format!(
+                    "{} ({} candidate path{})",
                     cx.beam.path_text(*node),
                     through.len(),
                     plural_s(through.len())
-                ))
+                );
+                Ok(unpinned.pruned(&path))
             }
             Override::EditAction { .. } => Err(bad("only GoG has actions to edit")),
             Override::AddRelation { .. } | Override::AddEntity { .. } => {

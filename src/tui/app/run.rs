@@ -184,15 +184,21 @@ impl App {
     }
 
     pub(super) fn rewind(&mut self, to: usize) -> Vec<Effect> {
-        let Some(run) = &mut self.run else { return Vec::new() };
+        let Some(run) = &self.run else { return Vec::new() };
         // What going back sets aside, to say so.
         let set_aside = run.rewind_preview(to).map(|s| s.describe()).unwrap_or_default();
+        self.go_back(to, format!("back at step {to}: set aside {set_aside} (B clears them from view)"))
+    }
+
+    /// Rewinds to `to` and says `said`; recorded as a rewind.
+    fn go_back(&mut self, to: usize, said: String) -> Vec<Effect> {
+        let Some(run) = &mut self.run else { return Vec::new() };
         match run.rewind(to) {
             Ok(_) => {
                 self.generation += 1;
                 self.in_flight = None;
                 self.auto = false;
-                self.say(format!("back at step {to}: set aside {set_aside} (B clears them from view)"));
+                self.say(said);
                 self.unsaved = true;
                 let moment = Moment::Rewind { to };
                 self.replay_follows(&moment);
@@ -204,8 +210,14 @@ impl App {
         Vec::new()
     }
 
+    /// `b`: takes back the last override when one was made since the last step (a rewind to
+    /// the entry before it, so a replay does the same), else goes back one step.
     pub(super) fn rewind_one(&mut self) -> Vec<Effect> {
         let Some(run) = &self.run else { return Vec::new() };
+        if let Some((to, what)) = run.last_override() {
+            let said = format!("took back: {what}");
+            return self.go_back(to, said);
+        }
         let steps: Vec<usize> = run.trace().iter().filter(|e| e.phase().is_some()).map(|e| e.index).collect();
         match steps.iter().rev().nth(1) {
             Some(&to) => self.rewind(to),

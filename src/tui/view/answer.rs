@@ -7,6 +7,10 @@ pub(super) struct AnswerShown<'a> {
     pub answer: Option<&'a crate::engine::Answer>,
     /// Where it comes from, in words (the KG, corrections, triples the LLM wrote).
     pub source: Option<String>,
+    /// The order of the paths when it is not best path score first (the method's own).
+    pub order: Option<&'static str>,
+    /// Where the routes merged into another path's beam slot begin (they come last).
+    pub merged: Option<usize>,
     /// The answer before the last re-ask.
     pub earlier: Option<&'a crate::tui::app::Earlier>,
     /// The path `t` last showed.
@@ -27,7 +31,7 @@ pub(super) fn draw_answer(frame: &mut Frame<'_>, area: Rect, shown: &AnswerShown
             if answer.answers.is_empty() { "(no answer)".to_string() } else { answer.answers.join(" | ") },
             theme.fg(theme.accent).add_modifier(Modifier::BOLD),
         )),
-        Line::from(shown.source.clone().unwrap_or_else(|| answer.source.describe().to_string())),
+        Line::from(shown.source.clone().unwrap_or_else(|| answer.source_words())),
     ];
     if let Some(earlier) = &shown.earlier {
         let now: Vec<String> = answer.paths.iter().map(|p| p.text.clone()).collect();
@@ -39,7 +43,14 @@ pub(super) fn draw_answer(frame: &mut Frame<'_>, area: Rect, shown: &AnswerShown
             lines.push(Line::from(Span::styled(format!("  + {new}"), theme.fg(theme.kept))));
         }
     }
+    if let Some(order) = shown.order.filter(|_| !answer.paths.is_empty()) {
+        lines.push(Line::from(Span::styled(format!("paths, {order}:"), theme.faint())));
+    }
     for (i, p) in answer.paths.iter().enumerate() {
+        if shown.merged == Some(i) {
+            let heading = format!("{}:", crate::engine::MERGED_ROUTES);
+            lines.push(Line::from(Span::styled(heading, theme.faint())));
+        }
         let mark = if shown.traced == Some(i) { "»" } else { " " };
         let line = Line::from(format!("{mark}[{:.3}] {}", p.score, p.text));
         lines.push(if i == shown.at && look.focused { line.style(theme.selected()) } else { line });

@@ -81,16 +81,7 @@ fn inspector_lines(shown: &InspectorShown<'_>, theme: &Theme) -> Option<Vec<Line
             Some(term) => format!("id: {term}"),
             None => "relation".to_string(),
         }),
-        Line::from(format!(
-            "status: {}{}",
-            node.status.describe(),
-            // The user's own statuses say it already.
-            node.reason
-                .as_deref()
-                .filter(|r| !r.contains("by the user"))
-                .map(|r| format!(" ({r})"))
-                .unwrap_or_default()
-        )),
+        Line::from(format!("status: {}", node.describe_status())),
         Line::from(match node.score {
             Some(s) => format!("score {s:.3} {} · path {:.4}", bar(s), node.path_score),
             None => "not scored".into(),
@@ -123,6 +114,17 @@ fn inspector_lines(shown: &InspectorShown<'_>, theme: &Theme) -> Option<Vec<Line
     let decided =
         events.iter().rev().find(|e| e.phase().is_some() && e.decisions.iter().any(|d| d.node == node_ref.id));
     let step = decided.or_else(|| node.step.and_then(|s| events.iter().find(|e| e.index == s)));
+    // A triple the model generated was judged by GoG's verification call, at or before the
+    // node's step (linking the generated names, or a change of yours, may have come after).
+    let step = match (&node.provenance, step) {
+        (Provenance::Generated { .. }, Some(e)) => events
+            .iter()
+            .rev()
+            .filter(|v| v.index <= e.index)
+            .find(|v| v.calls.iter().any(|c| c.step == "gog_verify" && c.prompt.contains(node.shown())))
+            .or(Some(e)),
+        (_, step) => step,
+    };
     match step.map(|e| scoring_call(&e.calls, beam, node)) {
         Some(Source::Call(call)) => {
             lines.push(heading(&format!(

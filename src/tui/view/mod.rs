@@ -93,8 +93,20 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             // Whether the answer rests on the KG, on corrections, or on triples the LLM wrote.
             let generated = |id: u64| app.corrections.iter().any(|c| c.id == id && c.is_llm_generated());
             let source = app.run.as_ref().and_then(|r| r.answer_source(generated));
-            let shown =
-                AnswerShown { answer, source, earlier: app.earlier.as_ref(), traced: app.traced, at: app.answer_at };
+            let order = app.run.as_ref().and_then(Run::path_order);
+            let merged = app
+                .run
+                .as_ref()
+                .and_then(|run| answer?.paths.iter().position(|p| run.beam().merged_into(p.leaf).is_some()));
+            let shown = AnswerShown {
+                answer,
+                source,
+                order,
+                merged,
+                earlier: app.earlier.as_ref(),
+                traced: app.traced,
+                at: app.answer_at,
+            };
             draw_answer(frame, areas.bottom, &shown, app.look(Focus::Answer))
         }
         Bottom::Corrections => {

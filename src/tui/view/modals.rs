@@ -60,7 +60,7 @@ fn help_lines(shown: &HelpShown<'_>, theme: &Theme) -> Vec<Line<'static>> {
         .push(Line::from(Span::styled("  the palette (:) has every command by name, also those without a key", faint)));
     lines.push(Line::from(""));
     lines.push(Line::from(Span::styled(
-        "+ kept  - pruned by score  ~ by width  % sampled out  ? not scored  x/*/^ dropped/pinned/added by you",
+        "+ kept  - pruned by score  ~ by width  % sampled out  ? not scored  x/*/^ dropped/kept or pinned/added by you",
         faint,
     )));
     lines.push(Line::from(Span::styled(

@@ -132,7 +132,7 @@ pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>
             if is_flagged(beam, row.node.id, shown.retracted) {
                 marks.push('⚑');
             }
-            let mut style = status_style(look.theme, node.status);
+            let mut style = status_style(look.theme, node.shown_status());
             if row.node.branch.is_some() {
                 style = style.add_modifier(Modifier::DIM | Modifier::ITALIC);
             }
@@ -169,7 +169,7 @@ pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>
                 let mark_color = if marks.contains('⚑') { t.flagged } else { t.correction };
                 spans.push(Span::styled(marks, t.fg(mark_color).add_modifier(Modifier::BOLD)));
             }
-            spans.push(Span::styled(format!("{} {arrow}{what}", node.status.symbol()), style));
+            spans.push(Span::styled(format!("{} {arrow}{what}", node.shown_status().symbol()), style));
             if let Some(scores) = scores {
                 spans.push(Span::styled(format!("  {scores}"), style));
             }
