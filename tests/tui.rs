@@ -2012,3 +2012,31 @@ async fn gog_a_rejected_triple_and_an_answer_from_own_knowledge_say_what_they_ar
     assert!(!screen.contains("pruned by its score"), "{screen}");
     assert!(screen.contains("gog_verify"), "the verification call is found: {screen}");
 }
+
+/// The answer to a name's lookup that arrives after the field was edited is for another name:
+/// dropped, recording nothing by itself.
+#[tokio::test]
+async fn a_late_lookup_for_a_name_since_edited_does_nothing() {
+    let mut ui = Ui::new();
+    ui.ask(PHANATIC).await;
+    ui.press(KeyCode::Char('r')).await;
+    ui.select("Bright House Field");
+    ui.press(KeyCode::Char('f')).await;
+    ui.typed("wrong ballpark").await;
+    ui.press(KeyCode::Tab).await;
+    ui.typed("Citizens Bank Park").await;
+    let late = update(&mut ui.app, key(KeyCode::Enter));
+    assert!(matches!(&late[..], [Effect::Lookup { .. }]), "{late:?}");
+    ui.press_with(KeyCode::Char('u'), KeyModifiers::CONTROL).await;
+    ui.typed("Some Other Park").await;
+    // The lookup of "Citizens Bank Park" (one exact match) lands now.
+    ui.settle(late).await;
+    assert!(ui.app.corrections.is_empty(), "nothing recorded without an Enter: {:?}", ui.app.corrections);
+    let form = ui.app.form.as_ref().expect("the form is still open");
+    assert_eq!(form.value(1), "Some Other Park");
+    assert!(matches!(&form.kind, ongraph::testing::tui::FormKind::Flag { object: None, .. }), "{form:?}");
+    assert!(!form.problem.as_deref().unwrap_or_default().contains("Some Other Park"), "{form:?}");
+    // The edited name is looked up in its turn, not made a new entity unasked.
+    let next = update(&mut ui.app, key(KeyCode::Enter));
+    assert!(matches!(&next[..], [Effect::Lookup { .. }]), "{next:?}");
+}

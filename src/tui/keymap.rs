@@ -235,10 +235,16 @@ impl Keymap {
         for name in overrides.keys() {
             let Some(command) = Command::ALL.iter().copied().find(|c| c.name() == name) else { continue };
             for &(key, _) in map.bindings.iter().filter(|(_, c)| *c == command) {
+                // The search's keys shadow the others while it has matches, by design (n: the
+                // next match); every other pane's keys are compared with the global ones.
                 let overlaps = |other: Command| {
                     other != command
+                        && ![other.pane(), command.pane()].contains(&Pane::Matches)
                         && (other.pane() == command.pane() || other.pane() == Pane::Any || command.pane() == Pane::Any)
                 };
+                if key.label() == "ctrl-c" && command != Command::Quit {
+                    return Err(format!("[keys] {name}: ctrl-c always quits; give {name} another key"));
+                }
                 if let Some(&(_, other)) = map.bindings.iter().find(|&&(k, c)| k == key && overlaps(c)) {
                     return Err(format!(
                         "[keys] {name}: {} is already {:?} ({}) in the {}; give one of them another key",
@@ -285,6 +291,18 @@ impl Keymap {
 
 #[cfg(test)]
 mod tests {
+    /// Giving any command its own default keys again is no conflict: the defaults have none.
+    #[test]
+    fn every_default_binding_can_be_restated() {
+        for &command in Command::ALL {
+            let keys: Vec<String> = command.default_keys().iter().map(|k| k.to_string()).collect();
+            let restated = BTreeMap::from([(command.name().to_string(), keys)]);
+            if let Err(e) = Keymap::with_overrides(&restated) {
+                panic!("{}: {e}", command.name());
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

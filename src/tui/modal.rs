@@ -80,6 +80,8 @@ pub enum FormKind {
 pub struct NameCheck {
     /// The lookup the form waits for (0: none).
     pub expects: u64,
+    /// The name that lookup is for: an answer for a name since edited away is dropped.
+    pub asked: String,
     /// A name already looked up that no entity has (or that could not be looked up): the next
     /// Enter makes it a new entity.
     pub done: Option<String>,
@@ -167,11 +169,13 @@ impl Form {
             _ => {
                 if let Some(field) = self.fields.get_mut(self.active)
                     && edit(&mut field.value, key)
-                    && let FormKind::Flag { object, .. } = &mut self.kind
+                    && let FormKind::Flag { object, check, .. } = &mut self.kind
                     && self.active == 1
                 {
-                    // A typed change forgets an object picked earlier.
+                    // A typed change forgets an object picked earlier, and the lookup of the
+                    // name as it was.
                     *object = None;
+                    check.expects = 0;
                 }
             }
         }

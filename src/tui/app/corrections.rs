@@ -225,6 +225,7 @@ impl App {
                 self.lookup(vec![Request::FindEntities { name: name.clone(), limit: OBJECT_MATCHES }]);
             if let Some(FormKind::Flag { check, .. }) = self.form.as_mut().map(|f| &mut f.kind) {
                 check.expects = token;
+                check.asked = name.clone();
             }
             self.say(format!("looking for {name:?} in the KG…"));
             return vec![lookup];
@@ -263,6 +264,10 @@ impl App {
         let name = form.value(1).to_string();
         let FormKind::Flag { object, check, .. } = &mut form.kind else { return Vec::new() };
         check.expects = 0;
+        // The field changed since the name was looked up: the answer is for another name.
+        if check.asked != name {
+            return Vec::new();
+        }
         let matches = match result {
             Ok(responses) => responses
                 .into_iter()
@@ -286,7 +291,10 @@ impl App {
                 *object = Some(Term::Entity(one.id.clone()));
                 let said = format!("{name:?} is {} in the KG: the correction uses it", one.id);
                 let effects = self.submit_form();
-                self.say(said);
+                // Unless the form refused it (and said why).
+                if !effects.is_empty() {
+                    self.say(said);
+                }
                 effects
             }
             [] => {

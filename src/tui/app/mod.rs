@@ -630,6 +630,12 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
                 replay.messages = std::mem::take(&mut app.messages);
                 replay.history = std::mem::take(&mut app.history);
                 replay.theme_problems = std::mem::take(&mut app.theme_problems);
+                // Answers still due to the old sitting must not land in the new one: its steps
+                // and lookups count on from the old ones, and a correction still being stored
+                // takes an empty place (recorded in no session) instead of a new draft.
+                replay.generation = app.generation + 1;
+                replay.lookups = app.lookups;
+                replay.pending_drafts = app.pending_drafts.iter().map(|_| Vec::new()).collect();
                 replay.say("replaying: Enter starts the recorded question, n steps through it");
                 *app = replay;
                 Vec::new()

@@ -291,8 +291,10 @@ impl App {
                     (Purpose::Object, PickValue::Term { term, label }) => {
                         if let Some(form) = &mut self.form {
                             form.fields[1].value = label.unwrap_or_else(|| term.to_string());
-                            if let FormKind::Flag { object, .. } = &mut form.kind {
+                            if let FormKind::Flag { object, check, .. } = &mut form.kind {
                                 *object = Some(term);
+                                // Picked: no typed name waits for its lookup any more.
+                                check.expects = 0;
                             }
                         }
                         Vec::new()
