@@ -478,12 +478,7 @@ async fn the_mouse_selects_scrolls_and_folds() {
 #[tokio::test]
 async fn a_typed_right_object_the_kg_has_is_used_not_made_again() {
     let mut ui = Ui::new();
-    ui.ask(PHANATIC).await;
-    ui.press(KeyCode::Char('r')).await;
-    ui.select("Bright House Field");
-    ui.press(KeyCode::Char('f')).await;
-    ui.typed("wrong ballpark").await;
-    ui.press(KeyCode::Tab).await;
+    ui.flag_the_stadium("wrong ballpark").await;
     ui.typed("citizens bank park").await;
     ui.press(KeyCode::Enter).await;
     assert!(ui.app.form.is_none(), "recorded at once: {:?}", ui.app.form);
@@ -2018,12 +2013,7 @@ async fn gog_a_rejected_triple_and_an_answer_from_own_knowledge_say_what_they_ar
 #[tokio::test]
 async fn a_late_lookup_for_a_name_since_edited_does_nothing() {
     let mut ui = Ui::new();
-    ui.ask(PHANATIC).await;
-    ui.press(KeyCode::Char('r')).await;
-    ui.select("Bright House Field");
-    ui.press(KeyCode::Char('f')).await;
-    ui.typed("wrong ballpark").await;
-    ui.press(KeyCode::Tab).await;
+    ui.flag_the_stadium("wrong ballpark").await;
     ui.typed("Citizens Bank Park").await;
     let late = update(&mut ui.app, key(KeyCode::Enter));
     assert!(matches!(&late[..], [Effect::Lookup { .. }]), "{late:?}");
