@@ -99,18 +99,24 @@ fn figure_4_answer_correct_ask_again_undo() {
     );
 }
 
+/// The demo KG without Cupertino's time zone, written in `dir`: GoG must generate it.
+fn incomplete_demo_kg(dir: &std::path::Path) -> std::path::PathBuf {
+    let demo = std::fs::read_to_string("sessions/demo-kg.tsv").unwrap();
+    let kb = dir.join("incomplete.tsv");
+    let kept: Vec<&str> =
+        demo.lines().filter(|l| !l.starts_with("m.cupertino\tlocation.location.time_zones\t")).collect();
+    assert_eq!(kept.len() + 1, demo.lines().count(), "one triple left out");
+    std::fs::write(&kb, kept.join("\n")).unwrap();
+    kb
+}
+
 /// GoG generates a triple the KG lacks; once someone accepts it as a correction, an answer
 /// resting on it says it rests on an LLM-generated triple, not on the knowledge graph.
 #[test]
 fn an_answer_resting_on_an_accepted_generated_triple_says_so() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
-    let demo = std::fs::read_to_string("sessions/demo-kg.tsv").unwrap();
-    let kb = h.join("incomplete.tsv");
-    let kept: Vec<&str> =
-        demo.lines().filter(|l| !l.starts_with("m.cupertino\tlocation.location.time_zones\t")).collect();
-    assert_eq!(kept.len() + 1, demo.lines().count(), "one triple left out");
-    std::fs::write(&kb, kept.join("\n")).unwrap();
+    let kb = incomplete_demo_kg(h);
     let kb = kb.to_str().unwrap();
     let question = "In which time zone is the headquarters of Apple Inc.?";
     let ask = [&["ask", "--method", "gog", "--kg", kb][..], &[question]].concat();
@@ -403,11 +409,7 @@ fn a_retract_of_an_asserted_triple_hides_it_and_the_patch_agrees() {
 fn a_typed_reason_does_not_make_a_triple_llm_generated() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
-    let demo = std::fs::read_to_string("sessions/demo-kg.tsv").unwrap();
-    let kb = h.join("incomplete.tsv");
-    let kept: Vec<&str> =
-        demo.lines().filter(|l| !l.starts_with("m.cupertino\tlocation.location.time_zones\t")).collect();
-    std::fs::write(&kb, kept.join("\n")).unwrap();
+    let kb = incomplete_demo_kg(h);
     let kb = kb.to_str().unwrap();
     let ask = ["ask", "--method", "gog", "--kg", kb, "In which time zone is the headquarters of Apple Inc.?"];
     let triple = ["m.cupertino", "location.location.time_zones", "m.pacific_tz"];
