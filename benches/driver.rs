@@ -56,6 +56,7 @@ impl Respond for ScriptServer {
             max_tokens: 0,
             sample: 0,
             schema: None,
+            extract: None,
         };
         match self.0.reply_for(&chat) {
             Some(reply) => ResponseTemplate::new(200)

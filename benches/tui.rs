@@ -141,6 +141,7 @@ async fn main() {
                 max_tokens: 16,
                 sample: 0,
                 schema: None,
+                extract: None,
             })
         })
         .collect();

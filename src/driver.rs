@@ -47,6 +47,8 @@ struct MemoKey {
     sample: u32,
     /// The reply's schema, serialised: the same prompt asked for another shape is another call.
     schema: Option<String>,
+    /// A reason-first call's extraction schema: the same prompt read another way is another call.
+    extract: Option<String>,
 }
 
 impl From<&ChatRequest> for MemoKey {
@@ -58,6 +60,7 @@ impl From<&ChatRequest> for MemoKey {
             max_tokens: r.max_tokens,
             sample: r.sample,
             schema: r.schema.as_ref().map(|s| s.schema.to_string()),
+            extract: r.extract.as_ref().map(|e| e.schema.schema.to_string()),
         }
     }
 }
@@ -193,7 +196,17 @@ impl Driver {
                 }
                 tracing::debug!(step = %chat.step, "LLM call");
                 // Reasoning is kept apart before anything can parse it.
-                let completion = self.llm.complete(chat).await?.without_thinking();
+                let mut completion = self.llm.complete(chat).await?.without_thinking();
+                // Reason first, then format: a free reply the step cannot read as it is has its
+                // answer extracted by a second, structured call.
+                if let Some(schema) = chat.extract.as_ref().map(|e| &e.schema)
+                    && !crate::engine::structured::readable_as_text(&schema.name, &completion.text)
+                    && let Some(extraction) = chat.extraction(&completion.text)
+                {
+                    tracing::debug!(step = %chat.step, "LLM call: extracting the answer");
+                    let second = self.llm.complete(&extraction).await?.without_thinking();
+                    completion = completion.then_extracted(second);
+                }
                 if let Ok(mut memo) = self.memo.lock() {
                     memo.insert(key, completion.clone());
                 }
@@ -346,6 +359,7 @@ mod tests {
             max_tokens: 16,
             sample,
             schema: None,
+            extract: None,
         })
     }
 

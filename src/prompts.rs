@@ -37,8 +37,8 @@ macro_rules! templates {
             }
 
             /// The reply shape its calls ask for in structured mode (`Shape::name` in
-            /// `engine::structured`); `None` for text that is no call of its own (the system
-            /// prompt).
+            /// `engine::structured`): for a call that reasons first, the shape its answer is
+            /// extracted into; `None` for text that is no call of its own (the system prompt).
             pub const fn reply(self) -> Option<&'static str> {
                 match self {
                     $(Template::$variant => $reply,)*
@@ -61,18 +61,18 @@ templates! {
     RelationPruneUnified = "relation_prune_unified", ["width", "question", "entities"], Some("unified_relations");
     EntityPrune = "entity_prune", ["question", "relation", "entities"], Some("entity_scores");
     EntityPruneUnified = "entity_prune_unified", ["question", "groups"], Some("entity_groups");
-    Reasoning = "reasoning", ["question", "triples"], Some("verdict");
-    ReasoningTogR = "reasoning_tog_r", ["question", "chains"], Some("verdict");
+    Reasoning = "reasoning", ["question", "triples"], Some("judgment");
+    ReasoningTogR = "reasoning_tog_r", ["question", "chains"], Some("judgment");
     Answer = "answer", ["question", "triples"], Some("answer");
-    AnswerOwnKnowledge = "answer_own_knowledge", ["question"], Some("reasoned_answer");
+    AnswerOwnKnowledge = "answer_own_knowledge", ["question"], Some("answer");
     TopicEntities = "topic_entities", ["question"], Some("topics");
     Io = "io", ["question"], Some("answer");
-    Cot = "cot", ["question"], Some("reasoned_answer");
+    Cot = "cot", ["question"], Some("answer");
     PogAnalysis = "pog_analysis", ["question", "topics"], Some("analysis");
     PogPrecise = "pog_precise", ["question", "indicator", "width", "candidates"], Some("selection");
     PogBranch = "pog_branch", ["question", "indicator", "width", "candidates"], Some("selection");
     PogSummary = "pog_summary", ["question", "paths"], Some("summary");
-    PogSufficiency = "pog_sufficiency", ["question", "paths", "summary"], Some("verdict");
+    PogSufficiency = "pog_sufficiency", ["question", "paths", "summary"], Some("judgment");
     PogSupplement = "pog_supplement", ["question", "topics", "paths"], Some("supplement");
     PogAnswer = "pog_answer", ["question", "paths"], Some("answer");
     PogAnswerOwn = "pog_answer_own", ["question", "paths"], Some("answer");
@@ -80,6 +80,81 @@ templates! {
     GogRelations = "gog_relations", ["question", "thought", "entity", "relations"], Some("choice");
     GogGenerate = "gog_generate", ["question", "thought", "triples"], Some("triples");
     GogVerify = "gog_verify", ["question", "triples"], Some("kept");
+    Extract = "extract", ["question", "reply"], Some("answer");
+}
+
+/// Declares which templates have a structured variant: `prompts/json/NAME.txt`, the same
+/// template with its examples written in the JSON its calls reply in and that JSON's shape
+/// shown before the question (a long fixed prefix, which local servers keep cached).
+macro_rules! json_variants {
+    ($($variant:ident = $name:literal;)*) => {
+        impl Template {
+            /// The compiled-in structured variant, if the template has one.
+            pub(crate) const fn json_default_text(self) -> Option<&'static str> {
+                match self {
+                    $(Template::$variant => Some(include_str!(concat!("../prompts/json/", $name, ".txt"))),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+json_variants! {
+    RelationPrune = "relation_prune";
+    EntityPrune = "entity_prune";
+    Reasoning = "reasoning";
+    ReasoningTogR = "reasoning_tog_r";
+    Io = "io";
+    PogSufficiency = "pog_sufficiency";
+}
+
+/// A rendered prompt, and whether it shows the JSON shape of its reply itself (rendered from
+/// a structured variant). One that does not gets the shape appended when the reply is asked
+/// for as JSON.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prompt {
+    pub text: String,
+    pub shows_shape: bool,
+}
+
+impl From<String> for Prompt {
+    fn from(text: String) -> Self {
+        Self { text, shows_shape: false }
+    }
+}
+
+/// A structured variant's key in a prompts directory (`json/NAME.txt`) and in a saved session.
+const JSON_PREFIX: &str = "json/";
+
+/// Reads `path`, if a `.txt` file, into `overrides` as `prefix` + its stem.
+fn read_file_into(
+    path: &Path,
+    prefix: &str,
+    overrides: &mut BTreeMap<String, (String, String)>,
+) -> Result<(), PromptError> {
+    if path.extension().and_then(|e| e.to_str()) != Some("txt") {
+        return Ok(());
+    }
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    let text = crate::text_file::read(path)
+        .map_err(|e| PromptError::Io { file: path.display().to_string(), message: e.to_string() })?;
+    overrides.insert(format!("{prefix}{stem}"), (path.display().to_string(), text));
+    Ok(())
+}
+
+/// Reads every `.txt` file of `dir` into `overrides` (see [`read_file_into`]).
+fn read_dir_into(
+    dir: &Path,
+    prefix: &str,
+    overrides: &mut BTreeMap<String, (String, String)>,
+) -> Result<(), PromptError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| PromptError::Io { file: dir.display().to_string(), message: e.to_string() })?;
+    for entry in entries.flatten() {
+        read_file_into(&entry.path(), prefix, overrides)?;
+    }
+    Ok(())
 }
 
 impl Template {
@@ -179,6 +254,9 @@ impl Parsed {
 pub struct Prompts {
     /// One per template, in the order of [`Template::ALL`] (indexed by the variant).
     templates: Vec<Parsed>,
+    /// The structured variants, likewise indexed (`None`: the template has none, or a session
+    /// saved before there were any).
+    json: Vec<Option<Parsed>>,
 }
 
 impl Prompts {
@@ -196,31 +274,41 @@ impl Prompts {
                 .map_err(|e| PromptError::Io { file: dir.display().to_string(), message: e.to_string() })?;
             for entry in entries.flatten() {
                 let path = entry.path();
-                if path.extension().and_then(|e| e.to_str()) != Some("txt") {
-                    continue;
+                if path.is_dir() && path.file_name().is_some_and(|n| n == "json") {
+                    read_dir_into(&path, JSON_PREFIX, &mut overrides)?;
+                } else {
+                    read_file_into(&path, "", &mut overrides)?;
                 }
-                let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
-                let text = crate::text_file::read(&path)
-                    .map_err(|e| PromptError::Io { file: path.display().to_string(), message: e.to_string() })?;
-                overrides.insert(stem, (path.display().to_string(), text));
             }
         }
-        Self::from_overrides(overrides)
+        Self::from_overrides(overrides, true)
     }
 
     /// The templates as saved by [`Prompts::texts`] (e.g. in a session file).
+    /// A session saved before structured variants existed has none: its prompts render as
+    /// they did then.
     pub fn from_texts(texts: &BTreeMap<String, String>) -> Result<Self, PromptError> {
-        Self::from_overrides(texts.iter().map(|(k, v)| (k.clone(), (format!("{k} (saved)"), v.clone()))).collect())
+        let saved_variants = texts.keys().any(|k| k.starts_with(JSON_PREFIX));
+        Self::from_overrides(
+            texts.iter().map(|(k, v)| (k.clone(), (format!("{k} (saved)"), v.clone()))).collect(),
+            saved_variants,
+        )
     }
 
-    /// Every template's text by name.
+    /// Every template's text by name, structured variants as `json/NAME`.
     pub fn texts(&self) -> BTreeMap<String, String> {
-        Template::ALL.iter().map(|&t| (t.name().to_string(), self.parsed(t).source.clone())).collect()
+        let plain = Template::ALL.iter().map(|&t| (t.name().to_string(), self.parsed(t).source.clone()));
+        let json = Template::ALL.iter().filter_map(|&t| {
+            Some((format!("{JSON_PREFIX}{}", t.name()), self.json[t as usize].as_ref()?.source.clone()))
+        });
+        plain.chain(json).collect()
     }
 
-    /// The defaults, with `overrides` (name → (where it came from, text)) in their place.
-    fn from_overrides(overrides: BTreeMap<String, (String, String)>) -> Result<Self, PromptError> {
-        if let Some((_, (file, _))) = overrides.iter().find(|(name, _)| Template::from_name(name).is_none()) {
+    /// The defaults, with `overrides` (name → (where it came from, text)) in their place;
+    /// structured variants only if `variants` (else none at all).
+    fn from_overrides(overrides: BTreeMap<String, (String, String)>, variants: bool) -> Result<Self, PromptError> {
+        let template_of = |name: &str| Template::from_name(name.strip_prefix(JSON_PREFIX).unwrap_or(name));
+        if let Some((_, (file, _))) = overrides.iter().find(|(name, _)| template_of(name).is_none()) {
             return Err(PromptError::UnknownTemplate {
                 file: file.clone(),
                 known: Template::ALL.iter().map(|t| t.name()).collect::<Vec<_>>().join(", "),
@@ -235,7 +323,27 @@ impl Prompts {
             };
             templates.push(parsed);
         }
-        Ok(Self { templates })
+        let mut json = Vec::with_capacity(Template::ALL.len());
+        for &t in Template::ALL {
+            let key = format!("{JSON_PREFIX}{}", t.name());
+            let parsed = match (overrides.get(&key), t.json_default_text()) {
+                _ if !variants => None,
+                (Some((file, text)), _) => Some(Parsed::parse(file, text, t.placeholders())?),
+                (None, Some(text)) => Some(Parsed::parse(&format!("prompts/{key}.txt"), text, t.placeholders())?),
+                (None, None) => None,
+            };
+            json.push(parsed);
+        }
+        Ok(Self { templates, json })
+    }
+
+    /// Renders `template` for a call whose reply is asked for as JSON when `structured`: its
+    /// structured variant if it has one (which shows the reply's shape), else the template.
+    pub fn render_for(&self, template: Template, values: &[(&str, &str)], structured: bool) -> Prompt {
+        match self.json[template as usize].as_ref().filter(|_| structured) {
+            Some(variant) => Prompt { text: variant.render(values), shows_shape: true },
+            None => Prompt::from(self.render(template, values)),
+        }
     }
 
     /// `ALL` lists the variants in declaration order, so a variant is its own index.
@@ -280,7 +388,9 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
         let mut files: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
-            .map(|e| e.unwrap().path().file_stem().unwrap().to_string_lossy().into_owned())
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file())
+            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
             .collect();
         files.sort();
         let mut names: Vec<String> = Template::ALL.iter().map(|t| t.name().to_string()).collect();
@@ -331,6 +441,6 @@ mod tests {
         std::fs::write(dir.path().join("anwser.txt"), "x").unwrap();
         let err = Prompts::load(Some(dir.path())).unwrap_err();
         assert!(matches!(err, PromptError::UnknownTemplate { .. }), "{err}");
-        assert!(err.to_string().ends_with("anwser.txt: not a known template (known: system, relation_prune, relation_prune_unified, entity_prune, entity_prune_unified, reasoning, reasoning_tog_r, answer, answer_own_knowledge, topic_entities, io, cot, pog_analysis, pog_precise, pog_branch, pog_summary, pog_sufficiency, pog_supplement, pog_answer, pog_answer_own, gog_step, gog_relations, gog_generate, gog_verify)"), "{err}");
+        assert!(err.to_string().ends_with("anwser.txt: not a known template (known: system, relation_prune, relation_prune_unified, entity_prune, entity_prune_unified, reasoning, reasoning_tog_r, answer, answer_own_knowledge, topic_entities, io, cot, pog_analysis, pog_precise, pog_branch, pog_summary, pog_sufficiency, pog_supplement, pog_answer, pog_answer_own, gog_step, gog_relations, gog_generate, gog_verify, extract)"), "{err}");
     }
 }

@@ -6,7 +6,7 @@
 //! value enums it already derives.
 
 use crate::engine::pog::PogPruning;
-use crate::engine::{GogSettings, MethodId, PogSettings, PruneTool, ScSettings, Settings};
+use crate::engine::{Fallback, GogSettings, MethodId, PogSettings, PruneTool, ScSettings, Settings};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
@@ -61,6 +61,12 @@ pub struct SettingsPatch {
     /// How many entities such a relation is sampled down to (default 5).
     #[arg(long, global = true, value_name = "N")]
     pub sample_size: Option<usize>,
+    /// `--method tog|tog-r`: what to answer from at the maximum depth without a sufficient
+    /// path: the paths collected so far, then the model's own knowledge if they give no answer
+    /// (partial-paths), or the model's own knowledge alone, as the ToG paper does
+    /// (own-knowledge) (default partial-paths).
+    #[arg(long, value_enum, global = true)]
+    pub fallback: Option<Fallback>,
     #[command(flatten)]
     #[serde(flatten)]
     pub sc: ScPatch,
@@ -141,6 +147,7 @@ impl SettingsPatch {
         set(&mut s.max_tokens, self.max_tokens);
         set(&mut s.sample_threshold, self.sample_threshold);
         set(&mut s.sample_size, self.sample_size);
+        set(&mut s.fallback, self.fallback);
         self.sc.apply(&mut s.sc);
         self.pog.apply(&mut s.pog);
         self.gog.apply(&mut s.gog);
@@ -292,6 +299,7 @@ mod tests {
             pog: PogSettings { fuzzy_width: 40, pog_pruning: PogPruning::All, path_summary: false },
             gog: GogSettings { gog_steps: 4, generate_samples: 2, rollbacks: 0 },
             structured: false,
+            fallback: Fallback::OwnKnowledge,
         }
     }
 
@@ -312,6 +320,7 @@ mod tests {
             max_tokens = 512
             sample_threshold = 30
             sample_size = 7
+            fallback = "own-knowledge"
             samples = 9
             sample_temperature = 1.25
             fuzzy_width = 40
@@ -340,6 +349,7 @@ mod tests {
             "--max-tokens=512",
             "--sample-threshold=30",
             "--sample-size=7",
+            "--fallback=own-knowledge",
             "--samples=9",
             "--sample-temperature=1.25",
             "--fuzzy-width=40",

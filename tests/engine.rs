@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use ongraph::engine::beam::{NodeKind, Status};
 use ongraph::engine::events::EventKind;
-use ongraph::engine::{AnswerSource, MethodId, Override, PruneTool, Settings, Topics};
+use ongraph::engine::{AnswerSource, Fallback, MethodId, Override, PruneTool, Settings, Topics};
 use ongraph::kg::Term;
 
 const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";
@@ -65,21 +65,24 @@ async fn pessimist_costs(settings: Settings) -> (ongraph::engine::events::Costs,
 #[tokio::test]
 async fn call_counts_stay_within_the_papers_bounds() {
     let (n, d) = (3u64, 3u64);
-    let (tog, source, depth) = pessimist_costs(Settings::default()).await;
+    // The paper's own-knowledge answer at Dmax (the paths-first answer adds one call at most).
+    let paper = || Settings { fallback: Fallback::OwnKnowledge, ..Settings::default() };
+    let (tog, source, depth) = pessimist_costs(paper()).await;
     assert_eq!((source, depth), (AnswerSource::OwnKnowledge, 3));
     assert!(tog.llm_calls <= 2 * n * d + d + 1, "ToG made {} calls", tog.llm_calls);
+    let (partial_first, source, _) = pessimist_costs(Settings::default()).await;
+    assert_eq!((source, partial_first.llm_calls), (AnswerSource::PartialPaths, tog.llm_calls), "one call either way");
     assert!(tog.llm_calls > 2 * d, "ToG made only {} calls: prunes are not being asked", tog.llm_calls);
 
-    let (tog_r, ..) = pessimist_costs(Settings { method: MethodId::TOG_R, ..Settings::default() }).await;
+    let (tog_r, ..) = pessimist_costs(Settings { method: MethodId::TOG_R, ..paper() }).await;
     assert!(tog_r.llm_calls <= n * d + d + 1, "ToG-R made {} calls", tog_r.llm_calls);
 
-    let (unified, ..) = pessimist_costs(Settings { unified: true, ..Settings::default() }).await;
+    let (unified, ..) = pessimist_costs(Settings { unified: true, ..paper() }).await;
     assert!(unified.llm_calls <= 2 * d + d + 1, "unified ToG made {} calls", unified.llm_calls);
-    let (unified_r, ..) =
-        pessimist_costs(Settings { unified: true, method: MethodId::TOG_R, ..Settings::default() }).await;
+    let (unified_r, ..) = pessimist_costs(Settings { unified: true, method: MethodId::TOG_R, ..paper() }).await;
     assert!(unified_r.llm_calls <= d + d + 1, "unified ToG-R made {} calls", unified_r.llm_calls);
 
-    let (bm25, source, _) = pessimist_costs(Settings { prune: PruneTool::Bm25, ..Settings::default() }).await;
+    let (bm25, source, _) = pessimist_costs(Settings { prune: PruneTool::Bm25, ..paper() }).await;
     // Only reasoning and the answer ask the model (an identical reasoning prompt at a later
     // depth is answered from the memo, hence calls made + calls saved).
     assert_eq!(bm25.llm_calls + bm25.llm_calls_saved, d + 1, "BM25 pruning asks the model D+1 times");
@@ -92,7 +95,8 @@ async fn call_counts_stay_within_the_papers_bounds() {
 #[tokio::test]
 async fn dmax_fallback_is_marked_and_keeps_the_explored_paths() {
     let driver = demo_driver(PESSIMIST);
-    let mut run = new_run(&driver, "How long?", named(&["Canberra"]), Settings { depth: 2, ..Settings::default() });
+    let paper = Settings { depth: 2, fallback: Fallback::OwnKnowledge, ..Settings::default() };
+    let mut run = new_run(&driver, "How long?", named(&["Canberra"]), paper);
     run_to_end(&driver, &mut run).await;
     let answer = run.answer().unwrap();
     assert_eq!(answer.source, AnswerSource::OwnKnowledge);
@@ -108,6 +112,32 @@ async fn dmax_fallback_is_marked_and_keeps_the_explored_paths() {
     let last = run.trace().last().unwrap();
     assert_eq!(last.calls[0].step, "answer_own_knowledge");
     assert!(run.trace().iter().any(|e| e.notes.iter().any(|n| n.contains("maximum depth 2"))));
+}
+
+/// At Dmax the collected paths answer first (with the model's knowledge, as ToG-2 and PoG do);
+/// the model's own knowledge only when they give no answer.
+#[tokio::test]
+async fn dmax_answers_from_the_collected_paths_first() {
+    let driver = demo_driver(PESSIMIST);
+    let mut run = new_run(&driver, "How long?", named(&["Canberra"]), Settings { depth: 2, ..Settings::default() });
+    run_to_end(&driver, &mut run).await;
+    let answer = run.answer().unwrap();
+    assert_eq!((answer.source, answer.answers.clone()), (AnswerSource::PartialPaths, vec!["a while".to_string()]));
+    assert_eq!(
+        run.answer_source(|_| false).unwrap(),
+        "from partial knowledge-graph paths (no path judged sufficient within the depth limit; answered from those collected)"
+    );
+    assert_eq!(run.trace().last().unwrap().calls[0].step, "answer");
+    // Paths that give no answer: the model's own knowledge, one call more.
+    let unknowing = PESSIMIST.replace("the answer is {a while}", "the answer is {unknown}");
+    let driver = demo_driver(&unknowing);
+    let mut run = new_run(&driver, "How long?", named(&["Canberra"]), Settings { depth: 2, ..Settings::default() });
+    run_to_end(&driver, &mut run).await;
+    let answer = run.answer().unwrap();
+    assert_eq!((answer.source, answer.answers.clone()), (AnswerSource::OwnKnowledge, vec!["forever".to_string()]));
+    let steps: Vec<&str> = run.trace().iter().flat_map(|e| &e.calls).map(|c| c.step.as_str()).collect();
+    assert_eq!(steps[steps.len() - 2..], ["answer", "answer_own_knowledge"]);
+    assert!(run.trace().iter().any(|e| e.notes.iter().any(|n| n.contains("the collected paths gave no answer"))));
 }
 
 #[tokio::test]
@@ -367,8 +397,12 @@ contains = ["Q: Where is Canberra?"]
 text = "Canberra is in Australia"
 "#;
     let driver = demo_driver(script);
-    let mut run =
-        new_run(&driver, "Where is Canberra?", named(&["Canberra"]), Settings { depth: 1, ..Settings::default() });
+    let mut run = new_run(
+        &driver,
+        "Where is Canberra?",
+        named(&["Canberra"]),
+        Settings { depth: 1, fallback: Fallback::OwnKnowledge, ..Settings::default() },
+    );
     run_to_end(&driver, &mut run).await;
     let notes: Vec<&String> = run.trace().iter().flat_map(|e| &e.notes).collect();
     assert!(notes.iter().any(|n| n.contains("could not read relation scores")), "{notes:?}");

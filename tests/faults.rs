@@ -280,6 +280,7 @@ fn gold_request() -> ChatRequest {
         max_tokens: 64,
         sample: 0,
         schema: None,
+        extract: None,
     }
 }
 

@@ -17,6 +17,7 @@ fn request() -> ChatRequest {
         max_tokens: 256,
         sample: 0,
         schema: None,
+        extract: None,
     }
 }
 

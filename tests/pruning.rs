@@ -6,7 +6,7 @@ mod common;
 use async_trait::async_trait;
 use common::*;
 use ongraph::engine::beam::{NodeKind, Status};
-use ongraph::engine::{PruneTool, Request, Settings, Topics};
+use ongraph::engine::{Fallback, PruneTool, Request, Settings, Topics};
 use ongraph::kg::{KgProfile, Term};
 use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError, Usage};
 use ongraph::testing::driver::Driver;
@@ -47,7 +47,8 @@ impl Respond for BagOfWords {
 async fn embedding_pruning_scores_by_similarity_without_prune_calls() {
     let server = MockServer::start().await;
     Mock::given(wiremock::matchers::path("/v1/embeddings")).respond_with(BagOfWords).mount(&server).await;
-    let settings = Settings { prune: PruneTool::Embedding, depth: 1, ..Settings::default() };
+    let settings =
+        Settings { prune: PruneTool::Embedding, depth: 1, fallback: Fallback::OwnKnowledge, ..Settings::default() };
     let script = r#"
 [[reply]]
 step = "reasoning"
@@ -212,6 +213,7 @@ async fn the_driver_respects_its_concurrency_limit_and_makes_duplicates_once() {
             max_tokens: 8,
             sample: 0,
             schema: None,
+            extract: None,
         })
     };
     let batch: Vec<Request> = (0..10).map(|i| call(&"x".repeat(i + 1))).chain([call("x"), call("x")]).collect();

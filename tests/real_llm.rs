@@ -76,7 +76,12 @@ impl LlamaServer {
     }
 }
 
-/// The steps whose replies decide the run: with structured replies each must be read as JSON.
+/// The steps that reason before they answer: with structured replies they are asked as free
+/// text, and only a reply that cannot be read so has its answer extracted by a second call.
+const REASONS_FIRST: &[&str] = &["answer", "answer_own_knowledge", "cot", "gog_step"];
+
+/// The steps whose replies decide the run: with structured replies none may need a fallback
+/// (the others are read as JSON).
 const DECISIVE: &[&str] = &[
     "relation_prune",
     "entity_prune",
@@ -143,12 +148,36 @@ fn every_method_runs_on_a_real_small_model_without_breaking() {
                     assert!(call["reply"].is_string() && call["parsed"].is_string(), "{what}: {call}");
                     // Real usage from the server: the prompt is never free.
                     assert!(call["usage"]["prompt_tokens"].as_u64().is_some_and(|n| n > 0), "{what}: {call}");
-                    if structured == "auto" {
+                    if structured == "auto" && REASONS_FIRST.contains(&step) {
+                        let extracted = call["read"] == "extracted";
+                        assert!(
+                            call.get("read").is_none() || (extracted && call["mode"] == "json_object"),
+                            "{what}: {call}"
+                        );
+                        if DECISIVE.contains(&step) {
+                            assert_ne!(call["fell_back"], true, "{what}: a fallback on {step}: {call}");
+                        }
+                    } else if structured == "auto" {
                         // llama-cpp-python's server takes `json_object` with a schema (after
                         // refusing `json_schema` once), and the grammar holds the reply to it.
                         assert_eq!(call["mode"], "json_object", "{what}: {call}");
                         if DECISIVE.contains(&step) {
                             assert_eq!(call["read"], "json", "{what}: a parse fallback on {step}: {call}");
+                        }
+                        if step == "reasoning" {
+                            // The judgment's shape round-trips: a reason, then an answer among
+                            // what the shown triples reach (or unknown), and the verdict read
+                            // from it.
+                            let reply: Value = serde_json::from_str(call["reply"].as_str().unwrap_or_default())
+                                .unwrap_or_else(|e| panic!("{what}: the judgment is not JSON ({e}): {call}"));
+                            assert!(reply["reason"].is_string(), "{what}: {call}");
+                            let answers = reply["answer"].as_array().unwrap_or_else(|| panic!("{what}: {call}"));
+                            assert!(!answers.is_empty(), "{what}: {call}");
+                            let parsed = call["parsed"].as_str().unwrap_or_default();
+                            match parsed.strip_prefix("Yes: answered ") {
+                                Some(named) => assert!(answers.iter().any(|a| a == named), "{what}: {call}"),
+                                None => assert_eq!(parsed, "No: no answer the shown triples reach", "{what}: {call}"),
+                            }
                         }
                     } else {
                         assert!(call.get("mode").is_none() && call.get("read").is_none(), "{what}: {call}");

@@ -35,7 +35,9 @@ impl JsonModel {
     }
 
     fn reply(&self, r: &ChatRequest) -> String {
-        let Some(schema) = &r.schema else { return "no schema".into() };
+        // A reason-first call is asked as free text: this model's prose names no answer, so the
+        // driver extracts it with a second, structured call.
+        let Some(schema) = &r.schema else { return "Let me think about the question.".into() };
         if let Some((kind, reply)) = self.spoil
             && kind == schema.name
         {
@@ -63,6 +65,12 @@ impl JsonModel {
                 json!({"scores": names.iter().map(|x| json!({"entity": x, "score": 1.0 / n})).collect::<Vec<_>>()})
             }
             "verdict" => json!({"sufficient": shown, "answer": if shown { vec!["Australian Labor Party"] } else { vec![] }, "reason": "r"}),
+            // The answer is chosen among what the shown triples reach (the schema's enum).
+            "judgment" => {
+                let offered = enum_of(s, "/properties/answer/items/enum");
+                let labor = json!("Australian Labor Party");
+                json!({"reason": "r", "answer": [if offered.contains(&labor) { labor } else { json!("unknown") }]})
+            }
             "answer" | "reasoned_answer" => json!({"reasoning": "", "answer": ["Australian Labor Party"]}),
             other => json!({"unexpected": other}),
         }
@@ -110,7 +118,16 @@ async fn json_replies_carry_the_run_with_every_call_read_as_json() {
         let schema = r.schema.as_ref().unwrap_or_else(|| panic!("{}: no schema", r.step));
         assert_eq!(schema.schema["additionalProperties"], false, "{}", r.step);
         assert!(r.prompt.contains("Reply with one JSON object only"), "{}: {}", r.step, r.prompt);
+        // The shape is shown before the question: the fixed part of the prompt comes first.
+        if ["relation_prune", "entity_prune", "reasoning"].contains(&r.step.as_str()) {
+            let shape = r.prompt.find("Reply with one JSON object only").unwrap();
+            assert!(shape < r.prompt.rfind(CANBERRA).unwrap(), "{}: the shape after the question", r.step);
+        }
     }
+    // The sufficiency check judged by the answer, at the hop whose triples reach it.
+    let judged: Vec<&CallRecord> = calls(&run).into_iter().filter(|c| c.step == "reasoning").collect();
+    assert_eq!(judged.last().unwrap().parsed, "Yes: answered Australian Labor Party");
+    assert!(judged[..judged.len() - 1].iter().all(|c| c.parsed == "No: no answer the shown triples reach"));
     let calls = calls(&run);
     assert!(calls.len() >= 5, "{}", calls.len());
     for c in &calls {
@@ -153,12 +170,29 @@ async fn json_cut_off_at_the_token_limit_is_closed_and_read() {
 
 #[tokio::test]
 async fn an_empty_reply_is_no_answer_and_never_a_panic() {
-    // Nothing streamed for the verdict: no Yes/No, taken as No, marked as a fallback.
-    let run = run_with(JsonModel::new(Some(("verdict", ""))), MethodId::TOG).await;
+    // Nothing streamed for the judgment: no answer, taken as No, marked as a fallback; at the
+    // depth limit the collected paths answer (the free reply extracted by a second call).
+    let run = run_with(JsonModel::new(Some(("judgment", ""))), MethodId::TOG).await;
     let verdicts: Vec<&CallRecord> = calls(&run).into_iter().filter(|c| c.step == "reasoning").collect();
     assert!(!verdicts.is_empty());
-    assert!(verdicts.iter().all(|c| c.fell_back && c.parsed == "No"), "{verdicts:?}");
-    assert_eq!(run.answer().map(|a| a.source), Some(AnswerSource::OwnKnowledge));
+    assert!(verdicts.iter().all(|c| c.fell_back && c.parsed.starts_with("No")), "{verdicts:?}");
+    assert_eq!(run.answer().map(|a| a.source), Some(AnswerSource::PartialPaths));
+    let answer = calls(&run).into_iter().find(|c| c.step == "answer").unwrap();
+    assert_eq!((answer.read, answer.fell_back), (ReadAs::Extracted, false), "{answer:?}");
+    assert!(answer.reasoning.as_deref().is_some_and(|r| r.contains("Let me think")), "the free reply is kept");
+    assert_eq!(run.costs().llm_calls, calls(&run).iter().filter(|c| !c.cached).count() as u64 + 1, "two calls");
+}
+
+#[tokio::test]
+async fn a_judgment_naming_what_the_triples_do_not_reach_is_not_sufficient() {
+    // A reply outside the enum (a server that does not enforce it): not taken, and said.
+    let run =
+        run_with(JsonModel::new(Some(("judgment", r#"{"reason": "r", "answer": ["Paris"]}"#))), MethodId::TOG).await;
+    let judged: Vec<&CallRecord> = calls(&run).into_iter().filter(|c| c.step == "reasoning").collect();
+    assert!(judged.iter().all(|c| c.parsed == "No: no answer the shown triples reach" && c.read == ReadAs::Json));
+    let notes = notes(&run);
+    assert!(notes.iter().any(|n| n.contains("answered \"Paris\", which the shown triples do not reach")), "{notes:?}");
+    assert_ne!(run.answer().map(|a| a.answers.clone()), Some(vec!["Paris".to_string()]));
 }
 
 #[tokio::test]
@@ -185,7 +219,8 @@ async fn every_call_asks_for_the_reply_shape_its_template_names() {
             let _ = driver.run(&mut run, |_, _| {}).await;
             for r in model.requests.lock().unwrap().iter() {
                 let Some(template) = Template::from_name(&r.step) else { continue };
-                let schema = r.schema.as_ref().map(|s| s.name.as_str());
+                // A reason-first call names the shape its answer is extracted into.
+                let schema = r.schema.as_ref().or(r.extract.as_ref().map(|e| &e.schema)).map(|s| s.name.as_str());
                 assert_eq!(schema, template.reply(), "{method:?}: {}", r.step);
                 seen.insert(template.name());
             }

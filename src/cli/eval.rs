@@ -47,6 +47,10 @@ pub struct EvalArgs {
     /// A random N of them (seeded by --seed), kept in file order.
     #[arg(long, value_name = "N")]
     pub sample: Option<usize>,
+    /// Only the first N of those selected (e.g. the first 30 of a seeded sample of 50, so a
+    /// slower method runs on a prefix of the same questions).
+    #[arg(long, value_name = "N")]
+    pub take: Option<usize>,
     /// Where the records and the summary go (default: eval-runs/DATASET.METHOD.LLM).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -213,7 +217,8 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         None => TopicIds::Freebase,
     };
     let items = crate::dataset::load(&dataset, format, ids)?;
-    let chosen = select(items.len(), args.limit, args.sample, settings.seed);
+    let mut chosen = select(items.len(), args.limit, args.sample, settings.seed);
+    chosen.truncate(args.take.unwrap_or(usize::MAX));
     // With --with-corrections each question sees the corrections as they are when it starts
     // (another process may change them during a long run).
     let live = Arc::new(super::overlay::LiveOverlay::open(base, config, &setup, args.with_corrections)?);

@@ -40,7 +40,7 @@ impl BaselineMachine {
         match self.prompting {
             Prompting::Io => vec![cx.llm(
                 "io",
-                cx.prompts.render(Template::Io, &[("question", question)]),
+                cx.render(Template::Io, &[("question", question)]),
                 s.reason_temperature,
                 Shape::Answer,
             )],

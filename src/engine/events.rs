@@ -50,6 +50,9 @@ pub enum ReadAs {
     Text,
     /// As JSON of the requested shape.
     Json,
+    /// A reason-first reply that could not be read as text: its answer was extracted by a
+    /// second call, as JSON.
+    Extracted,
 }
 
 impl ReadAs {

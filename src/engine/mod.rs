@@ -18,8 +18,8 @@ mod tog;
 mod topics;
 
 use crate::kg::{EntityMatch, KgProfile, Neighbour, RelationRef, Term};
-use crate::llm::{ChatRequest, Completion};
-use crate::prompts::Prompts;
+use crate::llm::{ChatRequest, Completion, Extraction};
+use crate::prompts::{Prompt, Prompts, Template};
 use beam::{Beam, NodeId, TripleView};
 use events::{Costs, Event, EventKind};
 use rand::SeedableRng;
@@ -87,6 +87,30 @@ pub struct Settings {
     /// shape); off for models that read only free text. Set from the endpoint's `structured`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub structured: bool,
+    /// What ToG and ToG-R answer from at the maximum depth without a sufficient path. Missing
+    /// from files written before it existed, which ran the paper's own-knowledge answer.
+    #[serde(default = "Fallback::paper")]
+    pub fallback: Fallback,
+}
+
+/// ToG's answer at the maximum depth when no check said "sufficient".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fallback {
+    /// The triples collected so far first (with the model's knowledge, as ToG-2 and PoG do),
+    /// labelled "from partial KG paths"; the model's own knowledge only when they give no
+    /// answer.
+    #[default]
+    PartialPaths,
+    /// The model's own knowledge, the paths set aside (the ToG paper's behaviour).
+    OwnKnowledge,
+}
+
+impl Fallback {
+    /// The paper's, for files that predate the setting.
+    fn paper() -> Self {
+        Self::OwnKnowledge
+    }
 }
 
 /// Self-consistency (`sc`).
@@ -160,6 +184,7 @@ impl Default for Settings {
             pog: PogSettings::default(),
             gog: GogSettings::default(),
             structured: false,
+            fallback: Fallback::default(),
         }
     }
 }
@@ -435,32 +460,63 @@ pub struct Context {
 
 impl Context {
     /// A call whose reply takes `shape` (asked for as JSON in structured mode).
-    pub(crate) fn llm(&self, step: &str, prompt: String, temperature: f64, shape: Shape<'_>) -> Request {
+    pub(crate) fn llm(&self, step: &str, prompt: impl Into<Prompt>, temperature: f64, shape: Shape<'_>) -> Request {
         self.llm_sample(step, prompt, temperature, 0, shape)
     }
 
+    /// `template` rendered for this run: its structured variant (examples in JSON, the reply's
+    /// shape shown) when replies are structured and it has one.
+    pub(crate) fn render(&self, template: Template, values: &[(&str, &str)]) -> Prompt {
+        self.prompts.render_for(template, values, self.settings.structured)
+    }
+
     /// Sample `sample` of a call made several times on purpose (self-consistency).
+    ///
+    /// With structured replies, a call of a shape that reasons first ([`Shape::reasons_first`])
+    /// is asked as free text and carries the extraction that reads a reply it cannot read as
+    /// it is; any other is asked as JSON of its shape, shown in the prompt.
     pub(crate) fn llm_sample(
         &self,
         step: &str,
-        mut prompt: String,
+        prompt: impl Into<Prompt>,
         temperature: f64,
         sample: u32,
         shape: Shape<'_>,
     ) -> Request {
-        let schema = self.settings.structured.then(|| {
-            prompt.push_str(&shape.instruction());
-            shape.reply_schema()
-        });
+        let Prompt { mut text, shows_shape } = prompt.into();
+        let (schema, extract) = match self.settings.structured {
+            false => (None, None),
+            true if shape.reasons_first() => (None, Some(Box::new(self.extraction(&shape.extracted())))),
+            true => {
+                if !shows_shape {
+                    text.push_str(&shape.instruction());
+                }
+                (Some(shape.reply_schema()), None)
+            }
+        };
         Request::Llm(ChatRequest {
             step: step.into(),
             system: self.prompts.system(),
-            prompt,
+            prompt: text,
             temperature,
             max_tokens: self.settings.max_tokens,
             sample,
             schema,
+            extract,
         })
+    }
+
+    /// The second call of a reason-first request: the extraction prompt around the free reply,
+    /// asking for `shape`.
+    fn extraction(&self, shape: &Shape<'_>) -> Extraction {
+        const SLOT: &str = "\u{0}reply\u{0}";
+        let text = self.prompts.render(Template::Extract, &[("question", &self.question), ("reply", SLOT)]);
+        let (before, after) = text.split_once(SLOT).unwrap_or((&text, ""));
+        Extraction {
+            schema: shape.reply_schema(),
+            before: before.to_string(),
+            after: format!("{after}{}", shape.instruction()),
+        }
     }
 
     /// A call whose reply is read as an answer: `{name}` in free text, or JSON of the answer
@@ -755,7 +811,7 @@ impl Run {
                 }
                 (Request::Llm(_), Response::Llm { completion }) => {
                     made += 1;
-                    self.cx.costs.llm_calls += 1;
+                    self.cx.costs.llm_calls += completion.calls();
                     self.cx.costs.usage += completion.usage;
                 }
                 (Request::Relations { .. } | Request::Neighbours { .. } | Request::FindEntities { .. }, _) => {
@@ -1044,14 +1100,21 @@ mod tests {
     use super::*;
 
     /// Sessions and eval records store settings flat, in this order; the sections do not show.
+    /// Settings saved before `fallback` existed ran the paper's own-knowledge answer, and load
+    /// so (a session replays as it ran).
     #[test]
     fn settings_serialise_flat_as_they_always_have() {
-        let saved = r#"{"method":"tog","width":3,"depth":3,"prune":"llm","unified":false,"speculate":false,"seed":0,"prune_temperature":0.4,"reason_temperature":0.0,"max_tokens":256,"sample_threshold":20,"sample_size":5,"samples":5,"sample_temperature":0.7,"fuzzy_width":80,"pog_pruning":"fuzzy-precise","path_summary":true,"gog_steps":6,"generate_samples":3,"rollbacks":2}"#;
+        let before_fallback = r#"{"method":"tog","width":3,"depth":3,"prune":"llm","unified":false,"speculate":false,"seed":0,"prune_temperature":0.4,"reason_temperature":0.0,"max_tokens":256,"sample_threshold":20,"sample_size":5,"samples":5,"sample_temperature":0.7,"fuzzy_width":80,"pog_pruning":"fuzzy-precise","path_summary":true,"gog_steps":6,"generate_samples":3,"rollbacks":2}"#;
+        let saved = before_fallback.replace('}', r#","fallback":"partial-paths"}"#);
         assert_eq!(serde_json::to_string(&Settings::default()).unwrap(), saved);
-        assert_eq!(serde_json::from_str::<Settings>(saved).unwrap(), Settings::default());
+        assert_eq!(serde_json::from_str::<Settings>(&saved).unwrap(), Settings::default());
+        assert_eq!(
+            serde_json::from_str::<Settings>(before_fallback).unwrap(),
+            Settings { fallback: Fallback::OwnKnowledge, ..Settings::default() }
+        );
         let structured = Settings { structured: true, ..Settings::default() };
         let json = serde_json::to_string(&structured).unwrap();
-        assert!(json.ends_with(r#""rollbacks":2,"structured":true}"#), "{json}");
+        assert!(json.ends_with(r#""rollbacks":2,"structured":true,"fallback":"partial-paths"}"#), "{json}");
         assert_eq!(serde_json::from_str::<Settings>(&json).unwrap(), structured);
     }
 
@@ -1063,6 +1126,7 @@ mod tests {
             width: 2,
             prune: PruneTool::Bm25,
             pog: PogSettings { fuzzy_width: 10, ..PogSettings::default() },
+            fallback: Fallback::OwnKnowledge,
             ..Settings::default()
         };
         assert_eq!(serde_json::from_str::<Settings>(old).unwrap(), expected);

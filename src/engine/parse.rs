@@ -316,6 +316,12 @@ pub fn parse_yes_no(reply: &str) -> Option<bool> {
     lower.contains("sufficient").then_some(true)
 }
 
+/// Whether an answer says nothing: empty, or "unknown" (punctuation and case aside).
+pub(crate) fn is_unknown(answer: &str) -> bool {
+    let bare: String = answer.chars().filter(|c| c.is_alphanumeric()).collect();
+    bare.is_empty() || bare.eq_ignore_ascii_case("unknown")
+}
+
 /// Extracts the answer(s): every `{…}` group that is not a Yes/No verdict, in order, split on
 /// ` | ` (GoG style) but not on commas (answers such as "Washington, D.C." contain them); then
 /// "the answer is X". `None` when the reply names no answer.

@@ -27,7 +27,11 @@ pub(super) fn record(request: &Request, c: &Completion, parsed: String) -> CallR
         cached: c.cached,
         temperature,
         mode: c.mode,
-        read: if c.json_reply.is_some() { ReadAs::Json } else { ReadAs::Text },
+        read: match (c.json_reply.is_some(), c.extracted) {
+            (true, true) => ReadAs::Extracted,
+            (true, false) => ReadAs::Json,
+            (false, _) => ReadAs::Text,
+        },
         fell_back: false,
     }
 }
@@ -47,10 +51,12 @@ pub(super) fn read_structured(requests: &[Request], responses: &mut [Response]) 
     for (request, response) in requests.iter().zip(responses.iter_mut()) {
         let (Request::Llm(r), Response::Llm { completion }) = (request, response) else { continue };
         notes.extend(completion.notes.iter().cloned());
-        let Some(schema) = &r.schema else { continue };
+        // A reason-first reply is JSON only when its answer had to be extracted.
+        let extracted = r.extract.as_ref().filter(|_| completion.extracted).map(|e| &e.schema);
+        let Some(schema) = r.schema.as_ref().or(extracted) else { continue };
         match super::structured::read(schema, &completion.text) {
             Some(reading) => {
-                notes.extend(reading.note);
+                notes.extend(reading.notes);
                 completion.json_reply = Some(std::mem::replace(&mut completion.text, reading.text));
             }
             None if !completion.text.trim().is_empty() => notes.push(format!(

@@ -25,8 +25,12 @@ pub(crate) enum Shape<'a> {
     EntityScores { candidates: &'a [String] },
     /// A score for each entity of each group.
     EntityGroups { groups: &'a [Vec<String>] },
-    /// Whether the knowledge suffices, and the answer if it does.
+    /// Whether the knowledge suffices, and the answer if it does (free-text prompts' reading,
+    /// and sessions recorded before [`Shape::Judgment`]).
     Verdict,
+    /// A judgment by its answer: a short reason, then the answer chosen among `options` (what
+    /// the shown triples reach) or `unknown`. Sufficient means an answer other than unknown.
+    Judgment { options: &'a [String] },
     /// The answer(s) only.
     Answer,
     /// Reasoning, then the answer(s) (chain of thought, own knowledge).
@@ -48,6 +52,12 @@ pub(crate) enum Shape<'a> {
     /// Which of `n` numbered triples are correct (GoG's verification).
     Kept { n: usize },
 }
+
+/// The judgment's answer when the shown knowledge does not lead to one.
+pub(crate) const UNKNOWN: &str = "unknown";
+
+/// The most characters a judgment's reason may take (one short line).
+const REASON_CHARS: usize = 200;
 
 /// Strings, deduplicated in order (a JSON schema's `enum` lists each value once).
 fn distinct(items: &[String]) -> Vec<&str> {
@@ -100,6 +110,7 @@ impl Shape<'_> {
             Shape::EntityScores { .. } => "entity_scores",
             Shape::EntityGroups { .. } => "entity_groups",
             Shape::Verdict => "verdict",
+            Shape::Judgment { .. } => "judgment",
             Shape::Answer => "answer",
             Shape::ReasonedAnswer => "reasoned_answer",
             Shape::Analysis => "analysis",
@@ -169,6 +180,18 @@ impl Shape<'_> {
             Shape::Verdict => {
                 object(&[("sufficient", json!({"type": "boolean"})), ("answer", answers()), ("reason", string())])
             }
+            // The reason first, so a model constrained by a grammar writes it before it
+            // commits to an answer (llama.cpp's grammars keep the schema's order of properties);
+            // capped, so it stays one short line.
+            Shape::Judgment { options } => {
+                let mut choices = distinct(options);
+                choices.retain(|c| !c.eq_ignore_ascii_case(UNKNOWN));
+                choices.push(UNKNOWN);
+                object(&[
+                    ("reason", json!({"type": "string", "maxLength": REASON_CHARS})),
+                    ("answer", json!({"type": "array", "items": {"enum": choices}, "minItems": 1, "maxItems": 8})),
+                ])
+            }
             Shape::Answer => object(&[("answer", answers())]),
             Shape::ReasonedAnswer => object(&[("reasoning", string()), ("answer", answers())]),
             Shape::Analysis => object(&[("thinking_cot", string()), ("split_questions", array(string(), Some(6)))]),
@@ -193,10 +216,28 @@ impl Shape<'_> {
         }
     }
 
+    /// Whether a call of this shape reasons before it answers (chain of thought, an answer from
+    /// the model's own knowledge, GoG's thoughts): under structured replies it is asked as free
+    /// text, its prose exemplars kept, and only a reply that cannot be read so has its answer
+    /// extracted by a second call constrained to [`Shape::extracted`] (reason, then format: a
+    /// JSON string field is a poor scratchpad for a small model).
+    pub fn reasons_first(&self) -> bool {
+        matches!(self, Shape::ReasonedAnswer | Shape::GogStep)
+    }
+
+    /// The shape a reason-first reply's answer is extracted into.
+    pub fn extracted(&self) -> Shape<'static> {
+        match self {
+            Shape::GogStep => Shape::GogStep,
+            _ => Shape::Answer,
+        }
+    }
+
     /// What the request carries: the schema, and the candidates a reply is read against.
     pub fn reply_schema(&self) -> ReplySchema {
         let labels = match self {
             Shape::EntityScores { candidates } => candidates.to_vec(),
+            Shape::Judgment { options } => options.to_vec(),
             _ => Vec::new(),
         };
         ReplySchema { name: self.name().into(), schema: self.schema(), labels }
@@ -222,6 +263,9 @@ impl Shape<'_> {
             Shape::Verdict => {
                 r#"{"sufficient": <true or false>, "answer": ["<answer>", ...], "reason": "<one sentence>"} (answer [] when not sufficient)"#.to_string()
             }
+            Shape::Judgment { .. } => format!(
+                r#"{{"reason": "<one short sentence>", "answer": ["<an entity or value of the triplets>", ...]}}, or "answer": ["{UNKNOWN}"] when the triplets do not lead to the answer"#
+            ),
             Shape::Answer => r#"{"answer": ["<answer>", ...]}"#.to_string(),
             Shape::ReasonedAnswer => r#"{"reasoning": "<step by step>", "answer": ["<answer>", ...]}"#.to_string(),
             Shape::Analysis => {
@@ -251,30 +295,41 @@ impl Shape<'_> {
     }
 }
 
+/// Whether a free reply to a call of shape `name` can be read as it is: an answer in braces (or
+/// "the answer is …"), or a GoG step with its action. Otherwise a reason-first call has the
+/// reply extracted by a second call.
+pub(crate) fn readable_as_text(name: &str, reply: &str) -> bool {
+    match name {
+        "gog_step" => crate::engine::gog::parse::parse_step(reply).is_ok(),
+        _ => crate::engine::parse::parse_answers(reply).is_some_and(|a| !a.is_empty()),
+    }
+}
+
 /// The result of reading a structured reply back.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Reading {
     /// The reply as the method's parser reads it.
     pub text: String,
-    /// How it was read, for the trace (e.g. the JSON was cut off and closed).
-    pub note: Option<String>,
+    /// How it was read, for the trace (e.g. the JSON was cut off and closed, an answer was not
+    /// among the choices).
+    pub notes: Vec<String>,
 }
 
 /// Reads `reply`, asked for as `schema`, into the text the method's parser reads; `None` when
 /// it is not JSON of the shape (the parser then reads the reply as it is).
 pub(crate) fn read(schema: &ReplySchema, reply: &str) -> Option<Reading> {
     let body = json_body(reply)?;
-    let (value, note) = match serde_json::from_str::<Value>(body) {
-        Ok(v) => (v, None),
+    let (value, mut notes) = match serde_json::from_str::<Value>(body) {
+        Ok(v) => (v, Vec::new()),
         // Cut off at the token limit: closed where it stopped, and read if that parses.
         Err(e) if e.is_eof() => (
             serde_json::from_str::<Value>(&close_truncated(body)).ok()?,
-            Some("the JSON reply was cut off (token limit); read as far as it went".to_string()),
+            vec!["the JSON reply was cut off (token limit); read as far as it went".to_string()],
         ),
         Err(_) => return None,
     };
-    let text = render(&schema.name, &schema.labels, value)?;
-    Some(Reading { text, note })
+    let text = render(&schema.name, &schema.labels, value, &mut notes)?;
+    Some(Reading { text, notes })
 }
 
 /// The JSON object in a reply: the whole reply, or inside a ```json fence some models add.
@@ -424,7 +479,7 @@ enum Body {
         answer: Vec<String>,
     },
     Answer {
-        #[serde(default)]
+        #[serde(default, alias = "reason")]
         reasoning: String,
         answer: AnswerList,
     },
@@ -478,7 +533,7 @@ impl AnswerList {
 
 /// Renders a reply of shape `name` in the brace format its parser reads; `None` when the value
 /// is not of that shape.
-fn render(name: &str, labels: &[String], value: Value) -> Option<String> {
+fn render(name: &str, labels: &[String], value: Value, notes: &mut Vec<String>) -> Option<String> {
     // The shape decides which fields must be there: `untagged` alone would take any object
     // that happens to fit an earlier variant.
     let has = |field: &str| value.get(field).is_some();
@@ -489,6 +544,7 @@ fn render(name: &str, labels: &[String], value: Value) -> Option<String> {
         "entity_scores" => has("scores"),
         "entity_groups" => has("groups"),
         "verdict" => has("sufficient"),
+        "judgment" => has("answer"),
         "answer" | "reasoned_answer" => has("answer"),
         "analysis" => has("thinking_cot"),
         "selection" => has("top_list"),
@@ -549,6 +605,7 @@ fn render(name: &str, labels: &[String], value: Value) -> Option<String> {
             }
             text
         }
+        ("judgment", Body::Answer { reasoning, answer }) => judgment(labels, &reasoning, answer.into_vec(), notes),
         ("answer" | "reasoned_answer", Body::Answer { reasoning, answer }) => {
             let answer = braced_answers(&answer.into_vec());
             match (clean(&reasoning), answer.is_empty()) {
@@ -622,6 +679,33 @@ fn render(name: &str, labels: &[String], value: Value) -> Option<String> {
     })
 }
 
+/// A judgment read back as a verdict: `{Yes}` with the answers that are among `options` (what
+/// the shown triples reach), else `{No}`. An answer the model named outside them is not taken,
+/// and said.
+fn judgment(options: &[String], reason: &str, answers: Vec<String>, notes: &mut Vec<String>) -> String {
+    let mut taken: Vec<String> = Vec::new();
+    for answer in &answers {
+        let answer = answer.trim();
+        if clean(answer).is_empty() || answer.eq_ignore_ascii_case(UNKNOWN) {
+            continue;
+        }
+        match options.iter().find(|o| o.trim().eq_ignore_ascii_case(answer)) {
+            Some(option) if !taken.contains(option) => taken.push(option.clone()),
+            Some(_) => {}
+            None => notes.push(format!(
+                "the model answered \"{}\", which the shown triples do not reach: not taken",
+                clean(answer).chars().take(80).collect::<String>()
+            )),
+        }
+    }
+    let answer = braced_answers(&taken);
+    let mut text = if answer.is_empty() { "{No}".to_string() } else { format!("{{Yes}}\nanswer: {answer}") };
+    if !reason.trim().is_empty() {
+        text.push_str(&format!("\nreason: {}", clean(reason)));
+    }
+    text
+}
+
 /// A score as the parsers read it (finite, not negative).
 fn score(s: f64) -> String {
     let s = if s.is_finite() { s.max(0.0) } else { 0.0 };
@@ -690,6 +774,49 @@ mod tests {
     }
 
     #[test]
+    fn a_judgment_is_its_answer_among_what_the_triples_reach() {
+        let options = vec!["Australian Labor Party".to_string(), "Anthony Albanese".to_string()];
+        let shape = Shape::Judgment { options: &options };
+        let schema = shape.schema();
+        // The reason is asked first (a grammar keeps this order), capped to a short line.
+        let order: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(order, ["reason", "answer"]);
+        assert_eq!(schema["properties"]["reason"]["maxLength"], REASON_CHARS);
+        assert_eq!(
+            schema["properties"]["answer"]["items"]["enum"],
+            json!(["Australian Labor Party", "Anthony Albanese", "unknown"])
+        );
+        let reading = |reply: &str| read(&shape.reply_schema(), reply).unwrap();
+        let yes = reading(r#"{"reason": "Albanese leads {Labor}.", "answer": ["australian labor party"]}"#);
+        assert_eq!(parse::parse_yes_no(&yes.text), Some(true));
+        assert_eq!(parse::parse_answers(&yes.text), Some(vec!["Australian Labor Party".to_string()]), "as offered");
+        assert!(yes.notes.is_empty(), "{:?}", yes.notes);
+        let unknown = reading(r#"{"reason": "Not yet.", "answer": ["unknown"]}"#);
+        assert_eq!((parse::parse_yes_no(&unknown.text), parse::parse_answers(&unknown.text)), (Some(false), None));
+        // An answer outside the choices (a server that does not enforce the enum) is not taken.
+        let outside = reading(r#"{"reason": "", "answer": ["Liberal Party", "unknown"]}"#);
+        assert_eq!(parse::parse_yes_no(&outside.text), Some(false));
+        assert_eq!(
+            outside.notes,
+            ["the model answered \"Liberal Party\", which the shown triples do not reach: not taken"]
+        );
+        let mixed = reading(r#"{"reason": "", "answer": ["Liberal Party", "Anthony Albanese"]}"#);
+        assert_eq!(parse::parse_answers(&mixed.text), Some(vec!["Anthony Albanese".to_string()]));
+        assert_eq!(read(&shape.reply_schema(), r#"{"reason": "no answer field"}"#), None);
+    }
+
+    #[test]
+    fn reason_first_shapes_are_readable_as_text_or_extracted() {
+        assert!(Shape::ReasonedAnswer.reasons_first() && Shape::GogStep.reasons_first());
+        assert!(!Shape::Answer.reasons_first() && !Shape::Judgment { options: &[] }.reasons_first());
+        assert_eq!(Shape::ReasonedAnswer.extracted(), Shape::Answer);
+        assert!(readable_as_text("answer", "First, … The answer is {Canberra}."));
+        assert!(!readable_as_text("answer", "I am not sure."));
+        assert!(readable_as_text("gog_step", "Thought: look it up\nAction: Search[Canberra]"));
+        assert!(!readable_as_text("gog_step", "Thought: look it up"));
+    }
+
+    #[test]
     fn not_the_shape_is_none_and_truncated_json_is_closed() {
         assert_eq!(read_as(&Shape::Answer, "The answer is {Paris}."), None);
         assert_eq!(read_as(&Shape::Answer, r#"{"entities": ["x"]}"#), None, "another shape");
@@ -697,7 +824,7 @@ mod tests {
         let cut = read(&Shape::Verdict.reply_schema(), r#"{"reason": "The chain joins Canb"#);
         assert_eq!(cut, None, "cut before the verdict: nothing to read");
         let cut = read(&Shape::Verdict.reply_schema(), r#"{"sufficient": true, "answer": ["Labor Par"#).unwrap();
-        assert!(cut.note.is_some());
+        assert!(!cut.notes.is_empty());
         assert_eq!(parse::parse_answers(&cut.text), Some(vec!["Labor Par".to_string()]));
         assert_eq!(close_truncated(r#"{"a": 1, "b"#), r#"{"a": 1}"#);
         assert_eq!(close_truncated(r#"{"a": [1, "#), r#"{"a": [1]}"#);
@@ -719,6 +846,7 @@ mod tests {
             Shape::EntityScores { candidates: &c },
             Shape::EntityGroups { groups: &g },
             Shape::Verdict,
+            Shape::Judgment { options: &c },
             Shape::Answer,
             Shape::ReasonedAnswer,
             Shape::Analysis,

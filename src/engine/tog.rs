@@ -7,6 +7,7 @@
 //! at most N are kept; literals are candidates and can be answers; the beam running dry ends
 //! the search cleanly; explored paths are kept and shown with an own-knowledge answer.
 
+use super::beam::TripleView;
 use super::beam::{KEPT_BY_YOU, NodeId, NodeKind, Provenance, Status};
 use super::events::{Decision, Event, LookupRecord};
 use super::lexical::{bm25_tokens, cosine, query_without, tokens};
@@ -18,7 +19,9 @@ use super::step::{
 };
 use super::structured::Shape;
 use super::topics::TopicLinker;
-use super::{Answer, AnswerSource, Context, EngineError, Override, PathView, PruneTool, Request, Response, Topics};
+use super::{
+    Answer, AnswerSource, Context, EngineError, Fallback, Override, PathView, PruneTool, Request, Response, Topics,
+};
 use crate::kg::{Neighbour, RelationRef, Term};
 use crate::prompts::Template;
 use rand::Rng;
@@ -189,22 +192,50 @@ impl TogMachine {
             .collect()
     }
 
-    /// The triples of the live paths, one `head, relation, tail` per line, without repeats. An
-    /// entity merged from several paths brings the triples of every path that reached it.
-    fn triples_text(&self, cx: &Context) -> String {
+    /// The triples of the live paths, without repeats. An entity merged from several paths
+    /// brings the triples of every path that reached it.
+    fn shown_triples(&self, cx: &Context) -> Vec<TripleView> {
         let beam = &cx.beam;
-        let mut lines: Vec<String> = Vec::new();
+        let mut shown: Vec<TripleView> = Vec::new();
         for path in self.live_paths(cx) {
             let merged = beam.path(path.leaf).into_iter().flat_map(|n| beam.nodes[n].also_via.iter().copied());
-            let triples = merged.flat_map(|copy| beam.triples(copy)).chain(path.triples);
-            for t in triples {
-                let line = t.line();
-                if !lines.contains(&line) {
-                    lines.push(line);
+            for t in merged.flat_map(|copy| beam.triples(copy)).chain(path.triples) {
+                if !shown.iter().any(|s| s.line() == t.line()) {
+                    shown.push(t);
                 }
             }
         }
-        lines.join("\n")
+        shown
+    }
+
+    /// The triples of the live paths, one `head, relation, tail` per line.
+    fn triples_text(&self, cx: &Context) -> String {
+        self.shown_triples(cx).iter().map(TripleView::line).collect::<Vec<_>>().join("\n")
+    }
+
+    /// What a judgment may answer: the entities and values the shown triples reach, the topic
+    /// entities (where every path starts) aside.
+    fn reachable_names(&self, cx: &Context) -> Vec<String> {
+        let topics: Vec<&str> = cx.beam.roots().map(|r| r.shown()).collect();
+        let mut names: Vec<String> = Vec::new();
+        if self.chains {
+            // ToG-R shows the entities each chain reaches.
+            for path in self.live_paths(cx) {
+                names.push(cx.beam.nodes[path.leaf].shown().to_string());
+            }
+        } else {
+            for t in self.shown_triples(cx) {
+                names.push(t.head);
+                names.push(t.tail);
+            }
+        }
+        let mut out: Vec<String> = Vec::new();
+        for name in names {
+            if !topics.contains(&name.as_str()) && !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        out
     }
 
     /// ToG-R's view: each live relation chain with the live entities it reaches.
@@ -297,7 +328,7 @@ impl TogMachine {
                     let names = candidate_names(cx, g);
                     let parent = offered_name(&cx.beam.nodes[g.parent]);
                     let prompt = if what == "relation" {
-                        cx.prompts.render(
+                        cx.render(
                             Template::RelationPrune,
                             &[
                                 ("width", &s.width.to_string()),
@@ -307,7 +338,7 @@ impl TogMachine {
                             ],
                         )
                     } else {
-                        cx.prompts.render(
+                        cx.render(
                             Template::EntityPrune,
                             &[("question", q), ("relation", &parent), ("entities", &names.join("; "))],
                         )
@@ -361,7 +392,10 @@ impl TogMachine {
     fn next_depth(&mut self, cx: &Context, ev: &mut Event) -> Phase {
         if self.depth >= cx.settings.depth {
             ev.notes.push(format!("maximum depth {} reached without a sufficient answer", cx.settings.depth));
-            return self.answer_because(AnswerSource::OwnKnowledge, DEPTH_LIMIT.into());
+            return match cx.settings.fallback {
+                Fallback::PartialPaths => self.answer_because(AnswerSource::PartialPaths, DEPTH_LIMIT_PARTIAL.into()),
+                Fallback::OwnKnowledge => self.answer_because(AnswerSource::OwnKnowledge, DEPTH_LIMIT.into()),
+            };
         }
         let expandable = Self::live_entities_at(cx, self.depth)
             .into_iter()
@@ -863,6 +897,8 @@ fn shield_depth(cx: &Context, node: NodeId) -> u32 {
 
 /// Why ToG answers from the model's own knowledge at Dmax (the wording answers have always had).
 const DEPTH_LIMIT: &str = "no sufficient KG path within the depth limit";
+/// Why the answer comes from the paths collected when the depth limit is reached.
+const DEPTH_LIMIT_PARTIAL: &str = "no path judged sufficient within the depth limit; answered from those collected";
 
 /// Why a candidate reaching an entity another path holds is not kept on its own.
 const MERGED: &str = "same entity kept on a better path; merged into it";
@@ -1098,20 +1134,15 @@ impl Method for TogMachine {
             }
             Phase::Reasoning => {
                 // This machine runs ToG and ToG-R only (the baselines have their own).
-                let (step, prompt) = if self.chains {
-                    (
-                        "reasoning",
-                        cx.prompts
-                            .render(Template::ReasoningTogR, &[("question", &q), ("chains", &self.chains_text(cx))]),
-                    )
+                let prompt = if self.chains {
+                    cx.render(Template::ReasoningTogR, &[("question", &q), ("chains", &self.chains_text(cx))])
                 } else {
-                    (
-                        "reasoning",
-                        cx.prompts
-                            .render(Template::Reasoning, &[("question", &q), ("triples", &self.triples_text(cx))]),
-                    )
+                    cx.render(Template::Reasoning, &[("question", &q), ("triples", &self.triples_text(cx))])
                 };
-                let mut requests = vec![cx.llm(step, prompt, s.reason_temperature, Shape::Verdict)];
+                // A structured variant judges by the answer, chosen among what the paths reach.
+                let options = self.reachable_names(cx);
+                let shape = if prompt.shows_shape { Shape::Judgment { options: &options } } else { Shape::Verdict };
+                let mut requests = vec![cx.llm("reasoning", prompt, s.reason_temperature, shape)];
                 if self.pending_verdict {
                     // The next hop's relation scoring rides along; its plan indexes the requests
                     // after the reasoning call.
@@ -1129,7 +1160,9 @@ impl Method for TogMachine {
             Phase::Answer(_) => {
                 let prompt =
                     cx.prompts.render(Template::Answer, &[("question", &q), ("triples", &self.triples_text(cx))]);
-                vec![cx.llm("answer", prompt, s.reason_temperature, Shape::Answer)]
+                // The papers' prompt reasons before its braced answer: under structured replies
+                // it is asked as free text, its answer extracted only if it cannot be read.
+                vec![cx.llm("answer", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
             }
             Phase::Done => Vec::new(),
         };
@@ -1238,7 +1271,16 @@ impl Method for TogMachine {
                     ev.notes.push("no Yes/No found in the reply; taken as No".into());
                 }
                 let yes = verdict == Some(true);
-                ev.calls.push(record(&requests[0], c, if yes { "Yes".into() } else { "No".into() }));
+                // A judgment by its answer says what the model answered.
+                let judged =
+                    matches!(&requests[0], Request::Llm(r) if r.schema.as_ref().is_some_and(|s| s.name == "judgment"));
+                let parsed = match (judged, yes) {
+                    (true, true) => format!("Yes: answered {}", answers.join(" | ")),
+                    (true, false) => "No: no answer the shown triples reach".to_string(),
+                    (false, true) => "Yes".to_string(),
+                    (false, false) => "No".to_string(),
+                };
+                ev.calls.push(record(&requests[0], c, parsed));
                 if verdict.is_none() {
                     unreadable(&mut ev);
                 }
@@ -1279,7 +1321,13 @@ impl Method for TogMachine {
             Phase::Answer(source) => {
                 let why = self.why_for(source);
                 let (answers, reply) = answer_call(requests, &responses, &mut ev, source, why.as_deref())?;
-                self.finish(cx, answers, reply, source);
+                let at_depth_limit = self.why.as_deref() == Some(DEPTH_LIMIT_PARTIAL);
+                if at_depth_limit && !answers.iter().any(|a| !parse::is_unknown(a)) {
+                    ev.notes.push("the collected paths gave no answer: asking the model's own knowledge".into());
+                    self.phase = self.answer_because(AnswerSource::OwnKnowledge, DEPTH_LIMIT.into());
+                } else {
+                    self.finish(cx, answers, reply, source);
+                }
             }
             Phase::Done => return Err(EngineError::Finished),
         }

@@ -114,6 +114,9 @@ pub struct Reads {
     /// Read as JSON of the requested shape.
     #[serde(default)]
     pub json: u64,
+    /// Reason first: a free reply whose answer was extracted by a second call.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub extracted: u64,
     /// Not readable: the step fell back (BM25, equal shares, No, asking again, …).
     #[serde(default)]
     pub fallback: u64,
@@ -123,11 +126,16 @@ impl std::ops::AddAssign for Reads {
     fn add_assign(&mut self, o: Self) {
         self.calls += o.calls;
         self.json += o.json;
+        self.extracted += o.extracted;
         self.fallback += o.fallback;
     }
 }
 
 fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
 

@@ -146,6 +146,7 @@ impl Evaluator {
             let tally = record.reads.entry(call.step.clone()).or_default();
             tally.calls += 1;
             tally.json += u64::from(call.read == crate::engine::events::ReadAs::Json);
+            tally.extracted += u64::from(call.read == crate::engine::events::ReadAs::Extracted);
             tally.fallback += u64::from(call.fell_back);
         }
         match outcome {

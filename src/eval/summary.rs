@@ -274,10 +274,20 @@ impl Summary {
             }
         }
         if !self.reads.is_empty() {
-            writeln!(out, "Replies                  calls     JSON   fell back (nothing usable: BM25, No, none, …)")?;
+            writeln!(
+                out,
+                "Replies                  calls     JSON  extracted  fell back (nothing usable: BM25, No, none, …)"
+            )?;
             for (step, r) in &self.reads {
                 let pct = |n: u64| 100.0 * n as f64 / r.calls.max(1) as f64;
-                writeln!(out, "  {step:<22} {:>5}   {:5.1}%   {:5.1}%", r.calls, pct(r.json), pct(r.fallback))?;
+                writeln!(
+                    out,
+                    "  {step:<22} {:>5}   {:5.1}%     {:5.1}%     {:5.1}%",
+                    r.calls,
+                    pct(r.json),
+                    pct(r.extracted),
+                    pct(r.fallback)
+                )?;
             }
         }
         Ok(())

@@ -105,8 +105,9 @@ enum Kind {
 /// The kind of prompt each template renders. Exhaustive, so a new template must be given one.
 fn kind_of(template: Template) -> Option<Kind> {
     Some(match template {
-        // Never a prompt of its own.
-        Template::System => return None,
+        // Never a prompt of its own; no extraction is asked of a simulation (it reads free
+        // text only).
+        Template::System | Template::Extract => return None,
         Template::TopicEntities => Kind::Topics,
         Template::RelationPrune => Kind::RelationPrune,
         Template::RelationPruneUnified => Kind::RelationPruneUnified,
@@ -720,6 +721,7 @@ mod tests {
             max_tokens: 256,
             sample: 0,
             schema: None,
+            extract: None,
         };
         model.reply(&request).unwrap_or_else(|e| e.to_string())
     }

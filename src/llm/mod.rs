@@ -4,6 +4,7 @@
 
 pub(crate) mod gold_path;
 pub(crate) mod openai;
+mod schema_check;
 pub(crate) mod scripted;
 pub(crate) mod serve;
 
@@ -29,6 +30,37 @@ pub struct ChatRequest {
     /// the request's `response_format` where the endpoint takes one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<ReplySchema>,
+    /// Reason first, then format: the call is made as free text (`schema` is `None`), and when
+    /// its reply cannot be read as it is, a second call made with this extracts the structured
+    /// reply from it (the driver does both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extract: Option<Box<Extraction>>,
+}
+
+/// The second call of a reason-first request: its prompt is `before`, the free reply, `after`;
+/// its reply takes `schema`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Extraction {
+    pub schema: ReplySchema,
+    pub before: String,
+    pub after: String,
+}
+
+impl ChatRequest {
+    /// The extraction call for `reply`, the free reply of this reason-first request.
+    pub fn extraction(&self, reply: &str) -> Option<ChatRequest> {
+        let e = self.extract.as_ref()?;
+        Some(ChatRequest {
+            step: self.step.clone(),
+            system: self.system.clone(),
+            prompt: format!("{}{}{}", e.before, reply.trim(), e.after),
+            temperature: 0.0,
+            max_tokens: self.max_tokens,
+            sample: self.sample,
+            schema: Some(e.schema.clone()),
+            extract: None,
+        })
+    }
 }
 
 /// A JSON schema for a reply, named after the kind of prompt it answers.
@@ -114,6 +146,10 @@ pub struct Completion {
     /// replies): notes for the trace.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// A reason-first call whose reply needed the extraction call: `text` is the extraction's
+    /// reply, `reasoning` holds the free reply it was read from, and the usage covers both.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub extracted: bool,
     /// The model's JSON reply, when `text` is the engine's reading of it (set by the engine,
     /// never sent or saved).
     #[serde(skip)]
@@ -121,6 +157,32 @@ pub struct Completion {
 }
 
 impl Completion {
+    /// The calls made for this completion: two when its answer was extracted by a second call.
+    pub fn calls(&self) -> u64 {
+        1 + u64::from(self.extracted)
+    }
+
+    /// This free reply followed by `extraction`, the reply of the call that read it: one
+    /// completion that cost both.
+    pub fn then_extracted(self, extraction: Completion) -> Completion {
+        let mut usage = self.usage;
+        usage += extraction.usage;
+        let reasoning = [self.reasoning, Some(self.text)].into_iter().flatten().collect::<Vec<_>>().join("\n");
+        let mut notes = self.notes;
+        notes.extend(extraction.notes);
+        Completion {
+            text: extraction.text,
+            reasoning: Some(reasoning),
+            usage,
+            latency_ms: self.latency_ms + extraction.latency_ms,
+            cached: false,
+            mode: extraction.mode,
+            notes,
+            extracted: true,
+            json_reply: None,
+        }
+    }
+
     /// Takes `<think>…</think>` out of the text into `reasoning` (after any the server sent
     /// apart), so that no answer is ever read from inside a think block. An unclosed `<think>`
     /// (a reply cut off while thinking) is all reasoning; a lone `</think>` (the opening tag was
@@ -365,6 +427,7 @@ mod tests {
             max_tokens: 1,
             sample: 0,
             schema: None,
+            extract: None,
         };
         let calls = (0..10).map(|_| limited.complete(&request));
         assert!(futures::future::join_all(calls).await.iter().all(Result::is_ok));

@@ -116,6 +116,8 @@ struct Learned {
     reasoning: bool,
     /// The reply mode structured requests are sent in.
     structured: ReplyMode,
+    /// Whether a structured reply was seen that does not fit its schema (said once).
+    unenforced: bool,
 }
 
 impl OpenAiConfig {
@@ -171,6 +173,7 @@ impl OpenAiClient {
             send_temperature: config.send_temperature.unwrap_or(true),
             reasoning: config.reasoning.unwrap_or(false),
             structured: config.structured.first(),
+            unenforced: false,
         };
         Ok(Self { config, api_key, http, learned: Mutex::new(learned) })
     }
@@ -510,6 +513,22 @@ impl LanguageModel for OpenAiClient {
             completion_tokens: completion_tokens.unwrap_or_else(|| super::estimate_tokens(&text)),
             reasoning_tokens: token_count(usage, &["completion_tokens_details", "reasoning_tokens"]).unwrap_or(0),
         };
+        // A server may take a `response_format` without enforcing it: a reply that does not fit
+        // its schema shows it. Said once per endpoint; the engine reads such replies as far as
+        // they go.
+        if let Some(schema) = request.schema.as_ref().filter(|_| !mode.is_free_text() && !text.contains("</think>"))
+            && let Some(why) = super::schema_check::violation(&schema.schema, &text)
+        {
+            let mut learned = self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !learned.unenforced {
+                learned.unenforced = true;
+                tracing::warn!(url = %self.config.base_url, mode = mode.label(), %why, "the endpoint does not enforce the reply's JSON schema");
+                notes.push(format!(
+                    "the endpoint took the JSON schema as {} but does not enforce it ({why}); replies are read as far as they fit",
+                    mode.label()
+                ));
+            }
+        }
         let thinks = reasoning.is_some() || usage.reasoning_tokens > 0 || text.contains("</think>");
         if thinks && self.config.reasoning.is_none() {
             self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner).reasoning = true;
@@ -522,6 +541,7 @@ impl LanguageModel for OpenAiClient {
             cached: false,
             mode,
             notes,
+            extracted: false,
             json_reply: None,
         })
     }

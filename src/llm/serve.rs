@@ -115,6 +115,7 @@ async fn answer(model: &dyn LanguageModel, req: Request<Incoming>, latency: Dura
         max_tokens: body.max_tokens,
         sample: 0,
         schema: None,
+        extract: None,
     };
     tokio::time::sleep(latency).await;
     match model.complete(&chat).await {

@@ -294,6 +294,7 @@ async fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
         max_tokens: value["max_tokens"].as_u64().unwrap_or(256) as u32,
         sample: 0,
         schema: None,
+        extract: None,
     };
     let key = fnv(&[step.as_bytes(), request.prompt.as_bytes()]);
     let attempt = {

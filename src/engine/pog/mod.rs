@@ -333,6 +333,22 @@ impl PogMachine {
         self.pool.iter().map(|&c| self.cands[c].path.len()).max().unwrap_or(0)
     }
 
+    /// What a judgment may answer: the entities and values on the pool's paths, the topic
+    /// entities (where the paths start) aside.
+    fn reachable_names(&self, cx: &Context) -> Vec<String> {
+        let topics: Vec<&str> = cx.beam.roots().map(|r| r.shown()).collect();
+        let mut out: Vec<String> = Vec::new();
+        for &c in &self.pool {
+            for &n in &self.cands[c].path.nodes {
+                let name = self.node_name(n);
+                if !topics.contains(&name.as_str()) && !out.contains(&name) {
+                    out.push(name);
+                }
+            }
+        }
+        out
+    }
+
     fn node_name(&self, n: usize) -> String {
         let node = &self.sg.nodes[n];
         node.label.clone().unwrap_or_else(|| node.term.as_str().to_string())
@@ -997,11 +1013,14 @@ impl Method for PogMachine {
             }
             Phase::Sufficiency => {
                 let summary = if self.summary.is_empty() { "(none)".to_string() } else { self.summary.join("\n") };
-                let prompt = cx.prompts.render(
+                let prompt = cx.render(
                     Template::PogSufficiency,
                     &[("question", &q), ("paths", &self.numbered(&self.pool)), ("summary", &summary)],
                 );
-                vec![cx.llm("pog_sufficiency", prompt, s.reason_temperature, Shape::Verdict)]
+                // A structured variant judges by the answer, chosen among what the paths reach.
+                let options = self.reachable_names(cx);
+                let shape = if prompt.shows_shape { Shape::Judgment { options: &options } } else { Shape::Verdict };
+                vec![cx.llm("pog_sufficiency", prompt, s.reason_temperature, shape)]
             }
             Phase::Supplement => {
                 let topics: Vec<String> = cx.beam.roots().map(|r| r.shown().to_string()).collect();

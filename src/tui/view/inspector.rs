@@ -246,11 +246,14 @@ fn flag_lines(beam: &Beam, node: NodeId, corrections: &[Correction], theme: &The
 /// How a call's reply was asked for and read, when that is not plain free text read as such.
 pub(super) fn reply_label(c: &crate::engine::events::CallRecord) -> String {
     let mut label = String::new();
-    if !c.mode.is_free_text() {
-        label.push_str(&format!(" · {}", c.mode.label()));
-        if c.read != crate::engine::events::ReadAs::Json {
-            label.push_str(" (not JSON: read as text)");
+    use crate::engine::events::ReadAs;
+    match c.read {
+        ReadAs::Extracted => label.push_str(&format!(" · free text, answer extracted as {}", c.mode.label())),
+        ReadAs::Json => label.push_str(&format!(" · {}", c.mode.label())),
+        ReadAs::Text if !c.mode.is_free_text() => {
+            label.push_str(&format!(" · {} (not JSON: read as text)", c.mode.label()))
         }
+        ReadAs::Text => {}
     }
     if c.fell_back {
         label.push_str(" · unreadable: fell back");
