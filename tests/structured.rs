@@ -228,3 +228,81 @@ async fn every_call_asks_for_the_reply_shape_its_template_names() {
     }
     assert!(seen.len() >= 14, "{seen:?}");
 }
+
+/// An OpenAI-compatible server that answers every structured request in its shape, choosing
+/// only among what the request offers: the topic as written, the team-mascot relation, equal
+/// entity scores, and for a judgment the Giants when its enum offers them, else unknown.
+struct ShapeServer;
+
+impl wiremock::Respond for ShapeServer {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let format = &body["response_format"]["json_schema"];
+        let schema = &format["schema"];
+        let reply = match format["name"].as_str().unwrap_or_default() {
+            "topics" => json!({"entities": ["Lou Seal"]}),
+            "relations" => {
+                let offered = enum_of(schema, "/properties/relations/items/properties/relation/enum");
+                let best = offered.iter().find(|r| r.as_str().is_some_and(|r| r.contains("team_mascot")));
+                json!({"relations": [{"relation": best.or(offered.first()), "score": 1.0}]})
+            }
+            "entity_scores" => {
+                let names = enum_of(schema, "/properties/scores/items/properties/entity/enum");
+                json!({"scores": names.iter().map(|x| json!({"entity": x, "score": 1.0})).collect::<Vec<_>>()})
+            }
+            "judgment" => {
+                let giants = json!("San Francisco Giants");
+                let offered = enum_of(schema, "/properties/answer/items/enum");
+                let answer = if offered.contains(&giants) { giants } else { json!("unknown") };
+                json!({"reason": "The team-mascot triple names the team.", "answer": [answer]})
+            }
+            other => json!({"unexpected": other}),
+        };
+        let completion = json!({
+            "choices": [{"message": {"role": "assistant", "content": reply.to_string()}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10},
+        });
+        wiremock::ResponseTemplate::new(200).set_body_json(completion)
+    }
+}
+
+/// Through the binary and HTTP: a judgment that answers from the shown chain ends the run at
+/// the first hop, from KG paths, in one check.
+#[tokio::test]
+async fn a_judgment_in_the_new_shape_stops_at_the_hop_that_shows_the_chain() {
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST")).respond_with(ShapeServer).mount(&server).await;
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    let entry =
+        format!("[llm.shapes]\nbase_url = \"{}/v1\"\nmodel = \"m\"\nstructured = \"json_schema\"\n", server.uri());
+    std::fs::write(&config, entry).unwrap();
+    let out = tokio::task::spawn_blocking(move || {
+        let question = "Which team has Lou Seal as its mascot?";
+        let args = ["--config", config.to_str().unwrap(), "ask", question, "--llm", "shapes", "--json"];
+        common::ongraph_cmd(home.path(), &args).output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["answer"]["answers"], json!(["San Francisco Giants"]), "{json}");
+    assert_eq!(json["answer"]["source"], "kg_paths");
+    let checks: Vec<&Value> = json["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|e| e["calls"].as_array().into_iter().flatten())
+        .filter(|c| c["step"] == "reasoning")
+        .collect();
+    assert_eq!(checks.len(), 1, "one check, at depth 1");
+    assert_eq!(checks[0]["parsed"], "Yes: answered San Francisco Giants");
+    assert_eq!(checks[0]["read"], "json");
+    let depth = json["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["calls"].as_array().is_some_and(|c| c.iter().any(|c| c["step"] == "reasoning")))
+        .map(|e| e["depth"].clone());
+    assert_eq!(depth, Some(json!(1)), "{json}");
+}
