@@ -111,6 +111,45 @@ async fn a_dead_endpoint_is_counted_as_errors_not_dropped() {
 }
 
 #[tokio::test]
+async fn a_resumed_run_asks_again_the_questions_a_dead_endpoint_failed() {
+    let (kg, items) = pq();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut config = OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "nobody");
+    config.max_retries = 0;
+    let dead = Evaluator::new(
+        kg.clone(),
+        Arc::new(OpenAiClient::new(config).unwrap()),
+        Arc::new(Prompts::builtin()),
+        Settings::default(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("records.jsonl");
+    let todo: Vec<(usize, &Item)> = items.iter().enumerate().take(4).collect();
+    // Two answered, then the server dies for the next two.
+    let (mut writer, _) = RecordWriter::open(&path).unwrap();
+    evaluator(kg.clone(), &items, MethodId::TOG)
+        .run(todo[..2].to_vec(), 1, &mut writer, std::future::pending(), |_| {})
+        .await
+        .unwrap();
+    dead.run(todo[2..].to_vec(), 1, &mut writer, std::future::pending(), |_| {}).await.unwrap();
+    drop(writer);
+    assert_eq!(record::read(&path).unwrap().0.iter().filter(|r| r.error.is_some()).count(), 2);
+
+    let (mut writer, done) = RecordWriter::open(&path).unwrap();
+    let (done, retried) = writer.drop_failed(done).unwrap();
+    assert_eq!((done.iter().map(|r| r.index).collect::<Vec<_>>(), retried), (vec![0, 1], 2));
+    assert_eq!(indices(&path), vec![0, 1], "the failed records are out of the file");
+    let again: Vec<(usize, &Item)> = todo.into_iter().filter(|(i, _)| !done.iter().any(|r| r.index == *i)).collect();
+    evaluator(kg, &items, MethodId::TOG).run(again, 1, &mut writer, std::future::pending(), |_| {}).await.unwrap();
+    drop(writer);
+    let (records, torn) = record::read(&path).unwrap();
+    assert_eq!(torn, None);
+    assert_eq!(records.iter().map(|r| r.index).collect::<Vec<_>>(), vec![0, 1, 2, 3], "each question once");
+    let summary = summarise(&records, Some(4));
+    assert_eq!((summary.errors, summary.strict.hits), (0, 4));
+}
+
+#[tokio::test]
 async fn hidden_triples_apply_to_their_own_question_only() {
     let (kg, mut items) = pq();
     // Hide the first hop of question 1's gold path for question 1 alone.

@@ -249,6 +249,11 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     });
     prepare_dir(&out, &meta, args.resume)?;
     let (mut writer, done) = RecordWriter::open(&out.join(RECORDS))?;
+    // A question that failed (the server died, a timeout) is asked again on resume.
+    let (done, retried) = writer.drop_failed(done)?;
+    if retried > 0 {
+        writeln!(std::io::stderr(), "asking again the {retried} question(s) that failed in the run being resumed")?;
+    }
     let done_at: std::collections::HashSet<usize> = done.iter().map(|r| r.index).collect();
     check_same_questions(&done, &items, &out, &dataset)?;
     let todo: Vec<(usize, &Item)> = chosen.iter().filter(|i| !done_at.contains(i)).map(|&i| (i, &items[i])).collect();

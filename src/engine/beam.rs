@@ -117,6 +117,9 @@ pub struct BeamNode {
     pub also_via: Vec<NodeId>,
 }
 
+/// How an unnamed (mediator) entity is shown to a model, as the ToG papers' prompts do.
+pub(crate) const UNNAMED: &str = "UnName_Entity";
+
 impl BeamNode {
     pub fn term(&self) -> Option<&Term> {
         match &self.kind {
@@ -128,7 +131,7 @@ impl BeamNode {
     pub fn shown(&self) -> &str {
         match &self.kind {
             NodeKind::Entity { label: Some(l), .. } => l,
-            NodeKind::Entity { label: None, .. } => "UnName_Entity",
+            NodeKind::Entity { label: None, .. } => UNNAMED,
             NodeKind::Relation { shown, .. } => shown,
         }
     }

@@ -531,6 +531,16 @@ impl AnswerList {
     }
 }
 
+/// A judgment: a reason, then its answers (other fields are ignored).
+#[derive(Deserialize)]
+struct JudgmentBody {
+    #[serde(default)]
+    reason: String,
+    #[serde(default)]
+    reasoning: String,
+    answer: AnswerList,
+}
+
 /// Renders a reply of shape `name` in the brace format its parser reads; `None` when the value
 /// is not of that shape.
 fn render(name: &str, labels: &[String], value: Value, notes: &mut Vec<String>) -> Option<String> {
@@ -556,6 +566,13 @@ fn render(name: &str, labels: &[String], value: Value, notes: &mut Vec<String>) 
     };
     if !fits {
         return None;
+    }
+    if name == "judgment" {
+        // Its own read: the untagged `Body` would take a judgment that also says
+        // `"sufficient"` as a verdict, and one with both `reason` and `reasoning` as nothing.
+        let body: JudgmentBody = serde_json::from_value(value).ok()?;
+        let reason = if body.reason.trim().is_empty() { body.reasoning } else { body.reason };
+        return Some(judgment(labels, &reason, body.answer.into_vec(), notes));
     }
     let body: Body = serde_json::from_value(value).ok()?;
     let lines = |items: Vec<String>| items.join("\n");
@@ -605,7 +622,6 @@ fn render(name: &str, labels: &[String], value: Value, notes: &mut Vec<String>) 
             }
             text
         }
-        ("judgment", Body::Answer { reasoning, answer }) => judgment(labels, &reasoning, answer.into_vec(), notes),
         ("answer" | "reasoned_answer", Body::Answer { reasoning, answer }) => {
             let answer = braced_answers(&answer.into_vec());
             match (clean(&reasoning), answer.is_empty()) {
@@ -683,13 +699,32 @@ fn render(name: &str, labels: &[String], value: Value, notes: &mut Vec<String>) 
 /// the shown triples reach), else `{No}`. An answer the model named outside them is not taken,
 /// and said.
 fn judgment(options: &[String], reason: &str, answers: Vec<String>, notes: &mut Vec<String>) -> String {
+    let taken = reachable_answers(options, &answers, notes);
+    let answer = braced_answers(&taken);
+    let mut text = if answer.is_empty() { "{No}".to_string() } else { format!("{{Yes}}\nanswer: {answer}") };
+    if !reason.trim().is_empty() {
+        text.push_str(&format!("\nreason: {}", clean(reason)));
+    }
+    text
+}
+
+/// The answers among `options`, each written as the option is (an exact match first, then one
+/// that differs only in case: two entities may differ only in case); `unknown` and empty
+/// answers are dropped, and an answer outside the options is noted, not taken. The engine
+/// applies it to every judgment reply, however it was read: a server that does not enforce
+/// the schema must not make an answer the triples do not reach sufficient.
+pub(crate) fn reachable_answers(options: &[String], answers: &[String], notes: &mut Vec<String>) -> Vec<String> {
     let mut taken: Vec<String> = Vec::new();
-    for answer in &answers {
+    for answer in answers {
         let answer = answer.trim();
         if clean(answer).is_empty() || answer.eq_ignore_ascii_case(UNKNOWN) {
             continue;
         }
-        match options.iter().find(|o| o.trim().eq_ignore_ascii_case(answer)) {
+        let option = options
+            .iter()
+            .find(|o| o.trim() == answer)
+            .or_else(|| options.iter().find(|o| o.trim().eq_ignore_ascii_case(answer)));
+        match option {
             Some(option) if !taken.contains(option) => taken.push(option.clone()),
             Some(_) => {}
             None => notes.push(format!(
@@ -698,12 +733,12 @@ fn judgment(options: &[String], reason: &str, answers: Vec<String>, notes: &mut 
             )),
         }
     }
-    let answer = braced_answers(&taken);
-    let mut text = if answer.is_empty() { "{No}".to_string() } else { format!("{{Yes}}\nanswer: {answer}") };
-    if !reason.trim().is_empty() {
-        text.push_str(&format!("\nreason: {}", clean(reason)));
-    }
-    text
+    taken
+}
+
+/// The answers a judgment request offered (`unknown` aside), when `schema` is a judgment's.
+pub(crate) fn judgment_options(schema: Option<&ReplySchema>) -> Option<&[String]> {
+    schema.filter(|s| s.name == Shape::Judgment { options: &[] }.name()).map(|s| s.labels.as_slice())
 }
 
 /// A score as the parsers read it (finite, not negative).

@@ -7,8 +7,7 @@
 //! at most N are kept; literals are candidates and can be answers; the beam running dry ends
 //! the search cleanly; explored paths are kept and shown with an own-knowledge answer.
 
-use super::beam::TripleView;
-use super::beam::{KEPT_BY_YOU, NodeId, NodeKind, Provenance, Status};
+use super::beam::{KEPT_BY_YOU, NodeId, NodeKind, Provenance, Status, TripleView, UNNAMED};
 use super::events::{Decision, Event, LookupRecord};
 use super::lexical::{bm25_tokens, cosine, query_without, tokens};
 use super::method::Method;
@@ -17,7 +16,7 @@ use super::step::{
     ANSWERED, answer_call, completion, neighbours, plural_s, plural_y, record, relations, sample_indices, unpinning,
     unreadable, wrong,
 };
-use super::structured::Shape;
+use super::structured::{Shape, judgment_options, reachable_answers};
 use super::topics::TopicLinker;
 use super::{
     Answer, AnswerSource, Context, EngineError, Fallback, Override, PathView, PruneTool, Request, Response, Topics,
@@ -213,17 +212,25 @@ impl TogMachine {
         self.shown_triples(cx).iter().map(TripleView::line).collect::<Vec<_>>().join("\n")
     }
 
-    /// What a judgment may answer: the entities and values the shown triples reach, the topic
-    /// entities (where every path starts) aside.
+    /// What a judgment may answer: the named entities and values the shown triples reach. A
+    /// topic entity (where every path starts) only when a path comes back to it.
     fn reachable_names(&self, cx: &Context) -> Vec<String> {
-        let topics: Vec<&str> = cx.beam.roots().map(|r| r.shown()).collect();
-        let mut names: Vec<String> = Vec::new();
-        if self.chains {
-            // ToG-R shows the entities each chain reaches.
-            for path in self.live_paths(cx) {
-                names.push(cx.beam.nodes[path.leaf].shown().to_string());
+        let beam = &cx.beam;
+        let topics: Vec<&str> = beam.roots().map(|r| r.shown()).collect();
+        // The entities each live path reaches past its root (ToG-R shows only its leaf).
+        let mut reached: Vec<String> = Vec::new();
+        for path in self.live_paths(cx) {
+            let nodes = beam.path(path.leaf);
+            let past_root = if self.chains { &nodes[nodes.len() - 1..] } else { nodes.get(1..).unwrap_or_default() };
+            for &n in past_root {
+                let node = &beam.nodes[n];
+                if node.term().is_some() && node.is_named() {
+                    reached.push(node.shown().to_string());
+                }
             }
-        } else {
+        }
+        let mut names = reached.clone();
+        if !self.chains {
             for t in self.shown_triples(cx) {
                 names.push(t.head);
                 names.push(t.tail);
@@ -231,7 +238,8 @@ impl TogMachine {
         }
         let mut out: Vec<String> = Vec::new();
         for name in names {
-            if !topics.contains(&name.as_str()) && !out.contains(&name) {
+            let returns_to_topic = reached.contains(&name);
+            if name != UNNAMED && (returns_to_topic || !topics.contains(&name.as_str())) && !out.contains(&name) {
                 out.push(name);
             }
         }
@@ -356,7 +364,11 @@ impl TogMachine {
         (requests, groups)
     }
 
-    fn finish(&mut self, cx: &mut Context, answers: Vec<String>, reply: String, source: AnswerSource) {
+    fn finish(&mut self, cx: &mut Context, mut answers: Vec<String>, reply: String, source: AnswerSource) {
+        // `{unknown | X}` answers X; only an answer of nothing but unknown stays so.
+        if answers.iter().any(|a| !parse::is_unknown(a)) {
+            answers.retain(|a| !parse::is_unknown(a));
+        }
         let mut paths = self.live_paths(cx);
         // The paths merged into a kept entity's slot were shown to the model too.
         let beam = &cx.beam;
@@ -1266,15 +1278,25 @@ impl Method for TogMachine {
                 }
                 let c = completion(&responses, 0)?;
                 let verdict = parse::parse_yes_no(&c.text);
-                let answers = parse::parse_answers(&c.text).unwrap_or_default();
+                let mut answers = parse::parse_answers(&c.text).unwrap_or_default();
                 if verdict.is_none() {
                     ev.notes.push("no Yes/No found in the reply; taken as No".into());
                 }
-                let yes = verdict == Some(true);
-                // A judgment by its answer says what the model answered.
-                let judged =
-                    matches!(&requests[0], Request::Llm(r) if r.schema.as_ref().is_some_and(|s| s.name == "judgment"));
-                let parsed = match (judged, yes) {
+                let mut yes = verdict == Some(true);
+                // A judgment is sufficient by an answer the shown triples reach, however its
+                // reply was read; and it says what the model answered.
+                let options = match &requests[0] {
+                    Request::Llm(r) => judgment_options(r.schema.as_ref()),
+                    _ => None,
+                };
+                if let Some(options) = options {
+                    answers = reachable_answers(options, &answers, &mut ev.notes);
+                    if yes && answers.is_empty() {
+                        ev.notes.push("the reply names no answer the shown triples reach: taken as No".into());
+                        yes = false;
+                    }
+                }
+                let parsed = match (options.is_some(), yes) {
                     (true, true) => format!("Yes: answered {}", answers.join(" | ")),
                     (true, false) => "No: no answer the shown triples reach".to_string(),
                     (false, true) => "Yes".to_string(),
@@ -1321,7 +1343,11 @@ impl Method for TogMachine {
             Phase::Answer(source) => {
                 let why = self.why_for(source);
                 let (answers, reply) = answer_call(requests, &responses, &mut ev, source, why.as_deref())?;
-                let at_depth_limit = self.why.as_deref() == Some(DEPTH_LIMIT_PARTIAL);
+                // Only the partial paths' answer at the depth limit falls through to the
+                // model's own knowledge: not one the user asked of the paths there (a forced
+                // "sufficient").
+                let at_depth_limit =
+                    source == AnswerSource::PartialPaths && self.why.as_deref() == Some(DEPTH_LIMIT_PARTIAL);
                 if at_depth_limit && !answers.iter().any(|a| !parse::is_unknown(a)) {
                     ev.notes.push("the collected paths gave no answer: asking the model's own knowledge".into());
                     self.phase = self.answer_because(AnswerSource::OwnKnowledge, DEPTH_LIMIT.into());

@@ -247,6 +247,31 @@ impl RecordWriter {
         Ok((Self { path: path.to_path_buf(), file }, existing))
     }
 
+    /// Takes the records of questions that failed (a dead endpoint, a timeout: `error` set)
+    /// out of the file, so that a resumed run asks them again; returns the records kept and
+    /// how many were taken out. The file is rewritten beside and renamed over the old one: a
+    /// crash leaves one or the other, whole.
+    pub fn drop_failed(&mut self, records: Vec<Record>) -> Result<(Vec<Record>, usize), RecordError> {
+        let (kept, failed): (Vec<Record>, Vec<Record>) = records.into_iter().partition(|r| r.error.is_none());
+        if failed.is_empty() {
+            return Ok((kept, 0));
+        }
+        let io = |source| RecordError::Io { path: self.path.display().to_string(), source };
+        let fresh = self.path.with_extension("jsonl.rewrite");
+        {
+            let mut file = File::create(&fresh).map_err(io)?;
+            for record in &kept {
+                let mut line = serde_json::to_string(record).map_err(|e| io(std::io::Error::other(e)))?;
+                line.push('\n');
+                file.write_all(line.as_bytes()).map_err(io)?;
+            }
+            file.sync_data().map_err(io)?;
+        }
+        std::fs::rename(&fresh, &self.path).map_err(io)?;
+        self.file = std::fs::OpenOptions::new().append(true).open(&self.path).map_err(io)?;
+        Ok((kept, failed.len()))
+    }
+
     pub fn append(&mut self, record: &Record) -> Result<(), RecordError> {
         let io = |source| RecordError::Io { path: self.path.display().to_string(), source };
         let mut line = serde_json::to_string(record).map_err(|e| io(std::io::Error::other(e)))?;

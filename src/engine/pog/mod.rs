@@ -23,7 +23,7 @@ use super::step::{
     ANSWERED, answer_call, completion, neighbours, plural_s, record, relations, sample_indices, unpinning, unreadable,
     with_notes, wrong,
 };
-use super::structured::Shape;
+use super::structured::{Shape, judgment_options, reachable_answers};
 use super::topics::TopicLinker;
 use super::{Answer, AnswerSource, Context, EngineError, Override, PathView, PruneTool, Request, Response, Topics};
 use crate::kg::{Direction, RelationRef, Term, name_similarity};
@@ -333,13 +333,18 @@ impl PogMachine {
         self.pool.iter().map(|&c| self.cands[c].path.len()).max().unwrap_or(0)
     }
 
-    /// What a judgment may answer: the entities and values on the pool's paths, the topic
-    /// entities (where the paths start) aside.
+    /// What a judgment may answer: the named entities and values on the pool's paths, the topic
+    /// entities aside (the paths start at one and may end at another) and never an unnamed
+    /// (mediator) node.
     fn reachable_names(&self, cx: &Context) -> Vec<String> {
         let topics: Vec<&str> = cx.beam.roots().map(|r| r.shown()).collect();
         let mut out: Vec<String> = Vec::new();
         for &c in &self.pool {
             for &n in &self.cands[c].path.nodes {
+                let node = &self.sg.nodes[n];
+                if node.label.is_none() && matches!(node.term, Term::Entity(_)) {
+                    continue;
+                }
                 let name = self.node_name(n);
                 if !topics.contains(&name.as_str()) && !out.contains(&name) {
                     out.push(name);
@@ -1176,14 +1181,33 @@ impl Method for PogMachine {
             }
             Phase::Sufficiency => {
                 let c = completion(&responses, 0)?;
-                let (verdict, yes, answers) = match parse::parse_sufficiency(&c.text) {
+                let (verdict, mut yes, mut answers) = match parse::parse_sufficiency(&c.text) {
                     Ok((yes, answers)) => (Some(yes), yes, answers),
                     Err(why) => {
                         ev.notes.push(format!("{why}; taken as No"));
                         (None, false, Vec::new())
                     }
                 };
-                ev.calls.push(record(&requests[0], c, if yes { "Yes".into() } else { "No".into() }));
+                // A judgment is sufficient by an answer on the paths, however its reply was
+                // read; and it says what the model answered.
+                let options = match &requests[0] {
+                    Request::Llm(r) => judgment_options(r.schema.as_ref()),
+                    _ => None,
+                };
+                if let Some(options) = options {
+                    answers = reachable_answers(options, &answers, &mut ev.notes);
+                    if yes && answers.is_empty() {
+                        ev.notes.push("the reply names no answer the paths reach: taken as No".into());
+                        yes = false;
+                    }
+                }
+                let parsed = match (options.is_some(), yes) {
+                    (true, true) => format!("Yes: answered {}", answers.join(" | ")),
+                    (true, false) => "No: no answer the paths reach".to_string(),
+                    (false, true) => "Yes".to_string(),
+                    (false, false) => "No".to_string(),
+                };
+                ev.calls.push(record(&requests[0], c, parsed));
                 if verdict.is_none() {
                     unreadable(&mut ev);
                 }
