@@ -249,6 +249,19 @@ impl Parsed {
     }
 }
 
+/// Which structured variants a set of prompts has.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Variants {
+    /// None at all (a session saved before there were any).
+    None,
+    /// Those saved with a session, and no other (a variant added since would change its
+    /// replay).
+    Saved,
+    /// The defaults, a user's own `json/NAME.txt` in their place, and none for a template the
+    /// user rewrote without rewriting its variant.
+    UnlessOverridden,
+}
+
 /// The full set of templates the engine uses.
 #[derive(Clone, Debug)]
 pub struct Prompts {
@@ -281,7 +294,7 @@ impl Prompts {
                 }
             }
         }
-        Self::from_overrides(overrides, true)
+        Self::from_overrides(overrides, Variants::UnlessOverridden)
     }
 
     /// The templates as saved by [`Prompts::texts`] (e.g. in a session file).
@@ -291,7 +304,7 @@ impl Prompts {
         let saved_variants = texts.keys().any(|k| k.starts_with(JSON_PREFIX));
         Self::from_overrides(
             texts.iter().map(|(k, v)| (k.clone(), (format!("{k} (saved)"), v.clone()))).collect(),
-            saved_variants,
+            if saved_variants { Variants::Saved } else { Variants::None },
         )
     }
 
@@ -304,9 +317,15 @@ impl Prompts {
         plain.chain(json).collect()
     }
 
+    /// Whether any template has a structured variant: prompts saved before there were any
+    /// have none, and then replies are asked for as they were then (reason-first steps too).
+    pub fn has_structured_variants(&self) -> bool {
+        self.json.iter().any(Option::is_some)
+    }
+
     /// The defaults, with `overrides` (name → (where it came from, text)) in their place;
-    /// structured variants only if `variants` (else none at all).
-    fn from_overrides(overrides: BTreeMap<String, (String, String)>, variants: bool) -> Result<Self, PromptError> {
+    /// structured variants as `variants` says.
+    fn from_overrides(overrides: BTreeMap<String, (String, String)>, variants: Variants) -> Result<Self, PromptError> {
         let template_of = |name: &str| Template::from_name(name.strip_prefix(JSON_PREFIX).unwrap_or(name));
         if let Some((_, (file, _))) = overrides.iter().find(|(name, _)| template_of(name).is_none()) {
             return Err(PromptError::UnknownTemplate {
@@ -326,8 +345,12 @@ impl Prompts {
         let mut json = Vec::with_capacity(Template::ALL.len());
         for &t in Template::ALL {
             let key = format!("{JSON_PREFIX}{}", t.name());
+            // A template the user rewrote keeps their words under structured replies too,
+            // unless they rewrote its variant as well.
+            let rewritten = variants == Variants::UnlessOverridden && overrides.contains_key(t.name());
             let parsed = match (overrides.get(&key), t.json_default_text()) {
-                _ if !variants => None,
+                _ if variants == Variants::None => None,
+                (None, _) if rewritten || variants == Variants::Saved => None,
                 (Some((file, text)), _) => Some(Parsed::parse(file, text, t.placeholders())?),
                 (None, Some(text)) => Some(Parsed::parse(&format!("prompts/{key}.txt"), text, t.placeholders())?),
                 (None, None) => None,

@@ -9,7 +9,7 @@ use common::*;
 use ongraph::engine::events::{CallRecord, ReadAs};
 use ongraph::engine::{AnswerSource, MethodId, Run, Settings};
 use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError, ReplyMode};
-use ongraph::prompts::Template;
+use ongraph::prompts::{Prompts, Template};
 use ongraph::testing::driver::Driver;
 use ongraph::testing::kg::demo_graph;
 use serde_json::{Value, json};
@@ -193,6 +193,61 @@ async fn a_judgment_naming_what_the_triples_do_not_reach_is_not_sufficient() {
     let notes = notes(&run);
     assert!(notes.iter().any(|n| n.contains("answered \"Paris\", which the shown triples do not reach")), "{notes:?}");
     assert_ne!(run.answer().map(|a| a.answers.clone()), Some(vec!["Paris".to_string()]));
+}
+
+#[tokio::test]
+async fn a_judgment_not_read_as_json_still_takes_only_what_the_triples_reach() {
+    // A server that ignores the schema and writes prose saying yes to an answer off the triples:
+    // read by the free-text parsers, and still not sufficient.
+    let run = run_with(JsonModel::new(Some(("judgment", "{Yes}. The answer is {Paris}."))), MethodId::TOG).await;
+    let judged: Vec<&CallRecord> = calls(&run).into_iter().filter(|c| c.step == "reasoning").collect();
+    assert!(!judged.is_empty());
+    assert!(judged.iter().all(|c| c.parsed == "No: no answer the shown triples reach" && c.read != ReadAs::Json));
+    let notes = notes(&run);
+    assert!(notes.iter().any(|n| n.contains("answered \"Paris\", which the shown triples do not reach")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("names no answer the shown triples reach: taken as No")), "{notes:?}");
+    assert_ne!(run.answer().map(|a| a.answers.clone()), Some(vec!["Paris".to_string()]));
+}
+
+#[tokio::test]
+async fn prompts_saved_before_structured_variants_ask_every_step_as_they_did() {
+    // A session saved before issue 25 has no `json/` prompts: its steps are asked as JSON with
+    // the shape appended, the sufficiency check as a verdict and the answer with no reasoning
+    // first, so that it replays as recorded.
+    let old: std::collections::BTreeMap<String, String> =
+        Prompts::builtin().texts().into_iter().filter(|(k, _)| !k.starts_with("json/")).collect();
+    let prompts = Arc::new(Prompts::from_texts(&old).unwrap());
+    assert!(!prompts.has_structured_variants());
+    let model = JsonModel::new(None);
+    let driver = Driver::new(Arc::new(demo_graph()), model.clone());
+    let settings = Settings { method: MethodId::TOG, structured: true, depth: 3, ..Settings::default() };
+    let kg = driver.kg();
+    let mut run =
+        Run::new(CANBERRA, ongraph::engine::Topics::Extract, settings, prompts, kg.profile().clone(), kg.name())
+            .unwrap();
+    run_to_end(&driver, &mut run).await;
+    assert_eq!(run.answer().unwrap().answers, vec!["Australian Labor Party".to_string()]);
+    let requests = model.requests.lock().unwrap();
+    for r in requests.iter() {
+        let schema = r.schema.as_ref().unwrap_or_else(|| panic!("{}: asked as free text", r.step));
+        assert!(r.extract.is_none(), "{}", r.step);
+        assert!(!["judgment", "reasoned_answer"].contains(&schema.name.as_str()), "{}: {}", r.step, schema.name);
+        assert!(r.prompt.contains("Reply with one JSON object only"), "{}: the shape is not shown", r.step);
+    }
+    assert!(requests.iter().any(|r| r.schema.as_ref().is_some_and(|s| s.name == "verdict")));
+
+    // A template the user rewrote keeps their words under structured replies too.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("reasoning.txt"), "MY OWN CHECK {{question}}\n{{triples}}\n").unwrap();
+    let mine = Prompts::load(Some(dir.path())).unwrap();
+    let prompt = mine.render_for(Template::Reasoning, &[("question", "q"), ("triples", "t")], true);
+    assert!(prompt.text.starts_with("MY OWN CHECK q") && !prompt.shows_shape, "{}", prompt.text);
+    let builtin = mine.render_for(
+        Template::RelationPrune,
+        &[("question", "q"), ("topic_entity", "e"), ("relations", "r"), ("width", "3")],
+        true,
+    );
+    assert!(builtin.shows_shape, "a template not rewritten keeps its variant");
 }
 
 #[tokio::test]

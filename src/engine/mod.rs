@@ -486,7 +486,9 @@ impl Context {
         let Prompt { mut text, shows_shape } = prompt.into();
         let (schema, extract) = match self.settings.structured {
             false => (None, None),
-            true if shape.reasons_first() => (None, Some(Box::new(self.extraction(&shape.extracted())))),
+            true if shape.reasons_first() && self.reasons_then_formats() => {
+                (None, Some(Box::new(self.extraction(&shape.extracted()))))
+            }
             true => {
                 if !shows_shape {
                     text.push_str(&shape.instruction());
@@ -504,6 +506,13 @@ impl Context {
             schema,
             extract,
         })
+    }
+
+    /// Whether reason-first steps are asked as free text and extracted: with structured
+    /// replies and prompts that have structured variants (a session saved before these were
+    /// asked as JSON, and replays so).
+    pub(crate) fn reasons_then_formats(&self) -> bool {
+        self.settings.structured && self.prompts.has_structured_variants()
     }
 
     /// The second call of a reason-first request: the extraction prompt around the free reply,

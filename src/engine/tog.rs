@@ -1174,7 +1174,9 @@ impl Method for TogMachine {
                     cx.prompts.render(Template::Answer, &[("question", &q), ("triples", &self.triples_text(cx))]);
                 // The papers' prompt reasons before its braced answer: under structured replies
                 // it is asked as free text, its answer extracted only if it cannot be read.
-                vec![cx.llm("answer", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
+                // Reason, then format; as an answer alone in a session saved before.
+                let shape = if cx.reasons_then_formats() { Shape::ReasonedAnswer } else { Shape::Answer };
+                vec![cx.llm("answer", prompt, s.reason_temperature, shape)]
             }
             Phase::Done => Vec::new(),
         };

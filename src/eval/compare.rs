@@ -2,6 +2,7 @@
 //! position, checked by the question text) where one is right and the other is not.
 
 use super::record::Record;
+use super::significance::{fisher_exact, mcnemar_exact};
 use super::summary::{Summary, source_name, summarise};
 use crate::engine::AnswerSource;
 use std::collections::BTreeMap;
@@ -105,12 +106,13 @@ impl Comparison {
         )?;
         writeln!(out, "{:<22} {:>22} {:>22}", "method", self.a_method, self.b_method)?;
         let pct = |x: f64| format!("{x:.1}%");
-        let rows: [(&str, String, String); 9] = [
+        let rows: [(&str, String, String); 10] = [
             ("questions", a.questions.to_string(), b.questions.to_string()),
             ("strict Hits@1", pct(a.strict.percent()), pct(b.strict.percent())),
             ("strict F1", format!("{:.3}", a.f1), format!("{:.3}", b.f1)),
             ("lenient (papers')", pct(a.lenient.percent()), pct(b.lenient.percent())),
             ("errors", a.errors.to_string(), b.errors.to_string()),
+            ("from KG paths", share(a, KG), share(b, KG)),
             ("own knowledge", share(a, OWN), share(b, OWN)),
             ("LLM calls / question", format!("{:.2}", a.llm_calls.mean), format!("{:.2}", b.llm_calls.mean)),
             ("tokens / question", format!("{:.0}", a.tokens.mean), format!("{:.0}", b.tokens.mean)),
@@ -132,6 +134,14 @@ impl Comparison {
             self.only_a,
             self.only_b,
             self.neither
+        )?;
+        writeln!(
+            out,
+            "Could the difference be chance? McNemar exact p = {:.3} (paired, on the {} questions where they differ); \
+             Fisher exact p = {:.3} (the runs' right answers as independent samples)",
+            mcnemar_exact(self.only_a, self.only_b),
+            self.only_a + self.only_b,
+            fisher_exact(a.strict.hits, a.questions, b.strict.hits, b.questions)
         )?;
         if self.unmatched > 0 {
             writeln!(out, "{} question(s) are in one run only (not compared)", self.unmatched)?;
@@ -161,8 +171,9 @@ impl Comparison {
     }
 }
 
-/// The source counted in the "own knowledge" row.
+/// The sources counted in the "own knowledge" and "from KG paths" rows.
 const OWN: Option<AnswerSource> = Some(AnswerSource::OwnKnowledge);
+const KG: Option<AnswerSource> = Some(AnswerSource::KgPaths);
 
 fn share(s: &Summary, source: Option<AnswerSource>) -> String {
     let source = source_name(source);
@@ -183,6 +194,7 @@ mod tests {
         assert_eq!((c.both, c.only_a, c.only_b, c.neither, c.unmatched), (1, 1, 0, 0, 2));
         let text = c.render("a", "b", false);
         assert!(text.contains("On the 2 questions in both (strict): both right 1, only A 1, only B 0, neither 0"));
+        assert!(text.contains("McNemar exact p = 1.000 (paired, on the 1 questions where they differ)"), "{text}");
         let rows: Vec<&str> = text.lines().filter(|l| l.contains("question 1?")).collect();
         assert_eq!(rows.len(), 1, "only the question where they differ: {text}");
         assert!(!text.contains("question 0?"));

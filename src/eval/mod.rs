@@ -1,9 +1,11 @@
 //! Evaluation: running a method over a dataset ([`runner`]), one record per question
 //! ([`record`]), how predictions compare with gold answers ([`metrics`]), the run's summary
-//! ([`summary`]) and two runs side by side ([`compare`]).
+//! ([`summary`]), two runs side by side ([`compare`]) and whether their difference could be
+//! chance ([`significance`]).
 
 pub mod compare;
 pub mod metrics;
 pub mod record;
 pub mod runner;
+pub(crate) mod significance;
 pub mod summary;
