@@ -102,11 +102,24 @@ macro_rules! json_variants {
 
 json_variants! {
     RelationPrune = "relation_prune";
+    RelationPruneUnified = "relation_prune_unified";
     EntityPrune = "entity_prune";
+    EntityPruneUnified = "entity_prune_unified";
     Reasoning = "reasoning";
     ReasoningTogR = "reasoning_tog_r";
+    TopicEntities = "topic_entities";
     Io = "io";
+    PogAnalysis = "pog_analysis";
+    PogPrecise = "pog_precise";
+    PogBranch = "pog_branch";
+    PogSummary = "pog_summary";
     PogSufficiency = "pog_sufficiency";
+    PogSupplement = "pog_supplement";
+    PogAnswer = "pog_answer";
+    PogAnswerOwn = "pog_answer_own";
+    GogRelations = "gog_relations";
+    GogGenerate = "gog_generate";
+    GogVerify = "gog_verify";
 }
 
 /// A rendered prompt, and whether it shows the JSON shape of its reply itself (rendered from

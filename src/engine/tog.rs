@@ -320,8 +320,7 @@ impl TogMachine {
                         (Template::EntityPruneUnified, "groups", "entity_prune_unified")
                     };
                     let width = s.width.to_string();
-                    let prompt =
-                        cx.prompts.render(template, &[("question", q), ("width", &width), (slot, &blocks.join("\n"))]);
+                    let prompt = cx.render(template, &[("question", q), ("width", &width), (slot, &blocks.join("\n"))]);
                     let name_lists: Vec<Vec<String>> = listed.iter().map(|(_, names)| names.clone()).collect();
                     let shape = if what == "relation" {
                         Shape::UnifiedRelations { entities: &listed, width: s.width }

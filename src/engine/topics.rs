@@ -147,7 +147,7 @@ impl TopicLinker {
     pub fn requests(&self, cx: &Context) -> Vec<Request> {
         match self.stage {
             Stage::Extract => {
-                let prompt = cx.prompts.render(Template::TopicEntities, &[("question", &cx.question)]);
+                let prompt = cx.render(Template::TopicEntities, &[("question", &cx.question)]);
                 vec![cx.llm("topic_entities", prompt, cx.settings.reason_temperature, Shape::Topics)]
             }
             Stage::Spans => self.spans.iter().map(|s| Request::FindEntities { name: s.clone(), limit: 3 }).collect(),

@@ -612,7 +612,7 @@ impl Method for GogMachine {
                     .map(|((_, node), rels)| {
                         let names: Vec<String> = rels.iter().map(relation_name).collect();
                         let list = names.join(", ");
-                        let prompt = cx.prompts.render(
+                        let prompt = cx.render(
                             Template::GogRelations,
                             &[
                                 ("question", &q),
@@ -640,7 +640,7 @@ impl Method for GogMachine {
                 .collect(),
             Phase::Generate => {
                 let Some(Action::Generate(thought)) = &self.action else { return (Vec::new(), plan) };
-                let prompt = cx.prompts.render(
+                let prompt = cx.render(
                     Template::GogGenerate,
                     &[("question", &q), ("thought", thought), ("triples", &self.related_known(thought))],
                 );
@@ -656,7 +656,7 @@ impl Method for GogMachine {
                     .map(|(i, (h, r, tl))| format!("{}. {h}, {r}, {tl}", i + 1))
                     .collect::<Vec<_>>()
                     .join("\n");
-                let prompt = cx.prompts.render(Template::GogVerify, &[("question", &q), ("triples", &list)]);
+                let prompt = cx.render(Template::GogVerify, &[("question", &q), ("triples", &list)]);
                 vec![cx.llm("gog_verify", prompt, t, Shape::Kept { n: self.samples.len() })]
             }
             Phase::Answer(AnswerSource::OwnKnowledge) => {

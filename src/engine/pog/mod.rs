@@ -242,7 +242,7 @@ impl PogMachine {
     fn selection(&self, cx: &Context, template: Template, texts: &[&str]) -> Request {
         let list: Vec<String> =
             texts.iter().enumerate().map(|(i, t)| format!("Candidate Edge {}: {t}", i + 1)).collect();
-        let prompt = cx.prompts.render(
+        let prompt = cx.render(
             template,
             &[
                 ("question", &cx.question),
@@ -967,8 +967,7 @@ impl Method for PogMachine {
             Phase::Topics => self.linker.requests(cx),
             Phase::Analysis => {
                 let topics: Vec<String> = cx.beam.roots().map(|r| format!("\"{}\"", r.shown())).collect();
-                let prompt =
-                    cx.prompts.render(Template::PogAnalysis, &[("question", &q), ("topics", &topics.join(", "))]);
+                let prompt = cx.render(Template::PogAnalysis, &[("question", &q), ("topics", &topics.join(", "))]);
                 vec![cx.llm("pog_analysis", prompt, s.prune_temperature, Shape::Analysis)]
             }
             Phase::ExpandRelations(lookup) => {
@@ -1013,7 +1012,7 @@ impl Method for PogMachine {
             }
             Phase::Summary => {
                 let prompt =
-                    cx.prompts.render(Template::PogSummary, &[("question", &q), ("paths", &self.numbered(&self.pool))]);
+                    cx.render(Template::PogSummary, &[("question", &q), ("paths", &self.numbered(&self.pool))]);
                 vec![cx.llm("pog_summary", prompt, s.prune_temperature, Shape::Summary)]
             }
             Phase::Sufficiency => {
@@ -1029,7 +1028,7 @@ impl Method for PogMachine {
             }
             Phase::Supplement => {
                 let topics: Vec<String> = cx.beam.roots().map(|r| r.shown().to_string()).collect();
-                let prompt = cx.prompts.render(
+                let prompt = cx.render(
                     Template::PogSupplement,
                     &[("question", &q), ("topics", &topics.join(", ")), ("paths", &self.numbered(&self.selected))],
                 );
@@ -1044,7 +1043,7 @@ impl Method for PogMachine {
                 }
                 let template =
                     if source == AnswerSource::KgPaths { Template::PogAnswer } else { Template::PogAnswerOwn };
-                let prompt = cx.prompts.render(template, &[("question", &q), ("paths", &self.numbered(&all))]);
+                let prompt = cx.render(template, &[("question", &q), ("paths", &self.numbered(&all))]);
                 vec![cx.llm(template.name(), prompt, s.reason_temperature, Shape::Answer)]
             }
             Phase::Done => Vec::new(),
