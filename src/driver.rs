@@ -197,6 +197,7 @@ impl Driver {
                 tracing::debug!(step = %chat.step, "LLM call");
                 // Reasoning is kept apart before anything can parse it.
                 let mut completion = self.llm.complete(chat).await?.without_thinking();
+                let mut whole = true;
                 // Reason first, then format: a free reply the step cannot read as it is has its
                 // answer extracted by a second, structured call.
                 if let Some(schema) = chat.extract.as_ref().map(|e| &e.schema)
@@ -204,10 +205,21 @@ impl Driver {
                     && let Some(extraction) = chat.extraction(&completion.text)
                 {
                     tracing::debug!(step = %chat.step, "LLM call: extracting the answer");
-                    let second = self.llm.complete(&extraction).await?.without_thinking();
-                    completion = completion.then_extracted(second);
+                    // A failed extraction keeps the free reply (paid for, and the step reads
+                    // it as far as it can) rather than failing the step.
+                    match self.llm.complete(&extraction).await {
+                        Ok(second) => completion = completion.then_extracted(second.without_thinking()),
+                        Err(e) => {
+                            whole = false;
+                            tracing::warn!(step = %chat.step, error = %e, "the extraction call failed");
+                            completion.notes.push(format!(
+                                "the call extracting the answer failed ({e}); the free reply is read as it is"
+                            ));
+                        }
+                    }
                 }
-                if let Ok(mut memo) = self.memo.lock() {
+                // Not kept when its extraction failed: asked again, it may succeed.
+                if whole && let Ok(mut memo) = self.memo.lock() {
                     memo.insert(key, completion.clone());
                 }
                 Response::Llm { completion }

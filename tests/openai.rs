@@ -482,3 +482,41 @@ async fn a_reply_beyond_the_size_limit_is_a_clear_error() {
     c.max_reply_bytes = 1 << 20;
     assert_eq!(OpenAiClient::new(c).unwrap().complete(&request()).await.unwrap().text.len(), huge.len());
 }
+
+#[tokio::test]
+async fn a_server_that_does_not_enforce_the_schema_is_said_once_and_a_cut_off_reply_is_not_taken_for_it() {
+    // A cut off reply first: an enforcing server cuts off too, so it says nothing.
+    let server = MockServer::start().await;
+    let mut cut = completion(r#"{"suffic"#);
+    cut["choices"][0]["finish_reason"] = json!("length");
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(cut))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    // Then replies that ignore the schema (prose, then a wrong type).
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion("Yes, it is sufficient.")))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(r#"{"sufficient": "yes"}"#)))
+        .mount(&server)
+        .await;
+    let client = OpenAiClient::new(config(&server)).unwrap();
+    let first = client.complete(&structured_request()).await.unwrap();
+    assert!(first.notes.iter().all(|n| !n.contains("does not enforce")), "{:?}", first.notes);
+    let second = client.complete(&structured_request()).await.unwrap();
+    assert!(
+        second.notes.iter().any(|n| n.contains("took the JSON schema as json_schema but does not enforce it")),
+        "{:?}",
+        second.notes
+    );
+    let third = client.complete(&structured_request()).await.unwrap();
+    assert_eq!(third.text, r#"{"sufficient": "yes"}"#, "the reply is still returned, to be read as far as it goes");
+    assert!(third.notes.iter().all(|n| !n.contains("does not enforce")), "said once per endpoint: {:?}", third.notes);
+}

@@ -15,6 +15,9 @@ use ongraph::testing::kg::demo_graph;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
+/// A spoilt reply that is an error instead (the endpoint timed out).
+const FAIL: &str = "\u{0}fail";
+
 const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";
 
 /// Replies in JSON to each schema, choosing only among what the schema and prompt offer: every
@@ -85,7 +88,11 @@ impl LanguageModel for JsonModel {
     }
     async fn complete(&self, r: &ChatRequest) -> Result<Completion, LlmError> {
         self.requests.lock().unwrap().push(r.clone());
-        Ok(Completion { text: self.reply(r), mode: ReplyMode::JsonSchema, ..Default::default() })
+        let text = self.reply(r);
+        if text == FAIL {
+            return Err(LlmError::Timeout { url: "http://127.0.0.1:9/v1/chat/completions".into(), seconds: 1 });
+        }
+        Ok(Completion { text, mode: ReplyMode::JsonSchema, ..Default::default() })
     }
 }
 
@@ -157,6 +164,33 @@ async fn json_of_the_wrong_shape_falls_back_to_the_parser_and_says_so() {
     assert!(notes.iter().any(|n| n.contains("relation_prune reply is not JSON of its shape")), "{notes:?}");
     assert!(notes.iter().any(|n| n.contains("ranked by BM25 instead")), "{notes:?}");
     assert!(run.answer().is_some(), "the run still ends");
+}
+
+#[tokio::test]
+async fn a_failed_extraction_keeps_the_free_reply_and_is_asked_again() {
+    // The judgments say No, so the depth limit asks the paths for the answer: its free reply
+    // names none, and the call extracting it times out. The step keeps the free reply (read as
+    // far as it goes, with a note) instead of failing the run.
+    let model = JsonModel::new(Some(("answer", FAIL)));
+    let driver = Driver::new(Arc::new(demo_graph()), model.clone());
+    let mut run = new_run(&driver, CANBERRA, ongraph::engine::Topics::Extract, settings_tog_depth1());
+    run_to_end(&driver, &mut run).await;
+    let notes = notes(&run);
+    assert!(notes.iter().any(|n| n.contains("the call extracting the answer failed")), "{notes:?}");
+    let answer = calls(&run).into_iter().find(|c| c.step == "answer").expect("the answer step ran");
+    assert_eq!(answer.read, ReadAs::Text, "{answer:?}");
+    // Not memoised: the same call asked again extracts again.
+    let extractions =
+        || model.requests.lock().unwrap().iter().filter(|r| r.step == "answer" && r.schema.is_some()).count();
+    let before = extractions();
+    assert!(before >= 1);
+    let mut again = new_run(&driver, CANBERRA, ongraph::engine::Topics::Extract, settings_tog_depth1());
+    run_to_end(&driver, &mut again).await;
+    assert!(extractions() > before, "the failed extraction was not kept in the memo");
+}
+
+fn settings_tog_depth1() -> Settings {
+    Settings { method: MethodId::TOG, structured: true, depth: 1, ..Settings::default() }
 }
 
 #[tokio::test]

@@ -815,11 +815,12 @@ impl Run {
         let mut made = 0;
         for (req, resp) in requests.iter().zip(responses) {
             match (req, resp) {
+                // An extracted reply is two calls, saved or made.
                 (Request::Llm(_), Response::Llm { completion }) if completion.cached => {
-                    self.cx.costs.llm_calls_saved += 1
+                    self.cx.costs.llm_calls_saved += completion.calls()
                 }
                 (Request::Llm(_), Response::Llm { completion }) => {
-                    made += 1;
+                    made = made.max(completion.calls());
                     self.cx.costs.llm_calls += completion.calls();
                     self.cx.costs.usage += completion.usage;
                 }
@@ -829,9 +830,8 @@ impl Run {
                 _ => {}
             }
         }
-        if made > 0 {
-            self.cx.costs.llm_rounds += 1;
-        }
+        // The extraction waits for the free reply: a round of its own.
+        self.cx.costs.llm_rounds += made;
     }
 
     /// A copy of the context without its trace.

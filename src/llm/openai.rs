@@ -434,6 +434,10 @@ impl ChatResponse {
 #[derive(Deserialize)]
 struct Choice {
     message: MessageBody,
+    /// `length` when the reply was cut off at the token limit (any other value, or none, is
+    /// not that).
+    #[serde(default)]
+    finish_reason: Option<serde_json::Value>,
 }
 #[derive(Deserialize)]
 struct MessageBody {
@@ -498,6 +502,7 @@ impl LanguageModel for OpenAiClient {
                 reason: "no choices in the reply".into(),
             });
         };
+        let cut_off = choice.finish_reason.as_ref().and_then(serde_json::Value::as_str) == Some("length");
         let message = choice.message;
         let text = message.content.unwrap_or_default();
         let reasoning = message.reasoning_content.or(message.reasoning).filter(|r| !r.trim().is_empty());
@@ -514,9 +519,10 @@ impl LanguageModel for OpenAiClient {
             reasoning_tokens: token_count(usage, &["completion_tokens_details", "reasoning_tokens"]).unwrap_or(0),
         };
         // A server may take a `response_format` without enforcing it: a reply that does not fit
-        // its schema shows it. Said once per endpoint; the engine reads such replies as far as
-        // they go.
-        if let Some(schema) = request.schema.as_ref().filter(|_| !mode.is_free_text() && !text.contains("</think>"))
+        // its schema shows it (one cut off at the token limit shows nothing: an enforcing server
+        // cuts off too). Said once per endpoint; the engine reads such replies as far as they go.
+        if let Some(schema) =
+            request.schema.as_ref().filter(|_| !mode.is_free_text() && !cut_off && !text.contains("</think>"))
             && let Some(why) = super::schema_check::violation(&schema.schema, &text)
         {
             let mut learned = self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
