@@ -104,6 +104,8 @@ fn records_of(list: &[serde_json::Value]) -> std::collections::BTreeSet<String> 
 fn a_teammates_relabel_changes_the_next_answer_and_fix_list_names_its_author() {
     let server = OxigraphRw::start();
     let (ada, bea) = (User::on(&server, "Ada"), User::on(&server, "Bea"));
+    // Bea's store has a correction from before she shared: it stays hers, and still applies.
+    bea.ok(&["fix", "relabel", "m.lou_seal", "Lou", "--reason", "short", "--no-shared"]);
     assert_eq!(first_line(&bea.ok(&["ask", PHANATIC])), "Answer: Bright House Field");
 
     let made = ada.ok(&["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed in 2021"]);
@@ -113,17 +115,31 @@ fn a_teammates_relabel_changes_the_next_answer_and_fix_list_names_its_author() {
     // Bea's next run pulls it first.
     assert_eq!(first_line(&bea.ok(&["ask", PHANATIC])), "Answer: BayCare Ballpark");
     let listed = bea.ok(&["fix", "list"]);
-    assert!(
-        listed.starts_with(
-            "    1  active  shared    relabel m.bright_house_field as \"BayCare Ballpark\"  (Renamed in 2021; Ada on "
-        ),
-        "{listed}"
-    );
+    assert!(listed.starts_with("    1  active  local     relabel m.lou_seal as \"Lou\"  (short; Bea on "), "{listed}");
+    let pulled =
+        "\n    2  active  shared    relabel m.bright_house_field as \"BayCare Ballpark\"  (Renamed in 2021; Ada on ";
+    assert!(listed.contains(pulled), "{listed}");
     let list = bea.list();
-    assert_eq!((list[0]["author"].as_str(), list[0]["sharing"].as_str()), (Some("Ada"), Some("shared")));
-    assert_eq!(list[0]["team"]["pulled"], true);
+    assert_eq!((list[1]["author"].as_str(), list[1]["sharing"].as_str()), (Some("Ada"), Some("shared")));
+    assert_eq!(list[1]["team"]["pulled"], true);
+    assert_eq!(bea.ok(&["kg", "search", "Lou"]).lines().next(), Some("m.lou_seal\tLou\texact"));
+    assert_eq!(records_on(&server), 1, "what was not made in the set is not sent");
     assert_eq!(records_of(&list), records_of(&ada.list()), "the same record on both sides");
     assert_eq!(bea.ok(&["fix", "sync"]), "pushed 0 record(s) to team, pulled 0 new record(s)\n");
+
+    // `eval --with-corrections` pulls first too.
+    let eve = User::on(&server, "Eve");
+    let dataset = eve.path().join("questions.jsonl");
+    std::fs::write(&dataset, format!("{{\"question\": \"{PHANATIC}\", \"answers\": [\"BayCare Ballpark\"]}}\n"))
+        .unwrap();
+    let out = eve.path().join("run");
+    let (d, o) = (dataset.display().to_string(), out.display().to_string());
+    eve.ok(&["eval", "--dataset", &d, "--kg", "demo", "--llm", "demo", "--with-corrections", "--out", &o]);
+    let record: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(out.join("records.jsonl")).unwrap().lines().next().unwrap())
+            .unwrap();
+    let seen = (record["prediction"][0].as_str(), record["corrections"]["active"].as_u64());
+    assert_eq!(seen, (Some("BayCare Ballpark"), Some(1)));
 
     // Without the shared set, nothing is sent or pulled: Cal keeps to his own corrections.
     let cal = User::on(&server, "Cal");
@@ -214,6 +230,17 @@ fn a_correction_made_while_the_server_is_down_is_queued_and_sent_after() {
     assert_eq!(list.len(), 1);
     assert_eq!(list[0]["author"], "Ada");
     assert_eq!(records_of(&list), records_of(&ada.list()));
+
+    // Ada's undo is the team's: Bea's next answer is the KG's again.
+    let undone = ada.ok(&["fix", "undo", "1"]);
+    assert_eq!(undone, "correction 1 undone: relabel m.bright_house_field as \"BayCare Ballpark\"\n");
+    assert_eq!(first_line(&bea.ok(&["ask", PHANATIC])), "Answer: Bright House Field");
+    let list = bea.list();
+    assert_eq!(
+        (list[0]["active"].as_bool(), list[0]["history"][1]["what"].as_str()),
+        (Some(false), Some("undone by Ada"))
+    );
+    assert_eq!(records_on(&server), 2, "the correction and its undo");
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -336,14 +363,24 @@ fn sync_full_takes_records_the_overlap_missed() {
          <{ns}operation> \"relabel\" ; <{ns}subject> \"m.lou_seal\" ; <{ns}label> \"Lou\" ; \
          <{ns}reason> \"slow clock\" ; <http://www.w3.org/ns/prov#wasAttributedTo> <urn:ongraph:agent:Old%20Cal> ; \
          <http://www.w3.org/ns/prov#generatedAtTime> \"2020-01-01T00:00:00+01:00\"^^<http://www.w3.org/2001/XMLSchema#dateTime> ; \
+         <{ns}publishedAt> \"2020-01-01T00:00:00Z\"^^<http://www.w3.org/2001/XMLSchema#dateTime> . \
+         <urn:uuid:01900000-0000-7000-8000-000000000002> \
+         <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{ns}Correction> ; <{ns}kg> \"demo\" ; \
+         <{ns}operation> \"retract\" ; <{ns}subject> \"m.a> }} ; DROP ALL ; {{\" ; <{ns}relation> \"r\" ; \
+         <{ns}object> \"m.b\" ; <{ns}objectKind> \"entity\" ; \
+         <http://www.w3.org/ns/prov#wasAttributedTo> <urn:ongraph:agent:Mallory> ; \
+         <http://www.w3.org/ns/prov#generatedAtTime> \"2020-01-01T00:00:00Z\"^^<http://www.w3.org/2001/XMLSchema#dateTime> ; \
          <{ns}publishedAt> \"2020-01-01T00:00:00Z\"^^<http://www.w3.org/2001/XMLSchema#dateTime> }} }}"
     );
     let mut config = SparqlConfig::new(&server.update);
     config.max_retries = 0;
     block_on(async { SparqlClient::new(config).unwrap().update(&late).await }).expect("the update applies");
     assert_eq!(bea.ok(&["fix", "sync"]), "pushed 0 record(s) to team, pulled 0 new record(s)\n");
+    // Mallory's record, whose subject is no id, is skipped (and logged), never applied.
     assert_eq!(bea.ok(&["fix", "sync", "--full"]), "pushed 0 record(s) to team, pulled 1 new record(s)\n");
+    assert!(bea.log().contains("skipped: record urn:uuid:01900000-0000-7000-8000-000000000002: the subject"));
     let list = bea.list();
+    assert_eq!(list.len(), 2);
     assert_eq!((list[1]["author"].as_str(), list[1]["label"].as_str()), (Some("Old Cal"), Some("Lou")));
     // Its time is kept as its writer gave it (with an offset).
     assert_eq!(list[1]["created"], "2020-01-01T00:00:00+01:00");
