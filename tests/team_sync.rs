@@ -141,6 +141,12 @@ fn a_teammates_relabel_changes_the_next_answer_and_fix_list_names_its_author() {
     let seen = (record["prediction"][0].as_str(), record["corrections"]["active"].as_u64());
     assert_eq!(seen, (Some("BayCare Ballpark"), Some(1)));
 
+    // The UI pulls before it starts (here it then stops: no terminal).
+    let fay = User::on(&server, "Fay");
+    let ui = ongraph_cmd(fay.path(), &["tui"]).stdin(std::process::Stdio::null()).output().unwrap();
+    assert!(String::from_utf8_lossy(&ui.stderr).contains("the terminal UI needs a terminal"));
+    assert!(fay.ok(&["fix", "list", "--no-shared"]).contains("relabel m.bright_house_field as \"BayCare Ballpark\""));
+
     // Without the shared set, nothing is sent or pulled: Cal keeps to his own corrections.
     let cal = User::on(&server, "Cal");
     assert_eq!(first_line(&cal.ok(&["ask", PHANATIC, "--no-shared"])), "Answer: Bright House Field");
@@ -276,6 +282,12 @@ fn a_conflict_is_shown_to_both_and_settled_by_a_supersede() {
     );
     assert!(a.contains(")  conflicts with 2 by Bea\n"), "{a}");
     assert!(b.contains(")  conflicts with 2 by Ada\n") && b.contains("(its older name; Bea on "), "{b}");
+    // Meanwhile the later one (Bea's) applies, for both: corrections apply in the order they
+    // were made, not the order they arrived (for Bea, her own came first).
+    for user in [&ada, &bea] {
+        let found = user.ok(&["kg", "search", "Apple Computer, Inc."]);
+        assert_eq!(first_line(&found), "m.apple\tApple Computer, Inc.\texact");
+    }
     let not_in_conflict = bea.run(&["fix", "supersede", "9"]);
     assert_eq!(not_in_conflict.status.code(), Some(1));
 

@@ -199,3 +199,37 @@ impl Team {
 pub fn corrections(n: usize) -> String {
     format!("{n} correction{}", if n == 1 { "" } else { "s" })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(query: &str, graph: &str) -> SharedEntry {
+        SharedEntry {
+            query_endpoint: query.into(),
+            update_endpoint: "http://127.0.0.1:7878/update".into(),
+            graph: graph.into(),
+            credentials_env: None,
+            apply: Apply::All,
+            timeout_secs: 10,
+        }
+    }
+
+    #[test]
+    fn a_bad_set_is_named_and_no_secret_is_shown() {
+        let err = |e: SharedEntry| Team::open("team", &e).err().map(|e| e.to_string()).unwrap_or_default();
+        let graph = "http://example.org/c";
+        let secret = err(entry("http://ada:s3cret@127.0.0.1:7878/query", graph));
+        assert_eq!(
+            secret,
+            "[shared.team] query_endpoint has credentials in it: name a variable holding them in credentials_env"
+        );
+        assert!(err(entry("ftp://127.0.0.1/query", graph)).contains("is not an http(s) URL"));
+        assert!(
+            err(entry("http://127.0.0.1:7878/query", "http://example.org/c> { }")).starts_with("[shared.team] graph:")
+        );
+        assert!(Team::open("team", &entry("http://127.0.0.1:7878/query", graph)).is_ok());
+        let shown = format!("{:?}", Credentials::parse("ada:s3cret"));
+        assert!(!shown.contains("s3cret") && !format!("{:?}", Credentials::parse("t0ken")).contains("t0ken"));
+    }
+}
