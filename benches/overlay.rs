@@ -27,6 +27,7 @@ fn correction(id: u64, op: Op) -> Correction {
         active: true,
         context: None,
         history: Vec::new(),
+        team: None,
     }
 }
 

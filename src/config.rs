@@ -27,6 +27,47 @@ pub struct Config {
     /// help (`?`) lists the command names.
     #[serde(default)]
     pub keys: BTreeMap<String, Vec<String>>,
+    /// Correction sets shared by a team, each a named graph on a SPARQL server: `[shared.NAME]`.
+    #[serde(default)]
+    pub shared: BTreeMap<String, SharedEntry>,
+}
+
+/// `[shared.NAME]`: where a team's corrections live. Checked when used (`--shared NAME` or
+/// `[defaults] shared`), so a set that is configured but not used cannot stop a command.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedEntry {
+    /// The SPARQL 1.1 query endpoint, e.g. `http://127.0.0.1:7878/query`.
+    pub query_endpoint: String,
+    /// The SPARQL 1.1 update endpoint, e.g. `http://127.0.0.1:7878/update`.
+    pub update_endpoint: String,
+    /// The named graph holding the set's records (a full IRI).
+    pub graph: String,
+    /// The environment variable holding `user:password` (HTTP basic) or a bearer token; never
+    /// the secret itself.
+    #[serde(default)]
+    pub credentials_env: Option<String>,
+    /// Which teammates' corrections apply: `all`, or `approved` (only your own until someone
+    /// approves one: reviews are not made by this version yet).
+    #[serde(default)]
+    pub apply: Apply,
+    /// Seconds to wait for the server (default 10): a server that is down must not hold up
+    /// every command for long.
+    #[serde(default = "default_shared_timeout")]
+    pub timeout_secs: u64,
+}
+
+/// Which corrections of a shared set apply.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Apply {
+    #[default]
+    All,
+    Approved,
+}
+
+fn default_shared_timeout() -> u64 {
+    10
 }
 
 /// `[defaults]`: the engine's settings, under their flags' names in snake case
@@ -52,6 +93,8 @@ pub struct Defaults {
     pub overlay: Option<PathBuf>,
     /// Recorded as the author of corrections (default: `$USER`).
     pub author: Option<String>,
+    /// The `[shared.NAME]` set corrections are shared through (`--shared` / `--no-shared`).
+    pub shared: Option<String>,
     /// Cache SPARQL results on disk, so asking again sends no query.
     pub query_cache: bool,
     /// Where (default: `$XDG_CACHE_HOME/ongraph/query-cache`).
@@ -72,6 +115,7 @@ impl Default for Defaults {
             log_file: None,
             overlay: None,
             author: None,
+            shared: None,
             query_cache: true,
             query_cache_dir: None,
             theme: None,
@@ -311,7 +355,7 @@ impl Config {
     }
 
     pub fn parse(path: &str, text: &str) -> Result<Self, ConfigError> {
-        toml::from_str(text).map_err(|e| {
+        let config: Self = toml::from_str(text).map_err(|e| {
             // toml's message spans several lines with a caret drawing; keep it on one line with
             // the line number first.
             let line = e.span().and_then(|s| text.get(..s.start)).map(|before| before.matches('\n').count() + 1);
@@ -323,7 +367,18 @@ impl Config {
                 },
                 message,
             }
-        })
+        })?;
+        if let Some(name) = &config.defaults.shared
+            && !config.shared.contains_key(name)
+        {
+            let known: Vec<&str> = config.shared.keys().map(String::as_str).collect();
+            let known = if known.is_empty() { "there is none".to_string() } else { known.join(", ") };
+            return Err(ConfigError::Parse {
+                path: path.to_string(),
+                message: format!("[defaults] shared = {name:?} names no [shared.{name}] (configured: {known})"),
+            });
+        }
+        Ok(config)
     }
 }
 
@@ -392,5 +447,29 @@ mod tests {
         assert_eq!(c.llm["local"].timeout_secs, 120);
         assert_eq!(c.kg["pq"].profile, "named-ids");
         assert_eq!(c.kg["pq"].language, "en");
+    }
+
+    #[test]
+    fn a_shared_set_parses_and_the_default_must_name_one() {
+        let text = r#"
+            [defaults]
+            shared = "team"
+            [shared.team]
+            query_endpoint = "http://127.0.0.1:7878/query"
+            update_endpoint = "http://127.0.0.1:7878/update"
+            graph = "http://example.org/ongraph/corrections/demo"
+            credentials_env = "ONGRAPH_TEAM_TOKEN"
+            apply = "approved"
+            "#;
+        let c = Config::parse("c.toml", text).unwrap();
+        let team = &c.shared["team"];
+        assert_eq!((team.apply, team.timeout_secs), (Apply::Approved, 10));
+        assert_eq!(team.credentials_env.as_deref(), Some("ONGRAPH_TEAM_TOKEN"));
+        let err = Config::parse("c.toml", &text.replace("\"approved\"", "\"some\"")).unwrap_err().to_string();
+        assert!(err.contains("unknown variant `some`, expected `all` or `approved`"), "{err}");
+        let err = Config::parse("c.toml", &text.replace("shared = \"team\"", "shared = \"lab\"")).unwrap_err();
+        assert_eq!(err.to_string(), "c.toml: [defaults] shared = \"lab\" names no [shared.lab] (configured: team)");
+        let err = Config::parse("c.toml", &text.replace("graph =", "grahp =")).unwrap_err().to_string();
+        assert!(err.starts_with("c.toml:7: unknown field `grahp`"), "{err}");
     }
 }

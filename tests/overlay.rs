@@ -18,6 +18,7 @@ fn correction(id: u64, op: Op) -> Correction {
         active: true,
         context: None,
         history: vec![],
+        team: None,
     }
 }
 

@@ -17,6 +17,9 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
     let settings = super::settings(s, config)?;
     let prompts_dir = s.prompts.clone().or_else(|| config.defaults.prompts.clone());
     let prompts = Arc::new(Prompts::load(prompts_dir.as_deref())?);
+    if !args.no_overlay {
+        super::overlay::sync_and_say(s, config).await?;
+    }
     let super::Opened { kg, report, corrections, llm, driver } = super::open_driver(s, config, !args.no_overlay)?;
     let topics = if args.topics.is_empty() { Topics::Extract } else { Topics::Named(args.topics.clone()) };
     let mut run =

@@ -221,6 +221,9 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     chosen.truncate(args.take.unwrap_or(usize::MAX));
     // With --with-corrections each question sees the corrections as they are when it starts
     // (another process may change them during a long run).
+    if args.with_corrections {
+        super::overlay::sync_and_say(&setup, config).await?;
+    }
     let live = Arc::new(super::overlay::LiveOverlay::open(base, config, &setup, args.with_corrections)?);
     let (kg, corrections, seen_now) = {
         let seen = live.current();

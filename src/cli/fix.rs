@@ -1,11 +1,13 @@
 //! `ongraph fix`: correct the knowledge graph through the overlay.
 
-use super::overlay::{kg_scope, open_store};
+use super::overlay::{kg_scope, open_store, open_team, sync_team};
 use super::{SetupArgs, open_kg};
 use crate::config::Config;
 use crate::kg::{KnowledgeGraph, RelationRef, Term};
 use crate::overlay::export::{ExportFormat, export};
-use crate::overlay::store::CorrectionStore;
+use crate::overlay::store::{Aside, CorrectionStore};
+use crate::overlay::team::Team;
+use crate::overlay::team::state::{Sharing, base_for, states};
 use crate::overlay::{Correction, CorrectionContext, Draft, Op, OverlayKg, check_relabel, default_author, validate_id};
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
@@ -70,13 +72,27 @@ pub enum FixAction {
         #[command(flatten)]
         why: Why,
     },
-    /// List this KG's corrections (undone ones too).
+    /// List this KG's corrections (undone ones too), with their authors and, with a shared
+    /// set, whether each is shared, pending (not sent yet) or in conflict.
     List {
         #[arg(long)]
         json: bool,
     },
-    /// Undo a correction (it stays in the history).
+    /// Undo a correction (it stays in the history; a shared one is undone for the team too).
     Undo { id: u64 },
+    /// Send the corrections not yet shared and pull the team's new ones.
+    Sync {
+        /// Pull every record of the set, not only those published since the last pull.
+        #[arg(long)]
+        full: bool,
+    },
+    /// Settle a conflict: set this correction aside for the one it conflicts with.
+    Supersede {
+        id: u64,
+        /// Why the other correction is kept.
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Print the active corrections as a patch (nt, sparql-update) or all as JSON lines.
     Export {
         #[arg(long, value_enum, default_value = "sparql-update")]
@@ -119,16 +135,22 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         context: why.question.clone().map(|q| CorrectionContext { question: Some(q), ..Default::default() }),
         origin: None,
     };
+    let team = open_team(&args.setup, config)?;
+    // What teammates did first: a correction is checked against, and based on, the KG as they
+    // left it. `fix sync` says what it did itself.
+    let before = match (&team, &args.action) {
+        (Some(t), action) if !matches!(action, FixAction::Sync { .. }) => Some(sync_team(t, config, false).await?),
+        _ => None,
+    };
     let mut out = std::io::stdout().lock();
-    match &args.action {
+    let made = match &args.action {
         FixAction::Retract { subject, relation, object, why }
         | FixAction::Assert { subject, relation, object, why } => {
             let (s, r, o) = triple(subject, relation, object)?;
             if why.reason.trim().is_empty() {
                 bail!("--reason must say why the fact is wrong");
             }
-            let store = open_store(config)?;
-            let kg = current_view(&args.setup, config, &store, &scope)?;
+            let kg = current_view(&args.setup, config, &scope)?;
             let retract = matches!(args.action, FixAction::Retract { .. });
             let present = holds(kg.as_ref(), &s, &r, &o).await?;
             if retract && !present {
@@ -142,8 +164,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             } else {
                 Op::Assert { subject: s, relation: r, object: o }
             };
-            let c = store.add(&scope, draft(op, why))?;
-            writeln!(out, "correction {}: {}", c.id, c.op.describe())?;
+            Some(draft(op, why))
         }
         FixAction::Replace { subject, relation, old, new, label, why } => {
             let (s, r, old) = triple(subject, relation, old)?;
@@ -160,113 +181,207 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
                 Some(_) if !new.is_entity() => bail!("--label names a new entity: {new} is a literal"),
                 Some(l) => Some(l.to_string()),
             };
-            let store = open_store(config)?;
-            let kg = current_view(&args.setup, config, &store, &scope)?;
+            let kg = current_view(&args.setup, config, &scope)?;
             if !holds(kg.as_ref(), &s, &r, &old).await? {
                 bail!("{} does not hold {s} {r} {old}: nothing to replace", kg.name());
             }
             if holds(kg.as_ref(), &s, &r, &new).await? {
                 bail!("{} already holds {s} {r} {new}: retract the wrong object instead (fix retract)", kg.name());
             }
-            let op = Op::Replace { subject: s, relation: r, old, new, label };
-            let c = store.add(&scope, draft(op, why))?;
-            writeln!(out, "correction {}: {}", c.id, c.op.describe())?;
+            Some(draft(Op::Replace { subject: s, relation: r, old, new, label }, why))
         }
         FixAction::Relabel { entity, label, why } => {
             validate_id("entity", entity).map_err(anyhow::Error::msg)?;
             if label.trim().is_empty() || why.reason.trim().is_empty() {
                 bail!("the new label and --reason must not be empty");
             }
-            let store = open_store(config)?;
-            let kg = current_view(&args.setup, config, &store, &scope)?;
+            let kg = current_view(&args.setup, config, &scope)?;
             let current = kg.label(entity).await?;
             if current.is_none() && kg.relations(entity).await?.is_empty() {
                 bail!("{} has no entity {entity}", kg.name());
             }
             check_relabel(entity, current.as_deref(), label).map_err(anyhow::Error::msg)?;
-            let op = Op::Relabel { entity: entity.clone(), label: label.trim().to_string() };
-            let c = store.add(&scope, draft(op, why))?;
-            writeln!(out, "correction {}: {}", c.id, c.op.describe())?;
+            Some(draft(Op::Relabel { entity: entity.clone(), label: label.trim().to_string() }, why))
         }
         FixAction::List { json } => {
             let list = super::overlay::corrections_for(config, &scope)?;
-            if *json {
-                serde_json::to_writer_pretty(&mut out, &list).map_err(std::io::Error::from)?;
-                writeln!(out)?;
-            } else if list.is_empty() {
-                writeln!(out, "no corrections for {scope}")?;
-            } else {
-                let mut out = super::printable::Printable::new(&mut out);
-                for c in &list {
-                    let state = if c.active { "active" } else { "undone" };
-                    writeln!(
-                        out,
-                        "{:>5}  {state:<6}  {}  ({}; {} on {})",
-                        c.id,
-                        c.op.describe(),
-                        c.reason_line(),
-                        c.author,
-                        c.created
-                    )?;
-                }
-            }
+            list_corrections(&mut out, &list, *json, &scope, team.as_ref())?;
+            None
         }
         FixAction::Undo { id } => {
             let c = open_store(config)?.undo(&scope, *id)?;
             writeln!(out, "correction {} undone: {}", c.id, c.op.describe())?;
+            None
+        }
+        FixAction::Supersede { id, reason } => {
+            let c = open_store(config)?.set_aside(&scope, *id, Aside::Supersede, reason.as_deref())?;
+            writeln!(out, "correction {} superseded: {}", c.id, c.op.describe())?;
+            None
+        }
+        FixAction::Sync { full } => {
+            let Some(team) = &team else {
+                bail!("no shared set: configure [shared.NAME] and [defaults] shared = \"NAME\", or pass --shared NAME");
+            };
+            let synced = sync_team(team, config, *full).await?;
+            writeln!(
+                out,
+                "pushed {} record(s) to {}, pulled {} new record(s)",
+                synced.pushed, synced.team, synced.pulled
+            )?;
+            if let Some(note) = synced.note() {
+                bail!("{note}");
+            }
+            return Ok(0);
         }
         FixAction::Export { format } => {
             let list = super::overlay::corrections_for(config, &scope)?;
             let (kg, _) = open_kg(&args.setup, config)?;
             write!(out, "{}", export(&list, *format, kg.profile()))?;
+            None
         }
         FixAction::Import { file } => {
-            let reader = std::io::BufReader::new(
-                std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?,
-            );
-            let store = open_store(config)?;
-            let mut count = 0;
-            for (i, line) in reader.lines().enumerate() {
-                let line = line.with_context(|| format!("{}:{}", file.display(), i + 1))?;
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let c: Correction = serde_json::from_str(&line)
-                    .with_context(|| format!("{}:{}: not a correction", file.display(), i + 1))?;
-                if !c.active {
-                    continue;
-                }
-                c.op.validate_ids().map_err(|e| anyhow::anyhow!("{}:{}: {e}", file.display(), i + 1))?;
-                let origin = format!("imported from {} (was {} in {})", file.display(), c.id, c.kg);
-                // The mark comes along (for an export from before it existed, from the reason).
-                let generated = c.is_llm_generated();
-                let draft = Draft {
-                    op: c.op,
-                    reason: c.reason,
-                    generated,
-                    author: c.author,
-                    context: c.context,
-                    origin: Some(origin),
-                };
-                let added = store.add(&scope, draft)?;
-                // Printed only once the correction is on disk.
-                writeln!(out, "imported {} as {}", c.id, added.id)?;
-                out.flush()?;
-                count += 1;
-            }
-            writeln!(out, "{count} correction(s) imported into {scope}")?;
+            import(&mut out, file, config, &scope)?;
+            None
         }
+    };
+    let made_any = made.is_some();
+    if let Some(draft) = made {
+        let store = open_store(config)?;
+        let c = match &team {
+            Some(t) => {
+                let base = base_for(&store.list(&scope)?, t.graph(), &draft.op);
+                store.add_shared(&scope, draft, t.graph(), base)?
+            }
+            None => store.add(&scope, draft)?,
+        };
+        drop(store);
+        writeln!(out, "correction {}: {}", c.id, c.op.describe())?;
+    }
+    // Sent at once when it can be; said when it cannot (it is stored all the same).
+    let changed = made_any || matches!(args.action, FixAction::Undo { .. } | FixAction::Supersede { .. });
+    let last = match &team {
+        Some(team) if changed => Some(sync_team(team, config, false).await?),
+        _ => before,
+    };
+    if let Some(note) = last.and_then(|s| s.note()) {
+        // On stderr, so `fix list --json` and `fix export` stay what they say they are.
+        let mut err = super::printable::Printable::new(std::io::stderr().lock());
+        writeln!(err, "{note}")?;
     }
     Ok(0)
 }
 
-/// The KG as the user sees it now, through the store's current corrections.
-fn current_view(
-    setup: &SetupArgs,
-    config: &Config,
-    store: &dyn CorrectionStore,
+/// `fix list`: one correction a line (its state, sharing, what it does, why, who and when), or
+/// JSON with the sharing and conflicts beside each.
+fn list_corrections(
+    out: &mut impl Write,
+    list: &[Correction],
+    json: bool,
     scope: &str,
-) -> Result<Arc<dyn KnowledgeGraph>> {
+    team: Option<&Team>,
+) -> Result<()> {
+    let states = states(list);
+    // Under `apply = "approved"`, teammates' corrections wait for approval.
+    let waiting = |c: &Correction| {
+        team.is_some_and(|t| t.apply() == crate::config::Apply::Approved) && c.team.as_ref().is_some_and(|t| t.pulled)
+    };
+    if json {
+        #[derive(serde::Serialize)]
+        struct Listed<'a> {
+            #[serde(flatten)]
+            correction: &'a Correction,
+            sharing: Sharing,
+            #[serde(skip_serializing_if = "<[u64]>::is_empty")]
+            conflicts_with: &'a [u64],
+            #[serde(skip_serializing_if = "std::ops::Not::not")]
+            awaiting_approval: bool,
+        }
+        let listed: Vec<Listed<'_>> = list
+            .iter()
+            .zip(&states)
+            .map(|(c, s)| Listed {
+                correction: c,
+                sharing: s.sharing,
+                conflicts_with: &s.conflicts_with,
+                awaiting_approval: waiting(c),
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut *out, &listed).map_err(std::io::Error::from)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    if list.is_empty() {
+        writeln!(out, "no corrections for {scope}")?;
+        return Ok(());
+    }
+    // The sharing column only where there is something to say.
+    let sharing_shown = team.is_some() || list.iter().any(|c| c.team.is_some());
+    let mut out = super::printable::Printable::new(out);
+    for (c, s) in list.iter().zip(&states) {
+        let state = if c.active { "active" } else { "undone" };
+        let sharing = if !sharing_shown {
+            String::new()
+        } else if waiting(c) && s.sharing != Sharing::Conflict {
+            format!("{:<9} ", "unapproved")
+        } else {
+            format!("{:<9} ", s.sharing.label())
+        };
+        let conflict: Vec<String> = s
+            .conflicts_with
+            .iter()
+            .filter_map(|id| list.iter().find(|o| o.id == *id))
+            .map(|o| format!("{} by {}", o.id, o.author))
+            .collect();
+        let conflict =
+            if conflict.is_empty() { String::new() } else { format!("  conflicts with {}", conflict.join(", ")) };
+        writeln!(
+            out,
+            "{:>5}  {state:<6}  {sharing}{}  ({}; {} on {}){conflict}",
+            c.id,
+            c.op.describe(),
+            c.reason_line(),
+            c.author,
+            c.created
+        )?;
+    }
+    Ok(())
+}
+
+/// `fix import`: the active corrections of a JSON-lines export, added one by one (each printed
+/// once it is on disk).
+fn import(out: &mut impl Write, file: &std::path::Path, config: &Config, scope: &str) -> Result<()> {
+    let reader =
+        std::io::BufReader::new(std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?);
+    let store = open_store(config)?;
+    let mut count = 0;
+    for (i, line) in reader.lines().enumerate() {
+        let line = line.with_context(|| format!("{}:{}", file.display(), i + 1))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let c: Correction =
+            serde_json::from_str(&line).with_context(|| format!("{}:{}: not a correction", file.display(), i + 1))?;
+        if !c.active {
+            continue;
+        }
+        c.op.validate_ids().map_err(|e| anyhow::anyhow!("{}:{}: {e}", file.display(), i + 1))?;
+        let origin = format!("imported from {} (was {} in {})", file.display(), c.id, c.kg);
+        // The mark comes along (for an export from before it existed, from the reason).
+        let generated = c.is_llm_generated();
+        let draft =
+            Draft { op: c.op, reason: c.reason, generated, author: c.author, context: c.context, origin: Some(origin) };
+        let added = store.add(scope, draft)?;
+        // Printed only once the correction is on disk.
+        writeln!(out, "imported {} as {}", c.id, added.id)?;
+        out.flush()?;
+        count += 1;
+    }
+    writeln!(out, "{count} correction(s) imported into {scope}")?;
+    Ok(())
+}
+
+/// The KG as the user sees it now, through the store's current corrections.
+fn current_view(setup: &SetupArgs, config: &Config, scope: &str) -> Result<Arc<dyn KnowledgeGraph>> {
     let (kg, _) = open_kg(setup, config)?;
-    Ok(Arc::new(OverlayKg::new(kg, &store.list(scope)?)))
+    Ok(Arc::new(OverlayKg::new(kg, &super::overlay::corrections_for(config, scope)?)))
 }

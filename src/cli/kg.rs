@@ -41,6 +41,9 @@ pub enum KgAction {
 }
 
 pub async fn kg(args: KgArgs, config: &Config) -> Result<i32> {
+    if !args.no_overlay {
+        super::overlay::sync_and_say(&args.setup, config).await?;
+    }
     let (base, _) = open_kg(&args.setup, config)?;
     let (kg, _) = with_overlay(base, config, &args.setup, !args.no_overlay)?;
     let mut out = super::printable::Printable::new(std::io::stdout().lock());

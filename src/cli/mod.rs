@@ -188,6 +188,13 @@ pub struct SetupArgs {
     /// Which question of a GoG file: its ID or its index.
     #[arg(long, global = true, value_name = "ID")]
     pub scenario_id: Option<String>,
+    /// Share corrections through this `[shared.NAME]` set (default: the config's
+    /// `[defaults] shared`).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub shared: Option<String>,
+    /// Keep to the local corrections: neither send nor pull a shared set's.
+    #[arg(long, global = true, conflicts_with = "shared")]
+    pub no_shared: bool,
 }
 
 pub async fn run(cli: Cli, config: Config) -> Result<i32> {

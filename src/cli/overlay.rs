@@ -1,13 +1,14 @@
 //! Opening the correction store and seeing a KG through it: shared by `ask`, `kg` and `fix`.
 
 use super::SetupArgs;
-use crate::config::Config;
+use crate::config::{Apply, Config, SharedEntry};
 use crate::eval::record::CorrectionsSeen;
 use crate::kg::KnowledgeGraph;
 use crate::overlay::scenario::Triple;
 use crate::overlay::store::{CorrectionStore, SledStore, StoreError};
-use crate::overlay::{Correction, OverlayKg};
-use anyhow::Result;
+use crate::overlay::team::{Team, TeamError, corrections};
+use crate::overlay::{Correction, OverlayKg, default_author};
+use anyhow::{Result, bail};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,9 +33,97 @@ pub fn open_store(config: &Config) -> Result<SledStore, StoreError> {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(100));
             }
-            other => return other,
+            other => return other.map(|s| s.with_author(default_author(config.defaults.author.as_deref()))),
         }
     }
+}
+
+/// The shared set a command uses: `--shared NAME`, else `[defaults] shared`; none with
+/// `--no-shared`.
+pub fn shared_entry<'c>(setup: &SetupArgs, config: &'c Config) -> Result<Option<(String, &'c SharedEntry)>> {
+    if setup.no_shared {
+        return Ok(None);
+    }
+    let Some(name) = setup.shared.clone().or_else(|| config.defaults.shared.clone()) else { return Ok(None) };
+    match config.shared.get(&name) {
+        Some(entry) => Ok(Some((name, entry))),
+        None => {
+            let known: Vec<&str> = config.shared.keys().map(String::as_str).collect();
+            let known = if known.is_empty() { "none is configured".to_string() } else { known.join(", ") };
+            bail!("no shared set {name:?} in the config (shared sets: {known})")
+        }
+    }
+}
+
+/// The shared set a command uses, ready to sync with (see [`shared_entry`]).
+pub fn open_team(setup: &SetupArgs, config: &Config) -> Result<Option<Team>> {
+    match shared_entry(setup, config)? {
+        Some((name, entry)) => Ok(Some(Team::open(&name, entry)?)),
+        None => Ok(None),
+    }
+}
+
+/// What a sync did.
+pub struct Synced {
+    pub team: String,
+    pub pushed: usize,
+    /// Still queued for the set.
+    pub pending: usize,
+    pub pulled: usize,
+    /// Why something could not be sent or pulled (the server, never the local store: that is
+    /// an error).
+    pub problem: Option<String>,
+}
+
+impl Synced {
+    /// What the user should know, if anything: what is not shared yet, or that teammates'
+    /// corrections could not be pulled.
+    pub fn note(&self) -> Option<String> {
+        let problem = self.problem.as_deref().unwrap_or("the server refused it");
+        if self.pending > 0 {
+            Some(format!("{} not yet shared ({problem}); sent at the next command", corrections(self.pending)))
+        } else {
+            self.problem
+                .as_ref()
+                .map(|p| format!("corrections not pulled from {} ({p}): using those pulled before", self.team))
+        }
+    }
+}
+
+/// Sends what is queued for `team` and pulls what is new (all of it with `full`). A server that
+/// cannot be reached is said in [`Synced::problem`], not an error: the local corrections still
+/// work, and the queue waits for the next sync.
+pub async fn sync_team(team: &Team, config: &Config, full: bool) -> Result<Synced> {
+    let open = || open_store(config);
+    let pushed = team.push(&open).await?;
+    let mut problem = pushed.error.map(|e| e.to_string());
+    let pulled = match team.pull(&open, full).await {
+        Ok(n) => n,
+        Err(TeamError::Store(e)) => return Err(e.into()),
+        Err(e) => {
+            // The same server down twice is said once.
+            problem.get_or_insert_with(|| e.to_string());
+            0
+        }
+    };
+    Ok(Synced { team: team.name().to_string(), pushed: pushed.sent, pending: pushed.pending, pulled, problem })
+}
+
+/// Before a command reads corrections: syncs the shared set in use (if any); what the user
+/// should know of it, if anything.
+pub async fn sync_before_reading(setup: &SetupArgs, config: &Config) -> Result<Option<String>> {
+    let Some(team) = open_team(setup, config)? else { return Ok(None) };
+    Ok(sync_team(&team, config, false).await?.note())
+}
+
+/// As [`sync_before_reading`], saying it on stderr (the command's output stays as it was).
+pub async fn sync_and_say(setup: &SetupArgs, config: &Config) -> Result<()> {
+    if let Some(note) = sync_before_reading(setup, config).await? {
+        use std::io::Write as _;
+        let mut err = super::printable::Printable::new(std::io::stderr().lock());
+        writeln!(err, "{note}")?;
+    }
+    Ok(())
 }
 
 /// Which overlay scope a `--kg` value names: `demo`, a config name, an endpoint URL, or
@@ -89,6 +178,8 @@ pub struct LiveOverlay {
     hidden: Vec<Triple>,
     /// Whether corrections apply at all (`--no-overlay`, `eval` without --with-corrections).
     enabled: bool,
+    /// The shared set applies only approved corrections: those pulled from teammates wait.
+    approved_only: bool,
     seen: Mutex<Seen>,
 }
 
@@ -122,6 +213,7 @@ impl LiveOverlay {
             scope: kg_scope(setup, config),
             hidden,
             enabled,
+            approved_only: shared_entry(setup, config)?.is_some_and(|(_, e)| e.apply == Apply::Approved),
             seen: Mutex::new(empty),
         };
         live.reload()?;
@@ -172,7 +264,11 @@ impl LiveOverlay {
         if only_if_changed && generation == seen.generation {
             return Ok(None);
         }
-        let corrections = corrections_for(&self.config, &self.scope)?;
+        let mut corrections = corrections_for(&self.config, &self.scope)?;
+        if self.approved_only {
+            // Reviews are not made yet: no teammate's correction is approved.
+            corrections.retain(|c| !c.team.as_ref().is_some_and(|t| t.pulled));
+        }
         let kg = self.view(&corrections);
         let active = corrections.iter().filter(|c| c.active).count();
         tracing::info!(active, generation, "corrections read");

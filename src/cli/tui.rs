@@ -62,6 +62,8 @@ pub async fn tui(args: TuiArgs, config: &Config) -> Result<i32> {
     let s = &args.setup;
     let settings = settings(s, config)?;
     let prompts = Arc::new(crate::prompts::Prompts::load(s.prompts.as_deref().or(config.defaults.prompts.as_deref()))?);
+    // Teammates' corrections first: the UI's first step sees them.
+    let shared = overlay::sync_before_reading(s, config).await?;
     let (base, _) = open_kg(s, config)?;
     let llm = open_llm(s, config)?;
     let corrections = StoreCorrections::new(base, llm.clone(), config, s)?;
@@ -76,6 +78,9 @@ pub async fn tui(args: TuiArgs, config: &Config) -> Result<i32> {
     };
     if app.messages.is_empty() {
         app.say(hint);
+    }
+    if let Some(note) = shared {
+        app.say(note);
     }
     let (tx, rx) = mpsc::unbounded_channel();
     let executor = Executor::new(Some(Arc::new(driver)), Some(Arc::new(corrections)), Some(history_path()), tx.clone());
@@ -95,6 +100,9 @@ pub async fn replay(args: ReplayArgs, config: &Config) -> Result<i32> {
     let (tx, rx) = mpsc::unbounded_channel();
     let executor = if args.live {
         let s = &args.setup;
+        if let Some(note) = overlay::sync_before_reading(s, config).await? {
+            tracing::warn!("{note}");
+        }
         let (base, _) = open_kg(s, config)?;
         let llm = open_llm(s, config)?;
         let corrections = StoreCorrections::new(base, llm, config, s)?;
@@ -195,9 +203,23 @@ impl StoreCorrections {
 impl Corrections for StoreCorrections {
     fn record(&self, drafts: Vec<crate::overlay::Draft>) -> Result<(Vec<u64>, Driver)> {
         let scope = self.scope();
+        // In a shared set, each is queued to be sent (at the next `ongraph` command or
+        // `fix sync`: the UI does not wait on the server).
+        let set = overlay::shared_entry(&self.setup, &self.config)?.map(|(_, e)| e.graph.clone());
         let ids = {
             let store = overlay::open_store(&self.config)?;
-            drafts.into_iter().map(|d| store.add(&scope, d).map(|c| c.id)).collect::<Result<Vec<_>, _>>()?
+            let mut ids = Vec::with_capacity(drafts.len());
+            for d in drafts {
+                let c = match &set {
+                    Some(set) => {
+                        let base = crate::overlay::team::state::base_for(&store.list(&scope)?, set, &d.op);
+                        store.add_shared(&scope, d, set, base)?
+                    }
+                    None => store.add(&scope, d)?,
+                };
+                ids.push(c.id);
+            }
+            ids
         };
         Ok((ids, self.reloaded()?))
     }

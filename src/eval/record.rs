@@ -81,8 +81,7 @@ impl CorrectionsSeen {
     /// What a question sees when `corrections` (active and undone ones) were read at store
     /// generation `generation`.
     pub fn of(generation: u64, corrections: &[crate::overlay::Correction]) -> Self {
-        let mut active: Vec<&crate::overlay::Correction> = corrections.iter().filter(|c| c.active).collect();
-        active.sort_by_key(|c| c.id);
+        let active = crate::overlay::in_order(corrections);
         // FNV-1a: defined by its constants, unlike std's hasher, so a digest means the same in
         // every build.
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
@@ -303,6 +302,7 @@ mod tests {
             context: None,
             generated: None,
             history: Vec::new(),
+            team: None,
         }
     }
 

@@ -78,8 +78,7 @@ fn label_predicate(profile: &KgProfile) -> String {
 /// retract asserted again) is left out, so a patch never inserts what the user retracted
 /// after (its DELETE DATA runs before its INSERT DATA).
 fn effective<'a>(corrections: &'a [Correction], name_predicate: &str) -> Vec<(&'a Correction, Op)> {
-    let mut active: Vec<&Correction> = corrections.iter().filter(|c| c.active).collect();
-    active.sort_by_key(|c| c.id);
+    let active = super::in_order(corrections);
     let parts: Vec<(&Correction, Op)> =
         active.into_iter().flat_map(|c| c.op.parts(name_predicate).into_iter().map(move |p| (c, p))).collect();
     let triple = |op: &Op| match op {

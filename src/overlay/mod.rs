@@ -3,13 +3,15 @@
 //! [`OverlayKg`] wraps any [`KnowledgeGraph`] and consults the corrections first in every call:
 //! retracted triples never appear (in relations, neighbours or entity search), asserted triples
 //! appear even where the backend lacks them (new relations, new entities), relabels apply
-//! everywhere. Corrections apply oldest first (by id): when two touch the same triple, the later
-//! one wins (a retract hides an earlier assert, an assert shows an earlier retract's triple). A *scenario* (triples hidden to simulate an incomplete KG, as in GoG's IKG
+//! everywhere. Corrections apply oldest first (see [`in_order`]): when two touch the same triple,
+//! the later one wins (a retract hides an earlier assert, an assert shows an earlier retract's
+//! triple). A *scenario* (triples hidden to simulate an incomplete KG, as in GoG's IKG
 //! datasets) is a second, in-memory layer that is never written into the user's corrections.
 
 pub mod export;
 pub mod scenario;
 pub mod store;
+pub mod team;
 
 use crate::kg::{Direction, EntityMatch, KgError, KgProfile, KnowledgeGraph, Neighbour, RelationRef, Term};
 use async_trait::async_trait;
@@ -118,12 +120,32 @@ impl Op {
     }
 }
 
+/// The active `corrections` in the order they apply, oldest first. Without team corrections
+/// that is the order of their ids, as it always was. With them, local ids say only when a record
+/// arrived here, which differs from one teammate to the next: then every correction goes by the
+/// time it was made (a team record's is to the millisecond), ties by record IRI (UUIDv7s sort by
+/// time too), so everyone applies the same records in the same order.
+pub fn in_order(corrections: &[Correction]) -> Vec<&Correction> {
+    let mut active: Vec<&Correction> = corrections.iter().filter(|c| c.active).collect();
+    if active.iter().any(|c| c.team.is_some()) {
+        let key = |c: &Correction| {
+            let made = team::record::parse_time(&c.created)
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_millis());
+            (made, c.team.as_ref().map(|t| t.record.clone()).unwrap_or_default(), c.id)
+        };
+        active.sort_by_cached_key(|c| key(c));
+    } else {
+        active.sort_by_key(|c| c.id);
+    }
+    active
+}
+
 /// The triples the active `corrections` leave retracted (by a retract, or as a replace's old
 /// object), applied oldest first as the overlay applies them: a triple a later correction
 /// asserts again is not among them.
 pub fn retracted_triples(corrections: &[Correction]) -> std::collections::HashSet<(String, String, Term)> {
-    let mut active: Vec<&Correction> = corrections.iter().filter(|c| c.active).collect();
-    active.sort_by_key(|c| c.id);
+    let active = in_order(corrections);
     let mut out = std::collections::HashSet::new();
     let owned = |(s, r, o): (&str, &str, &Term)| (s.to_string(), r.to_string(), o.clone());
     for c in active {
@@ -188,6 +210,29 @@ pub struct Correction {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<CorrectionContext>,
     pub history: Vec<HistoryEntry>,
+    /// Its record in a team's shared set, when it was made or pulled through one. A build that
+    /// does not know the field ignores it (the correction still applies, as a local one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<TeamLink>,
+}
+
+/// A correction's record in a shared set (see [`team`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TeamLink {
+    /// The record's IRI (`urn:uuid:` and a UUIDv7): the same on every copy, so sending it twice
+    /// is still one record, and pulling it twice one correction.
+    pub record: String,
+    /// The set's graph IRI.
+    pub set: String,
+    /// The latest record of the same target its author had when making it (Wikibase's
+    /// `baserevid`): two records from the same base by different authors conflict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub based_on: Option<String>,
+    /// Whether the server has it (false: queued, still to be sent).
+    pub shared: bool,
+    /// Made elsewhere and pulled from the set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pulled: bool,
 }
 
 impl Correction {
@@ -391,8 +436,7 @@ impl OverlayKg {
     pub fn new(inner: Arc<dyn KnowledgeGraph>, corrections: &[Correction]) -> Self {
         let mut view = View::default();
         // Oldest first, whatever the order given: the later correction of a triple wins.
-        let mut active: Vec<&Correction> = corrections.iter().filter(|c| c.active).collect();
-        active.sort_by_key(|c| c.id);
+        let active = in_order(corrections);
         let predicates = inner.profile().label_predicates.clone();
         for c in &active {
             view.apply(c, &predicates);
@@ -605,6 +649,7 @@ mod tests {
             active: true,
             context: None,
             history: vec![],
+            team: None,
         }
     }
 

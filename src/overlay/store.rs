@@ -2,7 +2,8 @@
 //! implementation. Every write is flushed to disk before it returns, so a correction that was
 //! acknowledged survives a crash.
 
-use super::{Correction, Draft, HistoryEntry, Op};
+use super::team::record::{Kind, Record as TeamRecord};
+use super::{Correction, Draft, HistoryEntry, Op, TeamLink};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -24,6 +25,8 @@ pub enum StoreError {
     UnknownId { kg: String, id: u64 },
     #[error("correction {id} is already undone")]
     AlreadyUndone { id: u64 },
+    #[error("correction {id} is not in conflict with another: undo it instead (fix undo {id})")]
+    NoConflict { id: u64 },
     #[error(
         "correction record {key} was written in format v{version}, which this ongraph does not read (it reads v1 to v{CURRENT_VERSION})"
     )]
@@ -70,6 +73,8 @@ pub struct SledStore {
     copy: Option<PathBuf>,
     /// Writes made so far (also stored in the db, atomically with each record).
     generation: std::sync::atomic::AtomicU64,
+    /// Who writes: recorded on the undo and supersede records this store queues.
+    author: String,
 }
 
 /// sled recovers a damaged log by stopping at the damage, silently: a store could lose
@@ -136,7 +141,19 @@ impl SledStore {
         {
             tracing::warn!("cannot note the store's generation beside it: {e}");
         }
-        Ok(Self { db, path: path.to_path_buf(), copy: None, generation: std::sync::atomic::AtomicU64::new(on_disk) })
+        Ok(Self {
+            db,
+            path: path.to_path_buf(),
+            copy: None,
+            generation: std::sync::atomic::AtomicU64::new(on_disk),
+            author: super::default_author(None),
+        })
+    }
+
+    /// Records `author` on the team records this store queues (undo, supersede).
+    pub fn with_author(mut self, author: String) -> Self {
+        self.author = author;
+        self
     }
 
     /// Opens a copy of the store in the temporary directory, to read it when its own disk is
@@ -188,15 +205,29 @@ impl SledStore {
     }
 
     fn put(&self, correction: &Correction) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        self.stage(&mut batch, correction)?;
+        self.commit(batch)
+    }
+
+    /// Adds `correction` to `batch`, in the oldest format that holds it.
+    fn stage(&self, batch: &mut sled::Batch, correction: &Correction) -> Result<(), StoreError> {
+        let record = Record { v: version_for(&correction.op), correction: correction.clone() };
+        batch.insert(key(&correction.kg, correction.id), self.json(&record)?);
+        Ok(())
+    }
+
+    fn json(&self, value: &impl Serialize) -> Result<Vec<u8>, StoreError> {
+        serde_json::to_vec(value)
+            .map_err(|e| StoreError::Io { path: self.path.display().to_string(), detail: e.to_string() })
+    }
+
+    /// Writes `batch` as one write (all of it or none), durable when this returns.
+    fn commit(&self, mut batch: sled::Batch) -> Result<(), StoreError> {
         if self.copy.is_some() {
             return Err(StoreError::DiskFull { path: self.path.display().to_string() });
         }
-        let io = |e: std::io::Error| StoreError::Io { path: self.path.display().to_string(), detail: e.to_string() };
-        let record = Record { v: version_for(&correction.op), correction: correction.clone() };
-        let bytes = serde_json::to_vec(&record).map_err(|e| io(e.into()))?;
         let generation = self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        let mut batch = sled::Batch::default();
-        batch.insert(key(&correction.kg, correction.id), bytes);
         batch.insert(GENERATION, generation.to_be_bytes().to_vec());
         self.db.apply_batch(batch).map_err(|e| self.err(e))?;
         // Not durable until flushed: only then may the caller be told it is done.
@@ -315,23 +346,16 @@ impl CorrectionStore for SledStore {
             active: true,
             context: draft.context,
             history: vec![HistoryEntry { at: now, what: draft.origin.unwrap_or_else(|| "created".into()) }],
+            team: None,
         };
         self.put(&correction)?;
         Ok(correction)
     }
 
+    /// Undoes a correction; one in a shared set is undone there too, by an undo record queued
+    /// with it (in the same write).
     fn undo(&self, kg: &str, id: u64) -> Result<Correction, StoreError> {
-        let k = key(kg, id);
-        let bytes =
-            self.db.get(&k).map_err(|e| self.err(e))?.ok_or_else(|| StoreError::UnknownId { kg: kg.into(), id })?;
-        let mut correction = self.read(&k, &bytes)?;
-        if !correction.active {
-            return Err(StoreError::AlreadyUndone { id });
-        }
-        correction.active = false;
-        correction.history.push(HistoryEntry { at: super::now(), what: "undone".into() });
-        self.put(&correction)?;
-        Ok(correction)
+        self.set_aside(kg, id, Aside::Undo, None)
     }
 
     fn list(&self, kg: &str) -> Result<Vec<Correction>, StoreError> {
@@ -344,6 +368,316 @@ impl CorrectionStore for SledStore {
                 self.read(&k, &v)
             })
             .collect()
+    }
+}
+
+/// How a correction is set aside: undone, or superseded (in a conflict, for the other).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aside {
+    Undo,
+    Supersede,
+}
+
+/// What the store knows of a team record, by its IRI: the correction it became, or an undo or
+/// supersede and whether its target was here to apply it to.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "is", rename_all = "snake_case")]
+enum Known {
+    Correction { kg: String, id: u64 },
+    Aside { target: String, supersede: bool, author: String, at: String, applied: bool },
+}
+
+/// A record waiting to be sent to its set.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Queued {
+    /// The set's graph IRI.
+    pub set: String,
+    pub record: TeamRecord,
+}
+
+/// The team keys start with the byte no scope name starts with (see [`NEXT_ID`]).
+const KNOWN: &[u8] = b"\xffteam\0known\0";
+const QUEUE: &[u8] = b"\xffteam\0queue\0";
+const MARK: &[u8] = b"\xffteam\0mark\0";
+/// Undo and supersede records whose correction has not arrived yet (also in [`KNOWN`]).
+const WAITING: &[u8] = b"\xffteam\0waiting\0";
+
+fn team_key(prefix: &[u8], rest: &str) -> Vec<u8> {
+    [prefix, rest.as_bytes()].concat()
+}
+
+impl SledStore {
+    fn known(&self, iri: &str) -> Result<Option<Known>, StoreError> {
+        let Some(bytes) = self.db.get(team_key(KNOWN, iri)).map_err(|e| self.err(e))? else { return Ok(None) };
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| StoreError::Corrupt {
+            path: self.path.display().to_string(),
+            detail: format!("team record {iri}: {e}"),
+        })
+    }
+
+    fn get(&self, kg: &str, id: u64) -> Result<Correction, StoreError> {
+        let k = key(kg, id);
+        let bytes =
+            self.db.get(&k).map_err(|e| self.err(e))?.ok_or_else(|| StoreError::UnknownId { kg: kg.into(), id })?;
+        self.read(&k, &bytes)
+    }
+
+    /// Records a correction made here in the shared set `set`, and queues its record to be
+    /// sent, in one write: it is never stored without being queued, nor queued without being
+    /// stored.
+    pub fn add_shared(
+        &self,
+        kg: &str,
+        draft: Draft,
+        set: &str,
+        based_on: Option<String>,
+    ) -> Result<Correction, StoreError> {
+        let id = self.next_id()?;
+        // To the millisecond: the order records apply in, for everyone (see `in_order`).
+        let now = super::team::record::now_millis();
+        let iri = super::team::record::new_iri();
+        let record = TeamRecord {
+            iri: iri.clone(),
+            kind: Kind::Correction { op: draft.op.clone() },
+            kg: kg.to_string(),
+            author: draft.author.clone(),
+            created: now.clone(),
+            reason: draft.reason.clone(),
+            context: draft.context.clone(),
+            generated: draft.generated,
+            based_on: based_on.clone(),
+        };
+        let correction = Correction {
+            id,
+            kg: kg.to_string(),
+            op: draft.op,
+            reason: draft.reason,
+            generated: Some(draft.generated),
+            author: draft.author,
+            created: now.clone(),
+            active: true,
+            context: draft.context,
+            history: vec![HistoryEntry { at: now, what: draft.origin.unwrap_or_else(|| "created".into()) }],
+            team: Some(TeamLink { record: iri.clone(), set: set.to_string(), based_on, shared: false, pulled: false }),
+        };
+        let mut batch = sled::Batch::default();
+        self.stage(&mut batch, &correction)?;
+        batch.insert(team_key(KNOWN, &iri), self.json(&Known::Correction { kg: kg.to_string(), id })?);
+        batch.insert(team_key(QUEUE, &iri), self.json(&Queued { set: set.to_string(), record })?);
+        self.commit(batch)?;
+        Ok(correction)
+    }
+
+    /// Undoes or supersedes a correction. One in a shared set is set aside there too: the
+    /// undo or supersede record is queued in the same write. A supersede settles a conflict, so
+    /// only a correction in one can be superseded.
+    pub fn set_aside(&self, kg: &str, id: u64, how: Aside, reason: Option<&str>) -> Result<Correction, StoreError> {
+        let mut correction = self.get(kg, id)?;
+        if !correction.active {
+            return Err(StoreError::AlreadyUndone { id });
+        }
+        if how == Aside::Supersede {
+            let all = self.list(kg)?;
+            let at = all.iter().position(|c| c.id == id);
+            let states = super::team::state::states(&all);
+            if at.is_none_or(|i| states[i].conflicts_with.is_empty()) {
+                return Err(StoreError::NoConflict { id });
+            }
+        }
+        let now = if correction.team.is_some() { super::team::record::now_millis() } else { super::now() };
+        correction.active = false;
+        let what = match how {
+            Aside::Undo => "undone",
+            Aside::Supersede => "superseded",
+        };
+        // A team correction's history says who set it aside (teammates see it); a local one's
+        // stays as it always was.
+        let what = if correction.team.is_some() { format!("{what} by {}", self.author) } else { what.to_string() };
+        correction.history.push(HistoryEntry { at: now.clone(), what });
+        let mut batch = sled::Batch::default();
+        self.stage(&mut batch, &correction)?;
+        if let Some(team) = &correction.team {
+            let iri = super::team::record::new_iri();
+            let target = team.record.clone();
+            let kind = match how {
+                Aside::Undo => Kind::Undo { target: target.clone() },
+                Aside::Supersede => Kind::Supersede { target: target.clone() },
+            };
+            let record = TeamRecord {
+                iri: iri.clone(),
+                kind,
+                kg: kg.to_string(),
+                author: self.author.clone(),
+                created: now.clone(),
+                reason: reason.unwrap_or_default().to_string(),
+                context: None,
+                generated: false,
+                based_on: None,
+            };
+            let known = Known::Aside {
+                target,
+                supersede: how == Aside::Supersede,
+                author: self.author.clone(),
+                at: now,
+                applied: true,
+            };
+            batch.insert(team_key(KNOWN, &iri), self.json(&known)?);
+            batch.insert(team_key(QUEUE, &iri), self.json(&Queued { set: team.set.clone(), record })?);
+        }
+        self.commit(batch)?;
+        Ok(correction)
+    }
+
+    /// The records waiting to be sent, oldest first (their UUIDv7 IRIs sort by time).
+    pub fn queued(&self) -> Result<Vec<Queued>, StoreError> {
+        self.db
+            .scan_prefix(QUEUE)
+            .map(|item| {
+                let (k, v) = item.map_err(|e| self.err(e))?;
+                serde_json::from_slice(&v).map_err(|e| StoreError::Corrupt {
+                    path: self.path.display().to_string(),
+                    detail: format!("queued record {}: {e}", String::from_utf8_lossy(&k[QUEUE.len()..])),
+                })
+            })
+            .collect()
+    }
+
+    /// Notes that the server has the record `iri`: off the queue, and its correction shared.
+    pub fn mark_sent(&self, iri: &str) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        batch.remove(team_key(QUEUE, iri));
+        if let Some(Known::Correction { kg, id }) = self.known(iri)? {
+            let mut correction = self.get(&kg, id)?;
+            if let Some(team) = correction.team.as_mut() {
+                team.shared = true;
+            }
+            self.stage(&mut batch, &correction)?;
+        }
+        self.commit(batch)
+    }
+
+    /// The latest publication time seen in `set` (where the next pull starts, less an overlap).
+    pub fn pulled_until(&self, set: &str) -> Result<Option<String>, StoreError> {
+        let bytes = self.db.get(team_key(MARK, set)).map_err(|e| self.err(e))?;
+        Ok(bytes.map(|b| String::from_utf8_lossy(&b).into_owned()))
+    }
+
+    /// Whether the store has the record `iri` (made here or pulled).
+    pub fn has_record(&self, iri: &str) -> Result<bool, StoreError> {
+        self.db.contains_key(team_key(KNOWN, iri)).map_err(|e| self.err(e))
+    }
+
+    /// Takes in records pulled from `set` (those it has are skipped: pulling twice changes
+    /// nothing) and notes `until`, in one write. An undo or supersede whose correction has
+    /// not arrived yet is kept and applied when it does. Returns how many were new.
+    pub fn take_pulled(&self, set: &str, records: Vec<TeamRecord>, until: Option<&str>) -> Result<usize, StoreError> {
+        let mut batch = sled::Batch::default();
+        let mut changed: std::collections::BTreeMap<(String, u64), Correction> = Default::default();
+        let mut by_record: std::collections::HashMap<String, (String, u64)> = Default::default();
+        let mut new = 0;
+        let mut asides: Vec<(String, Known, bool)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        // Corrections first, so an undo pulled with its correction finds it.
+        let (corrections, others): (Vec<TeamRecord>, Vec<TeamRecord>) =
+            records.into_iter().partition(|r| matches!(r.kind, Kind::Correction { .. }));
+        for record in corrections.into_iter().chain(others) {
+            if !seen.insert(record.iri.clone()) || self.has_record(&record.iri)? {
+                continue;
+            }
+            new += 1;
+            match record.kind {
+                Kind::Correction { op } => {
+                    let id = self.next_id()?;
+                    let correction = Correction {
+                        id,
+                        kg: record.kg.clone(),
+                        op,
+                        reason: record.reason,
+                        generated: Some(record.generated),
+                        author: record.author,
+                        created: record.created.clone(),
+                        active: true,
+                        context: record.context,
+                        history: vec![HistoryEntry { at: record.created, what: "created".into() }],
+                        team: Some(TeamLink {
+                            record: record.iri.clone(),
+                            set: set.to_string(),
+                            based_on: record.based_on,
+                            shared: true,
+                            pulled: true,
+                        }),
+                    };
+                    batch.insert(
+                        team_key(KNOWN, &record.iri),
+                        self.json(&Known::Correction { kg: record.kg.clone(), id })?,
+                    );
+                    by_record.insert(record.iri, (record.kg.clone(), id));
+                    changed.insert((record.kg, id), correction);
+                }
+                aside => {
+                    let (target, supersede) = match aside {
+                        Kind::Undo { target } => (target, false),
+                        Kind::Supersede { target } => (target, true),
+                        Kind::Correction { .. } => continue,
+                    };
+                    let known =
+                        Known::Aside { target, supersede, author: record.author, at: record.created, applied: false };
+                    asides.push((record.iri, known, true));
+                }
+            }
+        }
+        // Undo and supersede records kept from earlier pulls, whose correction may be here now.
+        for item in self.db.scan_prefix(WAITING) {
+            let (k, v) = item.map_err(|e| self.err(e))?;
+            if let Ok(known @ Known::Aside { .. }) = serde_json::from_slice::<Known>(&v) {
+                asides.push((String::from_utf8_lossy(&k[WAITING.len()..]).into_owned(), known, false));
+            }
+        }
+        let mut dirty = new > 0 || until.is_some_and(|u| self.pulled_until(set).ok().flatten().as_deref() != Some(u));
+        for (iri, mut known, is_new) in asides {
+            let Known::Aside { target, supersede, author, at, applied } = &mut known else { continue };
+            let found = match by_record.get(target.as_str()) {
+                Some(k) => Some(k.clone()),
+                None => match self.known(target)? {
+                    Some(Known::Correction { kg, id }) => {
+                        let correction = self.get(&kg, id)?;
+                        changed.insert((kg.clone(), id), correction);
+                        Some((kg, id))
+                    }
+                    _ => None,
+                },
+            };
+            if let Some(correction) = found.and_then(|k| changed.get_mut(&k)) {
+                if correction.active {
+                    correction.active = false;
+                    let what = if *supersede { "superseded" } else { "undone" };
+                    correction.history.push(HistoryEntry { at: at.clone(), what: format!("{what} by {author}") });
+                }
+                *applied = true;
+            }
+            let applied = *applied;
+            if is_new || applied {
+                dirty = true;
+                let bytes = self.json(&known)?;
+                batch.insert(team_key(KNOWN, &iri), bytes.clone());
+                if applied {
+                    batch.remove(team_key(WAITING, &iri));
+                } else {
+                    batch.insert(team_key(WAITING, &iri), bytes);
+                }
+            }
+        }
+        if !dirty {
+            return Ok(0);
+        }
+        for correction in changed.values() {
+            self.stage(&mut batch, correction)?;
+        }
+        if let Some(until) = until {
+            batch.insert(team_key(MARK, set), until.as_bytes().to_vec());
+        }
+        self.commit(batch)?;
+        Ok(new)
     }
 }
 

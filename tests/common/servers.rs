@@ -97,6 +97,73 @@ impl Drop for Oxigraph {
     }
 }
 
+/// An Oxigraph server that takes updates (`oxigraph serve`, for shared corrections), on an
+/// empty store of its own. `stop` kills it by PID and `restart` serves the same store on the
+/// same port again, so a test can take the server away in the middle of a user's work.
+pub struct OxigraphRw {
+    pub query: String,
+    pub update: String,
+    port: u16,
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+}
+
+impl OxigraphRw {
+    pub fn start() -> Self {
+        let port = free_port();
+        let mut server = Self {
+            query: format!("http://127.0.0.1:{port}/query"),
+            update: format!("http://127.0.0.1:{port}/update"),
+            port,
+            child: None,
+            dir: tempfile::tempdir().unwrap(),
+        };
+        server.restart();
+        server
+    }
+
+    /// Serves the store (again) on the same port.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "the server is running");
+        let child = Command::new(oxigraph_binary())
+            .args(["serve", "--location"])
+            .arg(self.dir.path().join("store"))
+            .args(["--bind", &format!("127.0.0.1:{}", self.port)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("oxigraph serve starts");
+        self.child = Some(child);
+        wait_listening(&format!("127.0.0.1:{}", self.port));
+    }
+
+    /// Kills the server (by its PID) and waits until it is gone; the store stays.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for OxigraphRw {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Oxigraph listens only once its store is open, so an accepted connection means ready.
+fn wait_listening(addr: &str) {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(20) {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the Oxigraph server at {addr} did not come up within 20 s");
+}
+
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
 }

@@ -3,7 +3,8 @@
 //! `application/sparql-results+json` (Virtuoso answers XML otherwise), results parsed by
 //! `sparesults` (which also reads SPARQL 1.0's `typed-literal`). Bounded retries with backoff,
 //! honouring `Retry-After`; a limit on queries in flight; a descriptive User-Agent (Wikidata's
-//! query service refuses requests without one).
+//! query service refuses requests without one). Updates (`INSERT DATA`) go by form-encoded POST
+//! too; with credentials, every request carries them (HTTP basic or a bearer token).
 
 use crate::kg::KgError;
 use sparesults::{QueryResultsFormat, QueryResultsParser, QuerySolution, ReaderQueryResultsParserOutput};
@@ -21,6 +22,49 @@ pub struct SparqlConfig {
     pub max_retries: u32,
     pub backoff: Duration,
     pub max_in_flight: usize,
+    /// Sent with every request; never shown (its `Debug` is redacted).
+    pub credentials: Option<Credentials>,
+}
+
+/// What proves who is asking: `user:password` (HTTP basic) or a bearer token. Kept out of every
+/// message, log line and `Debug` output.
+#[derive(Clone)]
+pub enum Credentials {
+    Basic { user: String, password: String },
+    Bearer(String),
+}
+
+impl Credentials {
+    /// `user:password` is HTTP basic; anything else is a bearer token.
+    pub fn parse(secret: &str) -> Self {
+        match secret.split_once(':') {
+            Some((user, password)) => Self::Basic { user: user.to_string(), password: password.to_string() },
+            None => Self::Bearer(secret.to_string()),
+        }
+    }
+
+    fn apply(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match self {
+            Self::Basic { user, password } => request.basic_auth(user, Some(password)),
+            Self::Bearer(token) => request.bearer_auth(token),
+        }
+    }
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Basic { .. } => "Basic(<redacted>)",
+            Self::Bearer(_) => "Bearer(<redacted>)",
+        })
+    }
+}
+
+/// What is sent: a query (its reply read as results) or an update (its reply only a status).
+#[derive(Clone, Copy)]
+enum Request<'a> {
+    Query(&'a str),
+    Update(&'a str),
 }
 
 impl SparqlConfig {
@@ -31,6 +75,7 @@ impl SparqlConfig {
             max_retries: 3,
             backoff: Duration::from_millis(500),
             max_in_flight: 8,
+            credentials: None,
         }
     }
 }
@@ -96,7 +141,7 @@ impl SparqlClient {
         if let Some(body) = self.cache.as_ref().and_then(|c| c.get(&self.config.endpoint, query)) {
             return self.parse(&body);
         }
-        let body = self.fetch(query).await?;
+        let body = self.fetch(Request::Query(query)).await?;
         let solutions = self.parse(&body)?;
         if let Some(cache) = &self.cache {
             cache.put(&self.config.endpoint, query, &body);
@@ -104,20 +149,38 @@ impl SparqlClient {
         Ok(solutions)
     }
 
-    /// Sends a query and returns the raw successful reply.
-    async fn fetch(&self, query: &str) -> Result<Vec<u8>, KgError> {
+    /// Sends a SPARQL Update (to an update endpoint). Retried like a query, so only updates
+    /// that are safe to apply twice belong here (`INSERT DATA`).
+    pub async fn update(&self, update: &str) -> Result<(), KgError> {
+        self.fetch(Request::Update(update)).await.map(drop)
+    }
+
+    /// Sends a query or an update and returns the raw successful reply.
+    async fn fetch(&self, what: Request<'_>) -> Result<Vec<u8>, KgError> {
         let _permit = self.in_flight.acquire().await.map_err(|e| self.unreachable(e))?;
         self.queries.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(endpoint = %self.config.endpoint, %query, "SPARQL");
-        let use_get = self.config.endpoint.len() + urlencoded_len(query) + 7 <= MAX_GET_URL;
+        let use_get = match what {
+            Request::Query(query) => {
+                tracing::debug!(endpoint = %self.config.endpoint, %query, "SPARQL");
+                self.config.endpoint.len() + urlencoded_len(query) + 7 <= MAX_GET_URL
+            }
+            Request::Update(update) => {
+                tracing::debug!(endpoint = %self.config.endpoint, %update, "SPARQL update");
+                false
+            }
+        };
         let mut attempt = 0;
         loop {
-            let request = if use_get {
-                self.http.get(&self.config.endpoint).query(&[("query", query)])
-            } else {
-                self.http.post(&self.config.endpoint).form(&[("query", query)])
+            let request = match what {
+                Request::Query(query) if use_get => self.http.get(&self.config.endpoint).query(&[("query", query)]),
+                Request::Query(query) => self.http.post(&self.config.endpoint).form(&[("query", query)]),
+                Request::Update(update) => self.http.post(&self.config.endpoint).form(&[("update", update)]),
             };
             let request = request.header(reqwest::header::ACCEPT, "application/sparql-results+json");
+            let request = match &self.config.credentials {
+                Some(credentials) => credentials.apply(request),
+                None => request,
+            };
             let (error, wait) = match request.send().await {
                 Ok(response) => {
                     let status = response.status();

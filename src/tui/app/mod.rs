@@ -397,6 +397,7 @@ impl App {
                 active: true,
                 context: c.draft.context.clone(),
                 history: Vec::new(),
+                team: None,
             })
             .collect();
         let first = session.runs.first().map(|r| r.question.clone()).unwrap_or_default();

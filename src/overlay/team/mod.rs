@@ -1,0 +1,235 @@
+//! Team-shared corrections: a shared set is a named graph on the team's own SPARQL 1.1 server,
+//! holding append-only records (see [`record`]). A correction is stored and queued locally in
+//! one write, then sent as one `INSERT DATA`; one that cannot be sent stays queued and goes at
+//! the next sync. Pulling takes the records published since the last pull (less an overlap, so a
+//! record committed late, or stamped by a clock a little behind, is not missed) into the local
+//! store, by IRI, so taking one twice changes nothing. Conflicts are computed when reading
+//! ([`state`]). No compare-and-swap anywhere: two writers can never overwrite each other.
+
+pub mod record;
+pub mod state;
+
+use crate::config::{Apply, SharedEntry};
+use crate::kg::KgError;
+use crate::kg::sparql::client::{Credentials, SparqlClient, SparqlConfig};
+use crate::overlay::store::{SledStore, StoreError};
+use record::{Gathered, PAGE, now_millis, parse_time};
+use std::time::Duration;
+
+/// How far before the last pull's latest record the next pull starts again: room for a record
+/// whose commit was slow, or whose writer's clock is a little behind.
+const OVERLAP: Duration = Duration::from_secs(600);
+
+#[derive(Debug, thiserror::Error)]
+pub enum TeamError {
+    #[error("[shared.{set}] {detail}")]
+    Config { set: String, detail: String },
+    #[error("shared set {set}: {source}")]
+    Server { set: String, source: KgError },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A shared set, ready to be synced with.
+pub struct Team {
+    name: String,
+    graph: String,
+    query: SparqlClient,
+    update: SparqlClient,
+    apply: Apply,
+}
+
+/// What sending the queue did.
+pub struct Pushed {
+    pub sent: usize,
+    /// Still queued for this set (the server could not be reached, or refused).
+    pub pending: usize,
+    pub error: Option<TeamError>,
+}
+
+/// How a store is opened (waiting for another process to let go of it): the store is held
+/// only between network calls, never during one.
+pub type Opener<'a> = &'a dyn Fn() -> Result<SledStore, StoreError>;
+
+impl Team {
+    /// The set `[shared.name]` describes, its endpoints and graph checked, and its credentials
+    /// read from the environment variable it names (never shown, whatever goes wrong).
+    pub fn open(name: &str, entry: &SharedEntry) -> Result<Self, TeamError> {
+        let bad = |detail: String| TeamError::Config { set: name.to_string(), detail };
+        crate::kg::sparql::syntax::iri(&entry.graph).map_err(|e| bad(format!("graph: {e}")))?;
+        for (key, url) in [("query_endpoint", &entry.query_endpoint), ("update_endpoint", &entry.update_endpoint)] {
+            let parsed = reqwest::Url::parse(url).map_err(|e| bad(format!("{key} {url:?} is not a URL ({e})")))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(bad(format!("{key} {url:?} is not an http(s) URL")));
+            }
+            if !parsed.username().is_empty() || parsed.password().is_some() {
+                // Said without the URL: it holds the secret.
+                return Err(bad(format!(
+                    "{key} has credentials in it: name a variable holding them in credentials_env"
+                )));
+            }
+        }
+        if entry.timeout_secs == 0 {
+            return Err(bad("timeout_secs must be at least 1".into()));
+        }
+        let credentials = match &entry.credentials_env {
+            None => None,
+            Some(var) => match std::env::var(var) {
+                Ok(secret) if !secret.trim().is_empty() => Some(Credentials::parse(secret.trim())),
+                _ => return Err(bad(format!("credentials_env names ${var}, which is not set"))),
+            },
+        };
+        let client = |endpoint: &str| {
+            let mut config = SparqlConfig::new(endpoint);
+            config.timeout = Duration::from_secs(entry.timeout_secs);
+            // A server that is down costs a command one short retry, not seconds of backoff.
+            config.max_retries = 1;
+            config.backoff = Duration::from_millis(200);
+            config.credentials = credentials.clone();
+            SparqlClient::new(config).map_err(|source| TeamError::Server { set: name.to_string(), source })
+        };
+        Ok(Self {
+            name: name.to_string(),
+            graph: entry.graph.clone(),
+            query: client(&entry.query_endpoint)?,
+            update: client(&entry.update_endpoint)?,
+            apply: entry.apply,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The set's graph IRI (what local corrections name their set by).
+    pub fn graph(&self) -> &str {
+        &self.graph
+    }
+
+    pub fn apply(&self) -> Apply {
+        self.apply
+    }
+
+    fn server(&self, source: KgError) -> TeamError {
+        TeamError::Server { set: self.name.clone(), source }
+    }
+
+    /// Sends this set's queued records, oldest first, each as one `INSERT DATA`, and takes
+    /// each off the queue once the server has it. Stops at the first that fails: the rest stay
+    /// queued, in order.
+    pub async fn push(&self, open: Opener<'_>) -> Result<Pushed, StoreError> {
+        let queued: Vec<_> = open()?.queued()?.into_iter().filter(|q| q.set == self.graph).collect();
+        let mut sent = 0;
+        for (i, q) in queued.iter().enumerate() {
+            let outcome = match q.record.insert_data(&self.graph, &now_millis()) {
+                Ok(update) => self.update.update(&update).await.map_err(|e| self.server(e)),
+                Err(e) => Err(TeamError::Config { set: self.name.clone(), detail: e.to_string() }),
+            };
+            if let Err(error) = outcome {
+                tracing::warn!(set = %self.name, record = %q.record.iri, %error, "a record could not be sent; it stays queued");
+                return Ok(Pushed { sent, pending: queued.len() - i, error: Some(error) });
+            }
+            open()?.mark_sent(&q.record.iri)?;
+            sent += 1;
+        }
+        if sent > 0 {
+            tracing::info!(set = %self.name, sent, "records sent");
+        }
+        Ok(Pushed { sent, pending: 0, error: None })
+    }
+
+    /// Takes the records published since the last pull (all of them with `full`) into the
+    /// store. Returns how many were new; records that are not well formed are skipped (and
+    /// logged), never applied.
+    pub async fn pull(&self, open: Opener<'_>, full: bool) -> Result<usize, TeamError> {
+        let until = open()?.pulled_until(&self.graph)?;
+        let since = match (&until, full) {
+            (Some(t), false) => parse_time(t).map(|t| {
+                let from = t.checked_sub(OVERLAP).unwrap_or(std::time::UNIX_EPOCH);
+                humantime::format_rfc3339_millis(from).to_string()
+            }),
+            _ => None,
+        };
+        let mut gathered: Vec<(String, Gathered)> = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let query = record::select(&self.graph, since.as_deref(), after.as_deref())
+                .map_err(|detail| TeamError::Config { set: self.name.clone(), detail })?;
+            let rows = self.query.select(&query).await.map_err(|e| self.server(e))?;
+            for row in &rows {
+                let Some(oxrdf::Term::NamedNode(r)) = row.get("r") else { continue };
+                match gathered.last_mut() {
+                    Some((iri, g)) if iri == r.as_str() => g.add(row),
+                    _ => {
+                        let mut g = Gathered::default();
+                        g.add(row);
+                        gathered.push((r.as_str().to_string(), g));
+                    }
+                }
+            }
+            if rows.len() < PAGE {
+                break;
+            }
+            let last = gathered.last().map(|(iri, _)| iri.clone());
+            if last == after {
+                break;
+            }
+            after = last;
+        }
+        let mut latest = until.clone();
+        let mut records = Vec::with_capacity(gathered.len());
+        for (iri, g) in &gathered {
+            if let Some(published) = g.published()
+                && latest.as_deref().is_none_or(|l| parse_time(published) > parse_time(l))
+            {
+                latest = Some(published.to_string());
+            }
+            match g.record(iri) {
+                Ok(r) => records.push(r),
+                Err(e) => tracing::warn!(set = %self.name, "skipped: {e}"),
+            }
+        }
+        let new = open()?.take_pulled(&self.graph, records, latest.as_deref())?;
+        tracing::info!(set = %self.name, fetched = gathered.len(), new, "pulled");
+        Ok(new)
+    }
+}
+
+/// How a record reads in messages: "1 correction", "3 corrections".
+pub fn corrections(n: usize) -> String {
+    format!("{n} correction{}", if n == 1 { "" } else { "s" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(query: &str, graph: &str) -> SharedEntry {
+        SharedEntry {
+            query_endpoint: query.into(),
+            update_endpoint: "http://127.0.0.1:7878/update".into(),
+            graph: graph.into(),
+            credentials_env: None,
+            apply: Apply::All,
+            timeout_secs: 10,
+        }
+    }
+
+    #[test]
+    fn a_bad_set_is_named_and_no_secret_is_shown() {
+        let err = |e: SharedEntry| Team::open("team", &e).err().map(|e| e.to_string()).unwrap_or_default();
+        let graph = "http://example.org/c";
+        let secret = err(entry("http://ada:s3cret@127.0.0.1:7878/query", graph));
+        assert_eq!(
+            secret,
+            "[shared.team] query_endpoint has credentials in it: name a variable holding them in credentials_env"
+        );
+        assert!(err(entry("ftp://127.0.0.1/query", graph)).contains("is not an http(s) URL"));
+        assert!(
+            err(entry("http://127.0.0.1:7878/query", "http://example.org/c> { }")).starts_with("[shared.team] graph:")
+        );
+        assert!(Team::open("team", &entry("http://127.0.0.1:7878/query", graph)).is_ok());
+        let shown = format!("{:?}", Credentials::parse("ada:s3cret"));
+        assert!(!shown.contains("s3cret") && !format!("{:?}", Credentials::parse("t0ken")).contains("t0ken"));
+    }
+}

@@ -1,0 +1,438 @@
+//! A team record as RDF: what one correction (or an undo or supersede of one) says, written as
+//! one `INSERT DATA { GRAPH <set> { … } }` and read back from a SELECT's rows. Records are
+//! append-only: a record is never changed after it is written, and its IRI (a UUIDv7 URN) makes
+//! writing it twice still one record. Every IRI is written in full (Oxigraph up to 0.5.13
+//! refuses prefixed names with two dots) and every string goes through `syntax`, the one place
+//! text becomes SPARQL.
+
+use crate::kg::Term;
+use crate::kg::sparql::syntax;
+use crate::overlay::{CorrectionContext, Op};
+use serde::{Deserialize, Serialize};
+use sparesults::QuerySolution;
+use std::collections::BTreeMap;
+
+/// The record vocabulary's namespace.
+const NS: &str = "urn:ongraph:ns:";
+const RDF_TYPE: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type";
+const PROV_ATTRIBUTED: &str = "http://www.w3.org/ns/prov#wasAttributedTo";
+const PROV_GENERATED_AT: &str = "http://www.w3.org/ns/prov#generatedAtTime";
+const XSD: &str = "http://www.w3.org/2001/XMLSchema#";
+/// Authors are agents: `urn:ongraph:agent:` and the name, percent-encoded (so any name is an IRI).
+const AGENT: &str = "urn:ongraph:agent:";
+
+/// What a record does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Kind {
+    /// A correction of the KG.
+    Correction {
+        #[serde(flatten)]
+        op: Op,
+    },
+    /// Takes back a correction (its author's or anyone's).
+    Undo { target: String },
+    /// Sets a correction aside in favour of the one it conflicts with.
+    Supersede { target: String },
+}
+
+impl Kind {
+    fn class(&self) -> &'static str {
+        match self {
+            Kind::Correction { .. } => "Correction",
+            Kind::Undo { .. } => "Undo",
+            Kind::Supersede { .. } => "Supersede",
+        }
+    }
+}
+
+/// One record of a shared set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// `urn:uuid:` and a UUIDv7.
+    pub iri: String,
+    #[serde(flatten)]
+    pub kind: Kind,
+    /// The KG it applies to (the overlay's scope: `demo`, a `[kg.NAME]`).
+    pub kg: String,
+    pub author: String,
+    /// When it was made: RFC 3339, UTC, to the millisecond.
+    pub created: String,
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<CorrectionContext>,
+    /// Whether it stores a triple the LLM generated (and a user accepted).
+    #[serde(default)]
+    pub generated: bool,
+    /// The latest record of the same target its author had (corrections only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub based_on: Option<String>,
+}
+
+/// A new record IRI: UUIDv7s sort by the time they were made.
+pub fn new_iri() -> String {
+    format!("urn:uuid:{}", uuid::Uuid::now_v7())
+}
+
+/// Now, as records write times: RFC 3339, UTC, milliseconds.
+pub fn now_millis() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("record {iri}: {detail}")]
+    Malformed { iri: String, detail: String },
+}
+
+fn ns(term: &str) -> String {
+    format!("<{NS}{term}>")
+}
+
+fn typed(value: &str, datatype: &str) -> String {
+    format!("{}^^<{XSD}{datatype}>", syntax::literal(value))
+}
+
+/// The author as an agent IRI: every byte but unreserved ones percent-encoded.
+fn agent_iri(author: &str) -> String {
+    let mut out = String::from(AGENT);
+    for b in author.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The author an agent IRI names, if it is one of ours.
+fn agent_name(iri: &str) -> Option<String> {
+    let encoded = iri.strip_prefix(AGENT)?;
+    let mut bytes = Vec::with_capacity(encoded.len());
+    let mut rest = encoded.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        if b == b'%' {
+            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(b);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// A term as the value of `key` and the kind beside it in `kind_key`.
+fn term_parts(term: &Term) -> (&str, &'static str) {
+    match term {
+        Term::Entity(id) => (id, "entity"),
+        Term::Literal(value) => (value, "literal"),
+    }
+}
+
+impl Record {
+    /// The record's triples: `(predicate, object)` as SPARQL text, its IRIs checked.
+    fn triples(&self) -> Result<Vec<(String, String)>, RecordError> {
+        let bad = |detail: String| RecordError::Malformed { iri: self.iri.clone(), detail };
+        let iri = |text: &str| syntax::iri(text).map_err(bad);
+        let lit = |text: &str| syntax::literal(text);
+        let mut out = vec![
+            (format!("<{RDF_TYPE}>"), ns(self.kind.class())),
+            (ns("kg"), lit(&self.kg)),
+            (format!("<{PROV_ATTRIBUTED}>"), iri(&agent_iri(&self.author))?),
+            (format!("<{PROV_GENERATED_AT}>"), typed(&self.created, "dateTime")),
+            (ns("reason"), lit(&self.reason)),
+            (ns("llmGenerated"), typed(if self.generated { "true" } else { "false" }, "boolean")),
+        ];
+        let mut term = |key: &str, t: &Term| {
+            let (value, kind) = term_parts(t);
+            out.push((ns(key), lit(value)));
+            out.push((ns(&format!("{key}Kind")), lit(kind)));
+        };
+        match &self.kind {
+            Kind::Correction { op } => {
+                op.validate_ids().map_err(bad)?;
+                let name = match op {
+                    Op::Retract { .. } => "retract",
+                    Op::Assert { .. } => "assert",
+                    Op::Relabel { .. } => "relabel",
+                    Op::Replace { .. } => "replace",
+                };
+                match op {
+                    Op::Retract { subject, relation, object } | Op::Assert { subject, relation, object } => {
+                        term("object", object);
+                        out.push((ns("subject"), lit(subject)));
+                        out.push((ns("relation"), lit(relation)));
+                    }
+                    Op::Replace { subject, relation, old, new, label } => {
+                        term("object", old);
+                        term("newObject", new);
+                        out.push((ns("subject"), lit(subject)));
+                        out.push((ns("relation"), lit(relation)));
+                        if let Some(label) = label {
+                            out.push((ns("label"), lit(label)));
+                        }
+                    }
+                    Op::Relabel { entity, label } => {
+                        out.push((ns("subject"), lit(entity)));
+                        out.push((ns("label"), lit(label)));
+                    }
+                }
+                out.push((ns("operation"), lit(name)));
+                if let Some(base) = &self.based_on {
+                    out.push((ns("basedOn"), iri(base)?));
+                }
+            }
+            Kind::Undo { target } | Kind::Supersede { target } => out.push((ns("target"), iri(target)?)),
+        }
+        if let Some(context) = &self.context {
+            if let Some(q) = &context.question {
+                out.push((ns("question"), lit(q)));
+            }
+            if let Some(s) = &context.session {
+                out.push((ns("session"), lit(s)));
+            }
+            if let Some(step) = context.step {
+                out.push((ns("step"), typed(&step.to_string(), "integer")));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The one update that publishes the record in `graph`, stamped `published` (the time it is
+    /// sent, by which readers find what is new). Sending it again adds nothing but another
+    /// stamp: the record is still one resource, read once.
+    pub fn insert_data(&self, graph: &str, published: &str) -> Result<String, RecordError> {
+        let graph = syntax::iri(graph).map_err(|detail| RecordError::Malformed { iri: self.iri.clone(), detail })?;
+        let subject =
+            syntax::iri(&self.iri).map_err(|detail| RecordError::Malformed { iri: self.iri.clone(), detail })?;
+        let mut text = format!("INSERT DATA {{ GRAPH {graph} {{\n");
+        let mut triples = self.triples()?;
+        triples.push((ns("publishedAt"), typed(published, "dateTime")));
+        for (p, o) in triples {
+            text.push_str(&format!("  {subject} {p} {o} .\n"));
+        }
+        text.push_str("} }");
+        Ok(text)
+    }
+}
+
+/// The variables of [`select`], in the order rows are read.
+const FIELDS: [(&str, &str); 19] = [
+    ("kg", "kg"),
+    ("op", "operation"),
+    ("s", "subject"),
+    ("rel", "relation"),
+    ("o", "object"),
+    ("ok", "objectKind"),
+    ("n", "newObject"),
+    ("nk", "newObjectKind"),
+    ("label", "label"),
+    ("reason", "reason"),
+    ("gen", "llmGenerated"),
+    ("base", "basedOn"),
+    ("target", "target"),
+    ("question", "question"),
+    ("session", "session"),
+    ("step", "step"),
+    ("author", ""),
+    ("at", ""),
+    ("type", ""),
+];
+
+/// Rows read per query; the next page starts after the last record IRI of this one.
+pub const PAGE: usize = 5000;
+
+/// The query for the records of `graph` published at or after `since` (all of them when
+/// `None`), one row per record (more when a value is given twice), ordered by IRI and starting
+/// after `after`.
+pub fn select(graph: &str, since: Option<&str>, after: Option<&str>) -> Result<String, String> {
+    let graph = syntax::iri(graph)?;
+    let mut vars = String::from("?r ?sent");
+    let mut optional = String::new();
+    for (var, term) in FIELDS {
+        vars.push_str(&format!(" ?{var}"));
+        if !term.is_empty() {
+            optional.push_str(&format!(" OPTIONAL {{ ?r {} ?{var} }}\n", ns(term)));
+        }
+    }
+    let since = since.map(|t| format!(" FILTER(?sent >= {})\n", typed(t, "dateTime"))).unwrap_or_default();
+    let after = after.map(|r| format!(" FILTER(STR(?r) > {})\n", syntax::literal(r))).unwrap_or_default();
+    Ok(format!(
+        "SELECT {vars} WHERE {{ GRAPH {graph} {{\n ?r {} ?sent .\n{since}{after} ?r <{RDF_TYPE}> ?type .\n \
+         ?r <{PROV_ATTRIBUTED}> ?author .\n ?r <{PROV_GENERATED_AT}> ?at .\n{optional}}} }} ORDER BY ?r LIMIT {PAGE}",
+        ns("publishedAt")
+    ))
+}
+
+/// Rows of one record, gathered: each variable's distinct values.
+#[derive(Default)]
+pub struct Gathered {
+    values: BTreeMap<String, Vec<String>>,
+}
+
+impl Gathered {
+    /// Adds a row's values (IRIs and literals alike, by their text).
+    pub fn add(&mut self, row: &QuerySolution) {
+        for (var, term) in row.iter() {
+            let text = match term {
+                oxrdf::Term::NamedNode(n) => n.as_str().to_string(),
+                oxrdf::Term::Literal(l) => l.value().to_string(),
+                _ => continue,
+            };
+            let values = self.values.entry(var.as_str().to_string()).or_default();
+            if !values.contains(&text) {
+                values.push(text);
+            }
+        }
+    }
+
+    /// The latest time the record was sent (it is stamped again on each send).
+    pub fn published(&self) -> Option<&str> {
+        self.values.get("sent")?.iter().max_by_key(|t| parse_time(t)).map(String::as_str)
+    }
+
+    /// The record, or why it is not one: a value missing, given twice, or not of its kind.
+    pub fn record(&self, iri: &str) -> Result<Record, RecordError> {
+        let bad = |detail: String| RecordError::Malformed { iri: iri.to_string(), detail };
+        let one = |var: &str| -> Result<Option<&str>, RecordError> {
+            match self.values.get(var).map(Vec::as_slice) {
+                None | Some([]) => Ok(None),
+                Some([v]) => Ok(Some(v.as_str())),
+                Some(_) => Err(bad(format!("{var} is given more than once"))),
+            }
+        };
+        let need = |var: &str| one(var)?.ok_or_else(|| bad(format!("it has no {var}")));
+        let term = |value: &str, kind: &str| match need(kind)? {
+            "entity" => Ok(Term::Entity(need(value)?.to_string())),
+            "literal" => Ok(Term::Literal(need(value)?.to_string())),
+            other => Err(bad(format!("{kind} is {other:?}, not entity or literal"))),
+        };
+        let class = need("type")?.strip_prefix(NS).unwrap_or_default();
+        let kind = match class {
+            "Correction" => {
+                let s = || need("s").map(str::to_string);
+                let rel = || need("rel").map(str::to_string);
+                let op = match need("op")? {
+                    "retract" => Op::Retract { subject: s()?, relation: rel()?, object: term("o", "ok")? },
+                    "assert" => Op::Assert { subject: s()?, relation: rel()?, object: term("o", "ok")? },
+                    "relabel" => Op::Relabel { entity: s()?, label: need("label")?.to_string() },
+                    "replace" => Op::Replace {
+                        subject: s()?,
+                        relation: rel()?,
+                        old: term("o", "ok")?,
+                        new: term("n", "nk")?,
+                        label: one("label")?.map(str::to_string),
+                    },
+                    other => return Err(bad(format!("unknown operation {other:?}"))),
+                };
+                op.validate_ids().map_err(bad)?;
+                Kind::Correction { op }
+            }
+            "Undo" => Kind::Undo { target: need("target")?.to_string() },
+            "Supersede" => Kind::Supersede { target: need("target")?.to_string() },
+            other => return Err(bad(format!("unknown record type {other:?}"))),
+        };
+        let author = agent_name(need("author")?).ok_or_else(|| bad("its author is not an ongraph agent IRI".into()))?;
+        let created = need("at")?;
+        if parse_time(created).is_none() {
+            return Err(bad(format!("its time {created:?} is not an RFC 3339 time")));
+        }
+        let step = match one("step")? {
+            Some(s) => Some(s.parse::<usize>().map_err(|_| bad(format!("its step {s:?} is not a number")))?),
+            None => None,
+        };
+        let question = one("question")?.map(str::to_string);
+        let session = one("session")?.map(str::to_string);
+        let context = (question.is_some() || session.is_some() || step.is_some()).then_some(CorrectionContext {
+            question,
+            session,
+            step,
+        });
+        Ok(Record {
+            iri: iri.to_string(),
+            kind,
+            kg: need("kg")?.to_string(),
+            author,
+            created: created.to_string(),
+            reason: one("reason")?.unwrap_or_default().to_string(),
+            context,
+            generated: matches!(one("gen")?, Some("true" | "1")),
+            based_on: one("base")?.map(str::to_string),
+        })
+    }
+}
+
+/// An RFC 3339 time as a point in time (for comparing what servers and teammates wrote).
+pub fn parse_time(text: &str) -> Option<std::time::SystemTime> {
+    // humantime reads UTC times only, and would read `…T12:00:00+02:00` as noon UTC: an offset
+    // is taken off first and applied by hand.
+    let offset = text.len().checked_sub(6).and_then(|i| text.get(i..)).filter(|o| {
+        let b = o.as_bytes();
+        matches!(b[0], b'+' | b'-') && b[3] == b':' && o[1..3].bytes().chain(o[4..].bytes()).all(|c| c.is_ascii_digit())
+    });
+    let Some(offset) = offset else { return humantime::parse_rfc3339_weak(text).ok() };
+    let base = humantime::parse_rfc3339_weak(&text[..text.len() - 6]).ok()?;
+    let hours: u64 = offset[1..3].parse().ok()?;
+    let minutes: u64 = offset[4..].parse().ok()?;
+    let shift = std::time::Duration::from_secs((hours * 60 + minutes) * 60);
+    // Local time is UTC plus the offset: UTC is local time less it.
+    if offset.starts_with('+') { base.checked_sub(shift) } else { base.checked_add(shift) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_author_name_is_an_agent_iri_and_reads_back() {
+        for name in ["Ada", "Ada L. \"Countess\" > <x> { } \n\t é 漢字 🦀", "%41", ""] {
+            let iri = agent_iri(name);
+            assert!(syntax::iri(&iri).is_ok(), "{iri}");
+            assert_eq!(agent_name(&iri).as_deref(), Some(name));
+        }
+        assert_eq!(agent_name("urn:ongraph:agent:%4"), None);
+        assert_eq!(agent_name("http://example.org/ada"), None);
+    }
+
+    #[test]
+    fn times_with_offsets_are_read_as_utc() {
+        let utc = parse_time("2026-11-25T10:00:00.250Z").unwrap();
+        assert_eq!(parse_time("2026-11-25T12:00:00.250+02:00"), Some(utc));
+        assert_eq!(parse_time("2026-11-25T05:30:00.250-04:30"), Some(utc));
+        assert_eq!(parse_time("yesterday"), None);
+    }
+
+    #[test]
+    fn the_update_is_one_insert_data_in_the_sets_graph_with_full_iris() {
+        let record = Record {
+            iri: "urn:uuid:0190a7d4-0000-7000-8000-000000000000".into(),
+            kind: Kind::Correction {
+                op: Op::Retract {
+                    subject: "m.x".into(),
+                    relation: "people.person.nationality".into(),
+                    object: Term::Entity("m.y".into()),
+                },
+            },
+            kg: "demo".into(),
+            author: "Ada".into(),
+            created: "2026-11-25T10:00:00.250Z".into(),
+            reason: "wrong\n\"quoted\"".into(),
+            context: None,
+            generated: false,
+            based_on: Some("urn:uuid:0190a7d4-0000-7000-8000-000000000001".into()),
+        };
+        let text = record.insert_data("http://example.org/c", "2026-11-25T10:00:01.000Z").unwrap();
+        assert!(text.starts_with("INSERT DATA { GRAPH <http://example.org/c> {\n"), "{text}");
+        assert_eq!(text.matches("INSERT").count(), 1);
+        assert!(!text.contains("DELETE") && !text.contains("PREFIX"), "{text}");
+        assert!(text.contains(r#"<urn:ongraph:ns:reason> "wrong\n\"quoted\"" ."#), "{text}");
+        assert!(text.contains("<urn:ongraph:ns:basedOn> <urn:uuid:0190a7d4-0000-7000-8000-000000000001> ."));
+        let mut hostile = record.clone();
+        hostile.based_on = Some("urn:uuid:x> } } ; DROP ALL ; { <y".into());
+        assert!(hostile.insert_data("http://example.org/c", "2026-11-25T10:00:01.000Z").is_err());
+        assert!(record.insert_data("http://example.org/c> { }", "2026-11-25T10:00:01.000Z").is_err());
+    }
+}

@@ -1,0 +1,482 @@
+//! Team-shared corrections through the binary, as a team uses them: users with data dirs of
+//! their own on one real Oxigraph server (started on loopback by the test, stopped by PID;
+//! install it with `bash scripts/install-sparql-servers`), and a loopback fake only where the
+//! test must see the requests (credentials).
+
+mod common;
+
+use common::ongraph_cmd;
+use common::servers::OxigraphRw;
+use ongraph::testing::kg::{SparqlClient, SparqlConfig};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+const PHANATIC: &str = "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?";
+const GRAPH: &str = "http://example.org/ongraph/corrections/demo";
+
+/// A user: a home of their own (config, data, logs) with `[shared.team]` on `server`.
+struct User {
+    home: tempfile::TempDir,
+}
+
+impl User {
+    fn new(author: &str, query: &str, update: &str, extra: &str) -> Self {
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join("config/ongraph");
+        std::fs::create_dir_all(&dir).unwrap();
+        let author = toml_string(author);
+        let config = format!(
+            "[defaults]\nauthor = {author}\nshared = \"team\"\n\n[shared.team]\nquery_endpoint = \"{query}\"\n\
+             update_endpoint = \"{update}\"\ngraph = \"{GRAPH}\"\n{extra}"
+        );
+        std::fs::write(dir.join("config.toml"), config).unwrap();
+        Self { home }
+    }
+
+    fn on(server: &OxigraphRw, author: &str) -> Self {
+        Self::new(author, &server.query, &server.update, "")
+    }
+
+    fn path(&self) -> &Path {
+        self.home.path()
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        ongraph_cmd(self.path(), args).output().expect("the binary runs")
+    }
+
+    /// Runs and expects success with nothing on stderr; returns stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let (out, err) = self.ok_with_note(args);
+        assert_eq!(err, "", "{args:?} said something on stderr");
+        out
+    }
+
+    /// Runs and expects success; returns stdout and stderr.
+    fn ok_with_note(&self, args: &[&str]) -> (String, String) {
+        let out = self.run(args);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        (String::from_utf8_lossy(&out.stdout).into_owned(), err)
+    }
+
+    fn list(&self) -> Vec<serde_json::Value> {
+        serde_json::from_str(&self.ok(&["fix", "list", "--json"])).unwrap()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.path().join("state/ongraph/ongraph.log")).unwrap_or_default()
+    }
+}
+
+/// `text` as a TOML basic string (any character, escaped).
+fn toml_string(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
+}
+
+/// How many records the server holds in the set (each IRI once, however often it was sent).
+fn records_on(server: &OxigraphRw) -> usize {
+    let query = format!(
+        "SELECT (COUNT(DISTINCT ?r) AS ?n) WHERE {{ GRAPH <{GRAPH}> {{ ?r <urn:ongraph:ns:publishedAt> ?t }} }}"
+    );
+    let rows = block_on(async { SparqlClient::new(SparqlConfig::new(&server.query)).unwrap().select(&query).await })
+        .expect("the server answers");
+    match rows.first().and_then(|r| r.get("n")) {
+        Some(oxrdf::Term::Literal(n)) => n.value().parse().unwrap(),
+        other => panic!("no count: {other:?}"),
+    }
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+}
+
+/// The record IRIs of a user's team corrections.
+fn records_of(list: &[serde_json::Value]) -> std::collections::BTreeSet<String> {
+    list.iter().filter_map(|c| c["team"]["record"].as_str().map(str::to_string)).collect()
+}
+
+#[test]
+fn a_teammates_relabel_changes_the_next_answer_and_fix_list_names_its_author() {
+    let server = OxigraphRw::start();
+    let (ada, bea) = (User::on(&server, "Ada"), User::on(&server, "Bea"));
+    // Bea's store has a correction from before she shared: it stays hers, and still applies.
+    bea.ok(&["fix", "relabel", "m.lou_seal", "Lou", "--reason", "short", "--no-shared"]);
+    assert_eq!(first_line(&bea.ok(&["ask", PHANATIC])), "Answer: Bright House Field");
+
+    let made = ada.ok(&["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed in 2021"]);
+    assert_eq!(made, "correction 1: relabel m.bright_house_field as \"BayCare Ballpark\"\n");
+    assert_eq!(records_on(&server), 1, "sent at once");
+
+    // Bea's next run pulls it first.
+    assert_eq!(first_line(&bea.ok(&["ask", PHANATIC])), "Answer: BayCare Ballpark");
+    let listed = bea.ok(&["fix", "list"]);
+    assert!(listed.starts_with("    1  active  local     relabel m.lou_seal as \"Lou\"  (short; Bea on "), "{listed}");
+    let pulled =
+        "\n    2  active  shared    relabel m.bright_house_field as \"BayCare Ballpark\"  (Renamed in 2021; Ada on ";
+    assert!(listed.contains(pulled), "{listed}");
+    let list = bea.list();
+    assert_eq!((list[1]["author"].as_str(), list[1]["sharing"].as_str()), (Some("Ada"), Some("shared")));
+    assert_eq!(list[1]["team"]["pulled"], true);
+    assert_eq!(bea.ok(&["kg", "search", "Lou"]).lines().next(), Some("m.lou_seal\tLou\texact"));
+    assert_eq!(records_on(&server), 1, "what was not made in the set is not sent");
+    assert_eq!(records_of(&list), records_of(&ada.list()), "the same record on both sides");
+    assert_eq!(bea.ok(&["fix", "sync"]), "pushed 0 record(s) to team, pulled 0 new record(s)\n");
+
+    // `eval --with-corrections` pulls first too.
+    let eve = User::on(&server, "Eve");
+    let dataset = eve.path().join("questions.jsonl");
+    std::fs::write(&dataset, format!("{{\"question\": \"{PHANATIC}\", \"answers\": [\"BayCare Ballpark\"]}}\n"))
+        .unwrap();
+    let out = eve.path().join("run");
+    let (d, o) = (dataset.display().to_string(), out.display().to_string());
+    eve.ok(&["eval", "--dataset", &d, "--kg", "demo", "--llm", "demo", "--with-corrections", "--out", &o]);
+    let record: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(out.join("records.jsonl")).unwrap().lines().next().unwrap())
+            .unwrap();
+    let seen = (record["prediction"][0].as_str(), record["corrections"]["active"].as_u64());
+    assert_eq!(seen, (Some("BayCare Ballpark"), Some(1)));
+
+    // The UI pulls before it starts (here it then stops: no terminal).
+    let fay = User::on(&server, "Fay");
+    let ui = ongraph_cmd(fay.path(), &["tui"]).stdin(std::process::Stdio::null()).output().unwrap();
+    assert!(String::from_utf8_lossy(&ui.stderr).contains("the terminal UI needs a terminal"));
+    assert!(fay.ok(&["fix", "list", "--no-shared"]).contains("relabel m.bright_house_field as \"BayCare Ballpark\""));
+
+    // Without the shared set, nothing is sent or pulled: Cal keeps to his own corrections.
+    let cal = User::on(&server, "Cal");
+    assert_eq!(first_line(&cal.ok(&["ask", PHANATIC, "--no-shared"])), "Answer: Bright House Field");
+    assert_eq!(cal.ok(&["fix", "list", "--no-shared"]), "no corrections for demo\n");
+
+    // A set that applies only approved corrections pulls teammates' but does not apply them.
+    let dee = User::new("Dee", &server.query, &server.update, "apply = \"approved\"\n");
+    assert_eq!(first_line(&dee.ok(&["ask", PHANATIC])), "Answer: Bright House Field");
+    assert!(dee.ok(&["fix", "list"]).contains("  active  unapproved relabel m.bright_house_field"));
+    // Her own apply.
+    dee.ok(&["fix", "relabel", "m.bright_house_field", "Spectrum Field", "--reason", "Renamed in 2017"]);
+    let stadium = ["kg", "neighbors", "m.phillies", "baseball.baseball_team.spring_training_stadium"];
+    assert_eq!(dee.ok(&stadium), "m.bright_house_field\tSpectrum Field\n");
+    assert_eq!(bea.ok(&stadium), "m.bright_house_field\tSpectrum Field\n", "Dee's is the latest, for Bea too");
+}
+
+#[test]
+fn two_writers_at_once_lose_nothing() {
+    let server = OxigraphRw::start();
+    let users = [User::on(&server, "Ada"), User::on(&server, "Bea")];
+    std::thread::scope(|scope| {
+        for user in &users {
+            scope.spawn(move || {
+                let who = user.path().display().to_string();
+                for i in 0..50 {
+                    let alias = format!("\"{who} {i}\"");
+                    let out =
+                        user.run(&["fix", "assert", "m.apple", "common.topic.alias", &alias, "--reason", "alias"]);
+                    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+                    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+                }
+            });
+        }
+    });
+    for user in &users {
+        user.ok(&["fix", "sync"]);
+    }
+    assert_eq!(records_on(&server), 100);
+    let (ada, bea) = (users[0].list(), users[1].list());
+    assert_eq!((ada.len(), bea.len()), (100, 100));
+    assert_eq!(records_of(&ada).len(), 100);
+    assert_eq!(records_of(&ada), records_of(&bea), "both see the same 100 records");
+    assert!(ada.iter().chain(&bea).all(|c| c["sharing"] == "shared" && c["active"] == true));
+    // Each alias once, none twice.
+    let aliases: std::collections::BTreeSet<&str> = bea.iter().filter_map(|c| c["object"]["value"].as_str()).collect();
+    assert_eq!(aliases.len(), 100);
+}
+
+#[test]
+fn a_correction_made_while_the_server_is_down_is_queued_and_sent_after() {
+    let mut server = OxigraphRw::start();
+    let (ada, bea) = (User::on(&server, "Ada"), User::on(&server, "Bea"));
+    server.stop();
+
+    let (made, note) =
+        ada.ok_with_note(&["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed"]);
+    assert_eq!(made, "correction 1: relabel m.bright_house_field as \"BayCare Ballpark\"\n");
+    assert_eq!(note.lines().count(), 1, "{note}");
+    assert!(
+        note.starts_with("1 correction not yet shared (shared set team: SPARQL endpoint http://127.0.0.1:"),
+        "{note}"
+    );
+    let (listed, _) = ada.ok_with_note(&["fix", "list"]);
+    assert!(listed.contains("  active  pending   relabel m.bright_house_field"), "{listed}");
+    // It applies locally meanwhile.
+    let (answer, _) = ada.ok_with_note(&["ask", PHANATIC]);
+    assert_eq!(first_line(&answer), "Answer: BayCare Ballpark");
+    let out = ada.run(&["fix", "sync"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!((out.status.code(), err.lines().count()), (Some(1), 1), "{err}");
+    assert!(err.starts_with("error: 1 correction not yet shared"), "{err}");
+    // Without the shared set, nothing is tried and nothing said.
+    assert_eq!(first_line(&bea.ok(&["ask", PHANATIC, "--no-shared"])), "Answer: Bright House Field");
+
+    // The same queue in a copy of Ada's data: sent twice, it is still one record.
+    let twin = User::on(&server, "Ada");
+    copy_dir(&ada.path().join("data"), &twin.path().join("data"));
+
+    server.restart();
+    assert_eq!(ada.ok(&["fix", "sync"]), "pushed 1 record(s) to team, pulled 0 new record(s)\n");
+    assert_eq!(twin.ok(&["fix", "sync"]), "pushed 1 record(s) to team, pulled 0 new record(s)\n");
+    assert_eq!(records_on(&server), 1, "sent twice, one record");
+    assert!(ada.ok(&["fix", "list"]).contains("  active  shared    relabel m.bright_house_field"));
+
+    assert_eq!(first_line(&bea.ok(&["ask", PHANATIC])), "Answer: BayCare Ballpark");
+    let list = bea.list();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["author"], "Ada");
+    assert_eq!(records_of(&list), records_of(&ada.list()));
+
+    // Ada's undo is the team's: Bea's next answer is the KG's again.
+    let undone = ada.ok(&["fix", "undo", "1"]);
+    assert_eq!(undone, "correction 1 undone: relabel m.bright_house_field as \"BayCare Ballpark\"\n");
+    assert_eq!(first_line(&bea.ok(&["ask", PHANATIC])), "Answer: Bright House Field");
+    let list = bea.list();
+    assert_eq!(
+        (list[0]["active"].as_bool(), list[0]["history"][1]["what"].as_str()),
+        (Some(false), Some("undone by Ada"))
+    );
+    assert_eq!(records_on(&server), 2, "the correction and its undo");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target: PathBuf = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_conflict_is_shown_to_both_and_settled_by_a_supersede() {
+    let mut server = OxigraphRw::start();
+    let (ada, bea) = (User::on(&server, "Ada"), User::on(&server, "Bea"));
+    // Both correct the same name from the same base (none), before either sees the other's.
+    server.stop();
+    ada.ok_with_note(&["fix", "relabel", "m.apple", "Apple Computer", "--reason", "its old name"]);
+    bea.ok_with_note(&["fix", "relabel", "m.apple", "Apple Computer, Inc.", "--reason", "its older name"]);
+    server.restart();
+    ada.ok(&["fix", "sync"]);
+    bea.ok(&["fix", "sync"]);
+    ada.ok(&["fix", "sync"]);
+
+    let (a, b) = (ada.ok(&["fix", "list"]), bea.ok(&["fix", "list"]));
+    assert!(
+        a.contains("    1  active  conflict  relabel m.apple as \"Apple Computer\"  (its old name; Ada on "),
+        "{a}"
+    );
+    assert!(a.contains(")  conflicts with 2 by Bea\n"), "{a}");
+    assert!(b.contains(")  conflicts with 2 by Ada\n") && b.contains("(its older name; Bea on "), "{b}");
+    // Meanwhile the later one (Bea's) applies, for both: corrections apply in the order they
+    // were made, not the order they arrived (for Bea, her own came first).
+    for user in [&ada, &bea] {
+        let found = user.ok(&["kg", "search", "Apple Computer, Inc."]);
+        assert_eq!(first_line(&found), "m.apple\tApple Computer, Inc.\texact");
+    }
+    let not_in_conflict = bea.run(&["fix", "supersede", "9"]);
+    assert_eq!(not_in_conflict.status.code(), Some(1));
+
+    // Bea keeps Ada's: hers is set aside, for both.
+    assert_eq!(
+        bea.ok(&["fix", "supersede", "1", "--reason", "Ada's is right"]),
+        "correction 1 superseded: relabel m.apple as \"Apple Computer, Inc.\"\n"
+    );
+    ada.ok(&["fix", "sync"]);
+    for user in [&ada, &bea] {
+        let list = user.list();
+        assert!(list.iter().all(|c| c["sharing"] == "shared"), "settled: {list:?}");
+        let active: Vec<&str> =
+            list.iter().filter(|c| c["active"] == true).filter_map(|c| c["label"].as_str()).collect();
+        assert_eq!(active, ["Apple Computer"]);
+        let superseded = list.iter().find(|c| c["label"] == "Apple Computer, Inc.").unwrap();
+        assert_eq!(superseded["history"][1]["what"], "superseded by Bea");
+    }
+    assert_eq!(first_line(&bea.ok(&["kg", "search", "Apple Computer"])), "m.apple\tApple Computer\texact");
+    // A supersede of one no longer in conflict is refused, with what to do instead.
+    let again = ada.run(&["fix", "supersede", "1"]);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("is not in conflict with another: undo it instead (fix undo 1)"), "{err}");
+    assert_eq!(records_on(&server), 3, "two corrections and a supersede");
+}
+
+#[test]
+fn hostile_strings_round_trip_and_change_nothing_else() {
+    let server = OxigraphRw::start();
+    let author = "Ada \"the Countess\" <ada@example.org> } ; DROP ALL ; {\n\tß 漢字 🦀 \\u0022";
+    // Named with --shared: no default set in this config.
+    let ada = User::new(author, &server.query, &server.update, "");
+    let config = ada.path().join("config/ongraph/config.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replace("shared = \"team\"\n", "");
+    std::fs::write(&config, text).unwrap();
+    let bea = User::on(&server, "Bea");
+
+    let label = "Apple \"} } ; DROP ALL ; { <x> \\ \\u0022 \n🍎 é";
+    let reason = "line one\n\"quoted\" } } ; CLEAR ALL ; { '\\' \r\n last";
+    let question = "Is \"this\" a > question?\u{7}";
+    ada.ok(&["fix", "relabel", "m.apple", label, "--reason", reason, "--question", question, "--shared", "team"]);
+    let literal = format!("\"{label}\"");
+    ada.ok(&[
+        "fix",
+        "assert",
+        "m.new'one;#x%41",
+        "common.topic.alias",
+        &literal,
+        "--reason",
+        reason,
+        "--shared",
+        "team",
+    ]);
+    assert_eq!(records_on(&server), 2, "two records, nothing dropped");
+
+    let list = bea.list();
+    assert_eq!(list.len(), 2);
+    let relabel = &list[0];
+    assert_eq!(relabel["label"], label);
+    assert_eq!(relabel["reason"], reason.trim());
+    assert_eq!(relabel["author"], author);
+    assert_eq!(relabel["context"]["question"], question);
+    assert_eq!(
+        (list[1]["subject"].as_str(), list[1]["object"]["value"].as_str()),
+        (Some("m.new'one;#x%41"), Some(label))
+    );
+    assert_eq!(records_of(&list), records_of(&ada.list()));
+    // What Bea's UI and answers see: the name, whole.
+    let found = bea.ok(&["kg", "search", "Apple"]);
+    assert!(found.contains(&format!("m.apple\t{label}\t")), "{found}");
+}
+
+/// A record stamped long before the last pull (a writer whose clock is far behind) is missed by
+/// the pull of what is new, and taken by `fix sync --full`.
+#[test]
+fn sync_full_takes_records_the_overlap_missed() {
+    let server = OxigraphRw::start();
+    let (ada, bea) = (User::on(&server, "Ada"), User::on(&server, "Bea"));
+    ada.ok(&["fix", "relabel", "m.apple", "Apple Computer", "--reason", "old name"]);
+    assert_eq!(bea.ok(&["fix", "sync"]), "pushed 0 record(s) to team, pulled 1 new record(s)\n");
+    let ns = "urn:ongraph:ns:";
+    let late = format!(
+        "INSERT DATA {{ GRAPH <{GRAPH}> {{ <urn:uuid:01900000-0000-7000-8000-000000000001> \
+         <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{ns}Correction> ; <{ns}kg> \"demo\" ; \
+         <{ns}operation> \"relabel\" ; <{ns}subject> \"m.lou_seal\" ; <{ns}label> \"Lou\" ; \
+         <{ns}reason> \"slow clock\" ; <http://www.w3.org/ns/prov#wasAttributedTo> <urn:ongraph:agent:Old%20Cal> ; \
+         <http://www.w3.org/ns/prov#generatedAtTime> \"2020-01-01T00:00:00+01:00\"^^<http://www.w3.org/2001/XMLSchema#dateTime> ; \
+         <{ns}publishedAt> \"2020-01-01T00:00:00Z\"^^<http://www.w3.org/2001/XMLSchema#dateTime> . \
+         <urn:uuid:01900000-0000-7000-8000-000000000002> \
+         <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{ns}Correction> ; <{ns}kg> \"demo\" ; \
+         <{ns}operation> \"retract\" ; <{ns}subject> \"m.a> }} ; DROP ALL ; {{\" ; <{ns}relation> \"r\" ; \
+         <{ns}object> \"m.b\" ; <{ns}objectKind> \"entity\" ; \
+         <http://www.w3.org/ns/prov#wasAttributedTo> <urn:ongraph:agent:Mallory> ; \
+         <http://www.w3.org/ns/prov#generatedAtTime> \"2020-01-01T00:00:00Z\"^^<http://www.w3.org/2001/XMLSchema#dateTime> ; \
+         <{ns}publishedAt> \"2020-01-01T00:00:00Z\"^^<http://www.w3.org/2001/XMLSchema#dateTime> }} }}"
+    );
+    let mut config = SparqlConfig::new(&server.update);
+    config.max_retries = 0;
+    block_on(async { SparqlClient::new(config).unwrap().update(&late).await }).expect("the update applies");
+    assert_eq!(bea.ok(&["fix", "sync"]), "pushed 0 record(s) to team, pulled 0 new record(s)\n");
+    // Mallory's record, whose subject is no id, is skipped (and logged), never applied.
+    assert_eq!(bea.ok(&["fix", "sync", "--full"]), "pushed 0 record(s) to team, pulled 1 new record(s)\n");
+    assert!(bea.log().contains("skipped: record urn:uuid:01900000-0000-7000-8000-000000000002: the subject"));
+    let list = bea.list();
+    assert_eq!(list.len(), 2);
+    assert_eq!((list[1]["author"].as_str(), list[1]["label"].as_str()), (Some("Old Cal"), Some("Lou")));
+    // Its time is kept as its writer gave it (with an offset).
+    assert_eq!(list[1]["created"], "2020-01-01T00:00:00+01:00");
+}
+
+/// Credentials go with every request to both endpoints, and never anywhere else: not on the
+/// terminal, not in the log, not in the store.
+#[test]
+fn credentials_are_sent_and_never_shown() {
+    use wiremock::matchers::{header, method};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(async {
+        let server = MockServer::start().await;
+        let empty = serde_json::json!({"head": {"vars": ["r"]}, "results": {"bindings": []}});
+        let bearer = || header("authorization", "Bearer s3cr3t-t0ken");
+        Mock::given(method("GET"))
+            .and(bearer())
+            .respond_with(ResponseTemplate::new(200).set_body_json(empty.clone()))
+            .mount(&server)
+            .await;
+        Mock::given(method("POST")).and(bearer()).respond_with(ResponseTemplate::new(204)).mount(&server).await;
+        // Without them: refused, saying so.
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(401).set_body_string("who are you?"))
+            .mount(&server)
+            .await;
+        server
+    });
+    let (query, update) = (format!("{}/query", server.uri()), format!("{}/update", server.uri()));
+    let ada = User::new("Ada", &query, &update, "credentials_env = \"ONGRAPH_TEST_TEAM_TOKEN\"\n");
+    let run = |token: Option<&str>, args: &[&str]| {
+        let mut cmd = ongraph_cmd(ada.path(), args);
+        match token {
+            Some(t) => cmd.env("ONGRAPH_TEST_TEAM_TOKEN", t),
+            None => cmd.env_remove("ONGRAPH_TEST_TEAM_TOKEN"),
+        };
+        cmd.output().unwrap()
+    };
+    let out = run(Some("s3cr3t-t0ken"), &["fix", "relabel", "m.apple", "Apple Computer", "--reason", "old name"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stderr.is_empty(), "sent: {}", String::from_utf8_lossy(&out.stderr));
+    let requests = runtime.block_on(server.received_requests()).unwrap();
+    assert!(requests.len() >= 3, "pull, send, pull: {}", requests.len());
+    assert!(requests.iter().all(|r| r.headers.get("authorization").is_some()));
+
+    // A wrong token: refused, said, queued; the token in no message.
+    let wrong = "wr0ng-t0ken-d0nt-sh0w";
+    let out = run(Some(wrong), &["fix", "relabel", "m.lou_seal", "Lou", "--reason", "short"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("1 correction not yet shared") && err.contains("401"), "{err}");
+    // Basic credentials too (user:password), still refused by this server.
+    let out = run(Some("ada:pa55w0rd-d0nt-sh0w"), &["fix", "sync"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("401"));
+    let basic = runtime.block_on(server.received_requests()).unwrap();
+    let sent = basic.last().and_then(|r| r.headers.get("authorization")).unwrap().to_str().unwrap().to_string();
+    assert_eq!(sent, "Basic YWRhOnBhNTV3MHJkLWQwbnQtc2gwdw==");
+
+    // Not set: a one-line error naming the variable.
+    let out = run(None, &["fix", "list"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err, "error: [shared.team] credentials_env names $ONGRAPH_TEST_TEAM_TOKEN, which is not set\n");
+
+    let mut everything = String::new();
+    for dir in ["data", "state", "config", "cache"] {
+        for file in walk(&ada.path().join(dir)) {
+            everything.push_str(&String::from_utf8_lossy(&std::fs::read(file).unwrap()));
+        }
+    }
+    assert!(!ada.log().is_empty(), "the log was written");
+    for secret in ["s3cr3t-t0ken", wrong, "pa55w0rd-d0nt-sh0w", "YWRhOnBhNTV3MHJk"] {
+        assert!(!everything.contains(secret), "{secret} was written down");
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(walk(&entry.path()));
+        } else {
+            out.push(entry.path());
+        }
+    }
+    out
+}
