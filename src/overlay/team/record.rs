@@ -297,6 +297,23 @@ impl Gathered {
     /// The record, or why it is not one: a value missing, given twice, or not of its kind.
     pub fn record(&self, iri: &str) -> Result<Record, RecordError> {
         let bad = |detail: String| RecordError::Malformed { iri: iri.to_string(), detail };
+        // Values that become keys of the local store (the scope, record IRIs): no control
+        // character (a NUL would reach into another scope's keys), and not empty.
+        let key_like = |what: &str, value: &str| -> Result<(), RecordError> {
+            if value.is_empty() {
+                return Err(bad(format!("its {what} is empty")));
+            }
+            if value.chars().any(char::is_control) {
+                return Err(bad(format!("its {what} has a control character")));
+            }
+            Ok(())
+        };
+        key_like("IRI", iri)?;
+        for (var, what) in [("kg", "kg"), ("target", "target"), ("base", "basedOn")] {
+            if let Some(value) = self.values.get(var) {
+                value.iter().try_for_each(|v| key_like(what, v))?;
+            }
+        }
         let one = |var: &str| -> Result<Option<&str>, RecordError> {
             match self.values.get(var).map(Vec::as_slice) {
                 None | Some([]) => Ok(None),
@@ -395,6 +412,35 @@ mod tests {
         }
         assert_eq!(agent_name("urn:ongraph:agent:%4"), None);
         assert_eq!(agent_name("http://example.org/ada"), None);
+    }
+
+    #[test]
+    fn a_kg_or_iri_with_a_control_character_is_refused() {
+        let gathered = |kg: &str, target: &str| {
+            let mut g = Gathered::default();
+            for (k, v) in [
+                ("type", format!("{NS}Undo")),
+                ("kg", kg.to_string()),
+                ("target", target.to_string()),
+                ("author", agent_iri("Ada")),
+                ("at", "2026-11-25T10:00:00.000Z".to_string()),
+            ] {
+                g.values.insert(k.to_string(), vec![v]);
+            }
+            g
+        };
+        let iri = "urn:uuid:0190a7d4-0000-7000-8000-000000000000";
+        assert!(gathered("demo", "urn:uuid:1").record(iri).is_ok());
+        for (kg, target) in [
+            ("demo\0\0\0\0\0\0\0\x01", "urn:uuid:1"),
+            ("de\nmo", "urn:uuid:1"),
+            ("", "urn:uuid:1"),
+            ("demo", "urn:uuid:1\u{7f}"),
+        ] {
+            let err = gathered(kg, target).record(iri).unwrap_err().to_string();
+            assert!(err.contains("control character") || err.contains("is empty"), "{kg:?} {target:?}: {err}");
+        }
+        assert!(gathered("demo", "urn:uuid:1").record("urn:uuid:x\0y").is_err());
     }
 
     #[test]
