@@ -233,6 +233,9 @@ pub struct TeamLink {
     /// Made elsewhere and pulled from the set.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pulled: bool,
+    /// Refused for good by the set's server, and why: kept here, no longer queued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<String>,
 }
 
 impl Correction {

@@ -399,6 +399,8 @@ pub struct Queued {
 const KNOWN: &[u8] = b"\xffteam\0known\0";
 const QUEUE: &[u8] = b"\xffteam\0queue\0";
 const MARK: &[u8] = b"\xffteam\0mark\0";
+/// Records the server refused for good, with why (see [`SledStore::mark_rejected`]).
+const REJECTED: &[u8] = b"\xffteam\0rejected\0";
 /// Undo and supersede records whose correction has not arrived yet (also in [`KNOWN`]).
 const WAITING: &[u8] = b"\xffteam\0waiting\0";
 
@@ -458,7 +460,14 @@ impl SledStore {
             active: true,
             context: draft.context,
             history: vec![HistoryEntry { at: now, what: draft.origin.unwrap_or_else(|| "created".into()) }],
-            team: Some(TeamLink { record: iri.clone(), set: set.to_string(), based_on, shared: false, pulled: false }),
+            team: Some(TeamLink {
+                record: iri.clone(),
+                set: set.to_string(),
+                based_on,
+                shared: false,
+                pulled: false,
+                rejected: None,
+            }),
         };
         let mut batch = sled::Batch::default();
         self.stage(&mut batch, &correction)?;
@@ -556,6 +565,39 @@ impl SledStore {
         self.commit(batch)
     }
 
+    /// Notes that the server refused the record `iri` for good (`why`): off the queue, kept
+    /// aside with the reason, and its correction (if it is one) shown as rejected. It still
+    /// applies here, like a local correction.
+    pub fn mark_rejected(&self, iri: &str, why: &str) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        let key = team_key(QUEUE, iri);
+        if let Some(bytes) = self.db.get(&key).map_err(|e| self.err(e))? {
+            #[derive(Serialize)]
+            struct Rejected<'a> {
+                queued: serde_json::Value,
+                reason: &'a str,
+                at: String,
+            }
+            let queued = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+            let rejected = Rejected { queued, reason: why, at: super::team::record::now_millis() };
+            batch.insert(team_key(REJECTED, iri), self.json(&rejected)?);
+        }
+        batch.remove(key);
+        if let Some(Known::Correction { kg, id }) = self.known(iri)? {
+            let mut correction = self.get(&kg, id)?;
+            if let Some(team) = correction.team.as_mut() {
+                team.rejected = Some(why.to_string());
+            }
+            self.stage(&mut batch, &correction)?;
+        }
+        self.commit(batch)
+    }
+
+    /// How many records the server refused for good (kept aside, see [`Self::mark_rejected`]).
+    pub fn rejected_count(&self) -> usize {
+        self.db.scan_prefix(REJECTED).count()
+    }
+
     /// The latest publication time seen in `set` (where the next pull starts, less an overlap).
     pub fn pulled_until(&self, set: &str) -> Result<Option<String>, StoreError> {
         let bytes = self.db.get(team_key(MARK, set)).map_err(|e| self.err(e))?;
@@ -605,6 +647,7 @@ impl SledStore {
                             based_on: record.based_on,
                             shared: true,
                             pulled: true,
+                            rejected: None,
                         }),
                     };
                     batch.insert(

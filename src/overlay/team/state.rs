@@ -39,6 +39,8 @@ pub enum Sharing {
     Shared,
     /// Made from the same base as another author's correction of the same target.
     Conflict,
+    /// Refused for good by the set's server: not shared (it still applies here).
+    Rejected,
 }
 
 impl Sharing {
@@ -48,6 +50,7 @@ impl Sharing {
             Sharing::Pending => "pending",
             Sharing::Shared => "shared",
             Sharing::Conflict => "conflict",
+            Sharing::Rejected => "rejected",
         }
     }
 }
@@ -73,6 +76,7 @@ pub fn states(corrections: &[Correction]) -> Vec<State> {
         .map(|c| State {
             sharing: match &c.team {
                 None => Sharing::Local,
+                Some(t) if t.rejected.is_some() => Sharing::Rejected,
                 Some(t) if t.shared => Sharing::Shared,
                 Some(_) => Sharing::Pending,
             },
@@ -134,6 +138,7 @@ mod tests {
                 based_on: base.map(str::to_string),
                 shared: true,
                 pulled: false,
+                rejected: None,
             }),
         }
     }
