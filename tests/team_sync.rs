@@ -502,6 +502,33 @@ fn a_rejected_record_is_set_aside_and_the_queue_goes_on() {
     assert_eq!(sharing, ["rejected", "shared", "pending", "pending"]);
 }
 
+/// An update endpoint that cannot be reached costs a command one failed connection: not
+/// retried, and the pull after it is not tried (one line says what waits).
+#[test]
+fn an_unreachable_server_is_tried_once_and_not_pulled_from_after() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(async {
+        let server = MockServer::start().await;
+        let empty = serde_json::json!({"head": {"vars": ["r"]}, "results": {"bindings": []}});
+        Mock::given(method("GET")).respond_with(ResponseTemplate::new(200).set_body_json(empty)).mount(&server).await;
+        server
+    });
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (query, update) = (format!("{}/query", server.uri()), format!("http://127.0.0.1:{closed}/update"));
+    let ada = User::new("Ada", &query, &update, "");
+    let started = std::time::Instant::now();
+    let (_, note) = ada.ok_with_note(&["fix", "relabel", "m.apple", "Apple Computer", "--reason", "old name"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+    assert_eq!(note.lines().count(), 1, "{note}");
+    assert!(note.starts_with("1 correction not yet shared (") && note.contains("cannot connect"), "{note}");
+    // The pull before the correction, and none after the send that could not connect.
+    let requests = runtime.block_on(server.received_requests()).unwrap();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(ada.log().matches("retrying").count(), 0, "a failed connection is not retried");
+}
+
 /// Credentials go with every request to both endpoints, and never anywhere else: not on the
 /// terminal, not in the log, not in the store.
 #[test]
