@@ -273,6 +273,30 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Two people who both go by `root` are still two authors: their stores' agent ids tell them
+/// apart, so their corrections from the same base conflict.
+#[test]
+fn two_roots_are_two_authors() {
+    let mut server = OxigraphRw::start();
+    let (one, two) = (User::on(&server, "root"), User::on(&server, "root"));
+    server.stop();
+    one.ok_with_note(&["fix", "relabel", "m.apple", "Apple Computer", "--reason", "its old name"]);
+    two.ok_with_note(&["fix", "relabel", "m.apple", "Apple Computer, Inc.", "--reason", "its older name"]);
+    server.restart();
+    one.ok(&["fix", "sync"]);
+    two.ok(&["fix", "sync"]);
+    one.ok(&["fix", "sync"]);
+    for user in [&one, &two] {
+        let list = user.list();
+        let sharing: Vec<_> = list.iter().map(|c| c["sharing"].as_str().unwrap_or_default()).collect();
+        assert_eq!(sharing, ["conflict", "conflict"], "{list:?}");
+        assert_ne!(list[0]["team"]["agent"], list[1]["team"]["agent"]);
+    }
+    // One store's own corrections never conflict with each other.
+    let mine = one.list();
+    assert_eq!(mine[0]["team"]["agent"].as_str().map(str::len), Some(36));
+}
+
 #[test]
 fn a_conflict_is_shown_to_both_and_settled_by_a_supersede() {
     let mut server = OxigraphRw::start();
@@ -450,26 +474,26 @@ fn a_record_from_the_future_does_not_stop_later_pulls() {
 /// and the rest of the queue is still sent; a server error (500) keeps the queue as it is.
 #[test]
 fn a_rejected_record_is_set_aside_and_the_queue_goes_on() {
-    use wiremock::matchers::{body_string_contains, method};
+    use wiremock::matchers::{body_string_contains, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let server = runtime.block_on(async {
         let server = MockServer::start().await;
         let empty = serde_json::json!({"head": {"vars": ["r"]}, "results": {"bindings": []}});
-        Mock::given(method("POST"))
+        Mock::given(path("/update"))
             .and(body_string_contains("Refus3d"))
             .respond_with(ResponseTemplate::new(400).set_body_string("no such thing"))
             .with_priority(1)
             .mount(&server)
             .await;
-        Mock::given(method("POST"))
+        Mock::given(path("/update"))
             .and(body_string_contains("Bus1"))
             .respond_with(ResponseTemplate::new(500).set_body_string("busy"))
             .with_priority(1)
             .mount(&server)
             .await;
-        Mock::given(method("GET")).respond_with(ResponseTemplate::new(200).set_body_json(empty)).mount(&server).await;
-        Mock::given(method("POST")).respond_with(ResponseTemplate::new(204)).mount(&server).await;
+        Mock::given(path("/query")).respond_with(ResponseTemplate::new(200).set_body_json(empty)).mount(&server).await;
+        Mock::given(path("/update")).respond_with(ResponseTemplate::new(204)).mount(&server).await;
         server
     });
     let (query, update) = (format!("{}/query", server.uri()), format!("{}/update", server.uri()));
@@ -506,13 +530,13 @@ fn a_rejected_record_is_set_aside_and_the_queue_goes_on() {
 /// retried, and the pull after it is not tried (one line says what waits).
 #[test]
 fn an_unreachable_server_is_tried_once_and_not_pulled_from_after() {
-    use wiremock::matchers::method;
+    use wiremock::matchers::path;
     use wiremock::{Mock, MockServer, ResponseTemplate};
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let server = runtime.block_on(async {
         let server = MockServer::start().await;
         let empty = serde_json::json!({"head": {"vars": ["r"]}, "results": {"bindings": []}});
-        Mock::given(method("GET")).respond_with(ResponseTemplate::new(200).set_body_json(empty)).mount(&server).await;
+        Mock::given(path("/query")).respond_with(ResponseTemplate::new(200).set_body_json(empty)).mount(&server).await;
         server
     });
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -533,19 +557,20 @@ fn an_unreachable_server_is_tried_once_and_not_pulled_from_after() {
 /// terminal, not in the log, not in the store.
 #[test]
 fn credentials_are_sent_and_never_shown() {
-    use wiremock::matchers::{header, method};
+    use wiremock::matchers::{header, method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let server = runtime.block_on(async {
         let server = MockServer::start().await;
         let empty = serde_json::json!({"head": {"vars": ["r"]}, "results": {"bindings": []}});
         let bearer = || header("authorization", "Bearer s3cr3t-t0ken");
-        Mock::given(method("GET"))
+        // Queries this long go by POST, like updates: told apart by path.
+        Mock::given(path("/query"))
             .and(bearer())
             .respond_with(ResponseTemplate::new(200).set_body_json(empty.clone()))
             .mount(&server)
             .await;
-        Mock::given(method("POST")).and(bearer()).respond_with(ResponseTemplate::new(204)).mount(&server).await;
+        Mock::given(path("/update")).and(bearer()).respond_with(ResponseTemplate::new(204)).mount(&server).await;
         // Without them: refused, saying so.
         Mock::given(method("POST"))
             .respond_with(ResponseTemplate::new(401).set_body_string("who are you?"))

@@ -408,7 +408,21 @@ fn team_key(prefix: &[u8], rest: &str) -> Vec<u8> {
     [prefix, rest.as_bytes()].concat()
 }
 
+/// This store's agent id (see [`SledStore::agent_id`]).
+const AGENT_ID: &[u8] = b"\xffteam\0agent";
+
 impl SledStore {
+    /// This store's random id, recorded on the team records it makes, so that two people of
+    /// the same name are two authors. Made at the first team record, in `batch` (its write).
+    fn agent_id(&self, batch: &mut sled::Batch) -> Result<String, StoreError> {
+        if let Some(bytes) = self.db.get(AGENT_ID).map_err(|e| self.err(e))? {
+            return Ok(String::from_utf8_lossy(&bytes).into_owned());
+        }
+        let id = uuid::Uuid::now_v7().to_string();
+        batch.insert(AGENT_ID, id.as_bytes().to_vec());
+        Ok(id)
+    }
+
     fn known(&self, iri: &str) -> Result<Option<Known>, StoreError> {
         let Some(bytes) = self.db.get(team_key(KNOWN, iri)).map_err(|e| self.err(e))? else { return Ok(None) };
         serde_json::from_slice(&bytes).map(Some).map_err(|e| StoreError::Corrupt {
@@ -438,6 +452,8 @@ impl SledStore {
         // To the millisecond: the order records apply in, for everyone (see `in_order`).
         let now = super::team::record::now_millis();
         let iri = super::team::record::new_iri();
+        let mut batch = sled::Batch::default();
+        let agent = Some(self.agent_id(&mut batch)?);
         let record = TeamRecord {
             iri: iri.clone(),
             kind: Kind::Correction { op: draft.op.clone() },
@@ -448,6 +464,7 @@ impl SledStore {
             context: draft.context.clone(),
             generated: draft.generated,
             based_on: based_on.clone(),
+            agent: agent.clone(),
         };
         let correction = Correction {
             id,
@@ -467,9 +484,9 @@ impl SledStore {
                 shared: false,
                 pulled: false,
                 rejected: None,
+                agent,
             }),
         };
-        let mut batch = sled::Batch::default();
         self.stage(&mut batch, &correction)?;
         batch.insert(team_key(KNOWN, &iri), self.json(&Known::Correction { kg: kg.to_string(), id })?);
         batch.insert(team_key(QUEUE, &iri), self.json(&Queued { set: set.to_string(), record })?);
@@ -506,6 +523,7 @@ impl SledStore {
         let mut batch = sled::Batch::default();
         self.stage(&mut batch, &correction)?;
         if let Some(team) = &correction.team {
+            let agent = Some(self.agent_id(&mut batch)?);
             let iri = super::team::record::new_iri();
             let target = team.record.clone();
             let kind = match how {
@@ -522,6 +540,7 @@ impl SledStore {
                 context: None,
                 generated: false,
                 based_on: None,
+                agent,
             };
             let known = Known::Aside {
                 target,
@@ -648,6 +667,7 @@ impl SledStore {
                             shared: true,
                             pulled: true,
                             rejected: None,
+                            agent: record.agent,
                         }),
                     };
                     batch.insert(

@@ -67,6 +67,10 @@ pub struct Record {
     /// The latest record of the same target its author had (corrections only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub based_on: Option<String>,
+    /// The store that made it (a random id per store): two people with the same name (two
+    /// `root`s) are still two authors when conflicts are found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// A new record IRI: UUIDv7s sort by the time they were made.
@@ -146,6 +150,9 @@ impl Record {
             (ns("reason"), lit(&self.reason)),
             (ns("llmGenerated"), typed(if self.generated { "true" } else { "false" }, "boolean")),
         ];
+        if let Some(agent) = &self.agent {
+            out.push((ns("agentId"), lit(agent)));
+        }
         let mut term = |key: &str, t: &Term| {
             let (value, kind) = term_parts(t);
             out.push((ns(key), lit(value)));
@@ -220,7 +227,7 @@ impl Record {
 }
 
 /// The variables of [`select`], in the order rows are read.
-const FIELDS: [(&str, &str); 19] = [
+const FIELDS: [(&str, &str); 20] = [
     ("kg", "kg"),
     ("op", "operation"),
     ("s", "subject"),
@@ -237,6 +244,7 @@ const FIELDS: [(&str, &str); 19] = [
     ("question", "question"),
     ("session", "session"),
     ("step", "step"),
+    ("agent", "agentId"),
     ("author", ""),
     ("at", ""),
     ("type", ""),
@@ -378,6 +386,7 @@ impl Gathered {
             context,
             generated: matches!(one("gen")?, Some("true" | "1")),
             based_on: one("base")?.map(str::to_string),
+            agent: one("agent")?.map(str::to_string),
         })
     }
 }
@@ -469,6 +478,7 @@ mod tests {
             context: None,
             generated: false,
             based_on: Some("urn:uuid:0190a7d4-0000-7000-8000-000000000001".into()),
+            agent: Some("0190a7d4-0000-7000-8000-00000000000a".into()),
         };
         let text = record.insert_data("http://example.org/c", "2026-11-25T10:00:01.000Z").unwrap();
         assert!(text.starts_with("INSERT DATA { GRAPH <http://example.org/c> {\n"), "{text}");
@@ -476,6 +486,7 @@ mod tests {
         assert!(!text.contains("DELETE") && !text.contains("PREFIX"), "{text}");
         assert!(text.contains(r#"<urn:ongraph:ns:reason> "wrong\n\"quoted\"" ."#), "{text}");
         assert!(text.contains("<urn:ongraph:ns:basedOn> <urn:uuid:0190a7d4-0000-7000-8000-000000000001> ."));
+        assert!(text.contains(r#"<urn:ongraph:ns:agentId> "0190a7d4-0000-7000-8000-00000000000a" ."#), "{text}");
         let mut hostile = record.clone();
         hostile.based_on = Some("urn:uuid:x> } } ; DROP ALL ; { <y".into());
         assert!(hostile.insert_data("http://example.org/c", "2026-11-25T10:00:01.000Z").is_err());
