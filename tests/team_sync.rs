@@ -156,6 +156,17 @@ fn a_teammates_relabel_changes_the_next_answer_and_fix_list_names_its_author() {
     let dee = User::new("Dee", &server.query, &server.update, "apply = \"approved\"\n");
     assert_eq!(first_line(&dee.ok(&["ask", PHANATIC])), "Answer: Bright House Field");
     assert!(dee.ok(&["fix", "list"]).contains("  active  unapproved relabel m.bright_house_field"));
+    // The correction's own set decides, not the command's: --no-shared does not apply it,
+    // nor does `fix export` give it to the KG's maintainers.
+    assert_eq!(first_line(&dee.ok(&["ask", PHANATIC, "--no-shared"])), "Answer: Bright House Field");
+    assert!(dee.ok(&["fix", "list", "--no-shared"]).contains("  active  unapproved relabel m.bright_house_field"));
+    for format in ["sparql-update", "nt", "jsonl"] {
+        for shared in [&["--shared", "team"][..], &["--no-shared"][..]] {
+            let args = [&["fix", "export", "--format", format][..], shared].concat();
+            let exported = dee.ok(&args);
+            assert!(!exported.contains("BayCare"), "{args:?}: {exported}");
+        }
+    }
     // Her own apply.
     dee.ok(&["fix", "relabel", "m.bright_house_field", "Spectrum Field", "--reason", "Renamed in 2017"]);
     let stadium = ["kg", "neighbors", "m.phillies", "baseball.baseball_team.spring_training_stadium"];
@@ -260,6 +271,30 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// Two people who both go by `root` are still two authors: their stores' agent ids tell them
+/// apart, so their corrections from the same base conflict.
+#[test]
+fn two_roots_are_two_authors() {
+    let mut server = OxigraphRw::start();
+    let (one, two) = (User::on(&server, "root"), User::on(&server, "root"));
+    server.stop();
+    one.ok_with_note(&["fix", "relabel", "m.apple", "Apple Computer", "--reason", "its old name"]);
+    two.ok_with_note(&["fix", "relabel", "m.apple", "Apple Computer, Inc.", "--reason", "its older name"]);
+    server.restart();
+    one.ok(&["fix", "sync"]);
+    two.ok(&["fix", "sync"]);
+    one.ok(&["fix", "sync"]);
+    for user in [&one, &two] {
+        let list = user.list();
+        let sharing: Vec<_> = list.iter().map(|c| c["sharing"].as_str().unwrap_or_default()).collect();
+        assert_eq!(sharing, ["conflict", "conflict"], "{list:?}");
+        assert_ne!(list[0]["team"]["agent"], list[1]["team"]["agent"]);
+    }
+    // One store's own corrections never conflict with each other.
+    let mine = one.list();
+    assert_eq!(mine[0]["team"]["agent"].as_str().map(str::len), Some(36));
 }
 
 #[test]
@@ -398,23 +433,144 @@ fn sync_full_takes_records_the_overlap_missed() {
     assert_eq!(list[1]["created"], "2020-01-01T00:00:00+01:00");
 }
 
+/// A record stamped far in the future (a writer's clock years ahead, or a hostile one) does not
+/// stop later pulls: where the next pull starts is never later than the reader's own clock.
+#[test]
+fn a_record_from_the_future_does_not_stop_later_pulls() {
+    let server = OxigraphRw::start();
+    let (ada, bea) = (User::on(&server, "Ada"), User::on(&server, "Bea"));
+    let ns = "urn:ongraph:ns:";
+    let dt = "http://www.w3.org/2001/XMLSchema#dateTime";
+    let record = |n: u32, published: &str, kg: &str| {
+        format!(
+            "<urn:uuid:01900000-0000-7000-8000-00000000000{n}> \
+             <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{ns}Correction> ; <{ns}kg> \"{kg}\" ; \
+             <{ns}operation> \"relabel\" ; <{ns}subject> \"m.lou_seal\" ; <{ns}label> \"Lou {n}\" ; \
+             <http://www.w3.org/ns/prov#wasAttributedTo> <urn:ongraph:agent:Tim> ; \
+             <http://www.w3.org/ns/prov#generatedAtTime> \"2099-01-01T00:00:00Z\"^^<{dt}> ; \
+             <{ns}publishedAt> \"{published}\"^^<{dt}> ."
+        )
+    };
+    // One well formed from 2099, and one malformed from 2100 (its kg holds a NUL).
+    let future = format!(
+        "INSERT DATA {{ GRAPH <{GRAPH}> {{ {} {} }} }}",
+        record(1, "2099-01-01T00:00:00Z", "demo"),
+        record(2, "2100-01-01T00:00:00Z", "demo\\u0000x")
+    );
+    let mut config = SparqlConfig::new(&server.update);
+    config.max_retries = 0;
+    block_on(async { SparqlClient::new(config).unwrap().update(&future).await }).expect("the update applies");
+    assert_eq!(bea.ok(&["fix", "sync"]), "pushed 0 record(s) to team, pulled 1 new record(s)\n");
+    assert!(bea.log().contains("urn:uuid:01900000-0000-7000-8000-000000000002: its kg has a control character"));
+
+    // Ada, whose clock is right, corrects after: Bea's next pull still takes it.
+    ada.ok(&["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed in 2021"]);
+    assert_eq!(bea.ok(&["fix", "sync"]), "pushed 0 record(s) to team, pulled 1 new record(s)\n");
+    assert_eq!(first_line(&bea.ok(&["ask", PHANATIC])), "Answer: BayCare Ballpark");
+    assert_eq!(bea.list().len(), 2);
+}
+
+/// A record the server refuses for good (HTTP 400) is set aside as rejected, with the reason,
+/// and the rest of the queue is still sent; a server error (500) keeps the queue as it is.
+#[test]
+fn a_rejected_record_is_set_aside_and_the_queue_goes_on() {
+    use wiremock::matchers::{body_string_contains, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(async {
+        let server = MockServer::start().await;
+        let empty = serde_json::json!({"head": {"vars": ["r"]}, "results": {"bindings": []}});
+        Mock::given(path("/update"))
+            .and(body_string_contains("Refus3d"))
+            .respond_with(ResponseTemplate::new(400).set_body_string("no such thing"))
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(path("/update"))
+            .and(body_string_contains("Bus1"))
+            .respond_with(ResponseTemplate::new(500).set_body_string("busy"))
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(path("/query")).respond_with(ResponseTemplate::new(200).set_body_json(empty)).mount(&server).await;
+        Mock::given(path("/update")).respond_with(ResponseTemplate::new(204)).mount(&server).await;
+        server
+    });
+    let (query, update) = (format!("{}/query", server.uri()), format!("{}/update", server.uri()));
+    let ada = User::new("Ada", &query, &update, "");
+    let (made, note) = ada.ok_with_note(&["fix", "relabel", "m.apple", "Refus3d", "--reason", "r"]);
+    assert_eq!(made, "correction 1: relabel m.apple as \"Refus3d\"\n");
+    assert_eq!(note, "1 correction rejected by team for good: see fix list (they still apply here)\n");
+    // The next one goes: the rejected one does not block the queue.
+    ada.ok(&["fix", "relabel", "m.lou_seal", "Lou", "--reason", "short"]);
+    let list = ada.list();
+    let sharing: Vec<_> = list.iter().map(|c| c["sharing"].as_str().unwrap_or_default()).collect();
+    assert_eq!(sharing, ["rejected", "shared"]);
+    let why = list[0]["team"]["rejected"].as_str().unwrap_or_default();
+    assert!(why.contains("HTTP 400") && why.contains("no such thing"), "{why}");
+    let listed = ada.ok(&["fix", "list"]);
+    assert!(listed.contains("  active  rejected  relabel m.apple as \"Refus3d\""), "{listed}");
+    assert!(listed.contains("rejected: shared set team: SPARQL endpoint"), "{listed}");
+    // It still applies here.
+    assert_eq!(ada.ok(&["kg", "search", "Refus3d"]).lines().next(), Some("m.apple\tRefus3d\texact"));
+
+    // A server error is not a refusal: that record and those after it wait.
+    let (_, note) = ada.ok_with_note(&["fix", "relabel", "m.bright_house_field", "Bus1", "--reason", "r"]);
+    assert!(note.starts_with("1 correction not yet shared") && note.contains("500"), "{note}");
+    ada.ok_with_note(&["fix", "relabel", "m.phillies", "Phils", "--reason", "r"]);
+    let out = ada.run(&["fix", "sync"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "pushed 0 record(s) to team, pulled 0 new record(s)\n");
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: 2 corrections not yet shared"));
+    let list: Vec<serde_json::Value> = serde_json::from_str(&ada.ok_with_note(&["fix", "list", "--json"]).0).unwrap();
+    let sharing: Vec<_> = list.iter().map(|c| c["sharing"].as_str().unwrap_or_default()).collect();
+    assert_eq!(sharing, ["rejected", "shared", "pending", "pending"]);
+}
+
+/// An update endpoint that cannot be reached costs a command one failed connection: not
+/// retried, and the pull after it is not tried (one line says what waits).
+#[test]
+fn an_unreachable_server_is_tried_once_and_not_pulled_from_after() {
+    use wiremock::matchers::path;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(async {
+        let server = MockServer::start().await;
+        let empty = serde_json::json!({"head": {"vars": ["r"]}, "results": {"bindings": []}});
+        Mock::given(path("/query")).respond_with(ResponseTemplate::new(200).set_body_json(empty)).mount(&server).await;
+        server
+    });
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (query, update) = (format!("{}/query", server.uri()), format!("http://127.0.0.1:{closed}/update"));
+    let ada = User::new("Ada", &query, &update, "");
+    let started = std::time::Instant::now();
+    let (_, note) = ada.ok_with_note(&["fix", "relabel", "m.apple", "Apple Computer", "--reason", "old name"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+    assert_eq!(note.lines().count(), 1, "{note}");
+    assert!(note.starts_with("1 correction not yet shared (") && note.contains("cannot connect"), "{note}");
+    // The pull before the correction, and none after the send that could not connect.
+    let requests = runtime.block_on(server.received_requests()).unwrap();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(ada.log().matches("retrying").count(), 0, "a failed connection is not retried");
+}
+
 /// Credentials go with every request to both endpoints, and never anywhere else: not on the
 /// terminal, not in the log, not in the store.
 #[test]
 fn credentials_are_sent_and_never_shown() {
-    use wiremock::matchers::{header, method};
+    use wiremock::matchers::{header, method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let server = runtime.block_on(async {
         let server = MockServer::start().await;
         let empty = serde_json::json!({"head": {"vars": ["r"]}, "results": {"bindings": []}});
         let bearer = || header("authorization", "Bearer s3cr3t-t0ken");
-        Mock::given(method("GET"))
+        // Queries this long go by POST, like updates: told apart by path.
+        Mock::given(path("/query"))
             .and(bearer())
             .respond_with(ResponseTemplate::new(200).set_body_json(empty.clone()))
             .mount(&server)
             .await;
-        Mock::given(method("POST")).and(bearer()).respond_with(ResponseTemplate::new(204)).mount(&server).await;
+        Mock::given(path("/update")).and(bearer()).respond_with(ResponseTemplate::new(204)).mount(&server).await;
         // Without them: refused, saying so.
         Mock::given(method("POST"))
             .respond_with(ResponseTemplate::new(401).set_body_string("who are you?"))
@@ -424,13 +580,21 @@ fn credentials_are_sent_and_never_shown() {
     });
     let (query, update) = (format!("{}/query", server.uri()), format!("{}/update", server.uri()));
     let ada = User::new("Ada", &query, &update, "credentials_env = \"ONGRAPH_TEST_TEAM_TOKEN\"\n");
+    // What the commands said on the terminal, all of it.
+    let terminal = std::cell::RefCell::new(String::new());
     let run = |token: Option<&str>, args: &[&str]| {
         let mut cmd = ongraph_cmd(ada.path(), args);
+        // Every request logged (to the log file, checked below too).
+        cmd.env("ONGRAPH_LOG_LEVEL", "debug");
         match token {
             Some(t) => cmd.env("ONGRAPH_TEST_TEAM_TOKEN", t),
             None => cmd.env_remove("ONGRAPH_TEST_TEAM_TOKEN"),
         };
-        cmd.output().unwrap()
+        let out = cmd.output().unwrap();
+        let mut said = terminal.borrow_mut();
+        said.push_str(&String::from_utf8_lossy(&out.stdout));
+        said.push_str(&String::from_utf8_lossy(&out.stderr));
+        out
     };
     let out = run(Some("s3cr3t-t0ken"), &["fix", "relabel", "m.apple", "Apple Computer", "--reason", "old name"]);
     assert_eq!(out.status.code(), Some(0));
@@ -455,6 +619,13 @@ fn credentials_are_sent_and_never_shown() {
     let out = run(None, &["fix", "list"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err, "error: [shared.team] credentials_env names $ONGRAPH_TEST_TEAM_TOKEN, which is not set\n");
+    run(Some("s3cr3t-t0ken"), &["fix", "sync"]);
+    run(Some("ada:pa55w0rd-d0nt-sh0w"), &["fix", "list"]);
+    let said = terminal.borrow().clone();
+    assert!(said.contains("401"), "the commands said something: {said}");
+    for secret in ["s3cr3t-t0ken", wrong, "pa55w0rd-d0nt-sh0w", "YWRhOnBhNTV3MHJk"] {
+        assert!(!said.contains(secret), "{secret} was shown on the terminal: {said}");
+    }
 
     let mut everything = String::new();
     for dir in ["data", "state", "config", "cache"] {
@@ -466,6 +637,33 @@ fn credentials_are_sent_and_never_shown() {
     for secret in ["s3cr3t-t0ken", wrong, "pa55w0rd-d0nt-sh0w", "YWRhOnBhNTV3MHJk"] {
         assert!(!everything.contains(secret), "{secret} was written down");
     }
+}
+
+/// A server that exits at once (here, its port already taken) is reported within
+/// moments, with what it said.
+#[test]
+fn a_server_that_exits_fails_fast_with_its_stderr() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("stderr");
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "echo 'Address already in use' >&2; exit 3"])
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // The child is gone (and something else holds its port): a failure at once, with what it
+    // said, not a wait of 20 s nor a connection to the other listener taken for the server.
+    child.wait().unwrap();
+    let started = std::time::Instant::now();
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        common::servers::wait_listening(&format!("127.0.0.1:{}", addr.port()), &mut child, &log)
+    }))
+    .unwrap_err();
+    let said = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(said.contains("exited") && said.contains("Address already in use"), "{said}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    drop(taken);
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

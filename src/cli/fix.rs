@@ -205,7 +205,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         }
         FixAction::List { json } => {
             let list = super::overlay::corrections_for(config, &scope)?;
-            list_corrections(&mut out, &list, *json, &scope, team.as_ref())?;
+            list_corrections(&mut out, &list, *json, &scope, team.as_ref(), config)?;
             None
         }
         FixAction::Undo { id } => {
@@ -223,9 +223,10 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
                 bail!("no shared set: configure [shared.NAME] and [defaults] shared = \"NAME\", or pass --shared NAME");
             };
             let synced = sync_team(team, config, *full).await?;
+            let rejected = if synced.rejected > 0 { format!(", {} rejected", synced.rejected) } else { String::new() };
             writeln!(
                 out,
-                "pushed {} record(s) to {}, pulled {} new record(s)",
+                "pushed {} record(s) to {}{rejected}, pulled {} new record(s)",
                 synced.pushed, synced.team, synced.pulled
             )?;
             if let Some(note) = synced.note() {
@@ -234,7 +235,8 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             return Ok(0);
         }
         FixAction::Export { format } => {
-            let list = super::overlay::corrections_for(config, &scope)?;
+            // Never a teammate's correction that waits for approval.
+            let list = super::overlay::applicable_corrections(config, &scope)?;
             let (kg, _) = open_kg(&args.setup, config)?;
             write!(out, "{}", export(&list, *format, kg.profile()))?;
             None
@@ -279,12 +281,11 @@ fn list_corrections(
     json: bool,
     scope: &str,
     team: Option<&Team>,
+    config: &Config,
 ) -> Result<()> {
     let states = states(list);
-    // Under `apply = "approved"`, teammates' corrections wait for approval.
-    let waiting = |c: &Correction| {
-        team.is_some_and(|t| t.apply() == crate::config::Apply::Approved) && c.team.as_ref().is_some_and(|t| t.pulled)
-    };
+    // Under `apply = "approved"` (of the correction's own set), teammates' corrections wait.
+    let waiting = |c: &Correction| super::overlay::unapproved(config, c);
     if json {
         #[derive(serde::Serialize)]
         struct Listed<'a> {
@@ -332,8 +333,11 @@ fn list_corrections(
             .filter_map(|id| list.iter().find(|o| o.id == *id))
             .map(|o| format!("{} by {}", o.id, o.author))
             .collect();
-        let conflict =
+        let mut conflict =
             if conflict.is_empty() { String::new() } else { format!("  conflicts with {}", conflict.join(", ")) };
+        if let Some(why) = c.team.as_ref().and_then(|t| t.rejected.as_deref()) {
+            conflict.push_str(&format!("  rejected: {why}"));
+        }
         writeln!(
             out,
             "{:>5}  {state:<6}  {sharing}{}  ({}; {} on {}){conflict}",
@@ -383,5 +387,5 @@ fn import(out: &mut impl Write, file: &std::path::Path, config: &Config, scope: 
 /// The KG as the user sees it now, through the store's current corrections.
 fn current_view(setup: &SetupArgs, config: &Config, scope: &str) -> Result<Arc<dyn KnowledgeGraph>> {
     let (kg, _) = open_kg(setup, config)?;
-    Ok(Arc::new(OverlayKg::new(kg, &super::overlay::corrections_for(config, scope)?)))
+    Ok(Arc::new(OverlayKg::new(kg, &super::overlay::applicable_corrections(config, scope)?)))
 }

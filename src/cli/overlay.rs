@@ -67,6 +67,8 @@ pub fn open_team(setup: &SetupArgs, config: &Config) -> Result<Option<Team>> {
 pub struct Synced {
     pub team: String,
     pub pushed: usize,
+    /// Refused for good by the server this time (set aside as rejected, see `fix list`).
+    pub rejected: usize,
     /// Still queued for the set.
     pub pending: usize,
     pub pulled: usize,
@@ -79,6 +81,21 @@ impl Synced {
     /// What the user should know, if anything: what is not shared yet, or that teammates'
     /// corrections could not be pulled.
     pub fn note(&self) -> Option<String> {
+        let rejected = (self.rejected > 0).then(|| {
+            format!(
+                "{} rejected by {} for good: see fix list (they still apply here)",
+                corrections(self.rejected),
+                self.team
+            )
+        });
+        let rest = self.note_pending();
+        match (rejected, rest) {
+            (Some(r), Some(p)) => Some(format!("{r}\n{p}")),
+            (r, p) => r.or(p),
+        }
+    }
+
+    fn note_pending(&self) -> Option<String> {
         let problem = self.problem.as_deref().unwrap_or("the server refused it");
         if self.pending > 0 {
             Some(format!("{} not yet shared ({problem}); sent at the next command", corrections(self.pending)))
@@ -96,8 +113,11 @@ impl Synced {
 pub async fn sync_team(team: &Team, config: &Config, full: bool) -> Result<Synced> {
     let open = || open_store(config);
     let pushed = team.push(&open).await?;
+    // A server that could not be reached for sending is not asked again for pulling: a
+    // command waits for it once, not twice.
+    let unreachable = pushed.unreachable();
     let mut problem = pushed.error.map(|e| e.to_string());
-    let pulled = match team.pull(&open, full).await {
+    let pulled = match if unreachable { Ok(0) } else { team.pull(&open, full).await } {
         Ok(n) => n,
         Err(TeamError::Store(e)) => return Err(e.into()),
         Err(e) => {
@@ -106,7 +126,14 @@ pub async fn sync_team(team: &Team, config: &Config, full: bool) -> Result<Synce
             0
         }
     };
-    Ok(Synced { team: team.name().to_string(), pushed: pushed.sent, pending: pushed.pending, pulled, problem })
+    Ok(Synced {
+        team: team.name().to_string(),
+        pushed: pushed.sent,
+        rejected: pushed.rejected,
+        pending: pushed.pending,
+        pulled,
+        problem,
+    })
 }
 
 /// Before a command reads corrections: syncs the shared set in use (if any); what the user
@@ -135,6 +162,23 @@ pub fn kg_scope(setup: &SetupArgs, config: &Config) -> String {
     }
     let path = std::fs::canonicalize(&name).unwrap_or_else(|_| PathBuf::from(&name));
     format!("file:{}", path.display())
+}
+
+/// Whether `c` is a teammate's correction waiting for approval: its set (looked up by graph
+/// in `[shared.*]`, whichever set the command uses, even with `--no-shared`) applies only
+/// approved corrections. Reviews are not made yet: no teammate's correction is approved.
+pub fn unapproved(config: &Config, c: &Correction) -> bool {
+    c.team
+        .as_ref()
+        .is_some_and(|t| t.pulled && config.shared.values().any(|e| e.graph == t.set && e.apply == Apply::Approved))
+}
+
+/// The corrections for `scope` that may apply: those of [`corrections_for`] but a teammate's
+/// waiting for approval (see [`unapproved`]).
+pub fn applicable_corrections(config: &Config, scope: &str) -> Result<Vec<Correction>> {
+    let mut list = corrections_for(config, scope)?;
+    list.retain(|c| !unapproved(config, c));
+    Ok(list)
 }
 
 /// The corrections for `scope` (undone ones too; the overlay applies only the active ones), read
@@ -178,8 +222,6 @@ pub struct LiveOverlay {
     hidden: Vec<Triple>,
     /// Whether corrections apply at all (`--no-overlay`, `eval` without --with-corrections).
     enabled: bool,
-    /// The shared set applies only approved corrections: those pulled from teammates wait.
-    approved_only: bool,
     seen: Mutex<Seen>,
 }
 
@@ -213,7 +255,6 @@ impl LiveOverlay {
             scope: kg_scope(setup, config),
             hidden,
             enabled,
-            approved_only: shared_entry(setup, config)?.is_some_and(|(_, e)| e.apply == Apply::Approved),
             seen: Mutex::new(empty),
         };
         live.reload()?;
@@ -264,11 +305,8 @@ impl LiveOverlay {
         if only_if_changed && generation == seen.generation {
             return Ok(None);
         }
-        let mut corrections = corrections_for(&self.config, &self.scope)?;
-        if self.approved_only {
-            // Reviews are not made yet: no teammate's correction is approved.
-            corrections.retain(|c| !c.team.as_ref().is_some_and(|t| t.pulled));
-        }
+        // Teammates' corrections waiting for approval never apply, whichever set is in use.
+        let corrections = applicable_corrections(&self.config, &self.scope)?;
         let kg = self.view(&corrections);
         let active = corrections.iter().filter(|c| c.active).count();
         tracing::info!(active, generation, "corrections read");

@@ -132,6 +132,26 @@ pub enum KgError {
     Io { path: String, source: std::io::Error },
     #[error("{0}")]
     Other(String),
+    /// The server answered, and said no (its final HTTP status, after any retries).
+    #[error("{message}")]
+    Refused { status: u16, message: String },
+    /// The server could not be reached (no connection, or no answer in time).
+    #[error("{0}")]
+    Unreachable(String),
+}
+
+impl KgError {
+    /// Whether asking again cannot help: the server refused this very request (an HTTP 4xx
+    /// other than 401, 403, 408 and 429, which a new token or a later try may change).
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, KgError::Refused { status, .. }
+            if (400..500).contains(status) && !matches!(status, 401 | 403 | 408 | 429))
+    }
+
+    /// Whether the server could not be reached at all.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, KgError::Unreachable(_))
+    }
 }
 
 /// Labels less similar than this to a searched name are not offered as close matches.

@@ -233,6 +233,13 @@ pub struct TeamLink {
     /// Made elsewhere and pulled from the set.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pulled: bool,
+    /// Refused for good by the set's server, and why: kept here, no longer queued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<String>,
+    /// The store that made it (a random id per store; none from builds before it): what tells
+    /// two authors of the same name apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 impl Correction {

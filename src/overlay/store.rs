@@ -399,6 +399,8 @@ pub struct Queued {
 const KNOWN: &[u8] = b"\xffteam\0known\0";
 const QUEUE: &[u8] = b"\xffteam\0queue\0";
 const MARK: &[u8] = b"\xffteam\0mark\0";
+/// Records the server refused for good, with why (see [`SledStore::mark_rejected`]).
+const REJECTED: &[u8] = b"\xffteam\0rejected\0";
 /// Undo and supersede records whose correction has not arrived yet (also in [`KNOWN`]).
 const WAITING: &[u8] = b"\xffteam\0waiting\0";
 
@@ -406,7 +408,21 @@ fn team_key(prefix: &[u8], rest: &str) -> Vec<u8> {
     [prefix, rest.as_bytes()].concat()
 }
 
+/// This store's agent id (see [`SledStore::agent_id`]).
+const AGENT_ID: &[u8] = b"\xffteam\0agent";
+
 impl SledStore {
+    /// This store's random id, recorded on the team records it makes, so that two people of
+    /// the same name are two authors. Made at the first team record, in `batch` (its write).
+    fn agent_id(&self, batch: &mut sled::Batch) -> Result<String, StoreError> {
+        if let Some(bytes) = self.db.get(AGENT_ID).map_err(|e| self.err(e))? {
+            return Ok(String::from_utf8_lossy(&bytes).into_owned());
+        }
+        let id = uuid::Uuid::now_v7().to_string();
+        batch.insert(AGENT_ID, id.as_bytes().to_vec());
+        Ok(id)
+    }
+
     fn known(&self, iri: &str) -> Result<Option<Known>, StoreError> {
         let Some(bytes) = self.db.get(team_key(KNOWN, iri)).map_err(|e| self.err(e))? else { return Ok(None) };
         serde_json::from_slice(&bytes).map(Some).map_err(|e| StoreError::Corrupt {
@@ -436,6 +452,8 @@ impl SledStore {
         // To the millisecond: the order records apply in, for everyone (see `in_order`).
         let now = super::team::record::now_millis();
         let iri = super::team::record::new_iri();
+        let mut batch = sled::Batch::default();
+        let agent = Some(self.agent_id(&mut batch)?);
         let record = TeamRecord {
             iri: iri.clone(),
             kind: Kind::Correction { op: draft.op.clone() },
@@ -446,6 +464,7 @@ impl SledStore {
             context: draft.context.clone(),
             generated: draft.generated,
             based_on: based_on.clone(),
+            agent: agent.clone(),
         };
         let correction = Correction {
             id,
@@ -458,9 +477,16 @@ impl SledStore {
             active: true,
             context: draft.context,
             history: vec![HistoryEntry { at: now, what: draft.origin.unwrap_or_else(|| "created".into()) }],
-            team: Some(TeamLink { record: iri.clone(), set: set.to_string(), based_on, shared: false, pulled: false }),
+            team: Some(TeamLink {
+                record: iri.clone(),
+                set: set.to_string(),
+                based_on,
+                shared: false,
+                pulled: false,
+                rejected: None,
+                agent,
+            }),
         };
-        let mut batch = sled::Batch::default();
         self.stage(&mut batch, &correction)?;
         batch.insert(team_key(KNOWN, &iri), self.json(&Known::Correction { kg: kg.to_string(), id })?);
         batch.insert(team_key(QUEUE, &iri), self.json(&Queued { set: set.to_string(), record })?);
@@ -497,6 +523,7 @@ impl SledStore {
         let mut batch = sled::Batch::default();
         self.stage(&mut batch, &correction)?;
         if let Some(team) = &correction.team {
+            let agent = Some(self.agent_id(&mut batch)?);
             let iri = super::team::record::new_iri();
             let target = team.record.clone();
             let kind = match how {
@@ -513,6 +540,7 @@ impl SledStore {
                 context: None,
                 generated: false,
                 based_on: None,
+                agent,
             };
             let known = Known::Aside {
                 target,
@@ -554,6 +582,39 @@ impl SledStore {
             self.stage(&mut batch, &correction)?;
         }
         self.commit(batch)
+    }
+
+    /// Notes that the server refused the record `iri` for good (`why`): off the queue, kept
+    /// aside with the reason, and its correction (if it is one) shown as rejected. It still
+    /// applies here, like a local correction.
+    pub fn mark_rejected(&self, iri: &str, why: &str) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        let key = team_key(QUEUE, iri);
+        if let Some(bytes) = self.db.get(&key).map_err(|e| self.err(e))? {
+            #[derive(Serialize)]
+            struct Rejected<'a> {
+                queued: serde_json::Value,
+                reason: &'a str,
+                at: String,
+            }
+            let queued = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+            let rejected = Rejected { queued, reason: why, at: super::team::record::now_millis() };
+            batch.insert(team_key(REJECTED, iri), self.json(&rejected)?);
+        }
+        batch.remove(key);
+        if let Some(Known::Correction { kg, id }) = self.known(iri)? {
+            let mut correction = self.get(&kg, id)?;
+            if let Some(team) = correction.team.as_mut() {
+                team.rejected = Some(why.to_string());
+            }
+            self.stage(&mut batch, &correction)?;
+        }
+        self.commit(batch)
+    }
+
+    /// How many records the server refused for good (kept aside, see [`Self::mark_rejected`]).
+    pub fn rejected_count(&self) -> usize {
+        self.db.scan_prefix(REJECTED).count()
     }
 
     /// The latest publication time seen in `set` (where the next pull starts, less an overlap).
@@ -605,6 +666,8 @@ impl SledStore {
                             based_on: record.based_on,
                             shared: true,
                             pulled: true,
+                            rejected: None,
+                            agent: record.agent,
                         }),
                     };
                     batch.insert(

@@ -63,30 +63,17 @@ impl Oxigraph {
             assert!(out.status.success(), "oxigraph update failed: {}", String::from_utf8_lossy(&out.stderr));
         }
         let port = free_port();
-        let child = Command::new(&bin)
+        let log = dir.path().join("serve.stderr");
+        let mut child = Command::new(&bin)
             .args(["serve-read-only", "--location"])
             .arg(&store)
             .args(["--bind", &format!("127.0.0.1:{port}")])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("oxigraph serve starts");
-        let server = Self { url: format!("http://127.0.0.1:{port}/query"), child, _dir: dir };
-        server.wait_ready();
-        server
-    }
-
-    /// Oxigraph listens only once its store is open, so an accepted connection means ready.
-    fn wait_ready(&self) {
-        let started = Instant::now();
-        let addr = self.url.trim_start_matches("http://").split('/').next().unwrap_or_default().to_string();
-        while started.elapsed() < Duration::from_secs(20) {
-            if std::net::TcpStream::connect(&addr).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("the Oxigraph server at {} did not come up within 20 s", self.url);
+        wait_listening(&format!("127.0.0.1:{port}"), &mut child, &log);
+        Self { url: format!("http://127.0.0.1:{port}/query"), child, _dir: dir }
     }
 }
 
@@ -125,16 +112,22 @@ impl OxigraphRw {
     /// Serves the store (again) on the same port.
     pub fn restart(&mut self) {
         assert!(self.child.is_none(), "the server is running");
-        let child = Command::new(oxigraph_binary())
+        let log = self.dir.path().join("serve.stderr");
+        let mut child = Command::new(oxigraph_binary())
             .args(["serve", "--location"])
             .arg(self.dir.path().join("store"))
             .args(["--bind", &format!("127.0.0.1:{}", self.port)])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("oxigraph serve starts");
+        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            wait_listening(&format!("127.0.0.1:{}", self.port), &mut child, &log)
+        }));
         self.child = Some(child);
-        wait_listening(&format!("127.0.0.1:{}", self.port));
+        if let Err(panic) = waited {
+            std::panic::resume_unwind(panic);
+        }
     }
 
     /// Kills the server (by its PID) and waits until it is gone; the store stays.
@@ -152,16 +145,25 @@ impl Drop for OxigraphRw {
     }
 }
 
-/// Oxigraph listens only once its store is open, so an accepted connection means ready.
-fn wait_listening(addr: &str) {
+/// Oxigraph listens only once its store is open, so an accepted connection means ready. A
+/// server that exits meanwhile (its port taken, its store locked) fails at once, with what it
+/// said on stderr (written to `log`), rather than after the 20 s wait.
+pub fn wait_listening(addr: &str, child: &mut Child, log: &Path) {
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(20) {
+        if let Ok(Some(status)) = child.try_wait() {
+            let said = std::fs::read_to_string(log).unwrap_or_default();
+            panic!("the Oxigraph server for {addr} exited ({status}) before listening: {}", said.trim());
+        }
         if std::net::TcpStream::connect(addr).is_ok() {
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    panic!("the Oxigraph server at {addr} did not come up within 20 s");
+    panic!(
+        "the Oxigraph server at {addr} did not come up within 20 s: {}",
+        std::fs::read_to_string(log).unwrap_or_default().trim()
+    );
 }
 
 pub fn fixture(name: &str) -> PathBuf {

@@ -24,6 +24,10 @@ pub struct SparqlConfig {
     pub max_in_flight: usize,
     /// Sent with every request; never shown (its `Debug` is redacted).
     pub credentials: Option<Credentials>,
+    /// How long connecting may take (`None`: up to `timeout`).
+    pub connect_timeout: Option<Duration>,
+    /// Whether a request that could not connect, or got no answer in time, is tried again.
+    pub retry_unreachable: bool,
 }
 
 /// What proves who is asking: `user:password` (HTTP basic) or a bearer token. Kept out of every
@@ -76,6 +80,8 @@ impl SparqlConfig {
             backoff: Duration::from_millis(500),
             max_in_flight: 8,
             credentials: None,
+            connect_timeout: None,
+            retry_unreachable: true,
         }
     }
 }
@@ -91,8 +97,15 @@ pub struct SparqlClient {
 impl SparqlClient {
     pub fn new(config: SparqlConfig) -> Result<Self, KgError> {
         crate::llm::openai::install_crypto_provider();
-        let http = reqwest::Client::builder()
+        let mut http = reqwest::Client::builder()
             .timeout(config.timeout)
+            // Never followed: a redirect turns a POST (an update, a long query) into a GET and
+            // loses it. A 3xx is an error naming where the endpoint went.
+            .redirect(reqwest::redirect::Policy::none());
+        if let Some(connect) = config.connect_timeout {
+            http = http.connect_timeout(connect);
+        }
+        let http = http
             .user_agent(concat!(
                 "ongraph/",
                 env!("CARGO_PKG_VERSION"),
@@ -132,8 +145,12 @@ impl SparqlClient {
         }
     }
 
+    fn message(&self, detail: impl std::fmt::Display) -> String {
+        format!("SPARQL endpoint {}: {detail}", redact(&self.config.endpoint))
+    }
+
     fn unreachable(&self, detail: impl std::fmt::Display) -> KgError {
-        KgError::Other(format!("SPARQL endpoint {}: {detail}", self.config.endpoint))
+        KgError::Other(self.message(detail))
     }
 
     /// Runs a SELECT query and returns its solutions (from the cache when it has them).
@@ -161,11 +178,11 @@ impl SparqlClient {
         self.queries.fetch_add(1, Ordering::Relaxed);
         let use_get = match what {
             Request::Query(query) => {
-                tracing::debug!(endpoint = %self.config.endpoint, %query, "SPARQL");
+                tracing::debug!(endpoint = %redact(&self.config.endpoint), %query, "SPARQL");
                 self.config.endpoint.len() + urlencoded_len(query) + 7 <= MAX_GET_URL
             }
             Request::Update(update) => {
-                tracing::debug!(endpoint = %self.config.endpoint, %update, "SPARQL update");
+                tracing::debug!(endpoint = %redact(&self.config.endpoint), %update, "SPARQL update");
                 false
             }
         };
@@ -191,11 +208,25 @@ impl SparqlClient {
                         .and_then(|v| v.trim().parse::<f64>().ok())
                         .filter(|s| s.is_finite() && *s >= 0.0)
                         .map(|s| Duration::from_secs_f64(s.min(60.0)));
+                    if status.is_redirection() {
+                        let to = response
+                            .headers()
+                            .get(reqwest::header::LOCATION)
+                            .and_then(|v| v.to_str().ok())
+                            .and_then(|l| reqwest::Url::parse(&self.config.endpoint).ok()?.join(l).ok())
+                            .map_or_else(|| "an unknown place".to_string(), |u| redact(u.as_str()));
+                        let message = self.message(format!(
+                            "HTTP {status}: the endpoint redirected to {to} (redirects are not followed: \
+                             configure the address it redirects to)"
+                        ));
+                        return Err(KgError::Refused { status: status.as_u16(), message });
+                    }
                     match response.bytes().await {
                         Ok(body) if status.is_success() => return Ok(body.to_vec()),
                         Ok(body) => {
                             let excerpt: String = String::from_utf8_lossy(&body).chars().take(200).collect();
-                            let error = self.unreachable(format!("HTTP {status}: {}", excerpt.trim()));
+                            let message = self.message(format!("HTTP {status}: {}", excerpt.trim()));
+                            let error = KgError::Refused { status: status.as_u16(), message };
                             if !(status.as_u16() == 429 || status.is_server_error()) {
                                 return Err(error);
                             }
@@ -208,22 +239,28 @@ impl SparqlClient {
                         Err(e) => (self.unreachable(format!("the reply stopped short ({})", e.without_url())), None),
                     }
                 }
-                Err(e) if e.is_timeout() => {
-                    (self.unreachable(format!("no answer within {} s", self.config.timeout.as_secs())), None)
+                Err(e) if e.is_timeout() && !e.is_connect() => {
+                    let error = KgError::Unreachable(
+                        self.message(format!("no answer within {} s", self.config.timeout.as_secs())),
+                    );
+                    (error, None)
                 }
                 Err(e) => {
                     let mut cause: &dyn std::error::Error = &e;
                     while let Some(next) = cause.source() {
                         cause = next;
                     }
-                    (self.unreachable(format!("cannot connect ({cause})")), None)
+                    (KgError::Unreachable(self.message(format!("cannot connect ({cause})"))), None)
                 }
             };
+            if error.is_unreachable() && !self.config.retry_unreachable {
+                return Err(error);
+            }
             if attempt >= self.config.max_retries {
                 return Err(error);
             }
             let wait = wait.unwrap_or_else(|| crate::llm::backoff(self.config.backoff, attempt));
-            tracing::warn!(endpoint = %self.config.endpoint, attempt, ?wait, %error, "SPARQL query failed; retrying");
+            tracing::warn!(endpoint = %redact(&self.config.endpoint), attempt, ?wait, %error, "SPARQL query failed; retrying");
             tokio::time::sleep(wait).await;
             attempt += 1;
         }
@@ -244,6 +281,91 @@ impl SparqlClient {
     }
 }
 
+/// An endpoint as messages and logs show it: without its userinfo (`user:password@`), query
+/// string or fragment, which may hold secrets. A text that is not a URL is cut the same way.
+pub fn redact(url: &str) -> String {
+    if let Ok(mut parsed) = reqwest::Url::parse(url)
+        && parsed.has_host()
+    {
+        let _ = parsed.set_username("");
+        let _ = parsed.set_password(None);
+        parsed.set_query(None);
+        parsed.set_fragment(None);
+        return parsed.to_string();
+    }
+    // Not a URL (a bad port, say): cut what could be secret by hand.
+    let cut = url.find(['?', '#']).map_or(url, |i| &url[..i]);
+    let (scheme, rest) = match cut.find("://") {
+        Some(i) => cut.split_at(i + 3),
+        None => ("", cut),
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let rest = match rest[..authority_end].rfind('@') {
+        Some(at) => &rest[at + 1..],
+        None => rest,
+    };
+    let shown: String = format!("{scheme}{rest}").chars().filter(|c| !c.is_control()).collect();
+    shown
+}
+
 fn urlencoded_len(text: &str) -> usize {
     text.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { 1 } else { 3 }).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_shown_without_userinfo_or_query() {
+        for (url, shown) in [
+            ("http://ada:s3cret@host:99999/query", "http://host:99999/query"),
+            ("http://ada:s3cret@127.0.0.1:7878/query?token=s3cret#x", "http://127.0.0.1:7878/query"),
+            ("https://example.org/sparql?access_token=s3cret", "https://example.org/sparql"),
+            ("http://ada@ex ample/q?k=s3cret", "http://ex ample/q"),
+            ("http://127.0.0.1:7878/query", "http://127.0.0.1:7878/query"),
+        ] {
+            assert_eq!(redact(url), shown, "{url}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_redirect_is_an_error_naming_where_without_secrets_and_is_not_followed() {
+        use wiremock::matchers::method;
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(302)
+                    .insert_header("location", "http://ada:s3cret@elsewhere:8890/update?key=s3cret"),
+            )
+            .mount(&server)
+            .await;
+        let mut config = SparqlConfig::new(format!("{}/update?token=t0ken", server.uri()));
+        config.max_retries = 2;
+        config.backoff = Duration::from_millis(1);
+        let client = SparqlClient::new(config).unwrap();
+        let err = client.update("INSERT DATA { <urn:a> <urn:b> <urn:c> }").await.unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.contains("HTTP 302") && shown.contains("redirected to http://elsewhere:8890/update"), "{shown}");
+        assert!(!shown.contains("s3cret") && !shown.contains("t0ken") && !shown.contains("key="), "{shown}");
+        let requests = server.received_requests().await.unwrap();
+        assert_eq!(requests.len(), 1, "asked once, never followed nor retried");
+        assert!(!err.is_permanent() && !err.is_unreachable());
+    }
+
+    #[tokio::test]
+    async fn a_connect_failure_is_not_retried_when_so_configured() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut config = SparqlConfig::new(format!("http://127.0.0.1:{port}/update?token=t0ken"));
+        config.backoff = Duration::from_secs(5);
+        config.retry_unreachable = false;
+        config.connect_timeout = Some(Duration::from_secs(2));
+        let started = std::time::Instant::now();
+        let err =
+            SparqlClient::new(config).unwrap().update("INSERT DATA { <urn:a> <urn:b> <urn:c> }").await.unwrap_err();
+        assert!(err.is_unreachable(), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(2), "not retried: {:?}", started.elapsed());
+        assert!(!err.to_string().contains("t0ken"), "{err}");
+    }
 }

@@ -9,9 +9,9 @@
 pub mod record;
 pub mod state;
 
-use crate::config::{Apply, SharedEntry};
+use crate::config::SharedEntry;
 use crate::kg::KgError;
-use crate::kg::sparql::client::{Credentials, SparqlClient, SparqlConfig};
+use crate::kg::sparql::client::{Credentials, SparqlClient, SparqlConfig, redact};
 use crate::overlay::store::{SledStore, StoreError};
 use record::{Gathered, PAGE, now_millis, parse_time};
 use std::time::Duration;
@@ -19,6 +19,10 @@ use std::time::Duration;
 /// How far before the last pull's latest record the next pull starts again: room for a record
 /// whose commit was slow, or whose writer's clock is a little behind.
 const OVERLAP: Duration = Duration::from_secs(600);
+
+/// How long connecting to a set's server may take: one that is down or unroutable costs a
+/// command this, once.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum TeamError {
@@ -36,15 +40,25 @@ pub struct Team {
     graph: String,
     query: SparqlClient,
     update: SparqlClient,
-    apply: Apply,
 }
 
 /// What sending the queue did.
 pub struct Pushed {
     pub sent: usize,
-    /// Still queued for this set (the server could not be reached, or refused).
+    /// Refused for good by the server (or not writable as a record): set aside as rejected,
+    /// kept in the store, no longer queued.
+    pub rejected: usize,
+    /// Still queued for this set (the server could not be reached, or refused for now).
     pub pending: usize,
     pub error: Option<TeamError>,
+}
+
+impl Pushed {
+    /// Whether sending stopped because the server could not be reached at all (then pulling
+    /// from it is not tried either).
+    pub fn unreachable(&self) -> bool {
+        matches!(&self.error, Some(TeamError::Server { source, .. }) if source.is_unreachable())
+    }
 }
 
 /// How a store is opened (waiting for another process to let go of it): the store is held
@@ -58,9 +72,11 @@ impl Team {
         let bad = |detail: String| TeamError::Config { set: name.to_string(), detail };
         crate::kg::sparql::syntax::iri(&entry.graph).map_err(|e| bad(format!("graph: {e}")))?;
         for (key, url) in [("query_endpoint", &entry.query_endpoint), ("update_endpoint", &entry.update_endpoint)] {
-            let parsed = reqwest::Url::parse(url).map_err(|e| bad(format!("{key} {url:?} is not a URL ({e})")))?;
+            // Shown without userinfo or query string, which may hold secrets.
+            let shown = redact(url);
+            let parsed = reqwest::Url::parse(url).map_err(|e| bad(format!("{key} {shown:?} is not a URL ({e})")))?;
             if !matches!(parsed.scheme(), "http" | "https") {
-                return Err(bad(format!("{key} {url:?} is not an http(s) URL")));
+                return Err(bad(format!("{key} {shown:?} is not an http(s) URL")));
             }
             if !parsed.username().is_empty() || parsed.password().is_some() {
                 // Said without the URL: it holds the secret.
@@ -82,9 +98,13 @@ impl Team {
         let client = |endpoint: &str| {
             let mut config = SparqlConfig::new(endpoint);
             config.timeout = Duration::from_secs(entry.timeout_secs);
-            // A server that is down costs a command one short retry, not seconds of backoff.
+            // A server that is down costs a command at most one connect timeout: a connection
+            // that fails is not tried again (the queue waits for the next command). A busy
+            // server (429, 5xx) gets one short retry.
             config.max_retries = 1;
             config.backoff = Duration::from_millis(200);
+            config.connect_timeout = Some(CONNECT_TIMEOUT.min(config.timeout));
+            config.retry_unreachable = false;
             config.credentials = credentials.clone();
             SparqlClient::new(config).map_err(|source| TeamError::Server { set: name.to_string(), source })
         };
@@ -93,7 +113,6 @@ impl Team {
             graph: entry.graph.clone(),
             query: client(&entry.query_endpoint)?,
             update: client(&entry.update_endpoint)?,
-            apply: entry.apply,
         })
     }
 
@@ -106,45 +125,56 @@ impl Team {
         &self.graph
     }
 
-    pub fn apply(&self) -> Apply {
-        self.apply
-    }
-
     fn server(&self, source: KgError) -> TeamError {
         TeamError::Server { set: self.name.clone(), source }
     }
 
     /// Sends this set's queued records, oldest first, each as one `INSERT DATA`, and takes
-    /// each off the queue once the server has it. Stops at the first that fails: the rest stay
-    /// queued, in order.
+    /// each off the queue once the server has it. A record the server refuses for good (an
+    /// HTTP 4xx but 401, 403, 408 and 429), or that cannot be written as a record, is set aside
+    /// as rejected (kept, with the reason) and the rest go on. Any other failure (no
+    /// connection, no answer, 5xx, credentials refused) stops: the rest stay queued, in order.
     pub async fn push(&self, open: Opener<'_>) -> Result<Pushed, StoreError> {
         let queued: Vec<_> = open()?.queued()?.into_iter().filter(|q| q.set == self.graph).collect();
-        let mut sent = 0;
+        let (mut sent, mut rejected) = (0, 0);
         for (i, q) in queued.iter().enumerate() {
             let outcome = match q.record.insert_data(&self.graph, &now_millis()) {
-                Ok(update) => self.update.update(&update).await.map_err(|e| self.server(e)),
-                Err(e) => Err(TeamError::Config { set: self.name.clone(), detail: e.to_string() }),
+                Ok(update) => self.update.update(&update).await.map_err(|e| (e.is_permanent(), self.server(e))),
+                Err(e) => Err((true, TeamError::Config { set: self.name.clone(), detail: e.to_string() })),
             };
-            if let Err(error) = outcome {
-                tracing::warn!(set = %self.name, record = %q.record.iri, %error, "a record could not be sent; it stays queued");
-                return Ok(Pushed { sent, pending: queued.len() - i, error: Some(error) });
+            match outcome {
+                Ok(()) => {
+                    open()?.mark_sent(&q.record.iri)?;
+                    sent += 1;
+                }
+                Err((true, error)) => {
+                    tracing::warn!(set = %self.name, record = %q.record.iri, %error, "a record was refused; set aside as rejected");
+                    open()?.mark_rejected(&q.record.iri, &error.to_string())?;
+                    rejected += 1;
+                }
+                Err((false, error)) => {
+                    tracing::warn!(set = %self.name, record = %q.record.iri, %error, "a record could not be sent; it stays queued");
+                    return Ok(Pushed { sent, rejected, pending: queued.len() - i, error: Some(error) });
+                }
             }
-            open()?.mark_sent(&q.record.iri)?;
-            sent += 1;
         }
-        if sent > 0 {
-            tracing::info!(set = %self.name, sent, "records sent");
+        if sent > 0 || rejected > 0 {
+            tracing::info!(set = %self.name, sent, rejected, "records sent");
         }
-        Ok(Pushed { sent, pending: 0, error: None })
+        Ok(Pushed { sent, rejected, pending: 0, error: None })
     }
 
     /// Takes the records published since the last pull (all of them with `full`) into the
     /// store. Returns how many were new; records that are not well formed are skipped (and
     /// logged), never applied.
     pub async fn pull(&self, open: Opener<'_>, full: bool) -> Result<usize, TeamError> {
+        // The reader's own clock bounds where the next pull starts: a record stamped in the
+        // future (a writer's clock ahead, or a hostile one) must not stop everyone's pulls.
+        let now = std::time::SystemTime::now();
         let until = open()?.pulled_until(&self.graph)?;
         let since = match (&until, full) {
             (Some(t), false) => parse_time(t).map(|t| {
+                let t = t.min(now);
                 let from = t.checked_sub(OVERLAP).unwrap_or(std::time::UNIX_EPOCH);
                 humantime::format_rfc3339_millis(from).to_string()
             }),
@@ -176,19 +206,24 @@ impl Team {
             }
             after = last;
         }
-        let mut latest = until.clone();
+        // Where the next pull starts: the latest publication of a record taken (never of one
+        // skipped), and never later than this reader's clock when the pull began.
+        let mut latest = until.as_deref().and_then(parse_time).map(|t| t.min(now));
         let mut records = Vec::with_capacity(gathered.len());
         for (iri, g) in &gathered {
-            if let Some(published) = g.published()
-                && latest.as_deref().is_none_or(|l| parse_time(published) > parse_time(l))
-            {
-                latest = Some(published.to_string());
-            }
             match g.record(iri) {
-                Ok(r) => records.push(r),
+                Ok(r) => {
+                    if let Some(published) = g.published().and_then(parse_time).map(|t| t.min(now))
+                        && latest.is_none_or(|l| published > l)
+                    {
+                        latest = Some(published);
+                    }
+                    records.push(r);
+                }
                 Err(e) => tracing::warn!(set = %self.name, "skipped: {e}"),
             }
         }
+        let latest = latest.map(|t| humantime::format_rfc3339_millis(t).to_string());
         let new = open()?.take_pulled(&self.graph, records, latest.as_deref())?;
         tracing::info!(set = %self.name, fetched = gathered.len(), new, "pulled");
         Ok(new)
@@ -203,6 +238,7 @@ pub fn corrections(n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Apply;
 
     fn entry(query: &str, graph: &str) -> SharedEntry {
         SharedEntry {
@@ -229,6 +265,10 @@ mod tests {
             err(entry("http://127.0.0.1:7878/query", "http://example.org/c> { }")).starts_with("[shared.team] graph:")
         );
         assert!(Team::open("team", &entry("http://127.0.0.1:7878/query", graph)).is_ok());
+        // A URL that does not parse is shown without its userinfo or query string.
+        let unparsed = err(entry("http://ada:s3cret@host:99999/query?token=t0k", graph));
+        assert!(unparsed.contains("\"http://host:99999/query\" is not a URL"), "{unparsed}");
+        assert!(!unparsed.contains("s3cret") && !unparsed.contains("t0k"), "{unparsed}");
         let shown = format!("{:?}", Credentials::parse("ada:s3cret"));
         assert!(!shown.contains("s3cret") && !format!("{:?}", Credentials::parse("t0ken")).contains("t0ken"));
     }

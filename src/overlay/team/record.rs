@@ -67,6 +67,10 @@ pub struct Record {
     /// The latest record of the same target its author had (corrections only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub based_on: Option<String>,
+    /// The store that made it (a random id per store): two people with the same name (two
+    /// `root`s) are still two authors when conflicts are found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// A new record IRI: UUIDv7s sort by the time they were made.
@@ -146,6 +150,9 @@ impl Record {
             (ns("reason"), lit(&self.reason)),
             (ns("llmGenerated"), typed(if self.generated { "true" } else { "false" }, "boolean")),
         ];
+        if let Some(agent) = &self.agent {
+            out.push((ns("agentId"), lit(agent)));
+        }
         let mut term = |key: &str, t: &Term| {
             let (value, kind) = term_parts(t);
             out.push((ns(key), lit(value)));
@@ -220,7 +227,7 @@ impl Record {
 }
 
 /// The variables of [`select`], in the order rows are read.
-const FIELDS: [(&str, &str); 19] = [
+const FIELDS: [(&str, &str); 20] = [
     ("kg", "kg"),
     ("op", "operation"),
     ("s", "subject"),
@@ -237,6 +244,7 @@ const FIELDS: [(&str, &str); 19] = [
     ("question", "question"),
     ("session", "session"),
     ("step", "step"),
+    ("agent", "agentId"),
     ("author", ""),
     ("at", ""),
     ("type", ""),
@@ -297,6 +305,23 @@ impl Gathered {
     /// The record, or why it is not one: a value missing, given twice, or not of its kind.
     pub fn record(&self, iri: &str) -> Result<Record, RecordError> {
         let bad = |detail: String| RecordError::Malformed { iri: iri.to_string(), detail };
+        // Values that become keys of the local store (the scope, record IRIs): no control
+        // character (a NUL would reach into another scope's keys), and not empty.
+        let key_like = |what: &str, value: &str| -> Result<(), RecordError> {
+            if value.is_empty() {
+                return Err(bad(format!("its {what} is empty")));
+            }
+            if value.chars().any(char::is_control) {
+                return Err(bad(format!("its {what} has a control character")));
+            }
+            Ok(())
+        };
+        key_like("IRI", iri)?;
+        for (var, what) in [("kg", "kg"), ("target", "target"), ("base", "basedOn")] {
+            if let Some(value) = self.values.get(var) {
+                value.iter().try_for_each(|v| key_like(what, v))?;
+            }
+        }
         let one = |var: &str| -> Result<Option<&str>, RecordError> {
             match self.values.get(var).map(Vec::as_slice) {
                 None | Some([]) => Ok(None),
@@ -361,6 +386,7 @@ impl Gathered {
             context,
             generated: matches!(one("gen")?, Some("true" | "1")),
             based_on: one("base")?.map(str::to_string),
+            agent: one("agent")?.map(str::to_string),
         })
     }
 }
@@ -398,6 +424,35 @@ mod tests {
     }
 
     #[test]
+    fn a_kg_or_iri_with_a_control_character_is_refused() {
+        let gathered = |kg: &str, target: &str| {
+            let mut g = Gathered::default();
+            for (k, v) in [
+                ("type", format!("{NS}Undo")),
+                ("kg", kg.to_string()),
+                ("target", target.to_string()),
+                ("author", agent_iri("Ada")),
+                ("at", "2026-11-25T10:00:00.000Z".to_string()),
+            ] {
+                g.values.insert(k.to_string(), vec![v]);
+            }
+            g
+        };
+        let iri = "urn:uuid:0190a7d4-0000-7000-8000-000000000000";
+        assert!(gathered("demo", "urn:uuid:1").record(iri).is_ok());
+        for (kg, target) in [
+            ("demo\0\0\0\0\0\0\0\x01", "urn:uuid:1"),
+            ("de\nmo", "urn:uuid:1"),
+            ("", "urn:uuid:1"),
+            ("demo", "urn:uuid:1\u{7f}"),
+        ] {
+            let err = gathered(kg, target).record(iri).unwrap_err().to_string();
+            assert!(err.contains("control character") || err.contains("is empty"), "{kg:?} {target:?}: {err}");
+        }
+        assert!(gathered("demo", "urn:uuid:1").record("urn:uuid:x\0y").is_err());
+    }
+
+    #[test]
     fn times_with_offsets_are_read_as_utc() {
         let utc = parse_time("2026-11-25T10:00:00.250Z").unwrap();
         assert_eq!(parse_time("2026-11-25T12:00:00.250+02:00"), Some(utc));
@@ -423,6 +478,7 @@ mod tests {
             context: None,
             generated: false,
             based_on: Some("urn:uuid:0190a7d4-0000-7000-8000-000000000001".into()),
+            agent: Some("0190a7d4-0000-7000-8000-00000000000a".into()),
         };
         let text = record.insert_data("http://example.org/c", "2026-11-25T10:00:01.000Z").unwrap();
         assert!(text.starts_with("INSERT DATA { GRAPH <http://example.org/c> {\n"), "{text}");
@@ -430,6 +486,7 @@ mod tests {
         assert!(!text.contains("DELETE") && !text.contains("PREFIX"), "{text}");
         assert!(text.contains(r#"<urn:ongraph:ns:reason> "wrong\n\"quoted\"" ."#), "{text}");
         assert!(text.contains("<urn:ongraph:ns:basedOn> <urn:uuid:0190a7d4-0000-7000-8000-000000000001> ."));
+        assert!(text.contains(r#"<urn:ongraph:ns:agentId> "0190a7d4-0000-7000-8000-00000000000a" ."#), "{text}");
         let mut hostile = record.clone();
         hostile.based_on = Some("urn:uuid:x> } } ; DROP ALL ; { <y".into());
         assert!(hostile.insert_data("http://example.org/c", "2026-11-25T10:00:01.000Z").is_err());

@@ -39,6 +39,8 @@ pub enum Sharing {
     Shared,
     /// Made from the same base as another author's correction of the same target.
     Conflict,
+    /// Refused for good by the set's server: not shared (it still applies here).
+    Rejected,
 }
 
 impl Sharing {
@@ -48,6 +50,7 @@ impl Sharing {
             Sharing::Pending => "pending",
             Sharing::Shared => "shared",
             Sharing::Conflict => "conflict",
+            Sharing::Rejected => "rejected",
         }
     }
 }
@@ -73,6 +76,7 @@ pub fn states(corrections: &[Correction]) -> Vec<State> {
         .map(|c| State {
             sharing: match &c.team {
                 None => Sharing::Local,
+                Some(t) if t.rejected.is_some() => Sharing::Rejected,
                 Some(t) if t.shared => Sharing::Shared,
                 Some(_) => Sharing::Pending,
             },
@@ -83,7 +87,7 @@ pub fn states(corrections: &[Correction]) -> Vec<State> {
         for &i in members {
             let others: Vec<u64> = members
                 .iter()
-                .filter(|&&j| corrections[j].author != corrections[i].author)
+                .filter(|&&j| different_authors(&corrections[i], &corrections[j]))
                 .map(|&j| corrections[j].id)
                 .collect();
             if !others.is_empty() {
@@ -92,6 +96,18 @@ pub fn states(corrections: &[Correction]) -> Vec<State> {
         }
     }
     out
+}
+
+/// Whether two corrections were made by different people: by their stores' agent ids when both
+/// have one (two people may share a name), else by their authors' names.
+fn different_authors(a: &Correction, b: &Correction) -> bool {
+    fn agent(c: &Correction) -> Option<&str> {
+        c.team.as_ref().and_then(|t| t.agent.as_deref())
+    }
+    match (agent(a), agent(b)) {
+        (Some(x), Some(y)) => x != y,
+        _ => a.author != b.author,
+    }
 }
 
 /// The record a new correction of `op` in `set` is based on: the latest record of the same
@@ -134,6 +150,8 @@ mod tests {
                 based_on: base.map(str::to_string),
                 shared: true,
                 pulled: false,
+                rejected: None,
+                agent: None,
             }),
         }
     }
@@ -156,6 +174,24 @@ mod tests {
         assert!(states(&[first.clone(), ada.clone(), again]).iter().all(|s| s.sharing == Sharing::Shared));
         let mut superseded = bea;
         superseded.active = false;
-        assert!(states(&[first, ada, superseded]).iter().all(|s| s.sharing == Sharing::Shared));
+        assert!(states(&[first.clone(), ada, superseded]).iter().all(|s| s.sharing == Sharing::Shared));
+    }
+
+    #[test]
+    fn two_people_of_the_same_name_are_told_apart_by_their_stores() {
+        let with_agent = |id: u64, created: &str, base: Option<&str>, agent: &str| {
+            let mut c = team(id, "root", created, base);
+            c.team.as_mut().unwrap().agent = Some(agent.into());
+            c
+        };
+        let first = with_agent(1, "2026-11-25T10:00:00.000Z", None, "a");
+        let one = with_agent(2, "2026-11-25T10:01:00.000Z", Some("urn:uuid:1"), "a");
+        let other = with_agent(3, "2026-11-25T10:01:00.500Z", Some("urn:uuid:1"), "b");
+        let s = states(&[first.clone(), one.clone(), other]);
+        assert_eq!((s[1].sharing, s[2].sharing), (Sharing::Conflict, Sharing::Conflict));
+        // The same store twice is one author, whatever the names say.
+        let mut renamed = with_agent(3, "2026-11-25T10:01:00.500Z", Some("urn:uuid:1"), "a");
+        renamed.author = "Root".into();
+        assert!(states(&[first, one, renamed]).iter().all(|s| s.sharing == Sharing::Shared));
     }
 }
