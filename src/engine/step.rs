@@ -3,6 +3,7 @@
 
 use super::beam::{Beam, NodeId, Status};
 use super::events::{CallRecord, Event, ReadAs};
+use super::structured::{judgment_options, reachable_answers};
 use super::{AnswerSource, EngineError, Request, Response};
 use crate::kg::{EntityMatch, Neighbour, RelationRef};
 use crate::llm::Completion;
@@ -38,6 +39,35 @@ pub(super) fn record(request: &Request, c: &Completion, parsed: String) -> CallR
 
 /// Marks the call just recorded on `ev` as one whose reply could not be read (the step fell
 /// back; its note says how).
+/// A sufficiency check's verdict (`yes`, `answers`, as read) taken through the request's
+/// judgment, when it asked for one: sufficient only by an answer among what it offered (what
+/// `reached`, the shown triples or paths, reach), however the reply was read. Returns the
+/// verdict, its answers and what the trace shows as parsed.
+pub(super) fn judged(
+    request: &Request,
+    yes: bool,
+    answers: Vec<String>,
+    reached: &str,
+    notes: &mut Vec<String>,
+) -> (bool, Vec<String>, String) {
+    let options = match request {
+        Request::Llm(r) => judgment_options(r.schema.as_ref()),
+        _ => None,
+    };
+    let Some(options) = options else {
+        return (yes, answers, if yes { "Yes" } else { "No" }.to_string());
+    };
+    let answers = reachable_answers(options, &answers, notes);
+    if yes && answers.is_empty() {
+        notes.push(format!("the reply names no answer {reached} reach: taken as No"));
+    }
+    if answers.is_empty() {
+        return (false, answers, format!("No: no answer {reached} reach"));
+    }
+    let parsed = if yes { format!("Yes: answered {}", answers.join(" | ")) } else { "No".to_string() };
+    (yes, answers, parsed)
+}
+
 pub(super) fn unreadable(ev: &mut Event) {
     if let Some(call) = ev.calls.last_mut() {
         call.fell_back = true;

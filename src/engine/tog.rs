@@ -13,10 +13,10 @@ use super::lexical::{bm25_tokens, cosine, query_without, tokens};
 use super::method::Method;
 use super::parse;
 use super::step::{
-    ANSWERED, answer_call, completion, neighbours, plural_s, plural_y, record, relations, sample_indices, unpinning,
-    unreadable, wrong,
+    ANSWERED, answer_call, completion, judged, neighbours, plural_s, plural_y, record, relations, sample_indices,
+    unpinning, unreadable, wrong,
 };
-use super::structured::{Shape, judgment_options, reachable_answers};
+use super::structured::Shape;
 use super::topics::TopicLinker;
 use super::{
     Answer, AnswerSource, Context, EngineError, Fallback, Override, PathView, PruneTool, Request, Response, Topics,
@@ -1279,30 +1279,12 @@ impl Method for TogMachine {
                 }
                 let c = completion(&responses, 0)?;
                 let verdict = parse::parse_yes_no(&c.text);
-                let mut answers = parse::parse_answers(&c.text).unwrap_or_default();
+                let answers = parse::parse_answers(&c.text).unwrap_or_default();
                 if verdict.is_none() {
                     ev.notes.push("no Yes/No found in the reply; taken as No".into());
                 }
-                let mut yes = verdict == Some(true);
-                // A judgment is sufficient by an answer the shown triples reach, however its
-                // reply was read; and it says what the model answered.
-                let options = match &requests[0] {
-                    Request::Llm(r) => judgment_options(r.schema.as_ref()),
-                    _ => None,
-                };
-                if let Some(options) = options {
-                    answers = reachable_answers(options, &answers, &mut ev.notes);
-                    if yes && answers.is_empty() {
-                        ev.notes.push("the reply names no answer the shown triples reach: taken as No".into());
-                        yes = false;
-                    }
-                }
-                let parsed = match (options.is_some(), yes) {
-                    (true, true) => format!("Yes: answered {}", answers.join(" | ")),
-                    (true, false) => "No: no answer the shown triples reach".to_string(),
-                    (false, true) => "Yes".to_string(),
-                    (false, false) => "No".to_string(),
-                };
+                let (yes, answers, parsed) =
+                    judged(&requests[0], verdict == Some(true), answers, "the shown triples", &mut ev.notes);
                 ev.calls.push(record(&requests[0], c, parsed));
                 if verdict.is_none() {
                     unreadable(&mut ev);

@@ -330,24 +330,29 @@ fn classify(path: &str, e: sled::Error) -> StoreError {
     }
 }
 
+/// A correction made here from `draft`, at `now`, active.
+fn new_correction(id: u64, kg: &str, draft: Draft, now: String, team: Option<TeamLink>) -> Correction {
+    Correction {
+        id,
+        kg: kg.to_string(),
+        op: draft.op,
+        reason: draft.reason,
+        // Always said, so the reason never decides it (see `Correction::generated`).
+        generated: Some(draft.generated),
+        author: draft.author,
+        created: now.clone(),
+        active: true,
+        context: draft.context,
+        history: vec![HistoryEntry { at: now, what: draft.origin.unwrap_or_else(|| "created".into()) }],
+        team,
+    }
+}
+
 impl CorrectionStore for SledStore {
     fn add(&self, kg: &str, draft: Draft) -> Result<Correction, StoreError> {
         let id = self.next_id()?;
         let now = super::now();
-        let correction = Correction {
-            id,
-            kg: kg.to_string(),
-            op: draft.op,
-            reason: draft.reason,
-            // Always said, so the reason never decides it (see `Correction::generated`).
-            generated: Some(draft.generated),
-            author: draft.author,
-            created: now.clone(),
-            active: true,
-            context: draft.context,
-            history: vec![HistoryEntry { at: now, what: draft.origin.unwrap_or_else(|| "created".into()) }],
-            team: None,
-        };
+        let correction = new_correction(id, kg, draft, now, None);
         self.put(&correction)?;
         Ok(correction)
     }
@@ -466,27 +471,16 @@ impl SledStore {
             based_on: based_on.clone(),
             agent: agent.clone(),
         };
-        let correction = Correction {
-            id,
-            kg: kg.to_string(),
-            op: draft.op,
-            reason: draft.reason,
-            generated: Some(draft.generated),
-            author: draft.author,
-            created: now.clone(),
-            active: true,
-            context: draft.context,
-            history: vec![HistoryEntry { at: now, what: draft.origin.unwrap_or_else(|| "created".into()) }],
-            team: Some(TeamLink {
-                record: iri.clone(),
-                set: set.to_string(),
-                based_on,
-                shared: false,
-                pulled: false,
-                rejected: None,
-                agent,
-            }),
+        let team = TeamLink {
+            record: iri.clone(),
+            set: set.to_string(),
+            based_on,
+            shared: false,
+            pulled: false,
+            rejected: None,
+            agent,
         };
+        let correction = new_correction(id, kg, draft, now, Some(team));
         self.stage(&mut batch, &correction)?;
         batch.insert(team_key(KNOWN, &iri), self.json(&Known::Correction { kg: kg.to_string(), id })?);
         batch.insert(team_key(QUEUE, &iri), self.json(&Queued { set: set.to_string(), record })?);

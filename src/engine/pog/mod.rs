@@ -20,10 +20,10 @@ use super::events::{Decision, Event, LookupRecord};
 use super::lexical::{bm25, cosine};
 use super::method::{Method, MethodView, ViewLine};
 use super::step::{
-    ANSWERED, answer_call, completion, neighbours, plural_s, record, relations, sample_indices, unpinning, unreadable,
-    with_notes, wrong,
+    ANSWERED, answer_call, completion, judged, neighbours, plural_s, record, relations, sample_indices, unpinning,
+    unreadable, with_notes, wrong,
 };
-use super::structured::{Shape, judgment_options, reachable_answers};
+use super::structured::Shape;
 use super::topics::TopicLinker;
 use super::{Answer, AnswerSource, Context, EngineError, Override, PathView, PruneTool, Request, Response, Topics};
 use crate::kg::{Direction, RelationRef, Term, name_similarity};
@@ -1180,32 +1180,14 @@ impl Method for PogMachine {
             }
             Phase::Sufficiency => {
                 let c = completion(&responses, 0)?;
-                let (verdict, mut yes, mut answers) = match parse::parse_sufficiency(&c.text) {
+                let (verdict, yes, answers) = match parse::parse_sufficiency(&c.text) {
                     Ok((yes, answers)) => (Some(yes), yes, answers),
                     Err(why) => {
                         ev.notes.push(format!("{why}; taken as No"));
                         (None, false, Vec::new())
                     }
                 };
-                // A judgment is sufficient by an answer on the paths, however its reply was
-                // read; and it says what the model answered.
-                let options = match &requests[0] {
-                    Request::Llm(r) => judgment_options(r.schema.as_ref()),
-                    _ => None,
-                };
-                if let Some(options) = options {
-                    answers = reachable_answers(options, &answers, &mut ev.notes);
-                    if yes && answers.is_empty() {
-                        ev.notes.push("the reply names no answer the paths reach: taken as No".into());
-                        yes = false;
-                    }
-                }
-                let parsed = match (options.is_some(), yes) {
-                    (true, true) => format!("Yes: answered {}", answers.join(" | ")),
-                    (true, false) => "No: no answer the paths reach".to_string(),
-                    (false, true) => "Yes".to_string(),
-                    (false, false) => "No".to_string(),
-                };
+                let (yes, answers, parsed) = judged(&requests[0], yes, answers, "the paths", &mut ev.notes);
                 ev.calls.push(record(&requests[0], c, parsed));
                 if verdict.is_none() {
                     unreadable(&mut ev);
