@@ -432,6 +432,17 @@ mod tests {
         let mut names: Vec<String> = Template::ALL.iter().map(|t| t.name().to_string()).collect();
         names.sort();
         assert_eq!(files, names);
+        // Every structured variant in prompts/json/ is compiled in, and only those.
+        let json_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts").join("json");
+        let mut variants: Vec<String> = std::fs::read_dir(json_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path().file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        variants.sort();
+        let mut compiled: Vec<String> =
+            Template::ALL.iter().filter(|t| t.json_default_text().is_some()).map(|t| t.name().to_string()).collect();
+        compiled.sort();
+        assert_eq!(variants, compiled);
     }
 
     #[test]
