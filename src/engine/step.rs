@@ -37,8 +37,6 @@ pub(super) fn record(request: &Request, c: &Completion, parsed: String) -> CallR
     }
 }
 
-/// Marks the call just recorded on `ev` as one whose reply could not be read (the step fell
-/// back; its note says how).
 /// A sufficiency check's verdict (`yes`, `answers`, as read) taken through the request's
 /// judgment, when it asked for one: sufficient only by an answer among what it offered (what
 /// `reached`, the shown triples or paths, reach), however the reply was read. Returns the
@@ -68,6 +66,8 @@ pub(super) fn judged(
     (yes, answers, parsed)
 }
 
+/// Marks the call just recorded on `ev` as one whose reply could not be read (the step fell
+/// back; its note says how).
 pub(super) fn unreadable(ev: &mut Event) {
     if let Some(call) = ev.calls.last_mut() {
         call.fell_back = true;
