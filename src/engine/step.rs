@@ -4,7 +4,7 @@
 use super::beam::{Beam, NodeId, Status};
 use super::events::{CallRecord, Event, ReadAs};
 use super::structured::{judgment_options, reachable_answers};
-use super::{AnswerSource, EngineError, Request, Response};
+use super::{AnswerSource, Context, EngineError, Request, Response};
 use crate::kg::{EntityMatch, Neighbour, RelationRef};
 use crate::llm::Completion;
 
@@ -182,6 +182,11 @@ pub(super) fn answer_call(
     }
     ev.summary = format!("answer {} ({})", answers.join(", "), source.describe_because(why));
     Ok((answers, c.text.clone()))
+}
+
+/// The phase of the last step taken (overrides and rewinds are not steps).
+pub(super) fn last_step(cx: &Context) -> Option<&str> {
+    cx.trace.iter().rev().find_map(|e| e.phase())
 }
 
 /// `; note; note` for the notes an override's work left on a scratch event (an override is

@@ -2,7 +2,7 @@
 
 use super::{Phase, TogMachine};
 use crate::engine::beam::{KEPT_BY_YOU, NodeId, NodeKind, Provenance, Status};
-use crate::engine::step::{ANSWERED, unpinning};
+use crate::engine::step::{ANSWERED, last_step, unpinning};
 use crate::engine::{AnswerSource, Context, EngineError, Override};
 
 impl TogMachine {
@@ -150,9 +150,4 @@ impl TogMachine {
             }
         }
     }
-}
-
-/// The phase of the last step taken (overrides and rewinds are not steps).
-fn last_step(cx: &Context) -> Option<&str> {
-    cx.trace.iter().rev().find_map(|e| e.phase())
 }
