@@ -30,6 +30,7 @@ mod overlay;
 pub mod prompts;
 mod session;
 mod settings;
+mod sled_open;
 #[doc(hidden)]
 pub mod testing;
 mod text_file;

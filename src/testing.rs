@@ -71,7 +71,8 @@ pub mod dataset {
 
 /// Batch evaluation: scores, records, the runner and its summary.
 pub mod eval {
-    pub use crate::eval::metrics::{GoldAnswer, score};
+    pub use crate::dataset::GoldAnswer;
+    pub use crate::eval::metrics::score;
     pub use crate::eval::runner::{Evaluator, Finished};
     pub use crate::eval::summary::summarise;
 

@@ -363,7 +363,12 @@ fn structured_mode(setup: &SetupArgs, config: &Config) -> Option<StructuredMode>
 pub fn open_llm(setup: &SetupArgs, config: &Config) -> Result<Arc<dyn LanguageModel>> {
     let name = setup.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
     if name == "demo" {
-        return Ok(Arc::new(ScriptedModel::demo()?));
+        let demo = ScriptedModel::demo()?;
+        // Off its recording, the demo says where to connect a model: this machine's config.
+        return Ok(Arc::new(match Config::default_path() {
+            Some(file) => demo.advising_config(&file),
+            None => demo,
+        }));
     }
     if let Some(file) = name.strip_prefix("scripted:") {
         return Ok(Arc::new(ScriptedModel::from_file(Path::new(file))?));

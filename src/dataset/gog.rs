@@ -3,9 +3,9 @@
 //! `mid_crucial_triples`, the gold edges dropped for that question. Those are hidden while the
 //! question runs, so each question sees its own incomplete KG.
 
+use super::GoldAnswer;
 use super::tog::{id_map, text};
 use super::{DatasetError, Item};
-use crate::eval::metrics::GoldAnswer;
 use crate::kg::Term;
 use serde_json::Value;
 use std::path::Path;

@@ -3,8 +3,8 @@
 //! "aliases": {"answer": ["other name", …]}, "id": "…", "hops": 2}`; only `question` and
 //! `answers` are required. Blank lines and lines starting with `//` are skipped.
 
+use super::GoldAnswer;
 use super::{DatasetError, Item};
-use crate::eval::metrics::GoldAnswer;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -7,10 +7,27 @@ pub mod pathquestion;
 pub mod tog;
 
 use crate::engine::Topics;
-use crate::eval::metrics::GoldAnswer;
 use crate::llm::gold_path::GoldPath;
 use crate::overlay::scenario::Triple;
 use std::path::Path;
+
+/// One gold answer with the other names it goes by.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GoldAnswer {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+}
+
+impl GoldAnswer {
+    pub fn new(name: impl Into<String>) -> Self {
+        Self { name: name.into(), aliases: Vec::new() }
+    }
+
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.name.as_str()).chain(self.aliases.iter().map(String::as_str))
+    }
+}
 
 /// One question of a dataset.
 #[derive(Clone, Debug, PartialEq)]

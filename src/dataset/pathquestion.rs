@@ -2,8 +2,8 @@
 //! the path `topic#r1#e1#r2#e2…` (PQ appends `#<end>#answer`). Entities are names with `_` for
 //! spaces; their labels are the names with spaces, as the `named-ids` KG profile shows them.
 
+use super::GoldAnswer;
 use super::{DatasetError, Item};
-use crate::eval::metrics::GoldAnswer;
 use crate::llm::gold_path::GoldPath;
 use std::path::{Path, PathBuf};
 

@@ -4,8 +4,8 @@
 //! Topic entities come from `topic_entity` (Freebase ids) or `qid_topic_entity` /
 //! `topic_entity_ids` (Wikidata ids), as the KG in use needs.
 
+use super::GoldAnswer;
 use super::{DatasetError, Format, Item};
-use crate::eval::metrics::GoldAnswer;
 use serde_json::Value;
 use std::path::Path;
 

@@ -7,25 +7,8 @@
 //!
 //! An empty prediction, or "unknown", is never correct, under either.
 
+use crate::dataset::GoldAnswer;
 use std::collections::HashSet;
-
-/// One gold answer with the other names it goes by.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct GoldAnswer {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub aliases: Vec<String>,
-}
-
-impl GoldAnswer {
-    pub fn new(name: impl Into<String>) -> Self {
-        Self { name: name.into(), aliases: Vec::new() }
-    }
-
-    fn names(&self) -> impl Iterator<Item = &str> {
-        std::iter::once(self.name.as_str()).chain(self.aliases.iter().map(String::as_str))
-    }
-}
 
 /// How one prediction scores.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]

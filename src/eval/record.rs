@@ -2,7 +2,8 @@
 //! each question finishes, so a crash or Ctrl-C loses nothing already written and `--resume`
 //! knows what is done.
 
-use super::metrics::{GoldAnswer, Score};
+use super::metrics::Score;
+use crate::dataset::GoldAnswer;
 use crate::engine::{AnswerSource, Settings};
 use serde::{Deserialize, Serialize};
 use std::fs::File;

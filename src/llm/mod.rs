@@ -237,11 +237,9 @@ fn split_thinking(text: &str) -> (String, Option<String>) {
     (reply.trim().to_string(), Some(thought.join("\n")))
 }
 
-/// How to go on where the offline demo cannot: the config (where this machine reads it) and
-/// the flag that connect a real model.
-pub fn connect_a_model() -> String {
-    let config = crate::config::Config::default_path()
-        .map_or_else(|| "the config file (--config FILE)".to_string(), |p| p.display().to_string());
+/// How to go on where the offline demo cannot: what to add to `config` (the file the user's
+/// command reads) and the flag that connect a real model.
+pub fn connect_a_model(config: &str) -> String {
     format!(
         "To go on, connect a model: add [llm.local] with base_url = \"http://127.0.0.1:8080/v1\" and model = \"NAME\" to {config} (llama.cpp's llama-server, or any OpenAI-compatible server: Ollama, vLLM, OpenAI), then run with --llm local (README: \"Pointing it at a real model\")."
     )
@@ -288,15 +286,15 @@ pub enum LlmError {
     #[error(
         "this step ({}) is outside the offline demo's recording: the demo model replies only to the steps it recorded (the README lists the moves it knows). {}",
         step_in_words(step),
-        connect_a_model()
+        connect_a_model(config)
     )]
-    OffScript { step: String },
+    OffScript { step: String, config: String },
     /// The offline demo was asked a question it has no recording of.
     #[error(
         "the offline demo model knows only its recorded steps, and this question is not one it recorded (it answers {known}). {}",
-        connect_a_model()
+        connect_a_model(config)
     )]
-    NotInDemo { known: String },
+    NotInDemo { known: String, config: String },
     #[error("{0}")]
     Config(String),
 }

@@ -56,8 +56,9 @@ pub struct ScriptedModel {
     source: String,
     questions: Vec<ScriptedQuestion>,
     replies: Vec<ScriptedReply>,
-    /// The offline demo: off its script it says so in one line and points to a real model.
-    demo: bool,
+    /// The offline demo: off its script it says so in one line and points to a real model, to
+    /// be configured in this file (the config the user's command reads).
+    demo: Option<String>,
 }
 
 /// A question as compared: lower case, punctuation and runs of spaces as one space.
@@ -80,7 +81,7 @@ fn question_span(prompt: &str) -> Option<(usize, usize)> {
 
 impl ScriptedModel {
     pub fn new(source: impl Into<String>, replies: Vec<ScriptedReply>) -> Self {
-        Self { source: source.into(), questions: Vec::new(), replies, demo: false }
+        Self { source: source.into(), questions: Vec::new(), replies, demo: None }
     }
 
     pub fn from_toml(source: impl Into<String>, text: &str) -> Result<Self, LlmError> {
@@ -122,7 +123,13 @@ impl ScriptedModel {
     /// The demo script compiled into the binary (`sessions/demo-model.toml`).
     pub fn demo() -> Result<Self, LlmError> {
         let model = Self::from_toml("sessions/demo-model.toml", include_str!("../../sessions/demo-model.toml"))?;
-        Ok(Self { demo: true, ..model })
+        Ok(Self { demo: Some("the config file (--config FILE)".into()), ..model })
+    }
+
+    /// Names the config file where, off its recording, the demo tells the user to connect a
+    /// model (the caller knows which file its command reads).
+    pub fn advising_config(self, config: &Path) -> Self {
+        Self { demo: self.demo.map(|_| config.display().to_string()), ..self }
     }
 
     pub fn reply_for(&self, request: &ChatRequest) -> Option<&ScriptedReply> {
@@ -143,12 +150,13 @@ impl LanguageModel for ScriptedModel {
 
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         let Some(reply) = self.reply_for(request) else {
-            if self.demo {
+            if let Some(config) = &self.demo {
+                let config = config.clone();
                 if self.known_question(&request.prompt).is_some() {
-                    return Err(LlmError::OffScript { step: request.step.clone() });
+                    return Err(LlmError::OffScript { step: request.step.clone(), config });
                 }
                 let known: Vec<String> = self.questions.iter().map(|q| format!("\"{}\"", q.text)).collect();
-                return Err(LlmError::NotInDemo { known: known.join(", ") });
+                return Err(LlmError::NotInDemo { known: known.join(", "), config });
             }
             // The variable part of a prompt is at its end (after the exemplars).
             let tail: String = {
@@ -186,7 +194,8 @@ mod tests {
     /// it never shows a prompt's tail.
     #[tokio::test]
     async fn the_demo_off_its_recording_says_so_and_how_to_connect_a_model() {
-        let demo = ScriptedModel::demo().expect("the demo script parses");
+        let config = Path::new("/home/ada/.config/ongraph/config.toml");
+        let demo = ScriptedModel::demo().expect("the demo script parses").advising_config(config);
         let steered = ask(
             "entity_prune",
             "Q: What is the majority party now in the country where Canberra is located?\nRelation: x\nEntities: a; b\nScore:",
@@ -196,8 +205,7 @@ mod tests {
             err.starts_with("this step (scoring the entities) is outside the offline demo's recording"),
             "the step in words, not its id: {err}"
         );
-        let config = crate::config::Config::default_path().expect("a config directory");
-        assert!(err.contains(&config.display().to_string()), "names where this machine reads its config: {err}");
+        assert!(err.contains(" to /home/ada/.config/ongraph/config.toml "), "names the config to edit: {err}");
         assert!(err.contains("--llm local") && err.contains("base_url") && err.contains("llama-server"), "{err}");
         assert!(!err.contains("Relation: x"), "no prompt text: {err}");
 

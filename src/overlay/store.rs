@@ -4,6 +4,7 @@
 
 use super::team::record::{Kind, Record as TeamRecord};
 use super::{Correction, Draft, HistoryEntry, Op, TeamLink};
+use crate::sled_open::open_contained;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -95,21 +96,6 @@ pub fn acknowledged(path: &Path) -> Result<u64, StoreError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
         Err(e) => Err(StoreError::Io { path: path.display().to_string(), detail: e.to_string() }),
     }
-}
-
-/// Opens sled at `path`, containing the panics its recovery can raise on some damaged files
-/// (a truncated `db` beside a snapshot): `Err(())` then. The panic hook is silenced meanwhile,
-/// so the user sees the one-line error, not a backtrace.
-pub(crate) fn open_contained(path: &Path) -> Result<sled::Result<sled::Db>, ()> {
-    // The panic hook is process-wide: one swap at a time, or two opens at once could leave the
-    // silencing hook installed for good.
-    static SWAP: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one_at_a_time = SWAP.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|info| tracing::error!(%info, "sled panicked opening a store")));
-    let opened = std::panic::catch_unwind(|| sled::Config::new().path(path).open());
-    std::panic::set_hook(hook);
-    opened.map_err(|_| ())
 }
 
 impl SledStore {

@@ -46,7 +46,7 @@ impl QueryCache {
     /// cache must never stop a question.
     pub fn open(path: &Path) -> Result<Self, CacheError> {
         let shown = path.display().to_string();
-        let opened = crate::overlay::store::open_contained(path)
+        let opened = crate::sled_open::open_contained(path)
             .map_err(|()| CacheError::Damaged { path: shown.clone(), detail: "the database cannot be read".into() })?;
         match opened {
             Ok(db) => Ok(Self { db, hits: AtomicU64::new(0), misses: AtomicU64::new(0) }),
