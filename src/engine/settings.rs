@@ -1,0 +1,199 @@
+//! What a run is asked to do: the method and its knobs, as plain values (the CLI and the config
+//! fill them in; the engine reads nothing else).
+
+use super::{MethodId, pog};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum PruneTool {
+    /// The LLM scores candidates (the papers' default).
+    Llm,
+    /// BM25 between the question and candidate labels: no LLM call in pruning.
+    Bm25,
+    /// Cosine similarity of embeddings from an OpenAI-compatible `/v1/embeddings` endpoint.
+    Embedding,
+}
+
+/// How a run reasons: the knobs every method shares, then one section per method family.
+/// Serialised flat (the sections are flattened), as sessions and eval records store it; a
+/// section's keys missing from an older file take their defaults. The defaults are the papers'.
+/// `ongraph` builds it from them, the config's `[defaults]` and the command line
+/// (`crate::settings::SettingsPatch`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub method: MethodId,
+    /// Beam width N: candidates kept per prune step (PoG: paths the model picks).
+    pub width: usize,
+    /// Maximum depth Dmax: hops explored before answering from the model's own knowledge.
+    pub depth: u32,
+    pub prune: PruneTool,
+    /// Score all frontier entities' candidates in one prompt per prune step.
+    pub unified: bool,
+    /// Score the next hop's relations while the sufficiency check runs: fewer dependent rounds,
+    /// up to N extra calls whenever the check says "sufficient" before Dmax.
+    pub speculate: bool,
+    /// Seeds every random choice (entity sampling, ToG-R, PoG-E): the same seed, the same run.
+    pub seed: u64,
+    /// The temperature of calls that score or pick candidates (and PoG's analysis, summary and
+    /// supplement).
+    pub prune_temperature: f64,
+    /// The temperature of calls that name topic entities, judge sufficiency or answer.
+    pub reason_temperature: f64,
+    /// The most tokens a reply may take (a reasoning model gets at least its endpoint's
+    /// `reasoning_max_tokens`).
+    pub max_tokens: u32,
+    /// A relation reaching this many entities or more has them sampled before scoring (PoG:
+    /// a node's neighbours in the question subgraph)…
+    pub sample_threshold: usize,
+    /// …down to this many (seeded).
+    pub sample_size: usize,
+    #[serde(flatten)]
+    pub sc: ScSettings,
+    #[serde(flatten)]
+    pub pog: PogSettings,
+    #[serde(flatten)]
+    pub gog: GogSettings,
+    /// Ask for replies as JSON of a schema per prompt kind (the prompts then show the JSON
+    /// shape); off for models that read only free text. Set from the endpoint's `structured`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub structured: bool,
+    /// What ToG and ToG-R answer from at the maximum depth without a sufficient path. Missing
+    /// from files written before it existed, which ran the paper's own-knowledge answer.
+    #[serde(default = "Fallback::paper")]
+    pub fallback: Fallback,
+}
+
+/// ToG's answer at the maximum depth when no check said "sufficient".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fallback {
+    /// The triples collected so far first (with the model's knowledge, as ToG-2 and PoG do),
+    /// labelled "from partial KG paths"; the model's own knowledge only when they give no
+    /// answer.
+    #[default]
+    PartialPaths,
+    /// The model's own knowledge, the paths set aside (the ToG paper's behaviour).
+    OwnKnowledge,
+}
+
+impl Fallback {
+    /// The paper's, for files that predate the setting.
+    fn paper() -> Self {
+        Self::OwnKnowledge
+    }
+}
+
+/// Self-consistency (`sc`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ScSettings {
+    /// How many chain-of-thought samples vote.
+    pub samples: usize,
+    /// The temperature of the samples (GoG makes its steps' calls at it too).
+    pub sample_temperature: f64,
+}
+
+impl Default for ScSettings {
+    fn default() -> Self {
+        Self { samples: 5, sample_temperature: 0.7 }
+    }
+}
+
+/// Paths-over-Graph (`pog`, `pog-e`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PogSettings {
+    /// How many paths fuzzy selection keeps (W1).
+    pub fuzzy_width: usize,
+    /// Which pruning steps run.
+    pub pog_pruning: pog::PogPruning,
+    /// Condense the selected paths before each sufficiency check.
+    pub path_summary: bool,
+}
+
+impl Default for PogSettings {
+    fn default() -> Self {
+        Self { fuzzy_width: 80, pog_pruning: pog::PogPruning::default(), path_summary: true }
+    }
+}
+
+/// Generate-on-Graph (`gog`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GogSettings {
+    /// The most Thought / Action / Observation steps before answering from own knowledge.
+    pub gog_steps: usize,
+    /// How many times `Generate` samples the model (verification runs when more than one).
+    pub generate_samples: usize,
+    /// How many times `Finish[unknown]` may roll back and expand the last search.
+    pub rollbacks: usize,
+}
+
+impl Default for GogSettings {
+    fn default() -> Self {
+        Self { gog_steps: 6, generate_samples: 3, rollbacks: 2 }
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            method: MethodId::TOG,
+            width: 3,
+            depth: 3,
+            prune: PruneTool::Llm,
+            unified: false,
+            speculate: false,
+            seed: 0,
+            prune_temperature: 0.4,
+            reason_temperature: 0.0,
+            max_tokens: 256,
+            sample_threshold: 20,
+            sample_size: 5,
+            sc: ScSettings::default(),
+            pog: PogSettings::default(),
+            gog: GogSettings::default(),
+            structured: false,
+            fallback: Fallback::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sessions and eval records store settings flat, in this order; the sections do not show.
+    /// Settings saved before `fallback` existed ran the paper's own-knowledge answer, and load
+    /// so (a session replays as it ran).
+    #[test]
+    fn settings_serialise_flat_as_they_always_have() {
+        let before_fallback = r#"{"method":"tog","width":3,"depth":3,"prune":"llm","unified":false,"speculate":false,"seed":0,"prune_temperature":0.4,"reason_temperature":0.0,"max_tokens":256,"sample_threshold":20,"sample_size":5,"samples":5,"sample_temperature":0.7,"fuzzy_width":80,"pog_pruning":"fuzzy-precise","path_summary":true,"gog_steps":6,"generate_samples":3,"rollbacks":2}"#;
+        let saved = before_fallback.replace('}', r#","fallback":"partial-paths"}"#);
+        assert_eq!(serde_json::to_string(&Settings::default()).unwrap(), saved);
+        assert_eq!(serde_json::from_str::<Settings>(&saved).unwrap(), Settings::default());
+        assert_eq!(
+            serde_json::from_str::<Settings>(before_fallback).unwrap(),
+            Settings { fallback: Fallback::OwnKnowledge, ..Settings::default() }
+        );
+        let structured = Settings { structured: true, ..Settings::default() };
+        let json = serde_json::to_string(&structured).unwrap();
+        assert!(json.ends_with(r#""rollbacks":2,"structured":true,"fallback":"partial-paths"}"#), "{json}");
+        assert_eq!(serde_json::from_str::<Settings>(&json).unwrap(), structured);
+    }
+
+    /// Settings saved before a method existed lack its keys: they load with its defaults.
+    #[test]
+    fn settings_without_a_sections_keys_load_with_its_defaults() {
+        let old = r#"{"method":"tog","width":2,"depth":3,"prune":"bm25","unified":false,"speculate":false,"seed":0,"prune_temperature":0.4,"reason_temperature":0.0,"max_tokens":256,"sample_threshold":20,"sample_size":5,"fuzzy_width":10}"#;
+        let expected = Settings {
+            width: 2,
+            prune: PruneTool::Bm25,
+            pog: PogSettings { fuzzy_width: 10, ..PogSettings::default() },
+            fallback: Fallback::OwnKnowledge,
+            ..Settings::default()
+        };
+        assert_eq!(serde_json::from_str::<Settings>(old).unwrap(), expected);
+    }
+}

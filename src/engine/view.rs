@@ -1,0 +1,104 @@
+//! What a run shows its clients between steps: its question, beam, trace, costs, answer and the
+//! method's own pane.
+
+use super::beam::Beam;
+use super::events::{Costs, Event};
+use super::{Abandoned, Answer, Method, MethodEntry, MethodView, PathView, Run, Settings, gog, pog};
+
+impl Run {
+    pub fn question(&self) -> &str {
+        &self.cx.question
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.cx.settings
+    }
+
+    pub fn beam(&self) -> &Beam {
+        &self.cx.beam
+    }
+
+    pub fn trace(&self) -> &[Event] {
+        &self.cx.trace
+    }
+
+    pub fn costs(&self) -> Costs {
+        self.cx.costs
+    }
+
+    pub fn answer(&self) -> Option<&Answer> {
+        self.cx.answer.as_ref()
+    }
+
+    pub fn abandoned(&self) -> &[Abandoned] {
+        &self.abandoned
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.cx.answer.is_some()
+    }
+
+    /// The depth the run is exploring (0 while linking topic entities).
+    pub fn depth(&self) -> u32 {
+        self.machine.inner().depth()
+    }
+
+    /// The phase the next step will perform, e.g. `relation_prune`.
+    pub fn next_phase(&self) -> &'static str {
+        self.machine.inner().phase()
+    }
+
+    /// The method and where it is, for a status line: `ToG d2/3 N=3`, `GoG step 4/6`, `IO`.
+    pub fn progress(&self) -> String {
+        progress_line(&self.entry, &self.cx.settings, self.depth())
+    }
+
+    /// The order of the answer's paths when it is not best path score first: GoG's `newest
+    /// first` (it scores no path). `None`: best path score first.
+    pub fn path_order(&self) -> Option<&'static str> {
+        self.machine.inner().path_order()
+    }
+
+    /// The live paths now in front of the model, best first.
+    pub fn live_paths(&self) -> Vec<PathView> {
+        self.machine.inner().live_paths(&self.cx)
+    }
+
+    /// The method's own pane, as data.
+    pub fn view(&self) -> MethodView {
+        self.machine.inner().view(&self.cx)
+    }
+
+    /// Triples the model wrote that the KG does not hold (GoG), with their verdicts.
+    pub fn generated(&self) -> &[gog::GeneratedTriple] {
+        self.machine.inner().generated()
+    }
+
+    /// The method's own state, when it is an `M`.
+    pub fn method_state<M: Method>(&self) -> Option<&M> {
+        self.machine.downcast_ref()
+    }
+
+    /// GoG's Thought / Action / Observation steps so far (empty for other methods).
+    pub fn gog_steps(&self) -> &[gog::GogStep] {
+        self.method_state::<gog::GogMachine>().map_or(&[], |m| m.steps())
+    }
+
+    /// Whether GoG's last thought and action can still be edited (written, not yet run).
+    pub fn gog_editable(&self) -> bool {
+        self.method_state::<gog::GogMachine>().is_some_and(|m| m.editable())
+    }
+
+    /// PoG's question analysis, subgraph sizes and stages so far (None for other methods).
+    pub fn pog_report(&self) -> Option<&pog::PogReport> {
+        self.method_state::<pog::PogMachine>().map(|m| m.report())
+    }
+}
+
+/// `label progress` for a status line, before a run (depth 0) or during one.
+pub fn progress_line(entry: &MethodEntry, settings: &Settings, depth: u32) -> String {
+    match (entry.progress)(settings, depth) {
+        p if p.is_empty() => entry.label.to_string(),
+        p => format!("{} {p}", entry.label),
+    }
+}
