@@ -1,0 +1,183 @@
+//! Structured replies: for every kind of prompt, the JSON schema that constrains the reply, the
+//! line that shows the model its shape, and the reader that turns a reply of that shape back
+//! into the text the method's parsers read.
+//!
+//! Why render back to text instead of a second set of parsers: one reading path for both modes,
+//! so every rule the parsers enforce (only offered candidates, at most the width, scores
+//! normalised, Yes/No defaults) holds for a structured reply exactly as for a free-text one,
+//! and the free-text parser is the fallback for a reply that is not JSON of the shape. The
+//! model's own reply stays in the trace.
+
+mod read;
+mod shape;
+
+pub(crate) use read::{judgment_options, reachable_answers, read, readable_as_text};
+pub(crate) use shape::Shape;
+
+#[cfg(test)]
+mod tests {
+    use super::read::close_truncated;
+    use super::shape::REASON_CHARS;
+    use super::*;
+    use crate::engine::parse;
+    use serde_json::json;
+
+    fn read_as(shape: &Shape<'_>, reply: &str) -> Option<String> {
+        read(&shape.reply_schema(), reply).map(|r| r.text)
+    }
+
+    #[test]
+    fn relations_read_back_through_the_parser() {
+        let cands = vec!["a.b".to_string(), "c.d".to_string(), "e.f".to_string()];
+        let shape = Shape::Relations { candidates: &cands, width: 2 };
+        let schema = shape.schema();
+        assert_eq!(schema["properties"]["relations"]["maxItems"], 2);
+        assert_eq!(schema["properties"]["relations"]["items"]["properties"]["relation"]["enum"], json!(cands));
+        let text =
+            read_as(&shape, r#"{"relations": [{"relation": "c.d", "score": 0.7}, {"relation": "a.b", "score": 0.3}]}"#)
+                .unwrap();
+        let parsed = parse::parse_scored_choices(&text, &cands, 2);
+        assert_eq!(parsed.items, vec![(1, 0.7), (0, 0.3)]);
+        assert!(parsed.notes.is_empty(), "{:?}", parsed.notes);
+    }
+
+    #[test]
+    fn entity_scores_follow_the_prompt_order() {
+        let cands = vec!["Paris".to_string(), "Lyon".to_string(), "Nice".to_string()];
+        let shape = Shape::EntityScores { candidates: &cands };
+        let text =
+            read_as(&shape, r#"{"scores": [{"entity": "Nice", "score": 0.25}, {"entity": "Paris", "score": 0.75}]}"#)
+                .unwrap();
+        assert_eq!(text, "Score: 0.75, 0, 0.25");
+        let (scores, notes) = parse::parse_score_list(&text, &cands).unwrap();
+        assert_eq!(scores, vec![0.75, 0.0, 0.25]);
+        assert!(notes.is_empty(), "{notes:?}");
+    }
+
+    #[test]
+    fn verdicts_answers_and_steps() {
+        let text =
+            read_as(&Shape::Verdict, r#"{"reason": "a {b}", "sufficient": true, "answer": ["Labor Party"]}"#).unwrap();
+        assert_eq!(parse::parse_yes_no(&text), Some(true));
+        assert_eq!(parse::parse_answers(&text), Some(vec!["Labor Party".to_string()]));
+        let text = read_as(&Shape::Verdict, r#"{"reason": "", "sufficient": false, "answer": ["x"]}"#).unwrap();
+        assert_eq!((parse::parse_yes_no(&text), parse::parse_answers(&text)), (Some(false), None));
+        let text =
+            read_as(&Shape::ReasonedAnswer, r#"{"reasoning": "First {x}.", "answer": ["Washington, D.C."]}"#).unwrap();
+        assert_eq!(parse::parse_answers(&text), Some(vec!["Washington, D.C.".to_string()]));
+        // Placeholders copied from the shape line and sentences are not answers.
+        let text = read_as(&Shape::Answer, r#"{"answer": ["<answer>", "The party in Canberra is the ALP.", "ALP"]}"#);
+        assert_eq!(text.as_deref(), Some("{ALP}"));
+        let text = read_as(&Shape::Answer, r#"{"answer": ["<answer>"]}"#).unwrap();
+        assert_eq!(parse::parse_answers(&text), None);
+        let text =
+            read_as(&Shape::GogStep, r#"{"thought": "t", "action": "Search", "arguments": ["Canberra"]}"#).unwrap();
+        let (_, action) = crate::engine::gog::parse::parse_step(&text).unwrap();
+        assert_eq!(action, crate::engine::gog::parse::Action::Search(vec!["Canberra".into()]));
+        let text = read_as(&Shape::Kept { n: 3 }, r#"{"keep": [3, 1]}"#).unwrap();
+        assert_eq!(crate::engine::gog::parse::parse_kept(&text, 3).unwrap(), vec![2, 0]);
+    }
+
+    #[test]
+    fn a_judgment_is_its_answer_among_what_the_triples_reach() {
+        let options = vec!["Australian Labor Party".to_string(), "Anthony Albanese".to_string()];
+        let shape = Shape::Judgment { options: &options };
+        let schema = shape.schema();
+        // The reason is asked first (a grammar keeps this order), capped to a short line.
+        let order: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(order, ["reason", "answer"]);
+        assert_eq!(schema["properties"]["reason"]["maxLength"], REASON_CHARS);
+        assert_eq!(
+            schema["properties"]["answer"]["items"]["enum"],
+            json!(["Australian Labor Party", "Anthony Albanese", "unknown"])
+        );
+        let reading = |reply: &str| read(&shape.reply_schema(), reply).unwrap();
+        let yes = reading(r#"{"reason": "Albanese leads {Labor}.", "answer": ["australian labor party"]}"#);
+        assert_eq!(parse::parse_yes_no(&yes.text), Some(true));
+        assert_eq!(parse::parse_answers(&yes.text), Some(vec!["Australian Labor Party".to_string()]), "as offered");
+        assert!(yes.notes.is_empty(), "{:?}", yes.notes);
+        let unknown = reading(r#"{"reason": "Not yet.", "answer": ["unknown"]}"#);
+        assert_eq!((parse::parse_yes_no(&unknown.text), parse::parse_answers(&unknown.text)), (Some(false), None));
+        // An answer outside the choices (a server that does not enforce the enum) is not taken.
+        let outside = reading(r#"{"reason": "", "answer": ["Liberal Party", "unknown"]}"#);
+        assert_eq!(parse::parse_yes_no(&outside.text), Some(false));
+        assert_eq!(
+            outside.notes,
+            ["the model answered \"Liberal Party\", which the shown triples do not reach: not taken"]
+        );
+        let mixed = reading(r#"{"reason": "", "answer": ["Liberal Party", "Anthony Albanese"]}"#);
+        assert_eq!(parse::parse_answers(&mixed.text), Some(vec!["Anthony Albanese".to_string()]));
+        assert_eq!(read(&shape.reply_schema(), r#"{"reason": "no answer field"}"#), None);
+    }
+
+    #[test]
+    fn reason_first_shapes_are_readable_as_text_or_extracted() {
+        assert!(Shape::ReasonedAnswer.reasons_first() && Shape::GogStep.reasons_first());
+        assert!(!Shape::Answer.reasons_first() && !Shape::Judgment { options: &[] }.reasons_first());
+        assert_eq!(Shape::ReasonedAnswer.extracted(), Shape::Answer);
+        assert!(readable_as_text("answer", "First, … The answer is {Canberra}."));
+        assert!(!readable_as_text("answer", "I am not sure."));
+        assert!(readable_as_text("gog_step", "Thought: look it up\nAction: Search[Canberra]"));
+        assert!(!readable_as_text("gog_step", "Thought: look it up"));
+    }
+
+    #[test]
+    fn not_the_shape_is_none_and_truncated_json_is_closed() {
+        assert_eq!(read_as(&Shape::Answer, "The answer is {Paris}."), None);
+        assert_eq!(read_as(&Shape::Answer, r#"{"entities": ["x"]}"#), None, "another shape");
+        assert_eq!(read_as(&Shape::Verdict, r#"{"sufficient": "maybe"}"#), None, "a wrong type");
+        let cut = read(&Shape::Verdict.reply_schema(), r#"{"reason": "The chain joins Canb"#);
+        assert_eq!(cut, None, "cut before the verdict: nothing to read");
+        let cut = read(&Shape::Verdict.reply_schema(), r#"{"sufficient": true, "answer": ["Labor Par"#).unwrap();
+        assert!(!cut.notes.is_empty());
+        assert_eq!(parse::parse_answers(&cut.text), Some(vec!["Labor Par".to_string()]));
+        assert_eq!(close_truncated(r#"{"a": 1, "b"#), r#"{"a": 1}"#);
+        assert_eq!(close_truncated(r#"{"a": [1, "#), r#"{"a": [1]}"#);
+        assert_eq!(close_truncated(r#"{"a": 1, "b": "#), r#"{"a": 1}"#);
+        let fenced = "```json\n{\"answer\": [\"Paris\"]}\n```";
+        assert_eq!(read_as(&Shape::Answer, fenced).as_deref(), Some("{Paris}"));
+    }
+
+    #[test]
+    fn every_shape_has_a_strict_object_schema() {
+        let c = vec!["x".to_string()];
+        let e = vec![("E".to_string(), c.clone())];
+        let g = vec![c.clone()];
+        let mut names = Vec::new();
+        for shape in [
+            Shape::Topics,
+            Shape::Relations { candidates: &c, width: 1 },
+            Shape::UnifiedRelations { entities: &e, width: 1 },
+            Shape::EntityScores { candidates: &c },
+            Shape::EntityGroups { groups: &g },
+            Shape::Verdict,
+            Shape::Judgment { options: &c },
+            Shape::Answer,
+            Shape::ReasonedAnswer,
+            Shape::Analysis,
+            Shape::Selection { n: 3, width: 1 },
+            Shape::Summary,
+            Shape::Supplement,
+            Shape::GogStep,
+            Shape::Choice { candidates: &c, keep: 1 },
+            Shape::Triples,
+            Shape::Kept { n: 2 },
+        ] {
+            let s = shape.schema();
+            assert_eq!(s["type"], "object", "{}", shape.name());
+            assert_eq!(s["additionalProperties"], false, "{}", shape.name());
+            assert_eq!(
+                s["required"].as_array().map(Vec::len),
+                s["properties"].as_object().map(|p| p.len()),
+                "{}: every property required",
+                shape.name()
+            );
+            assert!(shape.instruction().contains("JSON"));
+            names.push(shape.name());
+        }
+        // The prompt registry names the shape each template's calls ask for: a shape there is.
+        for &t in crate::prompts::Template::ALL {
+            assert!(t.reply().is_none_or(|r| names.contains(&r)), "{t}: {:?}", t.reply());
+        }
+    }
+}

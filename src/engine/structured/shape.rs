@@ -1,0 +1,288 @@
+//! The reply shapes: for each kind of prompt, its JSON schema and the line that shows the model
+//! its shape.
+
+use crate::llm::ReplySchema;
+use serde_json::{Value, json};
+
+/// The kinds of reply the methods ask for. Each names its schema.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Shape<'a> {
+    /// Topic entities named in the question.
+    Topics,
+    /// Up to `width` of `candidates` (relations), each scored.
+    Relations { candidates: &'a [String], width: usize },
+    /// Up to `width` relations per topic entity: (entity, its relations).
+    UnifiedRelations { entities: &'a [(String, Vec<String>)], width: usize },
+    /// A score for each of `candidates` (entities).
+    EntityScores { candidates: &'a [String] },
+    /// A score for each entity of each group.
+    EntityGroups { groups: &'a [Vec<String>] },
+    /// Whether the knowledge suffices, and the answer if it does (free-text prompts' reading,
+    /// and sessions recorded before [`Shape::Judgment`]).
+    Verdict,
+    /// A judgment by its answer: a short reason, then the answer chosen among `options` (what
+    /// the shown triples reach) or `unknown`. Sufficient means an answer other than unknown.
+    Judgment { options: &'a [String] },
+    /// The answer(s) only.
+    Answer,
+    /// Reasoning, then the answer(s) (chain of thought, own knowledge).
+    ReasonedAnswer,
+    /// PoG's question analysis: indicator chain and split questions.
+    Analysis,
+    /// Up to `width` of `n` numbered candidates (PoG's precise and branch pruning).
+    Selection { n: usize, width: usize },
+    /// PoG's path summary: reasoning chains.
+    Summary,
+    /// PoG's supplement: candidate answers and chains from the model's knowledge.
+    Supplement,
+    /// GoG's Thought and Action.
+    GogStep,
+    /// Up to `keep` of `candidates` (GoG's relation filter).
+    Choice { candidates: &'a [String], keep: usize },
+    /// Triples the model writes (GoG's Generate).
+    Triples,
+    /// Which of `n` numbered triples are correct (GoG's verification).
+    Kept { n: usize },
+}
+
+/// The judgment's answer when the shown knowledge does not lead to one.
+pub(crate) const UNKNOWN: &str = "unknown";
+
+/// The most characters a judgment's reason may take (one short line).
+pub(super) const REASON_CHARS: usize = 200;
+
+/// Strings, deduplicated in order (a JSON schema's `enum` lists each value once).
+fn distinct(items: &[String]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for item in items {
+        if !out.contains(&item.as_str()) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// An object schema with every property required and nothing else allowed (what OpenAI's
+/// strict mode demands; the grammar-based servers take it as it is).
+pub(super) fn object(properties: &[(&str, Value)]) -> Value {
+    let mut props = serde_json::Map::new();
+    for (name, schema) in properties {
+        props.insert((*name).to_string(), schema.clone());
+    }
+    let required: Vec<&str> = properties.iter().map(|(n, _)| *n).collect();
+    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+}
+
+fn array(items: Value, max: Option<usize>) -> Value {
+    let mut a = json!({"type": "array", "items": items});
+    if let Some(max) = max {
+        a["maxItems"] = json!(max.max(1));
+    }
+    a
+}
+
+pub(super) fn string() -> Value {
+    json!({"type": "string"})
+}
+
+fn number() -> Value {
+    json!({"type": "number"})
+}
+
+fn numbers_up_to(n: usize) -> Value {
+    json!({"type": "integer", "enum": (1..=n.max(1)).collect::<Vec<_>>()})
+}
+
+impl Shape<'_> {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Shape::Topics => "topics",
+            Shape::Relations { .. } => "relations",
+            Shape::UnifiedRelations { .. } => "unified_relations",
+            Shape::EntityScores { .. } => "entity_scores",
+            Shape::EntityGroups { .. } => "entity_groups",
+            Shape::Verdict => "verdict",
+            Shape::Judgment { .. } => "judgment",
+            Shape::Answer => "answer",
+            Shape::ReasonedAnswer => "reasoned_answer",
+            Shape::Analysis => "analysis",
+            Shape::Selection { .. } => "selection",
+            Shape::Summary => "summary",
+            Shape::Supplement => "supplement",
+            Shape::GogStep => "gog_step",
+            Shape::Choice { .. } => "choice",
+            Shape::Triples => "triples",
+            Shape::Kept { .. } => "kept",
+        }
+    }
+
+    /// The JSON schema a reply must follow.
+    pub fn schema(&self) -> Value {
+        let answers = || array(string(), Some(8));
+        match self {
+            Shape::Topics => object(&[("entities", array(string(), Some(8)))]),
+            Shape::Relations { candidates, width } => object(&[(
+                "relations",
+                array(
+                    object(&[("relation", json!({"enum": distinct(candidates)})), ("score", number())]),
+                    Some(*width),
+                ),
+            )]),
+            Shape::UnifiedRelations { entities, width } => {
+                let choices: Vec<Value> = entities
+                    .iter()
+                    .map(|(entity, relations)| {
+                        object(&[
+                            ("entity", json!({"enum": [entity]})),
+                            ("relation", json!({"enum": distinct(relations)})),
+                            ("score", number()),
+                        ])
+                    })
+                    .collect();
+                object(&[("choices", array(json!({"anyOf": choices}), Some(width * entities.len())))])
+            }
+            Shape::EntityScores { candidates } => object(&[(
+                "scores",
+                array(
+                    object(&[("entity", json!({"enum": distinct(candidates)})), ("score", number())]),
+                    Some(candidates.len()),
+                ),
+            )]),
+            Shape::EntityGroups { groups } => {
+                let per_group: Vec<Value> = groups
+                    .iter()
+                    .enumerate()
+                    .map(|(k, names)| {
+                        object(&[
+                            ("group", json!({"enum": [k + 1]})),
+                            (
+                                "scores",
+                                array(
+                                    object(&[("entity", json!({"enum": distinct(names)})), ("score", number())]),
+                                    Some(names.len()),
+                                ),
+                            ),
+                        ])
+                    })
+                    .collect();
+                object(&[("groups", array(json!({"anyOf": per_group}), Some(groups.len())))])
+            }
+            // The verdict first, as in ToG's exemplars, and the answer before the reason: a
+            // rambling reason cut off at the token limit then costs nothing that matters.
+            Shape::Verdict => {
+                object(&[("sufficient", json!({"type": "boolean"})), ("answer", answers()), ("reason", string())])
+            }
+            // The reason first, so a model constrained by a grammar writes it before it
+            // commits to an answer (llama.cpp's grammars keep the schema's order of properties);
+            // capped, so it stays one short line.
+            Shape::Judgment { options } => {
+                let mut choices = distinct(options);
+                choices.retain(|c| !c.eq_ignore_ascii_case(UNKNOWN));
+                choices.push(UNKNOWN);
+                object(&[
+                    ("reason", json!({"type": "string", "maxLength": REASON_CHARS})),
+                    ("answer", json!({"type": "array", "items": {"enum": choices}, "minItems": 1, "maxItems": 8})),
+                ])
+            }
+            Shape::Answer => object(&[("answer", answers())]),
+            Shape::ReasonedAnswer => object(&[("reasoning", string()), ("answer", answers())]),
+            Shape::Analysis => object(&[("thinking_cot", string()), ("split_questions", array(string(), Some(6)))]),
+            Shape::Selection { n, width } => object(&[("top_list", array(numbers_up_to(*n), Some(*width)))]),
+            Shape::Summary => object(&[("chains", array(string(), Some(6)))]),
+            Shape::Supplement => {
+                object(&[("candidate_answers", array(string(), Some(3))), ("chains", array(string(), Some(3)))])
+            }
+            Shape::GogStep => object(&[
+                ("thought", string()),
+                ("action", json!({"enum": ["Search", "Generate", "Finish"]})),
+                ("arguments", array(string(), Some(6))),
+            ]),
+            Shape::Choice { candidates, keep } => {
+                object(&[("relations", array(json!({"enum": distinct(candidates)}), Some(*keep)))])
+            }
+            Shape::Triples => object(&[(
+                "triples",
+                array(object(&[("head", string()), ("relation", string()), ("tail", string())]), Some(8)),
+            )]),
+            Shape::Kept { n } => object(&[("keep", array(numbers_up_to(*n), Some(*n)))]),
+        }
+    }
+
+    /// Whether a call of this shape reasons before it answers (chain of thought, an answer from
+    /// the model's own knowledge, GoG's thoughts): under structured replies it is asked as free
+    /// text, its prose exemplars kept, and only a reply that cannot be read so has its answer
+    /// extracted by a second call constrained to [`Shape::extracted`] (reason, then format: a
+    /// JSON string field is a poor scratchpad for a small model).
+    pub fn reasons_first(&self) -> bool {
+        matches!(self, Shape::ReasonedAnswer | Shape::GogStep)
+    }
+
+    /// The shape a reason-first reply's answer is extracted into.
+    pub fn extracted(&self) -> Shape<'static> {
+        match self {
+            Shape::GogStep => Shape::GogStep,
+            _ => Shape::Answer,
+        }
+    }
+
+    /// What the request carries: the schema, and the candidates a reply is read against.
+    pub fn reply_schema(&self) -> ReplySchema {
+        let labels = match self {
+            Shape::EntityScores { candidates } => candidates.to_vec(),
+            Shape::Judgment { options } => options.to_vec(),
+            _ => Vec::new(),
+        };
+        ReplySchema { name: self.name().into(), schema: self.schema(), labels }
+    }
+
+    /// The line appended to the prompt in structured mode: the reply's JSON shape, which takes
+    /// the place of the exemplars' brace format.
+    pub fn instruction(&self) -> String {
+        let shape = match self {
+            Shape::Topics => r#"{"entities": ["<name as written in the question>", ...]}"#.to_string(),
+            Shape::Relations { width, .. } => format!(
+                r#"{{"relations": [{{"relation": "<a relation from the list>", "score": <0 to 1>}}, ...]}} with at most {width} relations, scores summing to 1"#
+            ),
+            Shape::UnifiedRelations { width, .. } => format!(
+                r#"{{"choices": [{{"entity": "<topic entity>", "relation": "<one of its relations>", "score": <0 to 1>}}, ...]}} with at most {width} relations per entity"#
+            ),
+            Shape::EntityScores { .. } => {
+                r#"{"scores": [{"entity": "<an entity from the list>", "score": <0 to 1>}, ...]} with every entity listed, scores summing to 1"#.to_string()
+            }
+            Shape::EntityGroups { .. } => {
+                r#"{"groups": [{"group": <k>, "scores": [{"entity": "<an entity of group k>", "score": <0 to 1>}, ...]}, ...]} with every group, scores summing to 1 within a group"#.to_string()
+            }
+            Shape::Verdict => {
+                r#"{"sufficient": <true or false>, "answer": ["<answer>", ...], "reason": "<one sentence>"} (answer [] when not sufficient)"#.to_string()
+            }
+            Shape::Judgment { .. } => format!(
+                r#"{{"reason": "<one short sentence>", "answer": ["<an entity or value of the triplets>", ...]}}, or "answer": ["{UNKNOWN}"] when the triplets do not lead to the answer"#
+            ),
+            Shape::Answer => r#"{"answer": ["<answer>", ...]}"#.to_string(),
+            Shape::ReasonedAnswer => r#"{"reasoning": "<step by step>", "answer": ["<answer>", ...]}"#.to_string(),
+            Shape::Analysis => {
+                r#"{"thinking_cot": "\"<topic>\" - <relation> - <entity> - ... - answer(<type>)", "split_questions": ["<question>?", ...]}"#.to_string()
+            }
+            Shape::Selection { width, .. } => format!(
+                r#"{{"top_list": [<candidate number>, ...]}} with at most {width} numbers"#
+            ),
+            Shape::Summary => r#"{"chains": ["<reasoning chain>", ...]}"#.to_string(),
+            Shape::Supplement => {
+                r#"{"candidate_answers": ["<answer>", ...], "chains": ["<Entity - relation - Entity - relation - answer>", ...]}"#.to_string()
+            }
+            Shape::GogStep => {
+                r#"{"thought": "<your next thought>", "action": "Search" | "Generate" | "Finish", "arguments": ["<entity, thought or answer>", ...]}"#.to_string()
+            }
+            Shape::Choice { keep, .. } => {
+                format!(r#"{{"relations": ["<a relation from the list>", ...]}} with at most {keep} relations"#)
+            }
+            Shape::Triples => {
+                r#"{"triples": [{"head": "<entity>", "relation": "<relation>", "tail": "<entity>"}, ...]}"#.to_string()
+            }
+            Shape::Kept { .. } => r#"{"keep": [<triple number>, ...]} ([] when none is correct)"#.to_string(),
+        };
+        format!(
+            "\n\nReply with one JSON object only, of this shape (it replaces the format of the examples above):\n{shape}\n"
+        )
+    }
+}
