@@ -78,7 +78,7 @@ fn table() -> (Vec<String>, Vec<Row>) {
             Row { question, flags, cells }
         })
         .collect();
-    assert!(rows.len() >= 6, "the four demo questions, PoG's and GoG's: {} rows", rows.len());
+    assert!(rows.len() >= 6, "the five demo questions and GoG's incomplete KG: {} rows", rows.len());
     (methods, rows)
 }
 
@@ -89,15 +89,16 @@ fn methods_in_options() -> Vec<String> {
     list.split('|').map(String::from).collect()
 }
 
-/// The questions the README says the demo model answers (the list after "answers four questions").
+/// The questions the README says the demo model answers (the list after "The demo model answers").
 fn demo_questions() -> Vec<String> {
-    let at = README.find("The demo model answers four questions").expect("the README lists the demo's questions");
+    let at = README.find("The demo model answers ").expect("the README lists the demo's questions");
     README[at..]
         .lines()
         .skip_while(|l| !l.starts_with("- "))
         .take_while(|l| !l.is_empty())
         .filter_map(|l| l.strip_prefix("- "))
-        .map(String::from)
+        // A note may follow the question on its line, in parentheses.
+        .map(|l| l.split(" (").next().unwrap_or(l).to_string())
         .collect()
 }
 
@@ -121,11 +122,10 @@ fn the_table_of_methods_and_demo_questions_is_what_the_binary_does() {
     let (methods, rows) = table();
     assert_eq!(methods, methods_in_options(), "a column for every method the Options list, in their order");
     let asked: Vec<&str> = rows.iter().filter(|r| r.flags.is_empty()).map(|r| r.question.as_str()).collect();
-    for q in demo_questions() {
+    let questions = demo_questions();
+    assert!(questions.len() >= 5, "the README's list of demo questions: {questions:?}");
+    for q in questions {
         assert!(asked.contains(&q.as_str()), "the demo question {q:?} has a row of its own");
-    }
-    for must in ["against the Texas Rangers?", "In which time zone is the headquarters of Apple Inc.?"] {
-        assert!(README.contains(must), "{must}");
     }
     assert!(rows.iter().any(|r| r.flags == ["--scenario", "sessions/demo-ikg.tsv"]), "GoG's incomplete-KG row");
 
@@ -169,7 +169,7 @@ fn the_table_of_methods_and_demo_questions_is_what_the_binary_does() {
             }
         }
     }
-    assert!(answered >= 12, "the demo answers most graph-method pairs: {answered}");
+    assert!(answered >= 30, "the demo answers every graph method's pairs: {answered}");
 }
 
 /// How a README command is kept: run by a named test (`file.rs::function`), or one the tests

@@ -864,7 +864,15 @@ async fn demo_sessions_are_what_the_ui_records() {
 
 #[tokio::test]
 async fn a_prompt_only_baseline_in_the_ui() {
-    let mut ui = Ui::new();
+    // The demo records no baseline replies (they would name answers no prompt shows): the
+    // tests' own script gives them.
+    let dir = tempfile::tempdir().unwrap();
+    let corrections =
+        TempCorrections { store: SledStore::open(&dir.path().join("overlay")).unwrap(), hidden: Vec::new() };
+    let script = format!("{}\n{}", include_str!("fixtures/baselines-model.toml"), common::DEMO_SCRIPT);
+    let model = ongraph::testing::llm::ScriptedModel::from_toml("baselines", &script).unwrap();
+    let driver = Driver::new(Arc::new(ongraph::testing::kg::demo_graph()), Arc::new(model));
+    let mut ui = Ui::over(Settings::default(), Arc::new(corrections), driver, dir);
     ui.app.focus = Focus::Tree;
     ui.press(KeyCode::Char(':')).await;
     ui.typed("method sc").await;
