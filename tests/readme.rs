@@ -148,6 +148,9 @@ fn the_table_of_methods_and_demo_questions_is_what_the_binary_does() {
                     if method == "gog" && !row.flags.is_empty() {
                         assert!(stdout.contains("\nSource: from LLM-generated triples"), "{pair}: {stdout}");
                     }
+                    args.insert(1, "--json");
+                    let traced = ongraph(home.path(), &args);
+                    assert_answer_was_shown(&String::from_utf8_lossy(&traced.stdout), &pair);
                     answered += 1;
                 }
                 None => {
@@ -176,6 +179,34 @@ fn the_table_of_methods_and_demo_questions_is_what_the_binary_does() {
         }
     }
     assert!(answered >= 30, "the demo answers every graph method's pairs: {answered}");
+}
+
+/// The rule the demo script keeps: the reply that gave the answer names only what its prompt
+/// shows (a scripted model chooses among what it is offered; it never knows an answer).
+fn assert_answer_was_shown(json: &str, pair: &str) {
+    let run: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{pair}: --json: {e}"));
+    // GoG keeps its answering reply without the step's "Action N: " label.
+    let unlabelled = |text: &str| -> String {
+        text.lines()
+            .map(|l| l.split_once(": ").filter(|(head, _)| head.starts_with("Action ")).map_or(l, |(_, rest)| rest))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let reply = run["answer"]["reply"].as_str().map(unlabelled).unwrap_or_else(|| panic!("{pair}: no answering reply"));
+    let calls = run["trace"].as_array().into_iter().flatten().flat_map(|e| e["calls"].as_array().into_iter().flatten());
+    let prompt = calls
+        .filter(|c| c["reply"].as_str().map(unlabelled).as_deref() == Some(reply.as_str()))
+        .find_map(|c| c["prompt"].as_str())
+        .unwrap_or_else(|| panic!("{pair}: no call gave the answer's reply {reply}"));
+    let answers =
+        run["answer"]["answers"].as_array().filter(|a| !a.is_empty()).unwrap_or_else(|| panic!("{pair}: no answers"));
+    for answer in answers {
+        let answer = answer.as_str().unwrap_or_default();
+        assert!(
+            !answer.is_empty() && prompt.contains(answer),
+            "{pair}: {answer:?} is not in the prompt it answered:\n{prompt}"
+        );
+    }
 }
 
 /// How a README command is kept: run by a named test (`file.rs::function`), or one the tests
