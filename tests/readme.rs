@@ -217,8 +217,8 @@ enum Kept {
 }
 
 /// Every command in README.md's `sh` blocks (comments dropped, continuation lines joined, spaces
-/// collapsed), with the test that runs it. A command added to the README without an entry here
-/// fails `every_readme_command_is_run_by_a_test_or_marked`.
+/// collapsed), with the test that runs it; a command shown twice is one entry. A command added to
+/// the README without an entry here fails `every_readme_command_is_run_by_a_test_or_marked`.
 const COMMANDS: &[(&str, Kept)] = &[
     (
         r#"cargo run --release -- ask "What is the majority party now in the country where Canberra is located?""#,
