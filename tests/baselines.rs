@@ -1,11 +1,14 @@
-//! The prompt-only baselines (IO, CoT, self-consistency) on the demo script: answers, votes,
-//! call and round counts, and that they refuse beam overrides.
+//! The prompt-only baselines (IO, CoT, self-consistency) on a script of their own beside the demo
+//! KG (the offline demo records no baseline replies: they would name answers no prompt shows):
+//! answers, votes, call and round counts, and that they refuse beam overrides.
 
 mod common;
 
 use common::{demo_driver, new_run, run_to_end};
 use ongraph::engine::{AnswerSource, MethodId, Override, ScSettings, Settings, Topics};
 
+/// IO, CoT and self-consistency replies to the Canberra question.
+const BASELINES: &str = include_str!("fixtures/baselines-model.toml");
 const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";
 
 fn settings(method: MethodId) -> Settings {
@@ -14,7 +17,7 @@ fn settings(method: MethodId) -> Settings {
 
 #[tokio::test]
 async fn io_answers_in_one_call_without_the_kg() {
-    let driver = demo_driver("");
+    let driver = demo_driver(BASELINES);
     let mut run = new_run(&driver, CANBERRA, Topics::Extract, settings(MethodId::IO));
     run_to_end(&driver, &mut run).await;
     let answer = run.answer().unwrap();
@@ -29,7 +32,7 @@ async fn io_answers_in_one_call_without_the_kg() {
 
 #[tokio::test]
 async fn cot_reads_the_braced_answer() {
-    let driver = demo_driver("");
+    let driver = demo_driver(BASELINES);
     let mut run = new_run(&driver, CANBERRA, Topics::Extract, settings(MethodId::COT));
     run_to_end(&driver, &mut run).await;
     assert_eq!(run.answer().unwrap().answers, vec!["Australian Labor Party"], "the first CoT reply");
@@ -38,7 +41,7 @@ async fn cot_reads_the_braced_answer() {
 
 #[tokio::test]
 async fn self_consistency_votes_over_distinct_samples_sent_at_once() {
-    let driver = demo_driver("");
+    let driver = demo_driver(BASELINES);
     let mut run = new_run(&driver, CANBERRA, Topics::Extract, settings(MethodId::SC));
     run_to_end(&driver, &mut run).await;
     let event = &run.trace()[0];

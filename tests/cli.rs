@@ -281,7 +281,10 @@ fn a_bad_key_binding_or_theme_in_the_config_is_a_clear_error() {
 #[test]
 fn baselines_from_the_command_line() {
     let home = tempfile::tempdir().unwrap();
-    let out = ongraph(home.path(), &["ask", "--method", "sc", "--samples", "3", CANBERRA]);
+    // The demo records no baseline replies (they would name answers no prompt shows): a script
+    // of the tests' own gives them.
+    let script = format!("scripted:{}/tests/fixtures/baselines-model.toml", env!("CARGO_MANIFEST_DIR"));
+    let out = ongraph(home.path(), &["ask", "--llm", &script, "--method", "sc", "--samples", "3", CANBERRA]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("Answer: Australian Labor Party"), "{text}");

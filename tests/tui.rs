@@ -662,6 +662,32 @@ async fn save_load_and_replay_give_the_same_trace() {
     assert!(!app.replay.as_ref().unwrap().player.as_ref().unwrap().on_track());
 }
 
+/// `ongraph replay FILE --live`: the recording is followed, and what it never recorded (here `c`
+/// after the answer: the demo's depth-3 branch) is performed on the KG and model at hand.
+#[tokio::test]
+async fn a_live_replay_performs_the_steps_off_its_recording() {
+    let mut ui = Ui::new();
+    let session = Session::load(Path::new("sessions/phillie-phanatic.json")).unwrap();
+    let recorded = session.runs[0].trace.len();
+    ui.app = App::replaying(session, true).unwrap();
+    ui.app.set_plain(true);
+    ui.press(KeyCode::Enter).await;
+    for _ in 0..100 {
+        if ui.run().is_finished() {
+            break;
+        }
+        ui.press(KeyCode::Char('n')).await;
+    }
+    assert_eq!(ui.run().trace().len(), recorded, "the recording, step by step");
+    assert_eq!(ui.run().answer().unwrap().answers, vec!["Bright House Field"]);
+    ui.press(KeyCode::Char('c')).await;
+    ui.press(KeyCode::Char('r')).await;
+    assert!(ui.run().trace().len() > recorded, "steps past the recording were performed: {:?}", ui.app.message);
+    assert_eq!(ui.run().depth(), 3, "{:?}", ui.app.message);
+    assert_eq!(ui.run().answer().unwrap().answers, vec!["Bright House Field"], "{:?}", ui.app.message);
+    assert!(!ui.app.replay.as_ref().unwrap().player.as_ref().unwrap().on_track());
+}
+
 #[test]
 fn bad_session_files_give_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -838,7 +864,15 @@ async fn demo_sessions_are_what_the_ui_records() {
 
 #[tokio::test]
 async fn a_prompt_only_baseline_in_the_ui() {
-    let mut ui = Ui::new();
+    // The demo records no baseline replies (they would name answers no prompt shows): the
+    // tests' own script gives them.
+    let dir = tempfile::tempdir().unwrap();
+    let corrections =
+        TempCorrections { store: SledStore::open(&dir.path().join("overlay")).unwrap(), hidden: Vec::new() };
+    let script = format!("{}\n{}", include_str!("fixtures/baselines-model.toml"), common::DEMO_SCRIPT);
+    let model = ongraph::testing::llm::ScriptedModel::from_toml("baselines", &script).unwrap();
+    let driver = Driver::new(Arc::new(ongraph::testing::kg::demo_graph()), Arc::new(model));
+    let mut ui = Ui::over(Settings::default(), Arc::new(corrections), driver, dir);
     ui.app.focus = Focus::Tree;
     ui.press(KeyCode::Char(':')).await;
     ui.typed("method sc").await;

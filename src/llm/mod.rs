@@ -262,6 +262,8 @@ pub fn step_in_words(step: &str) -> String {
         "gog_relations" => "choosing relations",
         "gog_generate" => "writing missing triples",
         "gog_verify" => "verifying generated triples",
+        "io" => "IO: answering from the model's own knowledge",
+        "cot" => "CoT: reasoning from the model's own knowledge",
         other => return other.replace('_', " "),
     };
     words.to_string()
