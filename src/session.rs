@@ -92,6 +92,8 @@ pub enum SessionError {
     Write { path: PathBuf, message: String },
     #[error("{path} is not an ongraph session (it has no \"format\": \"{FORMAT}\" field)")]
     NotASession { path: PathBuf },
+    #[error("{path} is not an ongraph session: it is not JSON ({message})")]
+    NotJson { path: PathBuf, message: String },
     #[error("{path} was saved by a newer ongraph (session format v{version}; this build reads up to v{VERSION})")]
     Newer { path: PathBuf, version: u64 },
     #[error("{path} is corrupt: {message}")]
@@ -145,9 +147,13 @@ impl Session {
     /// Reads a session, checking what it is and its version before its contents, so a file
     /// from a newer ongraph says so instead of failing on a field this build does not know.
     pub fn parse(path: &Path, text: &str) -> Result<Self, SessionError> {
-        let corrupt = |e: serde_json::Error| SessionError::Corrupt {
-            path: path.to_path_buf(),
-            message: format!("{e} (line {}, column {})", e.line(), e.column()),
+        // serde_json's message already says where ("… at line 1 column 2").
+        let corrupt = |e: serde_json::Error| {
+            if text.trim_start().starts_with('{') {
+                SessionError::Corrupt { path: path.to_path_buf(), message: e.to_string() }
+            } else {
+                SessionError::NotJson { path: path.to_path_buf(), message: e.to_string() }
+            }
         };
         let value: serde_json::Value = serde_json::from_str(text).map_err(corrupt)?;
         if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {

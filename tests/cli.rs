@@ -148,6 +148,22 @@ fn bad_inputs_are_one_line_errors() {
     let out = ongraph(dir, &["--config", zero.to_str().unwrap(), "ask", CANBERRA, "--llm", "x"]);
     assert_one_line_error(&out, "LLM \"x\": timeout_secs must be at least 1");
     assert_one_line_error(&ongraph(dir, &["ask", "q?", "--width", "0"]), "--width and --depth must be at least 1");
+
+    // A mistyped dataset path is said as such, not as a file name that tells no format.
+    assert_one_line_error(
+        &ongraph(dir, &["eval", "--dataset", "/nonexistent/questions.json", "--llm", "gold-path"]),
+        "cannot read the dataset /nonexistent/questions.json: no such file",
+    );
+
+    // A search that finds nothing says so (it printed nothing and exited 0).
+    assert_one_line_error(
+        &ongraph(dir, &["kg", "search", "zzzzqqq"]),
+        "demo has no entity named like \"zzzzqqq\" (--no-overlay searches the names before corrections)",
+    );
+    assert_one_line_error(
+        &ongraph(dir, &["kg", "search", "zzzzqqq", "--no-overlay"]),
+        "demo has no entity named like \"zzzzqqq\"",
+    );
 }
 
 #[test]
@@ -216,6 +232,22 @@ fn unreachable_llm_endpoint() {
 }
 
 #[test]
+fn a_base_url_with_credentials_is_refused_without_being_shown() {
+    // A newcomer pasting `https://user:key@host/v1` or `…/v1?key=…` must not see the secret
+    // in the error (nor find it in the log): the endpoint is refused before any call.
+    let home = tempfile::tempdir().unwrap();
+    let port = dead_port();
+    for url in [format!("http://ada:s3cret@127.0.0.1:{port}/v1"), format!("http://127.0.0.1:{port}/v1?key=s3cret")] {
+        let config = endpoint_config(home.path(), &url);
+        let out = ongraph(home.path(), &["--config", config.to_str().unwrap(), "ask", CANBERRA, "--topic", "Canberra"]);
+        assert_one_line_error(&out, "base_url has credentials or a query string in it");
+        assert!(!stderr(&out).contains("s3cret"), "{}", stderr(&out));
+        let log = std::fs::read_to_string(home.path().join("state/ongraph/ongraph.log")).unwrap_or_default();
+        assert!(!log.contains("s3cret"), "{log}");
+    }
+}
+
+#[test]
 fn llm_endpoint_failures_are_one_line_errors() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     for (status, body, needle) in [
@@ -251,7 +283,15 @@ fn replay_check_reproduces_the_demo_sessions_and_bad_files_say_why() {
     let corrupt = home.path().join("corrupt.json");
     std::fs::write(&corrupt, "{\"format\": \"ongraph-session\", \"version\": 1, \"runs\": [{\"question\": ").unwrap();
     let out = ongraph(home.path(), &["replay", corrupt.to_str().unwrap()]);
-    assert_one_line_error(&out, "corrupt.json is corrupt");
+    assert_one_line_error(&out, "corrupt.json is corrupt: EOF while parsing");
+    assert!(stderr(&out).matches("line 1").count() == 1, "the place is said once: {}", stderr(&out));
+    // A file that is not JSON at all (a newcomer's wrong file) is not called a corrupt session.
+    let text = home.path().join("notes.json");
+    std::fs::write(&text, "not json\n").unwrap();
+    for args in [&["replay", "--check"][..], &["replay"], &["ask", CANBERRA, "--resume"]] {
+        let out = ongraph(home.path(), &[args, &[text.to_str().unwrap()]].concat());
+        assert_one_line_error(&out, "notes.json is not an ongraph session: it is not JSON (expected ident at line 1");
+    }
     let newer = home.path().join("newer.json");
     std::fs::write(&newer, "{\"format\": \"ongraph-session\", \"version\": 7}").unwrap();
     let out = ongraph(home.path(), &["replay", "--check", newer.to_str().unwrap()]);

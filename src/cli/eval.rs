@@ -180,6 +180,10 @@ fn is_simulation(llm: &str) -> bool {
 
 async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     let Some(dataset) = args.dataset.clone() else { bail!("--dataset FILE is required") };
+    // Before its name is read for a format: a mistyped path is said as such.
+    if !dataset.is_file() {
+        bail!("cannot read the dataset {}: no such file", dataset.display());
+    }
     let format = match args.format.or_else(|| Format::detect(&dataset)) {
         Some(f) => f,
         None => bail!(

@@ -75,7 +75,13 @@ pub async fn kg(args: KgArgs, config: &Config) -> Result<i32> {
             }
         }
         KgAction::Search { label, limit } => {
-            for m in kg.find_entities(&label, limit).await? {
+            let found = kg.find_entities(&label, limit).await?;
+            if found.is_empty() {
+                // Silence would read as "the command did nothing".
+                let hint = if args.no_overlay { "" } else { " (--no-overlay searches the names before corrections)" };
+                anyhow::bail!("{} has no entity named like {label:?}{hint}", kg.name());
+            }
+            for m in found {
                 let how = if m.exact { "exact".to_string() } else { format!("{:.2}", m.score) };
                 writeln!(out, "{}\t{}\t{how}", m.id, m.label)?;
             }

@@ -394,6 +394,15 @@ fn openai_client(entry: &crate::config::LlmEntry) -> Result<OpenAiClient> {
     if entry.timeout_secs == 0 {
         bail!("timeout_secs must be at least 1");
     }
+    // A key in the URL would be shown by every message and log line that names the endpoint
+    // (and the path is appended after a query string): refused, said without the URL.
+    if let Ok(url) = reqwest::Url::parse(&entry.base_url)
+        && (!url.username().is_empty() || url.password().is_some() || url.query().is_some() || url.fragment().is_some())
+    {
+        bail!(
+            "base_url has credentials or a query string in it: write it as scheme://host:port/v1 and name the variable holding the key in api_key_env"
+        );
+    }
     let mut c = OpenAiConfig::new(&entry.base_url, &entry.model);
     c.api_key_env = entry.api_key_env.clone();
     c.timeout = Duration::from_secs(entry.timeout_secs);
