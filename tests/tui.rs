@@ -207,6 +207,9 @@ async fn start_screen_help_and_a_tiny_terminal() {
     assert!(help.contains("keep a pruned candidate"), "the tree's own keys are listed: {help}");
     insta::assert_snapshot!("tui_help_120x40", help);
     insta::assert_snapshot!("tui_help_80x24", ui.screen(80, 24));
+    // A description too long for 80 columns goes on under itself, the keys a column apart.
+    let narrow = ui.screen(80, 24);
+    assert!(narrow.contains("│                  (fuzzy-picked from the KG)"), "{narrow}");
     ui.press(KeyCode::Char('j')).await;
     assert!(ui.app.help && ui.app.help_scroll > 0, "j scrolls the help");
     ui.press(KeyCode::Char('x')).await;
@@ -2063,4 +2066,23 @@ async fn a_late_lookup_for_a_name_since_edited_does_nothing() {
     // The edited name is looked up in its turn, not made a new entity unasked.
     let next = update(&mut ui.app, key(KeyCode::Enter));
     assert!(matches!(&next[..], [Effect::Lookup { .. }]), "{next:?}");
+}
+
+#[tokio::test]
+async fn a_question_the_demo_does_not_know_says_what_to_do_in_the_tree() {
+    // Found by a new-user trial: the tree said "n takes the next step", and n failed again.
+    let mut ui = Ui::new();
+    ui.ask("Who wrote Hamlet?").await;
+    assert!(ui.app.messages.last().is_some_and(|n| n.error), "{:?}", ui.app.messages);
+    let screen = ui.screen(80, 24);
+    // The beam pane's text, its wrapped lines joined.
+    let pane: String = screen
+        .lines()
+        .skip(3)
+        .take(12)
+        .filter_map(|l| l.trim_matches('"').split('│').nth(1).map(str::trim))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(pane.contains("No beam yet: the step failed (M: why, in full)."), "{pane}\n{screen}");
+    assert!(pane.contains("i edits the question"), "{pane}");
 }

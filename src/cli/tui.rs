@@ -70,9 +70,10 @@ pub async fn tui(args: TuiArgs, config: &Config) -> Result<i32> {
     let driver = corrections.driver();
     let kg = driver.kg().clone();
     let mut app = configure(App::new(settings, prompts, kg.profile().clone(), kg.name(), &llm.describe()), config)?;
-    // A theme that did not load stays the first thing said.
+    // A theme that did not load stays the first thing said. Short enough to be read whole in
+    // an 80-column status bar (the beam pane shows a question to try).
     let hint = if kg.name() == "demo" && llm.describe().contains("scripted") {
-        "demo KG, offline scripted model: ask a demo question (README) · [llm] in the config reasons live · ?: keys"
+        "offline demo: ask one of its questions · ?: keys"
     } else {
         "type a question and press enter · ?: keys"
     };

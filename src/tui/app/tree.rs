@@ -382,6 +382,9 @@ pub(super) fn existing_child(beam: &Beam, parent: NodeId, value: &PickValue) -> 
     })
 }
 
+/// While a search is on, `n` moves to the next match instead of stepping: said first and short,
+/// so an 80-column status bar shows it even when the KG's labels are said after it (the query
+/// was just typed; it is not repeated).
 pub(super) fn search_status(search: &Search) -> String {
-    format!("/{}: match {}/{} · n/N: next/previous · esc: end", search.query, search.current + 1, search.matches.len())
+    format!("match {}/{} · n/N: next · esc: end", search.current + 1, search.matches.len())
 }

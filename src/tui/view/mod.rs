@@ -188,6 +188,7 @@ impl App {
             traced: self.traced,
             replay: self.replay.is_some(),
             step_key: self.keymap.hint(super::keymap::Command::Step),
+            failed: self.messages.last().is_some_and(|n| n.error),
         }
     }
 

@@ -50,6 +50,9 @@ pub(super) struct TreeShown<'a> {
     pub replay: bool,
     /// The key that takes a step, for the hint before the first one.
     pub step_key: String,
+    /// The last thing said was an error (the first step failed: a question the demo does not
+    /// know, an endpoint down).
+    pub failed: bool,
 }
 
 pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>, look: Look<'_>) {
@@ -78,7 +81,17 @@ pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>
     };
     let rows = shown.rows;
     if rows.is_empty() && run.beam().nodes.is_empty() && run.trace().len() <= 1 && !run.is_finished() {
-        let text = format!("No beam yet: {} takes the next step ({}).", shown.step_key, run.next_phase());
+        let text = if shown.failed {
+            // Not "n takes the next step" alone: n would only fail again on a question the
+            // demo does not know.
+            format!(
+                "No beam yet: the step failed (M: why, in full). {} tries it again ({}); i edits the question.",
+                shown.step_key,
+                run.next_phase()
+            )
+        } else {
+            format!("No beam yet: {} takes the next step ({}).", shown.step_key, run.next_phase())
+        };
         frame.render_widget(Paragraph::new(text).block(block).wrap(Wrap { trim: true }), area);
         return;
     }
