@@ -439,7 +439,19 @@ async fn question_history_palette_and_themes() {
     ui.press(KeyCode::Char(':')).await;
     ui.typed("no-such-thing").await;
     ui.press(KeyCode::Enter).await;
-    assert!(ui.app.message.as_deref().unwrap().contains("no such command"), "{:?}", ui.app.message);
+    // It names what was typed and where the commands are listed (`?` lists keys, not these).
+    assert_eq!(
+        ui.app.message.as_deref(),
+        Some("no command \"no-such-thing\": the palette (:) lists every command as you type")
+    );
+    ui.press(KeyCode::Char(':')).await;
+    ui.typed("method togg").await;
+    ui.press(KeyCode::Enter).await;
+    assert!(
+        ui.app.message.as_deref().unwrap().starts_with("no method \"togg\" (methods: tog, "),
+        "{:?}",
+        ui.app.message
+    );
     // The asked question went to the history file.
     assert_eq!(ongraph::testing::tui::load_history(&ui._dir.path().join("history")), vec!["Where is Canberra?"]);
 }

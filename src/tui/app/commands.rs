@@ -41,7 +41,8 @@ impl App {
                 Vec::new()
             }
             Outcome::Submitted => {
-                let arg = palette.parts().1.map(str::to_string);
+                let (typed, arg) = palette.parts();
+                let (typed, arg) = (typed.to_string(), arg.map(str::to_string));
                 let chosen = palette.rows.get(palette.selected).map(|r| r.command);
                 self.palette = None;
                 match chosen {
@@ -59,7 +60,8 @@ impl App {
                     }
                     Some(c) => self.command(c, arg),
                     None => {
-                        self.say("no such command (? lists them)");
+                        // `?` lists keys, not commands: the palette lists these as you type.
+                        self.say(format!("no command {typed:?}: the palette (:) lists every command as you type"));
                         Vec::new()
                     }
                 }
@@ -329,7 +331,11 @@ impl App {
                         self.recording.settings.method = method;
                         self.say(format!("method for the next question: {}", entry.label));
                     }
-                    None => self.say(format!("no such method (methods: {})", registry.names())),
+                    None => self.say(format!(
+                        "no method {:?} (methods: {})",
+                        arg.as_deref().unwrap_or_default(),
+                        registry.names()
+                    )),
                 }
             }
             Command::Palette => {
