@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 #[serde(default)]
 pub struct SettingsPatch {
     /// The method (default tog).
-    #[arg(long, global = true, value_parser = method_parser())]
+    #[arg(long, global = true, ignore_case = true, value_parser = method_parser())]
     #[serde(deserialize_with = "known_method")]
     pub method: Option<MethodId>,
     /// Beam width N: candidates kept per prune step (default 3).
@@ -244,7 +244,8 @@ fn check(s: &Settings) -> Result<(), SettingsError> {
 fn method_parser() -> impl clap::builder::TypedValueParser<Value = MethodId> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
     let names = crate::engine::Registry::builtin().entries().iter().map(|e| PossibleValue::new(e.id).help(e.about));
-    PossibleValuesParser::new(names).map(|name| MethodId::from(name.as_str()))
+    // `--method ToG`, as the papers write it, is `tog` (the UI's `:method` reads any case too).
+    PossibleValuesParser::new(names).map(|name| MethodId::from(name.to_ascii_lowercase().as_str()))
 }
 
 /// `method = "…"`: a method name the built-in registry knows, or an error naming the ones it

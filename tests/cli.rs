@@ -149,6 +149,14 @@ fn bad_inputs_are_one_line_errors() {
     assert_one_line_error(&out, "LLM \"x\": timeout_secs must be at least 1");
     assert_one_line_error(&ongraph(dir, &["ask", "q?", "--width", "0"]), "--width and --depth must be at least 1");
 
+    // The methods as the papers write them are the methods (the UI's palette reads any case).
+    let out = ongraph(dir, &["ask", "--method", "ToG-R", CANBERRA]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("Answer: Australian Labor Party"), "{}", stdout(&out));
+    let out = ongraph(dir, &["ask", "--method", "PoG", CANBERRA, "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["settings"]["method"], "pog", "{json}");
+
     // A mistyped dataset path is said as such, not as a file name that tells no format.
     assert_one_line_error(
         &ongraph(dir, &["eval", "--dataset", "/nonexistent/questions.json", "--llm", "gold-path"]),
