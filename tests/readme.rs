@@ -467,3 +467,25 @@ fn every_option_the_readme_shows_exists() {
         assert!(named, "README's Options show {flag}, which `ongraph ask --help` does not name");
     }
 }
+
+#[test]
+fn every_option_of_ask_is_in_the_readme_synopsis() {
+    // The other way round from the test above: a newcomer reading the Options did not find
+    // --scenario, which the README's table and examples use, nor --no-overlay.
+    let at = README.find("ongraph ask QUESTION [").expect("the Options synopsis");
+    let synopsis = &README[at..at + README[at..].find("```").expect("its end")];
+    let home = tempfile::tempdir().unwrap();
+    let help = String::from_utf8_lossy(&ongraph(home.path(), &["ask", "--help"]).stdout).into_owned();
+    let flags: Vec<&str> = help
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("-h, ").or(Some(l.trim_start())))
+        .filter(|l| l.starts_with("--"))
+        .filter_map(|l| l.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).next())
+        .filter(|f| *f != "--help")
+        .collect();
+    assert!(flags.len() >= 35, "the help was read: {flags:?}");
+    for flag in flags {
+        let shown = synopsis.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).any(|w| w == flag);
+        assert!(shown, "`ongraph ask --help` names {flag}, which README's Options synopsis does not show");
+    }
+}
