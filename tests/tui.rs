@@ -194,6 +194,9 @@ fn key(code: KeyCode) -> Action {
 async fn start_screen_help_and_a_tiny_terminal() {
     let mut ui = Ui::new();
     insta::assert_snapshot!("tui_start_80x24", ui.screen(80, 24));
+    // The way out of the box (to ? and q) is in its title at 80 columns, not cut off.
+    assert!(ui.screen(80, 24).lines().next().unwrap().contains("esc: back)"), "{}", ui.screen(80, 24));
+    assert!(ui.screen(120, 40).lines().next().unwrap().contains("ctrl-u: clear · esc: back)"));
     insta::assert_snapshot!("tui_start_120x40", ui.screen(120, 40));
     let tiny = ui.screen(40, 10);
     assert!(tiny.contains("terminal too small: 40×10"), "{tiny}");
