@@ -996,6 +996,31 @@ async fn gog_timeline_in_the_method_pane_and_the_step_about_to_run_can_be_edited
 }
 
 #[tokio::test]
+async fn enter_on_a_gog_step_that_has_run_says_which_step_is_about_to_run() {
+    // Found by a new-user trial: the pane's title says "enter: edit the step about to run", the
+    // selection starts on step 1, and Enter there only said step 1 had run.
+    let mut ui = Ui::with(Settings { method: ongraph::engine::MethodId::GOG, ..Settings::default() }, Vec::new());
+    ui.ask(APPLE).await;
+    ui.step_until("search_relations").await;
+    ui.press(KeyCode::Char('n')).await;
+    ui.step_until("search_relations").await;
+    assert!(ui.run().gog_editable(), "thought 2 is about to run");
+    ui.app.focus = Focus::Method;
+    ui.app.bottom = Bottom::Method;
+    ui.app.method_at = 0;
+    ui.press(KeyCode::Enter).await;
+    assert!(ui.app.form.is_none());
+    let said = ui.app.message.clone().unwrap_or_default();
+    assert!(
+        said.starts_with("step 1 has run; step 2 (⏵) is about to run: select it (j/k) and Enter edits it"),
+        "{said}"
+    );
+    ui.press(KeyCode::Char('j')).await;
+    ui.press(KeyCode::Enter).await;
+    assert!(ui.app.form.is_some(), "step 2 opens for editing");
+}
+
+#[tokio::test]
 async fn gog_timeline_of_a_whole_run_on_the_incomplete_kg() {
     let mut ui = Ui::with(Settings { method: ongraph::engine::MethodId::GOG, ..Settings::default() }, ikg_hidden());
     ui.ask(APPLE).await;

@@ -20,6 +20,14 @@ impl App {
             }
         } else if let Some(leaf) = item.node {
             self.reveal(NodeRef { branch: None, id: leaf });
+        } else if let Some(pending) = view.items.iter().position(|i| i.editable) {
+            // The title says "enter: edit the step about to run": say which row that is.
+            self.say(format!(
+                "step {} has run; step {} (⏵) is about to run: select it (j/k) and Enter edits it (to change step {}, go back to it from the transcript)",
+                self.method_at + 1,
+                pending + 1,
+                self.method_at + 1
+            ));
         } else {
             self.say(format!(
                 "step {} has run: only the step about to run can be edited (go back to it from the transcript)",
