@@ -678,3 +678,122 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Runs and expects a one-line error (exit 1); returns it.
+fn refused(user: &User, args: &[&str]) -> String {
+    let out = user.run(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!((out.status.code(), err.lines().count()), (Some(1), 1), "{args:?}: {err}");
+    err
+}
+
+#[test]
+fn reviews_decide_what_applies_under_apply_approved_and_the_latest_wins() {
+    let server = OxigraphRw::start();
+    let approved = "apply = \"approved\"\n";
+    let ada = User::on(&server, "Ada");
+    let bea = User::on(&server, "Bea");
+    let dee = User::new("Dee", &server.query, &server.update, approved);
+    let eve = User::new("Eve", &server.query, &server.update, approved);
+    ada.ok(&["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed in 2021"]);
+
+    // Waiting: listed for review, not applied.
+    let waiting = dee.ok(&["fix", "review"]);
+    assert!(
+        waiting.starts_with("    1  relabel m.bright_house_field as \"BayCare Ballpark\"  (Renamed in 2021; Ada on ")
+            && waiting.contains(")  (applies once approved)\n"),
+        "{waiting}"
+    );
+    assert!(waiting.ends_with("fix review approve ID / fix review reject ID [--reason …] reviews one\n"), "{waiting}");
+    assert_eq!(first_line(&dee.ok(&["ask", PHANATIC])), "Answer: Bright House Field");
+    // Under apply = "all" it is listed too (nobody reviewed it), without the note.
+    let for_bea = bea.ok(&["fix", "review"]);
+    assert!(for_bea.contains("(Renamed in 2021; Ada on ") && !for_bea.contains("applies once"), "{for_bea}");
+
+    // Nobody reviews their own, nor a correction that is not a teammate's shared one.
+    let own = refused(&ada, &["fix", "review", "approve", "1"]);
+    assert_eq!(own, "error: correction 1 is your own: a teammate reviews it\n");
+    dee.ok(&["fix", "relabel", "m.lou_seal", "Lou", "--reason", "short", "--no-shared"]);
+    let local = refused(&dee, &["fix", "review", "approve", "2"]);
+    assert_eq!(local, "error: correction 2 is not a teammate's shared correction: there is nothing to review\n");
+    assert!(refused(&dee, &["fix", "review", "reject", "99"]).contains("no correction 99"));
+
+    // Dee approves: it applies for her from now on, and everyone sees who approved it.
+    let said = dee.ok(&["fix", "review", "approve", "1", "--reason", "checked on the team's site"]);
+    assert_eq!(said, "correction 1 by Ada approved: relabel m.bright_house_field as \"BayCare Ballpark\"\n");
+    assert_eq!(first_line(&dee.ok(&["ask", PHANATIC])), "Answer: BayCare Ballpark");
+    assert_eq!(dee.ok(&["fix", "review"]), "no teammate's correction waits for review in demo\n");
+    let again = refused(&dee, &["fix", "review", "approve", "1"]);
+    assert_eq!(again, "error: correction 1 is already approved by you\n");
+    for user in [&ada, &bea, &eve] {
+        let listed = user.ok(&["fix", "list"]);
+        assert!(listed.contains("(Renamed in 2021; Ada on ") && listed.contains("  approved by Dee\n"), "{listed}");
+    }
+    assert_eq!(first_line(&eve.ok(&["ask", PHANATIC])), "Answer: BayCare Ballpark", "approved: applies for Eve");
+    let listed = eve.list();
+    assert_eq!((listed[0]["review"].as_str(), listed[0]["reviewed_by"].as_str()), (Some("approved"), Some("Dee")));
+    assert_eq!(listed[0]["awaiting_approval"], serde_json::Value::Null);
+
+    // Eve rejects it later: the latest review wins, for everyone under apply = "approved".
+    eve.ok(&["fix", "review", "reject", "1", "--reason", "not official yet"]);
+    for user in [&dee, &eve] {
+        assert_eq!(first_line(&user.ok(&["ask", PHANATIC])), "Answer: Bright House Field");
+        let listed = user.ok(&["fix", "list"]);
+        assert!(listed.contains("unapproved relabel m.bright_house_field"), "{listed}");
+        assert!(listed.contains("  rejected by Eve\n"), "{listed}");
+    }
+    // Under apply = "all", reviews are shown but every correction applies.
+    assert_eq!(first_line(&bea.ok(&["ask", PHANATIC])), "Answer: BayCare Ballpark");
+    assert!(bea.ok(&["fix", "list"]).contains("  rejected by Eve\n"));
+    // Dee approves it again: hers is the latest now.
+    dee.ok(&["fix", "review", "approve", "1"]);
+    assert_eq!(first_line(&eve.ok(&["ask", PHANATIC])), "Answer: BayCare Ballpark");
+    let history: Vec<String> =
+        eve.list()[0]["history"].as_array().unwrap().iter().map(|h| h["what"].as_str().unwrap().to_string()).collect();
+    assert_eq!(history, ["created", "approved by Dee", "rejected by Eve", "approved by Dee"]);
+    assert_eq!(records_on(&server), 4, "a correction and three reviews");
+}
+
+#[test]
+fn approved_corrections_export_as_an_update_the_maintainers_can_apply() {
+    let server = OxigraphRw::start();
+    let (ada, bea) = (User::on(&server, "Ada"), User::on(&server, "Bea"));
+    let hostile = "Bay\"Care\" \\ Ball}park\n; DROP ALL ; {\u{1}\u{7f}\t'x'";
+    ada.ok(&["fix", "relabel", "m.bright_house_field", hostile, "--reason", "Renamed\n\"} ; DROP ALL"]);
+    ada.ok(&[
+        "fix",
+        "retract",
+        "m.phillies",
+        "baseball.baseball_team.spring_training_stadium",
+        "m.bright_house_field",
+        "--reason",
+        "not approved",
+    ]);
+    bea.ok(&["fix", "relabel", "m.lou_seal", "Lou", "--reason", "Bea's own, not reviewed"]);
+    bea.ok(&["fix", "review", "approve", "1"]);
+    let patch = bea.ok(&["fix", "export", "--format", "sparql-update", "--approved"]);
+    assert!(!patch.contains("Lou") && !patch.contains("spring_training"), "only approved ones: {patch}");
+    assert_eq!(patch.matches("INSERT DATA").count(), 1, "{patch}");
+    // Without --approved, Bea's own and Ada's retraction are there too.
+    let all = bea.ok(&["fix", "export", "--format", "sparql-update"]);
+    assert!(all.contains("Lou") && all.contains("spring_training_stadium"), "{all}");
+
+    // The maintainers' server takes it, and holds the name exactly as typed.
+    let maintainers = OxigraphRw::start();
+    let client = SparqlClient::new(SparqlConfig::new(&maintainers.update)).unwrap();
+    block_on(client.update(&patch)).expect("the patch applies");
+    let query = SparqlClient::new(SparqlConfig::new(&maintainers.query)).unwrap();
+    let rows = block_on(query.select("SELECT ?s ?p ?o WHERE { ?s ?p ?o }")).unwrap();
+    assert_eq!(rows.len(), 1, "one triple, nothing else: {rows:?}");
+    match (rows[0].get("s"), rows[0].get("o")) {
+        (Some(oxrdf::Term::NamedNode(s)), Some(oxrdf::Term::Literal(o))) => {
+            assert!(s.as_str().ends_with("m.bright_house_field"), "{s}");
+            assert_eq!(o.value(), hostile);
+        }
+        other => panic!("{other:?}"),
+    }
+    // The N-Triples export of the same is one line a parser reads back.
+    let nt = bea.ok(&["fix", "export", "--format", "nt", "--approved"]);
+    let triples: Vec<_> = oxttl::NTriplesParser::new().for_slice(nt.as_bytes()).collect::<Result<_, _>>().unwrap();
+    assert_eq!(triples.len(), 1);
+}

@@ -34,6 +34,10 @@ pub enum Kind {
     Undo { target: String },
     /// Sets a correction aside in favour of the one it conflicts with.
     Supersede { target: String },
+    /// A teammate's review: the correction is right.
+    Approve { target: String },
+    /// A teammate's review: the correction is wrong.
+    Reject { target: String },
 }
 
 impl Kind {
@@ -42,6 +46,8 @@ impl Kind {
             Kind::Correction { .. } => "Correction",
             Kind::Undo { .. } => "Undo",
             Kind::Supersede { .. } => "Supersede",
+            Kind::Approve { .. } => "Approve",
+            Kind::Reject { .. } => "Reject",
         }
     }
 }
@@ -192,7 +198,9 @@ impl Record {
                     out.push((ns("basedOn"), iri(base)?));
                 }
             }
-            Kind::Undo { target } | Kind::Supersede { target } => out.push((ns("target"), iri(target)?)),
+            Kind::Undo { target } | Kind::Supersede { target } | Kind::Approve { target } | Kind::Reject { target } => {
+                out.push((ns("target"), iri(target)?))
+            }
         }
         if let Some(context) = &self.context {
             if let Some(q) = &context.question {
@@ -358,6 +366,8 @@ impl Gathered {
             }
             "Undo" => Kind::Undo { target: need("target")?.to_string() },
             "Supersede" => Kind::Supersede { target: need("target")?.to_string() },
+            "Approve" => Kind::Approve { target: need("target")?.to_string() },
+            "Reject" => Kind::Reject { target: need("target")?.to_string() },
             other => return Err(bad(format!("unknown record type {other:?}"))),
         };
         let author = agent_name(need("author")?).ok_or_else(|| bad("its author is not an ongraph agent IRI".into()))?;
