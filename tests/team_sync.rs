@@ -547,9 +547,10 @@ fn an_unreachable_server_is_tried_once_and_not_pulled_from_after() {
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
     assert_eq!(note.lines().count(), 1, "{note}");
     assert!(note.starts_with("1 correction not yet shared (") && note.contains("cannot connect"), "{note}");
-    // The pull before the correction, and none after the send that could not connect.
+    // The pull before the correction (a count, then the list), and none after the send that
+    // could not connect.
     let requests = runtime.block_on(server.received_requests()).unwrap();
-    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests.len(), 2, "{requests:?}");
     assert_eq!(ada.log().matches("retrying").count(), 0, "a failed connection is not retried");
 }
 

@@ -4,9 +4,9 @@
 //! alone for a while (longer each time it still fails) and said once, not at every step.
 
 use super::SetupArgs;
-use super::overlay::{shared_entry, sync_team};
+use super::overlay::{open_store, shared_entry, store_generation};
 use crate::config::Config;
-use crate::overlay::team::Team;
+use crate::overlay::team::{PullCache, Team, TeamError};
 use crate::tui::TeamNote;
 use anyhow::Result;
 use std::sync::Mutex;
@@ -32,6 +32,10 @@ struct Watch {
     backoff: Duration,
     /// The failure was said (the next success says it is over).
     said: bool,
+    /// The store's generation when a send last found nothing to send: while it has not moved,
+    /// nothing was queued since.
+    sent_at: Option<u64>,
+    pulled: PullCache,
 }
 
 impl TeamWatch {
@@ -48,21 +52,22 @@ impl TeamWatch {
     /// should be told, if anything changed about the server. Blocking: call it off the UI's
     /// loop (the store worker's blocking pool), within the tokio runtime.
     pub fn step(&self) -> Option<TeamNote> {
-        if self.lock().retry_at.is_some_and(|t| Instant::now() < t) {
+        // Held throughout: only the store worker calls this, one step at a time.
+        let mut watch = self.lock();
+        if watch.retry_at.is_some_and(|t| Instant::now() < t) {
             return None;
         }
         let synced = match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => runtime.block_on(sync_team(&self.team, &self.config, false)),
+            Ok(runtime) => runtime.block_on(self.sync(&mut watch)),
             Err(e) => Err(anyhow::anyhow!("no runtime to sync in: {e}")),
         };
-        let mut watch = self.lock();
         let problem = match synced {
             // The local store (held by another process a moment, say): the next step tries again.
             Err(e) => {
                 tracing::warn!(set = self.team.name(), "cannot sync with the shared set this step: {e:#}");
                 return None;
             }
-            Ok(synced) => synced.problem,
+            Ok(problem) => problem,
         };
         match problem {
             Some(problem) => {
@@ -78,11 +83,33 @@ impl TeamWatch {
             }
             None => {
                 let was_said = watch.said;
-                *watch = Watch::default();
+                (watch.said, watch.retry_at, watch.backoff) = (false, None, Duration::ZERO);
                 let name = self.team.name();
                 was_said
                     .then(|| TeamNote::Back(format!("shared set {name} answers again: corrections shared and pulled")))
             }
+        }
+    }
+
+    /// Sends what is queued (unless nothing was written since the last send found the queue
+    /// empty) and pulls what is new (opening no store when nothing is): why the server could
+    /// not be reached, if it could not.
+    async fn sync(&self, watch: &mut Watch) -> Result<Option<String>> {
+        let open = || open_store(&self.config);
+        // Read before sending: a write after it moves the generation, and the next step sends.
+        let generation = store_generation(&self.config).ok();
+        if generation.is_none() || generation != watch.sent_at {
+            let pushed = self.team.push(&open).await?;
+            if let Some(error) = pushed.error {
+                return Ok(Some(error.to_string()));
+            }
+            let untouched = pushed.sent == 0 && pushed.rejected == 0;
+            watch.sent_at = if untouched { generation } else { None };
+        }
+        match self.team.pull_cached(&open, false, &mut watch.pulled).await {
+            Ok(_) => Ok(None),
+            Err(TeamError::Store(e)) => Err(e.into()),
+            Err(e) => Ok(Some(e.to_string())),
         }
     }
 
