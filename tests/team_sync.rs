@@ -6,7 +6,7 @@
 mod common;
 
 use common::ongraph_cmd;
-use common::servers::OxigraphRw;
+use common::servers::{OxigraphRw, Virtuoso, fixture};
 use ongraph::testing::kg::{SparqlClient, SparqlConfig};
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -797,4 +797,53 @@ fn approved_corrections_export_as_an_update_the_maintainers_can_apply() {
     let nt = bea.ok(&["fix", "export", "--format", "nt", "--approved"]);
     let triples: Vec<_> = oxttl::NTriplesParser::new().for_slice(nt.as_bytes()).collect::<Result<_, _>>().unwrap();
     assert_eq!(triples.len(), 1);
+}
+
+/// Virtuoso 7 (Debian's), the server that serves Freebase to ToG, holding the corrections graph
+/// beside the KG's: through its `/sparql` endpoint made writable for the anonymous user (the
+/// test cannot reach `/sparql-auth`'s Digest authentication; see the README for a real server).
+/// Records are written with an explicit GRAPH (Virtuoso's INSERT DATA needs one), read with
+/// GRAPH and no FROM / FROM NAMED, stamped by the client (Virtuoso's NOW() has no timezone).
+#[test]
+fn the_sync_works_on_virtuoso_beside_the_kg_it_serves() {
+    let server = Virtuoso::start(&fixture("freebase-demo.nt"));
+    server.writable();
+    let kg = format!("[kg.virtuoso]\nendpoint = \"{}\"\nprofile = \"freebase\"\n", server.url);
+    let ada = User::new("Ada", &server.url, &server.url, &kg);
+    let bea = User::new("Bea", &server.url, &server.url, &format!("apply = \"approved\"\n{kg}"));
+    fn on<'a>(args: &[&'a str]) -> Vec<&'a str> {
+        [args, &["--kg", "virtuoso"]].concat()
+    }
+    let relations = bea.ok(&on(&["kg", "relations", "m.bright_house_field"]));
+    let answer = |user: &User| first_line(&user.ok(&on(&["ask", PHANATIC]))).to_string();
+    assert_eq!(answer(&bea), "Answer: Bright House Field");
+
+    let made =
+        ada.ok(&on(&["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed in 2021"]));
+    assert_eq!(made, "correction 1: relabel m.bright_house_field as \"BayCare Ballpark\"\n");
+    assert_eq!(answer(&ada), "Answer: BayCare Ballpark");
+    // Bea pulls it; under apply = "approved" it waits for her review.
+    assert_eq!(answer(&bea), "Answer: Bright House Field");
+    let listed = bea.ok(&on(&["fix", "list"]));
+    assert!(
+        listed.contains("unapproved relabel m.bright_house_field as \"BayCare Ballpark\"  (Renamed in 2021; Ada on ")
+    );
+    bea.ok(&on(&["fix", "review", "approve", "1"]));
+    assert_eq!(answer(&bea), "Answer: BayCare Ballpark");
+    assert!(ada.ok(&on(&["fix", "list"])).contains("  approved by Bea\n"));
+    // The records share the store with the KG, and Virtuoso queries the union of its graphs,
+    // yet nothing of them shows in the KG: a record names entities by literal ids, never by
+    // the KG's IRIs.
+    assert_eq!(bea.ok(&on(&["kg", "relations", "m.bright_house_field", "--no-overlay"])), relations);
+    assert!(!bea.ok(&on(&["kg", "search", "Renamed in 2021", "--no-overlay"])).contains("urn:"));
+    let client = SparqlClient::new(SparqlConfig::new(&server.url)).unwrap();
+    let count = format!(
+        "SELECT (COUNT(DISTINCT ?r) AS ?n) WHERE {{ GRAPH <{GRAPH}> {{ ?r <urn:ongraph:ns:publishedAt> ?t }} }}"
+    );
+    let rows = block_on(client.select(&count)).unwrap();
+    match rows.first().and_then(|r| r.get("n")) {
+        Some(oxrdf::Term::Literal(n)) => assert_eq!(n.value(), "2", "a correction and its approval"),
+        other => panic!("no count: {other:?}"),
+    }
+    assert_eq!(ada.ok(&on(&["fix", "sync"])), "pushed 0 record(s) to team, pulled 0 new record(s)\n");
 }

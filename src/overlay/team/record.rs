@@ -294,7 +294,10 @@ pub fn select_published(graph: &str, since: Option<&str>, paged: Option<Option<&
             format!(" ORDER BY ?r LIMIT {PAGE}"),
         ),
     };
-    Ok(format!("SELECT ?r ?sent WHERE {{ GRAPH {graph} {{\n ?r {} ?sent .\n{since}{after}}} }}{order}", ns("publishedAt")))
+    Ok(format!(
+        "SELECT ?r ?sent WHERE {{ GRAPH {graph} {{\n ?r {} ?sent .\n{since}{after}}} }}{order}",
+        ns("publishedAt")
+    ))
 }
 
 /// The query for everything the records `iris` of `graph` say (at most [`DETAIL`] of them), one
