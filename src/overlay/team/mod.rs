@@ -14,12 +14,16 @@ use crate::kg::KgError;
 use crate::kg::sparql::client::{Credentials, SparqlClient, SparqlConfig, redact};
 use crate::overlay::store::{SledStore, StoreError};
 use record::{DETAIL, Gathered, PAGE, now_millis, parse_time};
+use futures::StreamExt as _;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// How far before the last pull's latest record the next pull starts again: room for a record
 /// whose commit was slow, or whose writer's clock is a little behind.
 const OVERLAP: Duration = Duration::from_secs(600);
+
+/// How many queries of a pull's records are in flight at once.
+const FETCHING: usize = 3;
 
 /// How long connecting to a set's server may take: one that is down or unroutable costs a
 /// command this, once.
@@ -261,9 +265,12 @@ impl Team {
             }
         }
         let mut gathered: BTreeMap<String, Gathered> = BTreeMap::new();
-        for chunk in wanted.chunks(DETAIL) {
-            let query = record::select_records(&self.graph, chunk).map_err(config)?;
-            let rows = self.query.select(&query).await.map_err(|e| self.server(e))?;
+        let queries = wanted.chunks(DETAIL).map(|chunk| record::select_records(&self.graph, chunk));
+        let queries = queries.collect::<Result<Vec<_>, _>>().map_err(config)?;
+        // A few at once: the server answers one while the last answer is read here.
+        let mut answers = futures::stream::iter(queries.iter().map(|q| self.query.select(q))).buffered(FETCHING);
+        while let Some(rows) = answers.next().await {
+            let rows = rows.map_err(|e| self.server(e))?;
             for row in &rows {
                 let Some(oxrdf::Term::NamedNode(r)) = row.get("r") else { continue };
                 gathered.entry(r.as_str().to_string()).or_default().add(row);
