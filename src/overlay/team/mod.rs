@@ -13,8 +13,8 @@ use crate::config::SharedEntry;
 use crate::kg::KgError;
 use crate::kg::sparql::client::{Credentials, SparqlClient, SparqlConfig, redact};
 use crate::overlay::store::{SledStore, StoreError};
-use record::{DETAIL, Gathered, PAGE, now_millis, parse_time};
 use futures::StreamExt as _;
+use record::{DETAIL, Gathered, PAGE, now_millis, parse_time};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -177,9 +177,9 @@ impl Team {
     }
 
     /// As [`Self::pull`], keeping in `cache` what the next pull of this process needs to find
-    /// nothing new without opening the store. In two queries: which records were published
-    /// since the last pull (their IRIs only), then, of those the store does not have, everything
-    /// they say.
+    /// nothing new without opening the store. In three steps: how many publications there were
+    /// since the last pull (the same count from the same start is nothing new), which records
+    /// they were (their IRIs only), then, of those the store does not have, everything they say.
     pub async fn pull_cached(&self, open: Opener<'_>, full: bool, cache: &mut PullCache) -> Result<usize, TeamError> {
         let started = std::time::Instant::now();
         // The reader's own clock bounds where the next pull starts: a record stamped in the
