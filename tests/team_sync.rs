@@ -847,3 +847,62 @@ fn the_sync_works_on_virtuoso_beside_the_kg_it_serves() {
     }
     assert_eq!(ada.ok(&on(&["fix", "sync"])), "pushed 0 record(s) to team, pulled 0 new record(s)\n");
 }
+
+/// A server that cuts a long answer short (Virtuoso past its `ResultSetMaxRows`) gives fewer
+/// IRIs than it counted: the list is asked for again, page by page, and nothing is missed.
+#[test]
+fn a_list_cut_short_is_read_again_page_by_page() {
+    use wiremock::matchers::{body_string_contains, path, query_param_contains};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let (one, two) = ("urn:uuid:0190a7d4-0000-7000-8000-000000000001", "urn:uuid:0190a7d4-0000-7000-8000-000000000002");
+    let iri = |v: &str| serde_json::json!({"type": "uri", "value": v});
+    let lit = |v: &str| serde_json::json!({"type": "literal", "value": v});
+    let time = |v: &str| serde_json::json!({"type": "literal", "value": v, "datatype": "http://www.w3.org/2001/XMLSchema#dateTime"});
+    let sent = "2026-11-25T10:00:00.000Z";
+    let listed = |iris: &[&str]| {
+        let rows: Vec<_> = iris.iter().map(|r| serde_json::json!({"r": iri(r), "sent": time(sent)})).collect();
+        serde_json::json!({"head": {"vars": ["r", "sent"]}, "results": {"bindings": rows}})
+    };
+    let record = |r: &str, entity: &str, name: &str| {
+        serde_json::json!({"r": iri(r), "sent": time(sent), "type": iri("urn:ongraph:ns:Correction"),
+            "author": iri("urn:ongraph:agent:Ada"), "at": time(sent), "kg": lit("demo"), "op": lit("relabel"),
+            "s": lit(entity), "label": lit(name), "reason": lit("r")})
+    };
+    let count = serde_json::json!({"head": {"vars": ["n"]}, "results": {"bindings": [{"n":
+        {"type": "literal", "value": "2", "datatype": "http://www.w3.org/2001/XMLSchema#integer"}}]}});
+    let vars = ["r", "sent", "type", "author", "at", "kg", "op", "s", "label", "reason"];
+    let records = serde_json::json!({"head": {"vars": vars}, "results": {"bindings": [
+        record(one, "m.apple", "Apple Computer"), record(two, "m.lou_seal", "Lou")]}});
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(async {
+        let server = MockServer::start().await;
+        let answer = |body: &serde_json::Value| ResponseTemplate::new(200).set_body_json(body.clone());
+        Mock::given(path("/query"))
+            .and(query_param_contains("query", "COUNT(*)"))
+            .respond_with(answer(&count))
+            .mount(&server)
+            .await;
+        Mock::given(path("/query"))
+            .and(query_param_contains("query", "ORDER BY ?r LIMIT"))
+            .respond_with(answer(&listed(&[one, two])))
+            .mount(&server)
+            .await;
+        // Long: sent by form POST.
+        Mock::given(path("/query"))
+            .and(body_string_contains("VALUES"))
+            .respond_with(answer(&records))
+            .mount(&server)
+            .await;
+        // The whole list, cut short after one row.
+        Mock::given(path("/query")).respond_with(answer(&listed(&[one]))).with_priority(10).mount(&server).await;
+        server
+    });
+    let query = format!("{}/query", server.uri());
+    let bea = User::new("Bea", &query, &format!("{}/update", server.uri()), "");
+    assert_eq!(bea.ok(&["fix", "sync"]), "pushed 0 record(s) to team, pulled 2 new record(s)\n");
+    let names: Vec<String> = bea.list().iter().map(|c| c["label"].as_str().unwrap_or_default().to_string()).collect();
+    assert_eq!(names, ["Apple Computer", "Lou"]);
+    let requests = runtime.block_on(server.received_requests()).unwrap();
+    let paged = requests.iter().filter(|r| r.url.query().unwrap_or_default().contains("ORDER+BY")).count();
+    assert_eq!(paged, 2, "each pull (fix sync, then fix list) paged once: one page held both");
+}
