@@ -620,7 +620,8 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
         // Another scope's write moves the store's generation too: only a change is news.
         Action::CorrectionsChanged(Ok(list)) if list == app.corrections => Vec::new(),
         Action::CorrectionsChanged(Ok(list)) => {
-            let active = list.iter().filter(|c| c.active).count();
+            // Those that apply: a teammate's waiting for approval is listed, not applied.
+            let active = list.iter().filter(|c| c.active && !app.awaits_approval(c)).count();
             app.corrections = list;
             app.corrections_at = app.corrections_at.min(app.corrections.len().saturating_sub(1));
             app.say(format!(
