@@ -3,7 +3,7 @@
 //! acknowledged survives a crash.
 
 use super::team::record::{Kind, Record as TeamRecord};
-use super::{Correction, Draft, HistoryEntry, Op, TeamLink};
+use super::{Correction, Draft, HistoryEntry, Op, Review, TeamLink};
 use crate::sled_open::open_contained;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -28,6 +28,12 @@ pub enum StoreError {
     AlreadyUndone { id: u64 },
     #[error("correction {id} is not in conflict with another: undo it instead (fix undo {id})")]
     NoConflict { id: u64 },
+    #[error("correction {id} is not a teammate's shared correction: there is nothing to review")]
+    NotShared { id: u64 },
+    #[error("correction {id} is your own: a teammate reviews it")]
+    OwnCorrection { id: u64 },
+    #[error("correction {id} is already {verdict} by you")]
+    AlreadyReviewed { id: u64, verdict: &'static str },
     #[error(
         "correction record {key} was written in format v{version}, which this ongraph does not read (it reads v1 to v{CURRENT_VERSION})"
     )]
@@ -376,6 +382,46 @@ pub enum Aside {
 enum Known {
     Correction { kg: String, id: u64 },
     Aside { target: String, supersede: bool, author: String, at: String, applied: bool },
+    Review { target: String, review: Review, applied: bool },
+}
+
+impl Known {
+    /// The correction an undo, supersede or review points at.
+    fn target(&self) -> Option<&str> {
+        match self {
+            Known::Correction { .. } => None,
+            Known::Aside { target, .. } | Known::Review { target, .. } => Some(target),
+        }
+    }
+
+    fn applied(&self) -> bool {
+        matches!(self, Known::Aside { applied: true, .. } | Known::Review { applied: true, .. })
+    }
+
+    /// Applies this undo, supersede or review to its correction, once.
+    fn apply_to(&mut self, correction: &mut Correction) {
+        match self {
+            Known::Correction { .. } => {}
+            Known::Aside { supersede, author, at, applied, .. } => {
+                if correction.active {
+                    correction.active = false;
+                    let what = if *supersede { "superseded" } else { "undone" };
+                    correction.history.push(HistoryEntry { at: at.clone(), what: format!("{what} by {author}") });
+                }
+                *applied = true;
+            }
+            Known::Review { review, applied, .. } => {
+                if let Some(team) = correction.team.as_mut()
+                    && !team.reviews.iter().any(|r| r.record == review.record)
+                {
+                    let what = format!("{} by {}", review.verdict(), review.author);
+                    correction.history.push(HistoryEntry { at: review.at.clone(), what });
+                    team.reviews.push(review.clone());
+                }
+                *applied = true;
+            }
+        }
+    }
 }
 
 /// A record waiting to be sent to its set.
@@ -465,6 +511,7 @@ impl SledStore {
             pulled: false,
             rejected: None,
             agent,
+            reviews: Vec::new(),
         };
         let correction = new_correction(id, kg, draft, now, Some(team));
         self.stage(&mut batch, &correction)?;
@@ -532,6 +579,60 @@ impl SledStore {
             batch.insert(team_key(KNOWN, &iri), self.json(&known)?);
             batch.insert(team_key(QUEUE, &iri), self.json(&Queued { set: team.set.clone(), record })?);
         }
+        self.commit(batch)?;
+        Ok(correction)
+    }
+
+    /// Approves (or rejects) a teammate's shared correction: a review record, queued to be
+    /// sent, and kept on the correction, in one write. One's own correction is not reviewed.
+    pub fn review(&self, kg: &str, id: u64, approve: bool, reason: Option<&str>) -> Result<Correction, StoreError> {
+        let mut correction = self.get(kg, id)?;
+        let Some(team) = correction.team.clone() else { return Err(StoreError::NotShared { id }) };
+        let mut batch = sled::Batch::default();
+        let agent = self.agent_id(&mut batch)?;
+        // Made here, or made by this store and pulled back (a full pull of a copy).
+        if !team.pulled || team.agent.as_deref() == Some(agent.as_str()) {
+            return Err(StoreError::OwnCorrection { id });
+        }
+        if let Some(last) = super::team::state::verdict(&team)
+            && last.approve == approve
+            && last.agent.as_deref() == Some(agent.as_str())
+        {
+            return Err(StoreError::AlreadyReviewed { id, verdict: last.verdict() });
+        }
+        let iri = super::team::record::new_iri();
+        let now = super::team::record::now_millis();
+        let reason = reason.map(str::trim).unwrap_or_default().to_string();
+        let review = Review {
+            record: iri.clone(),
+            approve,
+            author: self.author.clone(),
+            at: now.clone(),
+            reason: reason.clone(),
+            agent: Some(agent.clone()),
+        };
+        let target = team.record.clone();
+        let record = TeamRecord {
+            iri: iri.clone(),
+            kind: if approve {
+                Kind::Approve { target: target.clone() }
+            } else {
+                Kind::Reject { target: target.clone() }
+            },
+            kg: kg.to_string(),
+            author: self.author.clone(),
+            created: now,
+            reason,
+            context: None,
+            generated: false,
+            based_on: None,
+            agent: Some(agent),
+        };
+        let mut known = Known::Review { target, review, applied: false };
+        known.apply_to(&mut correction);
+        self.stage(&mut batch, &correction)?;
+        batch.insert(team_key(KNOWN, &iri), self.json(&known)?);
+        batch.insert(team_key(QUEUE, &iri), self.json(&Queued { set: team.set.clone(), record })?);
         self.commit(batch)?;
         Ok(correction)
     }
@@ -648,6 +749,7 @@ impl SledStore {
                             pulled: true,
                             rejected: None,
                             agent: record.agent,
+                            reviews: Vec::new(),
                         }),
                     };
                     batch.insert(
@@ -657,14 +759,27 @@ impl SledStore {
                     by_record.insert(record.iri, (record.kg.clone(), id));
                     changed.insert((record.kg, id), correction);
                 }
-                aside => {
-                    let (target, supersede) = match aside {
-                        Kind::Undo { target } => (target, false),
-                        Kind::Supersede { target } => (target, true),
+                other => {
+                    let (author, at) = (record.author, record.created);
+                    let approve = matches!(other, Kind::Approve { .. });
+                    let known = match other {
+                        Kind::Undo { target } => Known::Aside { target, supersede: false, author, at, applied: false },
+                        Kind::Supersede { target } => {
+                            Known::Aside { target, supersede: true, author, at, applied: false }
+                        }
+                        Kind::Approve { target } | Kind::Reject { target } => {
+                            let review = Review {
+                                record: record.iri.clone(),
+                                approve,
+                                author,
+                                at,
+                                reason: record.reason,
+                                agent: record.agent,
+                            };
+                            Known::Review { target, review, applied: false }
+                        }
                         Kind::Correction { .. } => continue,
                     };
-                    let known =
-                        Known::Aside { target, supersede, author: record.author, at: record.created, applied: false };
                     asides.push((record.iri, known, true));
                 }
             }
@@ -672,16 +787,16 @@ impl SledStore {
         // Undo and supersede records kept from earlier pulls, whose correction may be here now.
         for item in self.db.scan_prefix(WAITING) {
             let (k, v) = item.map_err(|e| self.err(e))?;
-            if let Ok(known @ Known::Aside { .. }) = serde_json::from_slice::<Known>(&v) {
+            if let Ok(known @ (Known::Aside { .. } | Known::Review { .. })) = serde_json::from_slice::<Known>(&v) {
                 asides.push((String::from_utf8_lossy(&k[WAITING.len()..]).into_owned(), known, false));
             }
         }
         let mut dirty = new > 0 || until.is_some_and(|u| self.pulled_until(set).ok().flatten().as_deref() != Some(u));
         for (iri, mut known, is_new) in asides {
-            let Known::Aside { target, supersede, author, at, applied } = &mut known else { continue };
+            let Some(target) = known.target().map(str::to_string) else { continue };
             let found = match by_record.get(target.as_str()) {
                 Some(k) => Some(k.clone()),
-                None => match self.known(target)? {
+                None => match self.known(&target)? {
                     Some(Known::Correction { kg, id }) => {
                         let correction = self.get(&kg, id)?;
                         changed.insert((kg.clone(), id), correction);
@@ -691,14 +806,9 @@ impl SledStore {
                 },
             };
             if let Some(correction) = found.and_then(|k| changed.get_mut(&k)) {
-                if correction.active {
-                    correction.active = false;
-                    let what = if *supersede { "superseded" } else { "undone" };
-                    correction.history.push(HistoryEntry { at: at.clone(), what: format!("{what} by {author}") });
-                }
-                *applied = true;
+                known.apply_to(correction);
             }
-            let applied = *applied;
+            let applied = known.applied();
             if is_new || applied {
                 dirty = true;
                 let bytes = self.json(&known)?;
