@@ -1,372 +1,10 @@
-//! Where corrections live: a small store trait with a versioned record format, and its sled
-//! implementation. Every write is flushed to disk before it returns, so a correction that was
-//! acknowledged survives a crash.
+//! The store's side of team sharing: the queue of records to publish, the records known from
+//! the server, reviews, and how a correction is set aside (undone, superseded).
 
-use super::team::record::{Kind, Record as TeamRecord};
-use super::{Correction, Draft, HistoryEntry, Op, Review, TeamLink};
-use crate::sled_open::open_contained;
+use super::{CorrectionStore, SledStore, StoreError, TeamRecord, key, new_correction};
+use crate::overlay::team::record::Kind;
+use crate::overlay::{Correction, Draft, HistoryEntry, Review, TeamLink};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("the correction store at {path} is in use by another ongraph process; close it and retry")]
-    Locked { path: String },
-    #[error(
-        "the correction store at {path} is corrupt ({detail}); move it aside to start afresh (your corrections can be re-imported from an export)"
-    )]
-    Corrupt { path: String, detail: String },
-    #[error("the correction store at {path}: {detail}")]
-    Io { path: String, detail: String },
-    #[error(
-        "the disk holding the correction store at {path} is full: free some space to make corrections (those stored are intact)"
-    )]
-    DiskFull { path: String },
-    #[error("no correction {id} for knowledge graph {kg:?}")]
-    UnknownId { kg: String, id: u64 },
-    #[error("correction {id} is already undone")]
-    AlreadyUndone { id: u64 },
-    #[error("correction {id} is not in conflict with another: undo it instead (fix undo {id})")]
-    NoConflict { id: u64 },
-    #[error("correction {id} is not a teammate's shared correction: there is nothing to review")]
-    NotShared { id: u64 },
-    #[error("correction {id} is your own: a teammate reviews it")]
-    OwnCorrection { id: u64 },
-    #[error("correction {id} is already {verdict} by you")]
-    AlreadyReviewed { id: u64, verdict: &'static str },
-    #[error(
-        "correction record {key} was written in format v{version}, which this ongraph does not read (it reads v1 to v{CURRENT_VERSION})"
-    )]
-    Version { key: String, version: u32 },
-}
-
-/// The newest record format version this build reads and writes. v2 added [`Op::Replace`];
-/// a record is written in the oldest version that holds it, so a store without replaces
-/// stays readable by builds that read only v1, and one with them is refused by those builds
-/// as a newer format (not as a corrupt store). A correction's `generated` mark needs no new
-/// version: a build that does not know it ignores it and goes by the reason, as it always
-/// did (an accepted triple's reason is still [`super::generated_reason`]).
-pub const CURRENT_VERSION: u32 = 2;
-
-/// The oldest record format that can hold `op`.
-fn version_for(op: &Op) -> u32 {
-    match op {
-        Op::Replace { .. } => 2,
-        Op::Retract { .. } | Op::Assert { .. } | Op::Relabel { .. } => 1,
-    }
-}
-
-/// What is stored per correction: the format version and the correction.
-#[derive(Serialize, Deserialize)]
-struct Record {
-    v: u32,
-    correction: Correction,
-}
-
-/// Persistent corrections, scoped per knowledge graph.
-pub trait CorrectionStore: Send + Sync {
-    /// Records a new, active correction; durable when this returns.
-    fn add(&self, kg: &str, draft: Draft) -> Result<Correction, StoreError>;
-    /// Marks a correction inactive (its history keeps the undo); durable when this returns.
-    fn undo(&self, kg: &str, id: u64) -> Result<Correction, StoreError>;
-    /// Every correction for `kg`, active or not, oldest first.
-    fn list(&self, kg: &str) -> Result<Vec<Correction>, StoreError>;
-}
-
-pub struct SledStore {
-    db: sled::Db,
-    path: PathBuf,
-    /// A copy opened for reading (the store's own disk is full): removed on drop, never written.
-    copy: Option<PathBuf>,
-    /// Writes made so far (also stored in the db, atomically with each record).
-    generation: std::sync::atomic::AtomicU64,
-    /// Who writes: recorded on the undo and supersede records this store queues.
-    author: String,
-}
-
-/// sled recovers a damaged log by stopping at the damage, silently: a store could lose
-/// corrections and still open. So every acknowledged write bumps a generation counter, kept
-/// both in the db (atomically with the record) and, after the flush, in this small file beside
-/// it; a db that holds fewer writes than were acknowledged is reported, never used.
-const ACK_FILE: &str = "acknowledged";
-/// Where the next value of [`ACK_FILE`] is written before it is renamed over it, so a reader
-/// never sees a half-written counter.
-const ACK_NEXT: &str = "acknowledged.next";
-
-/// The store's generation (how many writes it has acknowledged), read from the small file
-/// beside the database without opening it: cheap enough to check before every step whether
-/// another process changed the corrections. 0 when there is no store yet.
-pub fn acknowledged(path: &Path) -> Result<u64, StoreError> {
-    match std::fs::read(path.join(ACK_FILE)) {
-        Ok(bytes) => Ok(read_u64(Some(&bytes))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
-        Err(e) => Err(StoreError::Io { path: path.display().to_string(), detail: e.to_string() }),
-    }
-}
-
-impl SledStore {
-    /// Opens (creating if needed) the store at `path`. Another process holding it open is a
-    /// clear error, as is a damaged database.
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let shown = path.display().to_string();
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| StoreError::Io { path: shown.clone(), detail: e.to_string() })?;
-        }
-        let db = open_contained(path)
-            .map_err(|()| StoreError::Corrupt { path: shown.clone(), detail: "the database cannot be read".into() })?
-            .map_err(|e| classify(&shown, e))?;
-        let on_disk = read_u64(db.get(GENERATION).map_err(|e| classify(&shown, e))?.as_deref());
-        let acknowledged = acknowledged(path).unwrap_or(0);
-        if on_disk < acknowledged {
-            return Err(StoreError::Corrupt {
-                path: shown,
-                detail: format!(
-                    "{acknowledged} writes were acknowledged but only {on_disk} are on disk: corrections were lost"
-                ),
-            });
-        }
-        // A write whose note did not make it (a full disk, a crash between the two): catch up,
-        // so other processes see it.
-        if on_disk > acknowledged
-            && let Err(e) = write_ack(path, on_disk)
-        {
-            tracing::warn!("cannot note the store's generation beside it: {e}");
-        }
-        Ok(Self {
-            db,
-            path: path.to_path_buf(),
-            copy: None,
-            generation: std::sync::atomic::AtomicU64::new(on_disk),
-            author: super::default_author(None),
-        })
-    }
-
-    /// Records `author` on the team records this store queues (undo, supersede).
-    pub fn with_author(mut self, author: String) -> Self {
-        self.author = author;
-        self
-    }
-
-    /// Opens a copy of the store in the temporary directory, to read it when its own disk is
-    /// too full for sled to open it (opening writes). The copy refuses writes.
-    pub fn read_copy(path: &Path) -> Result<Self, StoreError> {
-        let shown = path.display().to_string();
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let copy = std::env::temp_dir().join(format!("ongraph-overlay-{}-{nanos}", std::process::id()));
-        // A fresh directory only this user can read: corrections are not for a shared /tmp.
-        let mut dir = std::fs::DirBuilder::new();
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut dir, 0o700);
-        let opened = dir
-            .create(&copy)
-            .and_then(|()| copy_dir(path, &copy))
-            // The temporary directory is often on the same full disk: then the first error says
-            // what matters.
-            .map_err(|_| StoreError::DiskFull { path: shown.clone() })
-            .and_then(|()| Self::open(&copy));
-        match opened {
-            Ok(mut store) => {
-                store.path = path.to_path_buf();
-                store.copy = Some(copy);
-                Ok(store)
-            }
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&copy);
-                Err(e)
-            }
-        }
-    }
-
-    fn err(&self, e: sled::Error) -> StoreError {
-        classify(&self.path.display().to_string(), e)
-    }
-
-    /// Ids count up from 1 per store, so people can type them. The store is locked to one
-    /// process, so reading and bumping the counter cannot race; a crash after the bump only
-    /// skips an id that was never acknowledged.
-    fn next_id(&self) -> Result<u64, StoreError> {
-        let bumped = self
-            .db
-            .update_and_fetch(NEXT_ID, |old| {
-                let n = read_u64(old);
-                Some((n + 1).to_be_bytes().to_vec())
-            })
-            .map_err(|e| self.err(e))?;
-        Ok(read_u64(bumped.as_deref()).max(1))
-    }
-
-    fn put(&self, correction: &Correction) -> Result<(), StoreError> {
-        let mut batch = sled::Batch::default();
-        self.stage(&mut batch, correction)?;
-        self.commit(batch)
-    }
-
-    /// Adds `correction` to `batch`, in the oldest format that holds it.
-    fn stage(&self, batch: &mut sled::Batch, correction: &Correction) -> Result<(), StoreError> {
-        let record = Record { v: version_for(&correction.op), correction: correction.clone() };
-        batch.insert(key(&correction.kg, correction.id), self.json(&record)?);
-        Ok(())
-    }
-
-    fn json(&self, value: &impl Serialize) -> Result<Vec<u8>, StoreError> {
-        serde_json::to_vec(value)
-            .map_err(|e| StoreError::Io { path: self.path.display().to_string(), detail: e.to_string() })
-    }
-
-    /// Writes `batch` as one write (all of it or none), durable when this returns.
-    fn commit(&self, mut batch: sled::Batch) -> Result<(), StoreError> {
-        if self.copy.is_some() {
-            return Err(StoreError::DiskFull { path: self.path.display().to_string() });
-        }
-        let generation = self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        batch.insert(GENERATION, generation.to_be_bytes().to_vec());
-        self.db.apply_batch(batch).map_err(|e| self.err(e))?;
-        // Not durable until flushed: only then may the caller be told it is done.
-        self.db.flush().map_err(|e| self.err(e))?;
-        // The record is durable now: a failure to note it beside the db must not report it
-        // lost (the user would make it twice). The note catches up at the next open or write.
-        if let Err(e) = write_ack(&self.path, generation) {
-            tracing::warn!("the correction is stored, but its generation could not be noted beside the store: {e}");
-        }
-        Ok(())
-    }
-
-    fn read(&self, k: &[u8], bytes: &[u8]) -> Result<Correction, StoreError> {
-        let shown = String::from_utf8_lossy(k).replace('\0', "#");
-        #[derive(Deserialize)]
-        struct Version {
-            v: u32,
-        }
-        let version: Version = serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
-            path: self.path.display().to_string(),
-            detail: format!("record {shown}: {e}"),
-        })?;
-        if !(1..=CURRENT_VERSION).contains(&version.v) {
-            return Err(StoreError::Version { key: shown, version: version.v });
-        }
-        let record: Record = serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
-            path: self.path.display().to_string(),
-            detail: format!("record {shown}: {e}"),
-        })?;
-        Ok(record.correction)
-    }
-}
-
-/// The counters' keys start with a byte no scope name (UTF-8) can start with.
-const NEXT_ID: &[u8] = b"\xffnext_id";
-const GENERATION: &[u8] = b"\xffgeneration";
-
-/// A big-endian u64 counter; missing or malformed counts as 0.
-/// Notes `generation` in the file beside the db: written aside and renamed over the old value,
-/// so other processes, which read it at any time, never see half of it.
-fn write_ack(dir: &Path, generation: u64) -> std::io::Result<()> {
-    let next = dir.join(ACK_NEXT);
-    let mut ack = std::fs::File::create(&next)?;
-    std::io::Write::write_all(&mut ack, &generation.to_be_bytes())?;
-    ack.sync_all()?;
-    std::fs::rename(&next, dir.join(ACK_FILE))?;
-    #[cfg(unix)]
-    std::fs::File::open(dir).and_then(|d| d.sync_all())?;
-    Ok(())
-}
-
-fn read_u64(bytes: Option<&[u8]>) -> u64 {
-    bytes.and_then(|b| <[u8; 8]>::try_from(b).ok()).map(u64::from_be_bytes).unwrap_or(0)
-}
-
-/// `kg NUL id` with the id big-endian, so a scope's corrections sort by id.
-fn key(kg: &str, id: u64) -> Vec<u8> {
-    let mut k = Vec::with_capacity(kg.len() + 9);
-    k.extend_from_slice(kg.as_bytes());
-    k.push(0);
-    k.extend_from_slice(&id.to_be_bytes());
-    k
-}
-
-/// Copies a store's directory tree (files and subdirectories).
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), target)?;
-        }
-    }
-    Ok(())
-}
-
-impl Drop for SledStore {
-    fn drop(&mut self) {
-        if let Some(copy) = &self.copy {
-            let _ = std::fs::remove_dir_all(copy);
-        }
-    }
-}
-
-fn classify(path: &str, e: sled::Error) -> StoreError {
-    match e {
-        sled::Error::Io(io) if io.kind() == std::io::ErrorKind::StorageFull => {
-            StoreError::DiskFull { path: path.to_string() }
-        }
-        sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
-            StoreError::Locked { path: path.to_string() }
-        }
-        sled::Error::Corruption { at, .. } => {
-            StoreError::Corrupt { path: path.to_string(), detail: format!("damaged data at {at:?}") }
-        }
-        other => StoreError::Io { path: path.to_string(), detail: other.to_string() },
-    }
-}
-
-/// A correction made here from `draft`, at `now`, active.
-fn new_correction(id: u64, kg: &str, draft: Draft, now: String, team: Option<TeamLink>) -> Correction {
-    Correction {
-        id,
-        kg: kg.to_string(),
-        op: draft.op,
-        reason: draft.reason,
-        // Always said, so the reason never decides it (see `Correction::generated`).
-        generated: Some(draft.generated),
-        author: draft.author,
-        created: now.clone(),
-        active: true,
-        context: draft.context,
-        history: vec![HistoryEntry { at: now, what: draft.origin.unwrap_or_else(|| "created".into()) }],
-        team,
-    }
-}
-
-impl CorrectionStore for SledStore {
-    fn add(&self, kg: &str, draft: Draft) -> Result<Correction, StoreError> {
-        let id = self.next_id()?;
-        let now = super::now();
-        let correction = new_correction(id, kg, draft, now, None);
-        self.put(&correction)?;
-        Ok(correction)
-    }
-
-    /// Undoes a correction; one in a shared set is undone there too, by an undo record queued
-    /// with it (in the same write).
-    fn undo(&self, kg: &str, id: u64) -> Result<Correction, StoreError> {
-        self.set_aside(kg, id, Aside::Undo, None)
-    }
-
-    fn list(&self, kg: &str) -> Result<Vec<Correction>, StoreError> {
-        let mut prefix = kg.as_bytes().to_vec();
-        prefix.push(0);
-        self.db
-            .scan_prefix(prefix)
-            .map(|item| {
-                let (k, v) = item.map_err(|e| self.err(e))?;
-                self.read(&k, &v)
-            })
-            .collect()
-    }
-}
 
 /// How a correction is set aside: undone, or superseded (in a conflict, for the other).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -487,8 +125,8 @@ impl SledStore {
     ) -> Result<Correction, StoreError> {
         let id = self.next_id()?;
         // To the millisecond: the order records apply in, for everyone (see `in_order`).
-        let now = super::team::record::now_millis();
-        let iri = super::team::record::new_iri();
+        let now = crate::overlay::team::record::now_millis();
+        let iri = crate::overlay::team::record::new_iri();
         let mut batch = sled::Batch::default();
         let agent = Some(self.agent_id(&mut batch)?);
         let record = TeamRecord {
@@ -532,12 +170,13 @@ impl SledStore {
         if how == Aside::Supersede {
             let all = self.list(kg)?;
             let at = all.iter().position(|c| c.id == id);
-            let states = super::team::state::states(&all);
+            let states = crate::overlay::team::state::states(&all);
             if at.is_none_or(|i| states[i].conflicts_with.is_empty()) {
                 return Err(StoreError::NoConflict { id });
             }
         }
-        let now = if correction.team.is_some() { super::team::record::now_millis() } else { super::now() };
+        let now =
+            if correction.team.is_some() { crate::overlay::team::record::now_millis() } else { crate::overlay::now() };
         correction.active = false;
         let what = match how {
             Aside::Undo => "undone",
@@ -551,7 +190,7 @@ impl SledStore {
         self.stage(&mut batch, &correction)?;
         if let Some(team) = &correction.team {
             let agent = Some(self.agent_id(&mut batch)?);
-            let iri = super::team::record::new_iri();
+            let iri = crate::overlay::team::record::new_iri();
             let target = team.record.clone();
             let kind = match how {
                 Aside::Undo => Kind::Undo { target: target.clone() },
@@ -594,14 +233,14 @@ impl SledStore {
         if !team.pulled || team.agent.as_deref() == Some(agent.as_str()) {
             return Err(StoreError::OwnCorrection { id });
         }
-        if let Some(last) = super::team::state::verdict(&team)
+        if let Some(last) = crate::overlay::team::state::verdict(&team)
             && last.approve == approve
             && last.agent.as_deref() == Some(agent.as_str())
         {
             return Err(StoreError::AlreadyReviewed { id, verdict: last.verdict() });
         }
-        let iri = super::team::record::new_iri();
-        let now = super::team::record::now_millis();
+        let iri = crate::overlay::team::record::new_iri();
+        let now = crate::overlay::team::record::now_millis();
         let reason = reason.map(str::trim).unwrap_or_default().to_string();
         let review = Review {
             record: iri.clone(),
@@ -679,7 +318,7 @@ impl SledStore {
                 at: String,
             }
             let queued = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
-            let rejected = Rejected { queued, reason: why, at: super::team::record::now_millis() };
+            let rejected = Rejected { queued, reason: why, at: crate::overlay::team::record::now_millis() };
             batch.insert(team_key(REJECTED, iri), self.json(&rejected)?);
         }
         batch.remove(key);
@@ -831,69 +470,5 @@ impl SledStore {
         }
         self.commit(batch)?;
         Ok(new)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::overlay::Op;
-
-    fn draft(label: &str) -> Draft {
-        Draft {
-            op: Op::Relabel { entity: "m.x".into(), label: label.into() },
-            reason: "test".into(),
-            generated: false,
-            author: "t".into(),
-            context: None,
-            origin: None,
-        }
-    }
-
-    #[test]
-    fn a_full_disk_is_named_as_such() {
-        let full = sled::Error::Io(std::io::Error::from(std::io::ErrorKind::StorageFull));
-        let err = classify("/s", full);
-        assert!(matches!(err, StoreError::DiskFull { .. }), "{err}");
-        assert!(err.to_string().contains("is full") && err.to_string().contains("intact"), "{err}");
-    }
-
-    #[test]
-    fn a_read_copy_shows_the_store_refuses_writes_and_is_removed_after() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("overlay");
-        {
-            let store = SledStore::open(&path).unwrap();
-            store.add("demo", draft("one")).unwrap();
-            store.add("demo", draft("two")).unwrap();
-        }
-        let copy = SledStore::read_copy(&path).unwrap();
-        let where_copied = copy.copy.clone().unwrap();
-        assert!(where_copied.exists() && where_copied != path);
-        assert_eq!(copy.list("demo").unwrap().len(), 2);
-        assert_eq!(copy.path, path, "errors name the store, not the copy");
-        assert!(matches!(copy.add("demo", draft("three")), Err(StoreError::DiskFull { .. })));
-        drop(copy);
-        assert!(!where_copied.exists(), "the copy is removed");
-        assert_eq!(SledStore::open(&path).unwrap().list("demo").unwrap().len(), 2, "the store is untouched");
-    }
-
-    #[test]
-    fn a_write_whose_note_fails_is_still_done_and_the_note_catches_up_at_the_next_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("overlay");
-        {
-            let store = SledStore::open(&path).unwrap();
-            store.add("demo", draft("one")).unwrap();
-            // The note cannot be written aside (a directory stands where its file would go).
-            std::fs::create_dir(path.join(ACK_NEXT)).unwrap();
-            let made = store.add("demo", draft("two"));
-            assert!(made.is_ok(), "the record is durable: it is not reported lost: {made:?}");
-            assert_eq!(acknowledged(&path).ok(), Some(1), "the note lags behind");
-            std::fs::remove_dir(path.join(ACK_NEXT)).unwrap();
-        }
-        let store = SledStore::open(&path).unwrap();
-        assert_eq!(store.list("demo").unwrap().len(), 2);
-        assert_eq!(acknowledged(&path).ok(), Some(2), "other processes see the second write now");
     }
 }
