@@ -49,6 +49,12 @@ pub mod config {
     pub use crate::config::Config;
 }
 
+/// Team-shared corrections: a set's server and its records.
+pub mod team {
+    pub use crate::overlay::team::Team;
+    pub use crate::overlay::team::record::{Kind, Record, new_iri, now_millis};
+}
+
 /// Saved sittings and their replay.
 pub mod session {
     pub use crate::session::{Moment, Player, Session, SessionError};

@@ -6,7 +6,7 @@
 mod common;
 
 use common::ongraph_cmd;
-use common::servers::OxigraphRw;
+use common::servers::{OxigraphRw, Virtuoso, fixture};
 use ongraph::testing::kg::{SparqlClient, SparqlConfig};
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -547,9 +547,10 @@ fn an_unreachable_server_is_tried_once_and_not_pulled_from_after() {
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
     assert_eq!(note.lines().count(), 1, "{note}");
     assert!(note.starts_with("1 correction not yet shared (") && note.contains("cannot connect"), "{note}");
-    // The pull before the correction, and none after the send that could not connect.
+    // The pull before the correction (a count, then the list), and none after the send that
+    // could not connect.
     let requests = runtime.block_on(server.received_requests()).unwrap();
-    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests.len(), 2, "{requests:?}");
     assert_eq!(ada.log().matches("retrying").count(), 0, "a failed connection is not retried");
 }
 
@@ -677,4 +678,231 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// Runs and expects a one-line error (exit 1); returns it.
+fn refused(user: &User, args: &[&str]) -> String {
+    let out = user.run(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!((out.status.code(), err.lines().count()), (Some(1), 1), "{args:?}: {err}");
+    err
+}
+
+#[test]
+fn reviews_decide_what_applies_under_apply_approved_and_the_latest_wins() {
+    let server = OxigraphRw::start();
+    let approved = "apply = \"approved\"\n";
+    let ada = User::on(&server, "Ada");
+    let bea = User::on(&server, "Bea");
+    let dee = User::new("Dee", &server.query, &server.update, approved);
+    let eve = User::new("Eve", &server.query, &server.update, approved);
+    ada.ok(&["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed in 2021"]);
+
+    // Waiting: listed for review, not applied.
+    let waiting = dee.ok(&["fix", "review"]);
+    assert!(
+        waiting.starts_with("    1  relabel m.bright_house_field as \"BayCare Ballpark\"  (Renamed in 2021; Ada on ")
+            && waiting.contains(")  (applies once approved)\n"),
+        "{waiting}"
+    );
+    assert!(waiting.ends_with("fix review approve ID / fix review reject ID [--reason …] reviews one\n"), "{waiting}");
+    assert_eq!(first_line(&dee.ok(&["ask", PHANATIC])), "Answer: Bright House Field");
+    // Under apply = "all" it is listed too (nobody reviewed it), without the note.
+    let for_bea = bea.ok(&["fix", "review"]);
+    assert!(for_bea.contains("(Renamed in 2021; Ada on ") && !for_bea.contains("applies once"), "{for_bea}");
+
+    // Nobody reviews their own, nor a correction that is not a teammate's shared one.
+    let own = refused(&ada, &["fix", "review", "approve", "1"]);
+    assert_eq!(own, "error: correction 1 is your own: a teammate reviews it\n");
+    dee.ok(&["fix", "relabel", "m.lou_seal", "Lou", "--reason", "short", "--no-shared"]);
+    let local = refused(&dee, &["fix", "review", "approve", "2"]);
+    assert_eq!(local, "error: correction 2 is not a teammate's shared correction: there is nothing to review\n");
+    assert!(refused(&dee, &["fix", "review", "reject", "99"]).contains("no correction 99"));
+
+    // Dee approves: it applies for her from now on, and everyone sees who approved it.
+    let said = dee.ok(&["fix", "review", "approve", "1", "--reason", "checked on the team's site"]);
+    assert_eq!(said, "correction 1 by Ada approved: relabel m.bright_house_field as \"BayCare Ballpark\"\n");
+    assert_eq!(first_line(&dee.ok(&["ask", PHANATIC])), "Answer: BayCare Ballpark");
+    assert_eq!(dee.ok(&["fix", "review"]), "no teammate's correction waits for review in demo\n");
+    let again = refused(&dee, &["fix", "review", "approve", "1"]);
+    assert_eq!(again, "error: correction 1 is already approved by you\n");
+    for user in [&ada, &bea, &eve] {
+        let listed = user.ok(&["fix", "list"]);
+        assert!(listed.contains("(Renamed in 2021; Ada on ") && listed.contains("  approved by Dee\n"), "{listed}");
+    }
+    assert_eq!(first_line(&eve.ok(&["ask", PHANATIC])), "Answer: BayCare Ballpark", "approved: applies for Eve");
+    let listed = eve.list();
+    assert_eq!((listed[0]["review"].as_str(), listed[0]["reviewed_by"].as_str()), (Some("approved"), Some("Dee")));
+    assert_eq!(listed[0]["awaiting_approval"], serde_json::Value::Null);
+
+    // Eve rejects it later: the latest review wins, for everyone under apply = "approved".
+    eve.ok(&["fix", "review", "reject", "1", "--reason", "not official yet"]);
+    for user in [&dee, &eve] {
+        assert_eq!(first_line(&user.ok(&["ask", PHANATIC])), "Answer: Bright House Field");
+        let listed = user.ok(&["fix", "list"]);
+        assert!(listed.contains("unapproved relabel m.bright_house_field"), "{listed}");
+        assert!(listed.contains("  rejected by Eve\n"), "{listed}");
+    }
+    // Under apply = "all", reviews are shown but every correction applies.
+    assert_eq!(first_line(&bea.ok(&["ask", PHANATIC])), "Answer: BayCare Ballpark");
+    assert!(bea.ok(&["fix", "list"]).contains("  rejected by Eve\n"));
+    // Dee approves it again: hers is the latest now.
+    dee.ok(&["fix", "review", "approve", "1"]);
+    assert_eq!(first_line(&eve.ok(&["ask", PHANATIC])), "Answer: BayCare Ballpark");
+    let history: Vec<String> =
+        eve.list()[0]["history"].as_array().unwrap().iter().map(|h| h["what"].as_str().unwrap().to_string()).collect();
+    assert_eq!(history, ["created", "approved by Dee", "rejected by Eve", "approved by Dee"]);
+    assert_eq!(records_on(&server), 4, "a correction and three reviews");
+}
+
+#[test]
+fn approved_corrections_export_as_an_update_the_maintainers_can_apply() {
+    let server = OxigraphRw::start();
+    let (ada, bea) = (User::on(&server, "Ada"), User::on(&server, "Bea"));
+    let hostile = "Bay\"Care\" \\ Ball}park\n; DROP ALL ; {\u{1}\u{7f}\t'x'";
+    ada.ok(&["fix", "relabel", "m.bright_house_field", hostile, "--reason", "Renamed\n\"} ; DROP ALL"]);
+    ada.ok(&[
+        "fix",
+        "retract",
+        "m.phillies",
+        "baseball.baseball_team.spring_training_stadium",
+        "m.bright_house_field",
+        "--reason",
+        "not approved",
+    ]);
+    bea.ok(&["fix", "relabel", "m.lou_seal", "Lou", "--reason", "Bea's own, not reviewed"]);
+    bea.ok(&["fix", "review", "approve", "1"]);
+    let patch = bea.ok(&["fix", "export", "--format", "sparql-update", "--approved"]);
+    assert!(!patch.contains("Lou") && !patch.contains("spring_training"), "only approved ones: {patch}");
+    assert_eq!(patch.matches("INSERT DATA").count(), 1, "{patch}");
+    // Without --approved, Bea's own and Ada's retraction are there too.
+    let all = bea.ok(&["fix", "export", "--format", "sparql-update"]);
+    assert!(all.contains("Lou") && all.contains("spring_training_stadium"), "{all}");
+
+    // The maintainers' server takes it, and holds the name exactly as typed.
+    let maintainers = OxigraphRw::start();
+    let client = SparqlClient::new(SparqlConfig::new(&maintainers.update)).unwrap();
+    block_on(client.update(&patch)).expect("the patch applies");
+    let query = SparqlClient::new(SparqlConfig::new(&maintainers.query)).unwrap();
+    let rows = block_on(query.select("SELECT ?s ?p ?o WHERE { ?s ?p ?o }")).unwrap();
+    assert_eq!(rows.len(), 1, "one triple, nothing else: {rows:?}");
+    match (rows[0].get("s"), rows[0].get("o")) {
+        (Some(oxrdf::Term::NamedNode(s)), Some(oxrdf::Term::Literal(o))) => {
+            assert!(s.as_str().ends_with("m.bright_house_field"), "{s}");
+            assert_eq!(o.value(), hostile);
+        }
+        other => panic!("{other:?}"),
+    }
+    // The N-Triples export of the same is one line a parser reads back.
+    let nt = bea.ok(&["fix", "export", "--format", "nt", "--approved"]);
+    let triples: Vec<_> = oxttl::NTriplesParser::new().for_slice(nt.as_bytes()).collect::<Result<_, _>>().unwrap();
+    assert_eq!(triples.len(), 1);
+}
+
+/// Virtuoso 7 (Debian's), the server that serves Freebase to ToG, holding the corrections graph
+/// beside the KG's: through its `/sparql` endpoint made writable for the anonymous user (the
+/// test cannot reach `/sparql-auth`'s Digest authentication; see the README for a real server).
+/// Records are written with an explicit GRAPH (Virtuoso's INSERT DATA needs one), read with
+/// GRAPH and no FROM / FROM NAMED, stamped by the client (Virtuoso's NOW() has no timezone).
+#[test]
+fn the_sync_works_on_virtuoso_beside_the_kg_it_serves() {
+    let server = Virtuoso::start(&fixture("freebase-demo.nt"));
+    server.writable();
+    let kg = format!("[kg.virtuoso]\nendpoint = \"{}\"\nprofile = \"freebase\"\n", server.url);
+    let ada = User::new("Ada", &server.url, &server.url, &kg);
+    let bea = User::new("Bea", &server.url, &server.url, &format!("apply = \"approved\"\n{kg}"));
+    fn on<'a>(args: &[&'a str]) -> Vec<&'a str> {
+        [args, &["--kg", "virtuoso"]].concat()
+    }
+    let relations = bea.ok(&on(&["kg", "relations", "m.bright_house_field"]));
+    let answer = |user: &User| first_line(&user.ok(&on(&["ask", PHANATIC]))).to_string();
+    assert_eq!(answer(&bea), "Answer: Bright House Field");
+
+    let made =
+        ada.ok(&on(&["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed in 2021"]));
+    assert_eq!(made, "correction 1: relabel m.bright_house_field as \"BayCare Ballpark\"\n");
+    assert_eq!(answer(&ada), "Answer: BayCare Ballpark");
+    // Bea pulls it; under apply = "approved" it waits for her review.
+    assert_eq!(answer(&bea), "Answer: Bright House Field");
+    let listed = bea.ok(&on(&["fix", "list"]));
+    assert!(
+        listed.contains("unapproved relabel m.bright_house_field as \"BayCare Ballpark\"  (Renamed in 2021; Ada on ")
+    );
+    bea.ok(&on(&["fix", "review", "approve", "1"]));
+    assert_eq!(answer(&bea), "Answer: BayCare Ballpark");
+    assert!(ada.ok(&on(&["fix", "list"])).contains("  approved by Bea\n"));
+    // The records share the store with the KG, and Virtuoso queries the union of its graphs,
+    // yet nothing of them shows in the KG: a record names entities by literal ids, never by
+    // the KG's IRIs.
+    assert_eq!(bea.ok(&on(&["kg", "relations", "m.bright_house_field", "--no-overlay"])), relations);
+    assert!(!bea.ok(&on(&["kg", "search", "Renamed in 2021", "--no-overlay"])).contains("urn:"));
+    let client = SparqlClient::new(SparqlConfig::new(&server.url)).unwrap();
+    let count = format!(
+        "SELECT (COUNT(DISTINCT ?r) AS ?n) WHERE {{ GRAPH <{GRAPH}> {{ ?r <urn:ongraph:ns:publishedAt> ?t }} }}"
+    );
+    let rows = block_on(client.select(&count)).unwrap();
+    match rows.first().and_then(|r| r.get("n")) {
+        Some(oxrdf::Term::Literal(n)) => assert_eq!(n.value(), "2", "a correction and its approval"),
+        other => panic!("no count: {other:?}"),
+    }
+    assert_eq!(ada.ok(&on(&["fix", "sync"])), "pushed 0 record(s) to team, pulled 0 new record(s)\n");
+}
+
+/// A server that cuts a long answer short (Virtuoso past its `ResultSetMaxRows`) gives fewer
+/// IRIs than it counted: the list is asked for again, page by page, and nothing is missed.
+#[test]
+fn a_list_cut_short_is_read_again_page_by_page() {
+    use wiremock::matchers::{body_string_contains, path, query_param_contains};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let (one, two) = ("urn:uuid:0190a7d4-0000-7000-8000-000000000001", "urn:uuid:0190a7d4-0000-7000-8000-000000000002");
+    let iri = |v: &str| serde_json::json!({"type": "uri", "value": v});
+    let lit = |v: &str| serde_json::json!({"type": "literal", "value": v});
+    let time = |v: &str| serde_json::json!({"type": "literal", "value": v, "datatype": "http://www.w3.org/2001/XMLSchema#dateTime"});
+    let sent = "2026-11-25T10:00:00.000Z";
+    let listed = |iris: &[&str]| {
+        let rows: Vec<_> = iris.iter().map(|r| serde_json::json!({"r": iri(r), "sent": time(sent)})).collect();
+        serde_json::json!({"head": {"vars": ["r", "sent"]}, "results": {"bindings": rows}})
+    };
+    let record = |r: &str, entity: &str, name: &str| {
+        serde_json::json!({"r": iri(r), "sent": time(sent), "type": iri("urn:ongraph:ns:Correction"),
+            "author": iri("urn:ongraph:agent:Ada"), "at": time(sent), "kg": lit("demo"), "op": lit("relabel"),
+            "s": lit(entity), "label": lit(name), "reason": lit("r")})
+    };
+    let count = serde_json::json!({"head": {"vars": ["n"]}, "results": {"bindings": [{"n":
+        {"type": "literal", "value": "2", "datatype": "http://www.w3.org/2001/XMLSchema#integer"}}]}});
+    let vars = ["r", "sent", "type", "author", "at", "kg", "op", "s", "label", "reason"];
+    let records = serde_json::json!({"head": {"vars": vars}, "results": {"bindings": [
+        record(one, "m.apple", "Apple Computer"), record(two, "m.lou_seal", "Lou")]}});
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(async {
+        let server = MockServer::start().await;
+        let answer = |body: &serde_json::Value| ResponseTemplate::new(200).set_body_json(body.clone());
+        Mock::given(path("/query"))
+            .and(query_param_contains("query", "COUNT(*)"))
+            .respond_with(answer(&count))
+            .mount(&server)
+            .await;
+        Mock::given(path("/query"))
+            .and(query_param_contains("query", "ORDER BY ?r LIMIT"))
+            .respond_with(answer(&listed(&[one, two])))
+            .mount(&server)
+            .await;
+        // Long: sent by form POST.
+        Mock::given(path("/query"))
+            .and(body_string_contains("VALUES"))
+            .respond_with(answer(&records))
+            .mount(&server)
+            .await;
+        // The whole list, cut short after one row.
+        Mock::given(path("/query")).respond_with(answer(&listed(&[one]))).with_priority(10).mount(&server).await;
+        server
+    });
+    let query = format!("{}/query", server.uri());
+    let bea = User::new("Bea", &query, &format!("{}/update", server.uri()), "");
+    assert_eq!(bea.ok(&["fix", "sync"]), "pushed 0 record(s) to team, pulled 2 new record(s)\n");
+    let names: Vec<String> = bea.list().iter().map(|c| c["label"].as_str().unwrap_or_default().to_string()).collect();
+    assert_eq!(names, ["Apple Computer", "Lou"]);
+    let requests = runtime.block_on(server.received_requests()).unwrap();
+    let paged = requests.iter().filter(|r| r.url.query().unwrap_or_default().contains("ORDER+BY")).count();
+    assert_eq!(paged, 2, "each pull (fix sync, then fix list) paged once: one page held both");
 }

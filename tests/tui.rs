@@ -2126,3 +2126,65 @@ async fn a_question_the_demo_does_not_know_says_what_to_do_in_the_tree() {
     assert!(pane.contains("No beam yet: the step failed (M: why, in full)."), "{pane}\n{screen}");
     assert!(pane.contains("i edits the question"), "{pane}");
 }
+
+#[tokio::test]
+async fn the_corrections_pane_reviews_teammates_corrections_only_and_shows_their_state() {
+    let mut ui = Ui::new();
+    let correction = |id: u64, team: serde_json::Value| -> ongraph::testing::overlay::Correction {
+        let mut c = serde_json::json!({
+            "id": id, "kg": "demo", "op": "relabel", "entity": format!("m.e{id}"), "label": format!("name {id}"),
+            "reason": "r", "author": "Bea", "created": "2026-11-25T10:00:00.000Z", "active": true, "history": []
+        });
+        if !team.is_null() {
+            c["team"] = team;
+        }
+        serde_json::from_value(c).unwrap()
+    };
+    let team = |id: u64, pulled: bool, shared: bool, reviews: serde_json::Value| {
+        serde_json::json!({ "record": format!("urn:uuid:{id}"), "set": "http://example.org/c",
+            "shared": shared, "pulled": pulled, "reviews": reviews })
+    };
+    let rejected = serde_json::json!([{ "record": "urn:uuid:9", "approve": false, "author": "Dee",
+        "at": "2026-11-25T10:00:01.000Z" }]);
+    ui.app.corrections = vec![
+        correction(1, serde_json::Value::Null),
+        correction(2, team(2, false, false, serde_json::json!([]))),
+        correction(3, team(3, true, true, serde_json::json!([]))),
+        correction(4, team(4, true, true, rejected)),
+    ];
+    ui.app.held_sets = vec!["http://example.org/c".into()];
+    ui.app.focus = Focus::Corrections;
+    ui.app.bottom = Bottom::Corrections;
+    let shown = ui.screen(140, 40);
+    assert!(shown.contains("Corrections to demo (4) · u: undo · y: approve · X: reject"), "{shown}");
+    for line in [
+        "#2   active [pending] relabel",
+        "#3   active [awaits approval] relabel",
+        "#4   active [not applied: rejected by Dee] relabel",
+    ] {
+        assert!(shown.contains(line), "{line}: {shown}");
+    }
+    // Two apply (3 and 4 wait for approval); one is not on the server yet.
+    assert!(shown.contains("│ fixes 2 (1 pending) │"), "{shown}");
+
+    let y = || key(KeyCode::Char('y'));
+    ui.app.corrections_at = 0;
+    assert!(update(&mut ui.app, y()).is_empty());
+    assert!(ui.app.message.as_deref().unwrap_or_default().contains("correction 1 is not a teammate's shared"));
+    ui.app.corrections_at = 1;
+    assert!(update(&mut ui.app, y()).is_empty());
+    assert_eq!(ui.app.message.as_deref(), Some("correction 2 is your own: a teammate reviews it"));
+    ui.app.corrections_at = 2;
+    assert_eq!(update(&mut ui.app, y()), vec![Effect::Review { id: 3, approve: true }]);
+    ui.app.corrections_at = 3;
+    assert_eq!(update(&mut ui.app, key(KeyCode::Char('X'))), vec![Effect::Review { id: 4, approve: false }]);
+    // A store that shares nothing refuses, and the UI says so.
+    ui.settle(vec![Effect::Review { id: 4, approve: false }]).await;
+    let said = ui.app.message.clone().unwrap_or_default();
+    assert!(said.starts_with("not reviewed: correction 4 is not a teammate's shared correction"), "{said}");
+    // The help lists both keys.
+    ui.press(KeyCode::Char('?')).await;
+    let help = ui.screen(140, 40);
+    assert!(help.contains("approve the selected teammate's correction"), "{help}");
+    assert!(help.contains("reject the selected teammate's correction"), "{help}");
+}

@@ -2,6 +2,9 @@
 //! run to the answer, flag the stadium triple with the right name, ask again, and read
 //! "BayCare Ballpark" on the screen. Needs tmux (`bash scripts/install-test-tools`).
 
+mod common;
+
+use common::servers::OxigraphRw;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -322,4 +325,78 @@ fn without_the_keep_the_main_path_never_looks_at_the_parties() {
     tmux.wait_for_gone("/Liberal");
     tmux.keys(&["q"]);
     tmux.wait_for_exit();
+}
+
+/// A user's config with the shared set `team` on `server`.
+fn share_through(home: &Path, author: &str, server: &OxigraphRw) {
+    let dir = home.join("config/ongraph");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = format!(
+        "[defaults]\nauthor = \"{author}\"\nshared = \"team\"\n\n[shared.team]\nquery_endpoint = \"{}\"\n\
+         update_endpoint = \"{}\"\ngraph = \"http://example.org/ongraph/corrections/demo\"\n",
+        server.query, server.update
+    );
+    std::fs::write(dir.join("config.toml"), config).unwrap();
+}
+
+#[test]
+fn a_teammates_correction_is_pulled_at_the_running_uis_next_step_and_reviewed_there() {
+    let mut server = OxigraphRw::start();
+    let (ada_home, bea_home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    share_through(ada_home.path(), "Ada", &server);
+    share_through(bea_home.path(), "Bea", &server);
+    let bea = |args: &[&str]| {
+        let out = common::ongraph_cmd(bea_home.path(), args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "ongraph {args:?} failed: {text}");
+        text
+    };
+    let tmux = Tmux::start(ada_home.path());
+    tmux.wait_for("Type a question");
+    tmux.keys(&["Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?", "Enter"]);
+    tmux.wait_for("topic_linking");
+    // Bea, on another machine (her own data), renames the stadium through the shared set.
+    bea(&["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed in 2021"]);
+    // Ada's next step pulls it: said, counted, and applied.
+    tmux.keys(&["n"]);
+    tmux.wait_for("│ fixes 1 │");
+    tmux.keys(&["r"]);
+    let screen = tmux.wait_for("from knowledge-graph paths");
+    assert!(screen.contains("│BayCare Ballpark"), "the running UI used Bea's correction: {screen}");
+
+    // Ada approves it in the corrections pane; her next step shares the review.
+    tmux.keys(&["BTab", "BTab"]);
+    let screen = tmux.wait_for("Corrections to demo (1)");
+    assert!(screen.contains("y: approve · X: reject") && screen.contains("[not reviewed] relabel"), "{screen}");
+    tmux.keys(&["y"]);
+    tmux.wait_for("correction 1 approved (shared at the next step)");
+    tmux.wait_for("[approved by Ada] relabel");
+    tmux.keys(&["a"]);
+    tmux.wait_for("before: BayCare Ballpark");
+    let listed = bea(&["fix", "list"]);
+    assert!(listed.contains("relabel m.bright_house_field") && listed.contains("  approved by Ada\n"), "{listed}");
+
+    // The server goes away: the next question still runs, the UI says so once.
+    server.stop();
+    tmux.keys(&["a"]);
+    let started = Instant::now();
+    tmux.wait_for("fixes 1 · team offline");
+    tmux.wait_for("│ done");
+    assert!(started.elapsed() < Duration::from_secs(15), "a dead server must not stall the UI");
+    tmux.keys(&["M"]);
+    // Said once (the only error of the sitting), not at every step.
+    let screen = tmux.wait_for("┌ Messages (");
+    assert!(screen.contains(" errors)") && screen.contains(", 1 errors)"), "said once: {screen}");
+    // Back: the next step that tries again says so, and the marker goes.
+    server.restart();
+    tmux.keys(&["M"]);
+    // The server is left alone for a few seconds after a failure: ask again until a step
+    // tries it.
+    let restarted = Instant::now();
+    while tmux.screen().contains("team offline") {
+        assert!(restarted.elapsed() < Duration::from_secs(30), "never tried again:\n{}", tmux.screen());
+        tmux.keys(&["a"]);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    tmux.keys(&["q"]);
 }

@@ -7,7 +7,7 @@ use crate::kg::{KnowledgeGraph, RelationRef, Term};
 use crate::overlay::export::{ExportFormat, export};
 use crate::overlay::store::{Aside, CorrectionStore};
 use crate::overlay::team::Team;
-use crate::overlay::team::state::{Sharing, base_for, states};
+use crate::overlay::team::state::{Sharing, base_for, states, verdict};
 use crate::overlay::{Correction, CorrectionContext, Draft, Op, OverlayKg, check_relabel, default_author, validate_id};
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
@@ -93,13 +93,39 @@ pub enum FixAction {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// Teammates' corrections not reviewed yet; `approve ID` or `reject ID` reviews one.
+    Review {
+        #[command(subcommand)]
+        verdict: Option<ReviewAction>,
+    },
     /// Print the active corrections as a patch (nt, sparql-update) or all as JSON lines.
     Export {
         #[arg(long, value_enum, default_value = "sparql-update")]
         format: ExportFormat,
+        /// Only teammates' corrections whose latest review approves them (of the shared set in
+        /// use, else of every set): the patch for the KG's maintainers.
+        #[arg(long)]
+        approved: bool,
     },
     /// Add the corrections in a JSON-lines export to this KG's overlay.
     Import { file: PathBuf },
+}
+
+/// A review of a teammate's correction (a record of its own, shared like a correction).
+#[derive(Debug, Subcommand)]
+pub enum ReviewAction {
+    /// The correction is right (under `apply = "approved"` it applies from then on).
+    Approve {
+        id: u64,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// The correction is wrong (under `apply = "approved"` it no longer applies).
+    Reject {
+        id: u64,
+        #[arg(long)]
+        reason: Option<String>,
+    },
 }
 
 fn object_term(text: &str) -> Result<Term> {
@@ -234,7 +260,34 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             }
             return Ok(0);
         }
-        FixAction::Export { format } => {
+        FixAction::Review { verdict: None } => {
+            let list = super::overlay::corrections_for(config, &scope)?;
+            list_unreviewed(&mut out, &list, &scope, config)?;
+            None
+        }
+        FixAction::Review { verdict: Some(verdict) } => {
+            let (id, approve, reason) = match verdict {
+                ReviewAction::Approve { id, reason } => (*id, true, reason),
+                ReviewAction::Reject { id, reason } => (*id, false, reason),
+            };
+            let c = open_store(config)?.review(&scope, id, approve, reason.as_deref())?;
+            let verdict = if approve { "approved" } else { "rejected" };
+            writeln!(out, "correction {} by {} {verdict}: {}", c.id, c.author, c.op.describe())?;
+            None
+        }
+        FixAction::Export { format, approved: true } => {
+            let set = team.as_ref().map(|t| t.graph().to_string());
+            let mut list = super::overlay::corrections_for(config, &scope)?;
+            list.retain(|c| {
+                c.team
+                    .as_ref()
+                    .is_some_and(|t| set.as_deref().is_none_or(|s| s == t.set) && verdict(t).is_some_and(|r| r.approve))
+            });
+            let (kg, _) = open_kg(&args.setup, config)?;
+            write!(out, "{}", export(&list, *format, kg.profile()))?;
+            None
+        }
+        FixAction::Export { format, approved: false } => {
             // Never a teammate's correction that waits for approval.
             let list = super::overlay::applicable_corrections(config, &scope)?;
             let (kg, _) = open_kg(&args.setup, config)?;
@@ -260,7 +313,11 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         writeln!(out, "correction {}: {}", c.id, c.op.describe())?;
     }
     // Sent at once when it can be; said when it cannot (it is stored all the same).
-    let changed = made_any || matches!(args.action, FixAction::Undo { .. } | FixAction::Supersede { .. });
+    let changed = made_any
+        || matches!(
+            args.action,
+            FixAction::Undo { .. } | FixAction::Supersede { .. } | FixAction::Review { verdict: Some(_) }
+        );
     let last = match &team {
         Some(team) if changed => Some(sync_team(team, config, false).await?),
         _ => before,
@@ -296,6 +353,11 @@ fn list_corrections(
             conflicts_with: &'a [u64],
             #[serde(skip_serializing_if = "std::ops::Not::not")]
             awaiting_approval: bool,
+            /// The latest review's verdict ("approved", "rejected") and who gave it.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            review: Option<&'static str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            reviewed_by: Option<&'a str>,
         }
         let listed: Vec<Listed<'_>> = list
             .iter()
@@ -305,6 +367,8 @@ fn list_corrections(
                 sharing: s.sharing,
                 conflicts_with: &s.conflicts_with,
                 awaiting_approval: waiting(c),
+                review: c.team.as_ref().and_then(verdict).map(|r| r.verdict()),
+                reviewed_by: c.team.as_ref().and_then(verdict).map(|r| r.author.as_str()),
             })
             .collect();
         serde_json::to_writer_pretty(&mut *out, &listed).map_err(std::io::Error::from)?;
@@ -338,6 +402,9 @@ fn list_corrections(
         if let Some(why) = c.team.as_ref().and_then(|t| t.rejected.as_deref()) {
             conflict.push_str(&format!("  rejected: {why}"));
         }
+        if let Some(review) = c.team.as_ref().and_then(verdict) {
+            conflict.push_str(&format!("  {} by {}", review.verdict(), review.author));
+        }
         writeln!(
             out,
             "{:>5}  {state:<6}  {sharing}{}  ({}; {} on {}){conflict}",
@@ -348,6 +415,24 @@ fn list_corrections(
             c.created
         )?;
     }
+    Ok(())
+}
+
+/// `fix review`: teammates' active corrections nobody has reviewed yet, one a line (those that
+/// wait for approval say so).
+fn list_unreviewed(out: &mut impl Write, list: &[Correction], scope: &str, config: &Config) -> Result<()> {
+    let waiting: Vec<&Correction> =
+        list.iter().filter(|c| c.active && c.team.as_ref().is_some_and(|t| t.pulled && t.reviews.is_empty())).collect();
+    if waiting.is_empty() {
+        writeln!(out, "no teammate's correction waits for review in {scope}")?;
+        return Ok(());
+    }
+    let mut out = super::printable::Printable::new(out);
+    for c in waiting {
+        let held = if super::overlay::unapproved(config, c) { "  (applies once approved)" } else { "" };
+        writeln!(out, "{:>5}  {}  ({}; {} on {}){held}", c.id, c.op.describe(), c.reason_line(), c.author, c.created)?;
+    }
+    writeln!(out, "fix review approve ID / fix review reject ID [--reason …] reviews one")?;
     Ok(())
 }
 

@@ -7,6 +7,7 @@ mod fix;
 mod kg;
 pub mod overlay;
 mod printable;
+mod team_watch;
 mod tui;
 
 pub use entry::main;

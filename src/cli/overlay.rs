@@ -6,6 +6,7 @@ use crate::eval::record::CorrectionsSeen;
 use crate::kg::KnowledgeGraph;
 use crate::overlay::scenario::Triple;
 use crate::overlay::store::{CorrectionStore, SledStore, StoreError};
+use crate::overlay::team::state::verdict;
 use crate::overlay::team::{Team, TeamError, corrections};
 use crate::overlay::{Correction, OverlayKg, default_author};
 use anyhow::{Result, bail};
@@ -166,11 +167,13 @@ pub fn kg_scope(setup: &SetupArgs, config: &Config) -> String {
 
 /// Whether `c` is a teammate's correction waiting for approval: its set (looked up by graph
 /// in `[shared.*]`, whichever set the command uses, even with `--no-shared`) applies only
-/// approved corrections. Reviews are not made yet: no teammate's correction is approved.
+/// approved corrections, and its latest review (see [`verdict`]) is not an approval.
 pub fn unapproved(config: &Config, c: &Correction) -> bool {
-    c.team
-        .as_ref()
-        .is_some_and(|t| t.pulled && config.shared.values().any(|e| e.graph == t.set && e.apply == Apply::Approved))
+    c.team.as_ref().is_some_and(|t| {
+        t.pulled
+            && config.shared.values().any(|e| e.graph == t.set && e.apply == Apply::Approved)
+            && !verdict(t).is_some_and(|r| r.approve)
+    })
 }
 
 /// The corrections for `scope` that may apply: those of [`corrections_for`] but a teammate's

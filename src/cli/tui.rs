@@ -47,6 +47,8 @@ fn configure(mut app: App, config: &Config) -> Result<App> {
     app.theme_problems = problems.clone();
     let mut app = app.with_themes(themes, config.defaults.theme.as_deref()).map_err(anyhow::Error::msg)?;
     app.author = crate::overlay::default_author(config.defaults.author.as_deref());
+    app.held_sets =
+        config.shared.values().filter(|e| e.apply == crate::config::Apply::Approved).map(|e| e.graph.clone()).collect();
     app.history = crate::tui::load_history(&history_path());
     // Each one in the messages pane; the last on the status bar, saying how many.
     for p in &problems {
@@ -159,6 +161,8 @@ pub struct StoreCorrections {
     embedder: Option<Arc<dyn crate::llm::Embedder>>,
     config: Config,
     setup: SetupArgs,
+    /// The shared set synced with before each step, if one is in use.
+    team: Option<super::team_watch::TeamWatch>,
 }
 
 impl StoreCorrections {
@@ -175,6 +179,7 @@ impl StoreCorrections {
             embedder: open_embedder(config)?,
             config: config.clone(),
             setup: setup.clone(),
+            team: super::team_watch::TeamWatch::open(setup, config)?,
         })
     }
 
@@ -230,14 +235,27 @@ impl Corrections for StoreCorrections {
         self.reloaded()
     }
 
+    fn review(&self, id: u64, approve: bool) -> Result<Driver> {
+        overlay::open_store(&self.config)?.review(&self.scope(), id, approve, None)?;
+        self.reloaded()
+    }
+
     fn list(&self) -> Result<Vec<Correction>> {
         overlay::corrections_for(&self.config, &self.scope())
     }
 
-    /// When the store changed since it was last read (another process wrote or undid): a
-    /// driver that sees it as it is now, and its corrections.
+    fn sync(&self) -> Option<crate::tui::TeamNote> {
+        self.team.as_ref().and_then(|t| t.step())
+    }
+
+    /// When the store changed since it was last read (another process wrote or undid, a
+    /// teammate's record was pulled): a driver that sees it as it is now, and its corrections
+    /// (those waiting for approval too, to be shown and reviewed).
     fn refresh(&self) -> Result<Option<(Driver, Vec<Correction>)>> {
-        Ok(self.live.refresh()?.map(|seen| (self.driver_over(seen.kg), seen.corrections)))
+        match self.live.refresh()? {
+            Some(seen) => Ok(Some((self.driver_over(seen.kg), self.list()?))),
+            None => Ok(None),
+        }
     }
 
     fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)> {

@@ -240,6 +240,33 @@ pub struct TeamLink {
     /// two authors of the same name apart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// Teammates' reviews, as their records arrived (the latest decides: see
+    /// [`team::state::verdict`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reviews: Vec<Review>,
+}
+
+/// A teammate's approval or rejection of a team correction: a record of its own.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Review {
+    /// The review record's IRI.
+    pub record: String,
+    pub approve: bool,
+    pub author: String,
+    /// RFC 3339, UTC, to the millisecond.
+    pub at: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// The reviewer's store (see [`TeamLink::agent`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+impl Review {
+    /// "approved" or "rejected".
+    pub fn verdict(&self) -> &'static str {
+        if self.approve { "approved" } else { "rejected" }
+    }
 }
 
 impl Correction {

@@ -88,6 +88,8 @@ commands! {
     MethodRow, "edit-or-show", Method, ["enter"], "GoG: edit the thought and action about to run · PoG, ToG: show the selected path in the tree";
     Jump, "show-path", Answer, ["enter"], "show the selected path in the tree";
     Undo, "undo", Corrections, ["u"], "undo the selected correction";
+    Approve, "approve", Corrections, ["y"], "approve the selected teammate's correction (a review, shared with the team)";
+    Reject, "reject", Corrections, ["X"], "reject the selected teammate's correction (a review, shared with the team)";
     Search, "search", Any, ["/"], "fuzzy search the beam and the KG's labels";
     SearchNext, "next-match", Matches, ["n"], "next match of the search (esc ends the search)";
     SearchPrev, "previous-match", Matches, ["N"], "previous match of the search";

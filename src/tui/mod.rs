@@ -32,7 +32,20 @@ pub const FRAME: Duration = Duration::from_millis(10);
 pub trait Corrections: Send + Sync {
     fn record(&self, drafts: Vec<Draft>) -> Result<(Vec<u64>, Driver)>;
     fn undo(&self, id: u64) -> Result<Driver>;
+    /// Approves (or rejects) a teammate's correction; a driver over the corrections as they
+    /// apply after it. The default suits corrections no team shares.
+    fn review(&self, id: u64, approve: bool) -> Result<Driver> {
+        let _ = approve;
+        anyhow::bail!("correction {id} is not a teammate's shared correction: nothing to review")
+    }
     fn list(&self) -> Result<Vec<Correction>>;
+    /// Called before every step, before [`Self::refresh`]: sends what is queued for the shared
+    /// set in use and pulls what teammates published, within a short timeout. What the user
+    /// should be told, when something changed about it (the server stopped or started
+    /// answering): said once, never at every step. The default has no shared set.
+    fn sync(&self) -> Option<TeamNote> {
+        None
+    }
     /// Called before every step: when the store changed since this one last read it (another
     /// process corrected or undid), a driver that sees it as it is now and its corrections
     /// (undone ones too); `None` when nothing changed. Cheap then: one small file read. The
@@ -43,6 +56,15 @@ pub trait Corrections: Send + Sync {
     /// Writes the corrections as JSON lines to `path` (or a default file); returns where and
     /// how many.
     fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)>;
+}
+
+/// What the per-step sync with a shared set has to say (see [`Corrections::sync`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum TeamNote {
+    /// The server stopped answering: why.
+    Down(String),
+    /// It answers again.
+    Back(String),
 }
 
 /// Performs effects: KG lookups and LLM calls as tokio tasks, the corrections store's calls off
@@ -76,6 +98,7 @@ enum StoreJob {
     Perform { generation: u64, requests: Vec<crate::engine::Request> },
     Correct { drafts: Vec<Draft> },
     Undo { id: u64 },
+    Review { id: u64, approve: bool },
     List,
     Export { path: Option<PathBuf> },
 }
@@ -113,6 +136,7 @@ impl Executor {
             }
             Effect::Correct { drafts } => self.queue(StoreJob::Correct { drafts }),
             Effect::Undo { id } => self.queue(StoreJob::Undo { id }),
+            Effect::Review { id, approve } => self.queue(StoreJob::Review { id, approve }),
             Effect::ListCorrections => self.queue(StoreJob::List),
             Effect::Export { path } => self.queue(StoreJob::Export { path }),
             Effect::Save { path, session } => {
@@ -152,6 +176,7 @@ impl Executor {
                 }
                 StoreJob::Correct { .. } => self.tx.send(Action::Corrected(Err(OFFLINE.into()))),
                 StoreJob::Undo { .. } => self.tx.send(Action::Undone(Err(OFFLINE.into()))),
+                StoreJob::Review { .. } => self.tx.send(Action::Reviewed(Err(OFFLINE.into()))),
                 StoreJob::List => self.tx.send(Action::Listed(Err(OFFLINE.into()))),
                 StoreJob::Export { .. } => self.tx.send(Action::Exported(Err(OFFLINE.into()))),
             };
@@ -234,6 +259,11 @@ async fn store_worker(
         }
         match job {
             StoreJob::Perform { generation, requests } => {
+                // Teammates' records first (with a short timeout, backing off while the
+                // server is down), so this step sees them.
+                if let Ok(Some(note)) = blocking(&corrections, |c| Ok(c.sync())).await {
+                    let _ = tx.send(Action::Shared(note));
+                }
                 // A driver over the store as another process left it, said before the step's
                 // own answer.
                 let changed = match blocking(&corrections, |c| c.refresh()).await {
@@ -265,6 +295,13 @@ async fn store_worker(
                     id
                 });
                 let _ = tx.send(Action::Undone(result.map_err(|e| format!("{e:#}"))));
+            }
+            StoreJob::Review { id, approve } => {
+                let result = blocking(&corrections, move |c| c.review(id, approve)).await.map(|fresh| {
+                    install(&driver, fresh);
+                    (id, approve)
+                });
+                let _ = tx.send(Action::Reviewed(result.map_err(|e| format!("{e:#}"))));
             }
             StoreJob::List => {
                 let result = blocking(&corrections, |c| c.list()).await;

@@ -176,6 +176,8 @@ pub struct Virtuoso {
     pub url: String,
     child: Child,
     _dir: tempfile::TempDir,
+    isql: PathBuf,
+    sql_port: u16,
 }
 
 fn which(program: &str) -> Option<PathBuf> {
@@ -222,15 +224,14 @@ impl Virtuoso {
             .stderr(Stdio::null())
             .spawn()
             .expect("virtuoso-t starts");
-        let server = Self { url: format!("http://127.0.0.1:{http_port}/sparql"), child, _dir: dir };
-        let isql_run = |sql: &str| {
-            Command::new(&isql)
-                .args([&format!("127.0.0.1:{sql_port}"), "dba", "dba", &format!("exec={sql}")])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
+        let server = Self {
+            url: format!("http://127.0.0.1:{http_port}/sparql"),
+            child,
+            _dir: dir,
+            isql: isql.clone(),
+            sql_port,
         };
+        let isql_run = |sql: &str| server.sql(sql);
         let started = Instant::now();
         while !isql_run("select 1;") {
             assert!(started.elapsed() < Duration::from_secs(60), "Virtuoso did not come up within 60 s");
@@ -242,6 +243,24 @@ impl Virtuoso {
         );
         assert!(isql_run(&load), "loading the fixture into Virtuoso failed");
         server
+    }
+}
+
+impl Virtuoso {
+    /// Runs SQL as dba; whether it succeeded.
+    pub fn sql(&self, sql: &str) -> bool {
+        Command::new(&self.isql)
+            .args([&format!("127.0.0.1:{}", self.sql_port), "dba", "dba", &format!("exec={sql}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    /// Lets the anonymous `SPARQL` user update the store through `/sparql` (a test server on
+    /// loopback only: on a real one this makes every graph writable by anyone).
+    pub fn writable(&self) {
+        assert!(self.sql("grant SPARQL_UPDATE to \"SPARQL\";"), "granting SPARQL_UPDATE failed");
     }
 }
 

@@ -13,12 +13,17 @@ use crate::config::SharedEntry;
 use crate::kg::KgError;
 use crate::kg::sparql::client::{Credentials, SparqlClient, SparqlConfig, redact};
 use crate::overlay::store::{SledStore, StoreError};
-use record::{Gathered, PAGE, now_millis, parse_time};
+use futures::StreamExt as _;
+use record::{DETAIL, Gathered, PAGE, now_millis, parse_time};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// How far before the last pull's latest record the next pull starts again: room for a record
 /// whose commit was slow, or whose writer's clock is a little behind.
 const OVERLAP: Duration = Duration::from_secs(600);
+
+/// How many queries of a pull's records are in flight at once.
+const FETCHING: usize = 3;
 
 /// How long connecting to a set's server may take: one that is down or unroutable costs a
 /// command this, once.
@@ -168,10 +173,22 @@ impl Team {
     /// store. Returns how many were new; records that are not well formed are skipped (and
     /// logged), never applied.
     pub async fn pull(&self, open: Opener<'_>, full: bool) -> Result<usize, TeamError> {
+        self.pull_cached(open, full, &mut PullCache::default()).await
+    }
+
+    /// As [`Self::pull`], keeping in `cache` what the next pull of this process needs to find
+    /// nothing new without opening the store. In three steps: how many publications there were
+    /// since the last pull (the same count from the same start is nothing new), which records
+    /// they were (their IRIs only), then, of those the store does not have, everything they say.
+    pub async fn pull_cached(&self, open: Opener<'_>, full: bool, cache: &mut PullCache) -> Result<usize, TeamError> {
+        let started = std::time::Instant::now();
         // The reader's own clock bounds where the next pull starts: a record stamped in the
         // future (a writer's clock ahead, or a hostile one) must not stop everyone's pulls.
         let now = std::time::SystemTime::now();
-        let until = open()?.pulled_until(&self.graph)?;
+        let until = match &cache.until {
+            Some(until) => until.clone(),
+            None => open()?.pulled_until(&self.graph)?,
+        };
         let since = match (&until, full) {
             (Some(t), false) => parse_time(t).map(|t| {
                 let t = t.min(now);
@@ -180,54 +197,145 @@ impl Team {
             }),
             _ => None,
         };
-        let mut gathered: Vec<(String, Gathered)> = Vec::new();
-        let mut after: Option<String> = None;
-        loop {
-            let query = record::select(&self.graph, since.as_deref(), after.as_deref())
-                .map_err(|detail| TeamError::Config { set: self.name.clone(), detail })?;
-            let rows = self.query.select(&query).await.map_err(|e| self.server(e))?;
-            for row in &rows {
+        let config = |detail: String| TeamError::Config { set: self.name.clone(), detail };
+        // How many publications since then: the same count for the same start as last time
+        // is nothing new (records are only ever added), found with one small answer.
+        let query = record::count_published(&self.graph, since.as_deref()).map_err(config)?;
+        let counted = self.query.select(&query).await.map_err(|e| self.server(e))?;
+        let count = match counted.first().and_then(|row| row.get("n")) {
+            Some(oxrdf::Term::Literal(n)) => n.value().parse::<usize>().ok(),
+            _ => None,
+        };
+        if count.is_some() && cache.counted == Some((since.clone(), count)) {
+            tracing::debug!(set = %self.name, ms = started.elapsed().as_millis() as u64, "nothing new");
+            return Ok(0);
+        }
+        // Each record published since then, with its latest publication (it is stamped again
+        // each time it is sent): whole when the server gave as many as it counted, else again
+        // page by page, in order.
+        let mut published: BTreeMap<String, Option<std::time::SystemTime>> = BTreeMap::new();
+        let mut take = |rows: &[sparesults::QuerySolution]| {
+            let mut last = None;
+            for row in rows {
                 let Some(oxrdf::Term::NamedNode(r)) = row.get("r") else { continue };
-                match gathered.last_mut() {
-                    Some((iri, g)) if iri == r.as_str() => g.add(row),
-                    _ => {
-                        let mut g = Gathered::default();
-                        g.add(row);
-                        gathered.push((r.as_str().to_string(), g));
-                    }
+                let sent = match row.get("sent") {
+                    Some(oxrdf::Term::Literal(l)) => parse_time(l.value()),
+                    _ => None,
+                };
+                let latest = published.entry(r.as_str().to_string()).or_insert(None);
+                *latest = (*latest).max(sent);
+                last = Some(r.as_str().to_string());
+            }
+            last
+        };
+        let query = record::select_published(&self.graph, since.as_deref(), None).map_err(config)?;
+        let rows = self.query.select(&query).await.map_err(|e| self.server(e))?;
+        // A server that gives no count is taken at its word.
+        if count.is_some_and(|n| n != rows.len()) {
+            tracing::info!(set = %self.name, rows = rows.len(), ?count, "the list was cut short: paging it");
+            let mut after: Option<String> = None;
+            loop {
+                let query =
+                    record::select_published(&self.graph, since.as_deref(), Some(after.as_deref())).map_err(config)?;
+                let rows = self.query.select(&query).await.map_err(|e| self.server(e))?;
+                let last = take(&rows);
+                if rows.len() < PAGE || last.is_none() || last == after {
+                    break;
+                }
+                after = last;
+            }
+        } else {
+            take(&rows);
+        }
+        let listed = started.elapsed();
+        // The records this store does not have yet (asked only of those this process has not
+        // seen: nothing new opens no store).
+        let mut wanted = Vec::new();
+        let unseen: Vec<&String> = published.keys().filter(|iri| !cache.known.contains(*iri)).collect();
+        if !unseen.is_empty() {
+            let store = open()?;
+            for iri in unseen {
+                if store.has_record(iri)? {
+                    cache.known.insert(iri.clone());
+                } else if let Err(e) = crate::kg::sparql::syntax::iri(iri) {
+                    tracing::warn!(set = %self.name, "skipped a record: {e}");
+                } else {
+                    wanted.push(iri.clone());
                 }
             }
-            if rows.len() < PAGE {
-                break;
-            }
-            let last = gathered.last().map(|(iri, _)| iri.clone());
-            if last == after {
-                break;
-            }
-            after = last;
         }
-        // Where the next pull starts: the latest publication of a record taken (never of one
-        // skipped), and never later than this reader's clock when the pull began.
+        let mut gathered: BTreeMap<String, Gathered> = BTreeMap::new();
+        let queries = wanted.chunks(DETAIL).map(|chunk| record::select_records(&self.graph, chunk));
+        let queries = queries.collect::<Result<Vec<_>, _>>().map_err(config)?;
+        // A few at once: the server answers one while the last answer is read here.
+        let mut answers = futures::stream::iter(queries.iter().map(|q| self.query.select(q))).buffered(FETCHING);
+        while let Some(rows) = answers.next().await {
+            let rows = rows.map_err(|e| self.server(e))?;
+            for row in &rows {
+                let Some(oxrdf::Term::NamedNode(r)) = row.get("r") else { continue };
+                gathered.entry(r.as_str().to_string()).or_default().add(row);
+            }
+        }
+        let fetched = started.elapsed();
+        // Where the next pull starts: the latest publication of a record here or taken now
+        // (never of one skipped), and never later than this reader's clock when the pull began.
         let mut latest = until.as_deref().and_then(parse_time).map(|t| t.min(now));
+        let mut later = |sent: Option<std::time::SystemTime>| {
+            if let Some(sent) = sent.map(|t| t.min(now))
+                && latest.is_none_or(|l| sent > l)
+            {
+                latest = Some(sent);
+            }
+        };
+        for (iri, sent) in &published {
+            if cache.known.contains(iri) {
+                later(*sent);
+            }
+        }
         let mut records = Vec::with_capacity(gathered.len());
         for (iri, g) in &gathered {
             match g.record(iri) {
                 Ok(r) => {
-                    if let Some(published) = g.published().and_then(parse_time).map(|t| t.min(now))
-                        && latest.is_none_or(|l| published > l)
-                    {
-                        latest = Some(published);
-                    }
+                    later(published.get(iri).copied().flatten().or_else(|| g.published().and_then(parse_time)));
                     records.push(r);
                 }
                 Err(e) => tracing::warn!(set = %self.name, "skipped: {e}"),
             }
         }
         let latest = latest.map(|t| humantime::format_rfc3339_millis(t).to_string());
-        let new = open()?.take_pulled(&self.graph, records, latest.as_deref())?;
-        tracing::info!(set = %self.name, fetched = gathered.len(), new, "pulled");
+        let taken: Vec<String> = records.iter().map(|r| r.iri.clone()).collect();
+        let new = if records.is_empty() && latest == until {
+            0
+        } else {
+            open()?.take_pulled(&self.graph, records, latest.as_deref())?
+        };
+        cache.known.extend(taken);
+        // The count stands for this start only if the mark did not move.
+        cache.counted = (latest == until).then_some((since, count));
+        cache.until = Some(latest);
+        tracing::info!(
+            set = %self.name,
+            published = published.len(),
+            fetched = gathered.len(),
+            new,
+            list_ms = listed.as_millis() as u64,
+            fetch_ms = (fetched - listed).as_millis() as u64,
+            store_ms = (started.elapsed() - fetched).as_millis() as u64,
+            "pulled"
+        );
         Ok(new)
     }
+}
+
+/// What a process that pulls again and again (the terminal UI, before each step) keeps from one
+/// pull to the next: where the last one ended, and the records it knows the store has.
+#[derive(Default)]
+pub struct PullCache {
+    /// The store's mark after the last pull (`None`: not read yet).
+    until: Option<Option<String>>,
+    known: std::collections::HashSet<String>,
+    /// The start of the last pull and how many publications the server counted from it.
+    counted: Option<(Option<String>, Option<usize>)>,
 }
 
 /// How a record reads in messages: "1 correction", "3 corrections".

@@ -34,6 +34,10 @@ pub enum Kind {
     Undo { target: String },
     /// Sets a correction aside in favour of the one it conflicts with.
     Supersede { target: String },
+    /// A teammate's review: the correction is right.
+    Approve { target: String },
+    /// A teammate's review: the correction is wrong.
+    Reject { target: String },
 }
 
 impl Kind {
@@ -42,6 +46,8 @@ impl Kind {
             Kind::Correction { .. } => "Correction",
             Kind::Undo { .. } => "Undo",
             Kind::Supersede { .. } => "Supersede",
+            Kind::Approve { .. } => "Approve",
+            Kind::Reject { .. } => "Reject",
         }
     }
 }
@@ -192,7 +198,9 @@ impl Record {
                     out.push((ns("basedOn"), iri(base)?));
                 }
             }
-            Kind::Undo { target } | Kind::Supersede { target } => out.push((ns("target"), iri(target)?)),
+            Kind::Undo { target } | Kind::Supersede { target } | Kind::Approve { target } | Kind::Reject { target } => {
+                out.push((ns("target"), iri(target)?))
+            }
         }
         if let Some(context) = &self.context {
             if let Some(q) = &context.question {
@@ -250,13 +258,51 @@ const FIELDS: [(&str, &str); 20] = [
     ("type", ""),
 ];
 
-/// Rows read per query; the next page starts after the last record IRI of this one.
+/// Rows read per page of [`select_published`] when it is paged (see there).
 pub const PAGE: usize = 5000;
 
+/// Records read per query of [`select_records`].
+pub const DETAIL: usize = 500;
+
+fn published_since(since: Option<&str>) -> String {
+    since.map(|t| format!(" FILTER(?sent >= {})\n", typed(t, "dateTime"))).unwrap_or_default()
+}
+
+/// How many publications (a record sent twice has two) `graph` holds at or after `since`: what
+/// a pull that finds the same count for the same `since` as last time knows is nothing new.
+pub fn count_published(graph: &str, since: Option<&str>) -> Result<String, String> {
+    let graph = syntax::iri(graph)?;
+    Ok(format!(
+        "SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH {graph} {{\n ?r {} ?sent .\n{}}} }}",
+        ns("publishedAt"),
+        published_since(since)
+    ))
+}
+
 /// The query for the records of `graph` published at or after `since` (all of them when
-/// `None`), one row per record (more when a value is given twice), ordered by IRI and starting
-/// after `after`.
-pub fn select(graph: &str, since: Option<&str>, after: Option<&str>) -> Result<String, String> {
+/// `None`): only their IRIs and publication times. Unordered and whole when `paged` is `None`
+/// (sorting is most of its cost on Oxigraph); else ordered by IRI, [`PAGE`] rows starting after
+/// the IRI given, for a server that cut the whole answer short (Virtuoso's ResultSetMaxRows).
+/// Only the records a store does not have yet are then read in full ([`select_records`]).
+pub fn select_published(graph: &str, since: Option<&str>, paged: Option<Option<&str>>) -> Result<String, String> {
+    let graph = syntax::iri(graph)?;
+    let since = published_since(since);
+    let (after, order) = match paged {
+        None => (String::new(), String::new()),
+        Some(after) => (
+            after.map(|r| format!(" FILTER(STR(?r) > {})\n", syntax::literal(r))).unwrap_or_default(),
+            format!(" ORDER BY ?r LIMIT {PAGE}"),
+        ),
+    };
+    Ok(format!(
+        "SELECT ?r ?sent WHERE {{ GRAPH {graph} {{\n ?r {} ?sent .\n{since}{after}}} }}{order}",
+        ns("publishedAt")
+    ))
+}
+
+/// The query for everything the records `iris` of `graph` say (at most [`DETAIL`] of them), one
+/// row per record (more when a value is given twice), unordered.
+pub fn select_records(graph: &str, iris: &[String]) -> Result<String, String> {
     let graph = syntax::iri(graph)?;
     let mut vars = String::from("?r ?sent");
     let mut optional = String::new();
@@ -266,11 +312,10 @@ pub fn select(graph: &str, since: Option<&str>, after: Option<&str>) -> Result<S
             optional.push_str(&format!(" OPTIONAL {{ ?r {} ?{var} }}\n", ns(term)));
         }
     }
-    let since = since.map(|t| format!(" FILTER(?sent >= {})\n", typed(t, "dateTime"))).unwrap_or_default();
-    let after = after.map(|r| format!(" FILTER(STR(?r) > {})\n", syntax::literal(r))).unwrap_or_default();
+    let values = iris.iter().map(|i| syntax::iri(i)).collect::<Result<Vec<_>, _>>()?.join(" ");
     Ok(format!(
-        "SELECT {vars} WHERE {{ GRAPH {graph} {{\n ?r {} ?sent .\n{since}{after} ?r <{RDF_TYPE}> ?type .\n \
-         ?r <{PROV_ATTRIBUTED}> ?author .\n ?r <{PROV_GENERATED_AT}> ?at .\n{optional}}} }} ORDER BY ?r LIMIT {PAGE}",
+        "SELECT {vars} WHERE {{ GRAPH {graph} {{\n VALUES ?r {{ {values} }}\n ?r {} ?sent .\n ?r <{RDF_TYPE}> ?type .\n \
+         ?r <{PROV_ATTRIBUTED}> ?author .\n ?r <{PROV_GENERATED_AT}> ?at .\n{optional}}} }}",
         ns("publishedAt")
     ))
 }
@@ -358,6 +403,8 @@ impl Gathered {
             }
             "Undo" => Kind::Undo { target: need("target")?.to_string() },
             "Supersede" => Kind::Supersede { target: need("target")?.to_string() },
+            "Approve" => Kind::Approve { target: need("target")?.to_string() },
+            "Reject" => Kind::Reject { target: need("target")?.to_string() },
             other => return Err(bad(format!("unknown record type {other:?}"))),
         };
         let author = agent_name(need("author")?).ok_or_else(|| bad("its author is not an ongraph agent IRI".into()))?;

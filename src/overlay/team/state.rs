@@ -3,7 +3,7 @@
 //! from the same base by different authors, neither undone nor superseded.
 
 use crate::kg::Term;
-use crate::overlay::{Correction, Op};
+use crate::overlay::{Correction, Op, Review, TeamLink};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -110,6 +110,15 @@ fn different_authors(a: &Correction, b: &Correction) -> bool {
     }
 }
 
+/// The review that decides a team correction's fate: the latest (by its time, then its record
+/// IRI, so every reader picks the same one), whoever made the earlier ones.
+pub fn verdict(link: &TeamLink) -> Option<&Review> {
+    link.reviews.iter().max_by(|a, b| {
+        let key = |r: &Review| (super::record::parse_time(&r.at), r.record.clone());
+        key(a).cmp(&key(b))
+    })
+}
+
 /// The record a new correction of `op` in `set` is based on: the latest record of the same
 /// target here (undone ones too: its author saw them).
 pub fn base_for(corrections: &[Correction], set: &str, op: &Op) -> Option<String> {
@@ -130,7 +139,6 @@ pub fn base_for(corrections: &[Correction], set: &str, op: &Op) -> Option<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::overlay::TeamLink;
 
     fn team(id: u64, author: &str, created: &str, base: Option<&str>) -> Correction {
         Correction {
@@ -152,6 +160,7 @@ mod tests {
                 pulled: false,
                 rejected: None,
                 agent: None,
+                reviews: Vec::new(),
             }),
         }
     }

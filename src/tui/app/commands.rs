@@ -281,6 +281,7 @@ impl App {
                     self.say("no correction to undo: f flags a wrong triple, e corrects a name");
                 }
             }
+            Command::Approve | Command::Reject => return self.review(command == Command::Approve),
             Command::Search => {
                 self.search = Some(Search { typing: true, ..Search::default() });
             }

@@ -77,6 +77,35 @@ impl App {
         vec![Effect::Correct { drafts }]
     }
 
+    /// Approves (or rejects) the selected correction in the corrections pane, if it is a
+    /// teammate's shared one.
+    pub(super) fn review(&mut self, approve: bool) -> Vec<Effect> {
+        if !self.live {
+            self.say("an offline replay changes no corrections");
+            return Vec::new();
+        }
+        let Some(c) = self.corrections.get(self.corrections_at) else {
+            self.say("no correction to review: teammates' corrections show here once pulled");
+            return Vec::new();
+        };
+        match &c.team {
+            None => self.say(format!("correction {} is not a teammate's shared correction: nothing to review", c.id)),
+            Some(t) if !t.pulled => self.say(format!("correction {} is your own: a teammate reviews it", c.id)),
+            Some(_) => return vec![Effect::Review { id: c.id, approve }],
+        }
+        Vec::new()
+    }
+
+    /// Whether `c` is a teammate's correction that waits for approval (its set applies only
+    /// approved ones, and its latest review is not an approval).
+    pub fn awaits_approval(&self, c: &Correction) -> bool {
+        c.team.as_ref().is_some_and(|t| {
+            t.pulled
+                && self.held_sets.contains(&t.set)
+                && !crate::overlay::team::state::verdict(t).is_some_and(|r| r.approve)
+        })
+    }
+
     pub(super) fn open_relabel(&mut self) {
         let Some(id) = self.current_node() else { return };
         let Some(run) = &self.run else { return };

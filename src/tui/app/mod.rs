@@ -55,6 +55,10 @@ pub enum Action {
     Corrected(Result<Vec<u64>, String>),
     /// A correction was undone.
     Undone(Result<u64, String>),
+    /// A teammate's correction was approved (`true`) or rejected.
+    Reviewed(Result<(u64, bool), String>),
+    /// What the per-step sync with the shared set has to say (said once, not at every step).
+    Shared(super::TeamNote),
     /// The overlay's corrections for this KG.
     Listed(Result<Vec<Correction>, String>),
     /// Before a step, the executor found the store changed by another process (`ongraph fix`,
@@ -93,6 +97,11 @@ pub enum Effect {
     },
     Undo {
         id: u64,
+    },
+    /// Approve (or reject) a teammate's correction: a review record, queued to be shared.
+    Review {
+        id: u64,
+        approve: bool,
     },
     ListCorrections,
     /// Write the session (to `path`, or a new file in the sessions directory).
@@ -296,6 +305,12 @@ pub struct App {
     pub author: String,
     /// The overlay's corrections for this KG (shown, undoable).
     pub corrections: Vec<Correction>,
+    /// The graphs of the shared sets that apply only approved corrections (`apply =
+    /// "approved"`): their teammates' corrections wait for approval.
+    pub held_sets: Vec<String>,
+    /// The shared set's server did not answer the last per-step sync (the status bar says so
+    /// until it does).
+    pub team_offline: bool,
     /// Drafts sent to the store, recorded in the session once it gives them ids: one entry per
     /// `Effect::Correct` not yet answered (the executor answers them in order).
     pending_drafts: std::collections::VecDeque<Vec<Draft>>,
@@ -360,6 +375,8 @@ impl App {
             traced: None,
             author: crate::overlay::default_author(None),
             corrections: Vec::new(),
+            held_sets: Vec::new(),
+            team_offline: false,
             pending_drafts: std::collections::VecDeque::new(),
             recording,
             replay: None,
@@ -569,6 +586,28 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
             app.fail(format!("not undone: {e}"));
             Vec::new()
         }
+        Action::Reviewed(Ok((id, approve))) => {
+            let verdict = if approve { "approved" } else { "rejected" };
+            app.say(format!("correction {id} {verdict} (shared at the next step); a: ask again"));
+            vec![Effect::ListCorrections]
+        }
+        Action::Reviewed(Err(e)) => {
+            app.fail(format!("not reviewed: {e}"));
+            Vec::new()
+        }
+        Action::Shared(note) => {
+            match note {
+                super::TeamNote::Down(why) => {
+                    app.team_offline = true;
+                    app.fail(why);
+                }
+                super::TeamNote::Back(said) => {
+                    app.team_offline = false;
+                    app.say(said);
+                }
+            }
+            Vec::new()
+        }
         Action::Listed(Ok(list)) => {
             app.corrections = list;
             app.corrections_at = app.corrections_at.min(app.corrections.len().saturating_sub(1));
@@ -581,7 +620,8 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
         // Another scope's write moves the store's generation too: only a change is news.
         Action::CorrectionsChanged(Ok(list)) if list == app.corrections => Vec::new(),
         Action::CorrectionsChanged(Ok(list)) => {
-            let active = list.iter().filter(|c| c.active).count();
+            // Those that apply: a teammate's waiting for approval is listed, not applied.
+            let active = list.iter().filter(|c| c.active && !app.awaits_approval(c)).count();
             app.corrections = list;
             app.corrections_at = app.corrections_at.min(app.corrections.len().saturating_sub(1));
             app.say(format!(

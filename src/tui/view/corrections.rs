@@ -7,6 +7,7 @@ pub(super) fn draw_corrections(
     frame: &mut Frame<'_>,
     area: Rect,
     list: &[Correction],
+    tags: &[String],
     at: usize,
     title: String,
     look: Look<'_>,
@@ -25,8 +26,14 @@ pub(super) fn draw_corrections(
         .map(|(i, c)| {
             // The state comes first: a long line is cut at its end.
             let state = if c.active { "active" } else { "UNDONE" };
-            let line =
-                Line::from(format!("#{:<3} {state} {} — {} ({})", c.id, c.op.describe(), c.reason_line(), c.author));
+            let tag = tags.get(i).map(String::as_str).unwrap_or_default();
+            let line = Line::from(format!(
+                "#{:<3} {state} {tag}{} — {} ({})",
+                c.id,
+                c.op.describe(),
+                c.reason_line(),
+                c.author
+            ));
             let line = if c.active { line } else { line.style(look.theme.faint()) };
             if i == at && look.focused { line.style(look.theme.selected()) } else { line }
         })

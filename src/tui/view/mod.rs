@@ -113,12 +113,18 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             let title = if app.replay.is_some() && !app.live {
                 format!(" Corrections made in the session ({}) ", app.corrections.len())
             } else {
-                format!(" Corrections to {} ({}) · u: undo ", app.kg_name, app.corrections.len())
+                let review = if app.corrections.iter().any(|c| c.team.as_ref().is_some_and(|t| t.pulled)) {
+                    " · y: approve · X: reject"
+                } else {
+                    ""
+                };
+                format!(" Corrections to {} ({}) · u: undo{review} ", app.kg_name, app.corrections.len())
             };
             draw_corrections(
                 frame,
                 areas.bottom,
                 &app.corrections,
+                &app.correction_tags(),
                 app.corrections_at,
                 title,
                 app.look(Focus::Corrections),
@@ -220,9 +226,47 @@ impl App {
             costs: self.run.as_ref().map(Run::costs).unwrap_or_default(),
             next: self.run.as_ref().map_or("-", Run::next_phase),
             waiting: self.in_flight.map(|since| since.elapsed()),
-            fixes: self.corrections.iter().filter(|c| c.active).count(),
+            fixes: self.corrections.iter().filter(|c| c.active && !self.awaits_approval(c)).count(),
+            pending: self
+                .corrections
+                .iter()
+                .filter(|c| c.team.as_ref().is_some_and(|t| !t.shared && t.rejected.is_none()))
+                .count(),
+            conflict: crate::overlay::team::state::states(&self.corrections)
+                .iter()
+                .any(|s| s.sharing == crate::overlay::team::state::Sharing::Conflict),
+            offline: self.team_offline,
             names: format!("{} · {}", self.kg_name, self.llm_name),
         }
+    }
+
+    /// What the corrections pane says of each correction's sharing, after its state: pending,
+    /// in conflict, waiting for approval, or its latest review ("" for a local one).
+    fn correction_tags(&self) -> Vec<String> {
+        use crate::overlay::team::state::{Sharing, states, verdict};
+        let states = states(&self.corrections);
+        self.corrections
+            .iter()
+            .zip(&states)
+            .map(|(c, s)| {
+                let Some(team) = &c.team else { return String::new() };
+                let review = verdict(team).map(|r| format!("{} by {}", r.verdict(), r.author));
+                let tag = match s.sharing {
+                    Sharing::Conflict => {
+                        let with: Vec<String> = s.conflicts_with.iter().map(|id| format!("#{id}")).collect();
+                        format!("conflict with {}", with.join(", "))
+                    }
+                    Sharing::Pending => "pending".into(),
+                    Sharing::Rejected => "refused by the server".into(),
+                    _ if self.awaits_approval(c) => match review {
+                        Some(r) => format!("not applied: {r}"),
+                        None => "awaits approval".into(),
+                    },
+                    _ => review.unwrap_or_else(|| if team.pulled { "not reviewed".into() } else { "shared".into() }),
+                };
+                format!("[{tag}] ")
+            })
+            .collect()
     }
 
     fn help_shown(&self) -> HelpShown<'_> {

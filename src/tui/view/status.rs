@@ -15,8 +15,14 @@ pub(super) struct StatusShown {
     pub next: &'static str,
     /// How long the requests in flight have been waited for.
     pub waiting: Option<Duration>,
-    /// Active corrections.
+    /// Active corrections that apply.
     pub fixes: usize,
+    /// Corrections stored here, not yet on the shared set's server.
+    pub pending: usize,
+    /// Whether any correction is in conflict with a teammate's.
+    pub conflict: bool,
+    /// The shared set's server did not answer the last sync.
+    pub offline: bool,
     /// "KG · model".
     pub names: String,
 }
@@ -36,14 +42,18 @@ pub(super) fn draw_status(frame: &mut Frame<'_>, area: Rect, shown: &StatusShown
     // change what the KG says).
     let waiting = !flight.is_empty();
     let next = format!("{}{flight}", shown.next);
-    let fixes = format!("fixes {}", shown.fixes);
+    let pending = if shown.pending > 0 { format!(" ({} pending)", shown.pending) } else { String::new() };
+    let conflict = if shown.conflict { " ⚠ conflict" } else { "" };
+    let offline = if shown.offline { " · team offline" } else { "" };
+    let fixes = format!("fixes {}{pending}{conflict}{offline}", shown.fixes);
     let mut segments = vec![shown.progress.clone()];
     segments.extend(waiting.then(|| next.clone()));
-    segments.extend((shown.fixes > 0).then(|| fixes.clone()));
+    let notable = shown.fixes > 0 || shown.pending > 0 || shown.conflict || shown.offline;
+    segments.extend(notable.then(|| fixes.clone()));
     segments.push(format!("LLM {}× {}t", costs.llm_calls, costs.usage.prompt_tokens + costs.usage.completion_tokens));
     segments.push(format!("KG {}q", costs.kg_lookups));
     segments.extend((!waiting).then_some(next));
-    segments.extend((shown.fixes == 0).then_some(fixes));
+    segments.extend((!notable).then_some(fixes));
     segments.push(shown.names.clone());
     let message = &shown.message;
     // The counters give way to the message, down to the progress (and the spinner, while
@@ -97,6 +107,9 @@ mod tests {
             next: "score relations",
             waiting,
             fixes: 2,
+            pending: 0,
+            conflict: false,
+            offline: false,
             names: "demo · scripted".into(),
         }
     }
@@ -109,6 +122,16 @@ mod tests {
         {
             assert!(line.contains(part), "{part:?} missing from {line:?}");
         }
+    }
+
+    #[test]
+    fn pending_corrections_and_a_conflict_are_said_with_the_count() {
+        let mut s = shown("ready", None);
+        (s.pending, s.conflict) = (1, true);
+        let line = bar(&s, 140);
+        assert!(line.contains("ToG depth 1/3 │ fixes 2 (1 pending) ⚠ conflict │ LLM"), "{line:?}");
+        (s.fixes, s.pending, s.conflict) = (0, 0, false);
+        assert!(bar(&s, 140).contains("KG 0q │ score relations │ fixes 0 │"), "nothing to say: last");
     }
 
     #[test]

@@ -1,0 +1,120 @@
+//! The terminal UI's sync with its shared set before each step: what is queued is sent and
+//! what teammates published is pulled, so a teammate's correction applies from the UI's next
+//! step. A server that is down costs one step at most one connect timeout; then it is left
+//! alone for a while (longer each time it still fails) and said once, not at every step.
+
+use super::SetupArgs;
+use super::overlay::{open_store, shared_entry, store_generation};
+use crate::config::Config;
+use crate::overlay::team::{PullCache, Team, TeamError};
+use crate::tui::TeamNote;
+use anyhow::Result;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long one step's sync may take (each request): a step must not wait on a slow server
+/// for the set's full `timeout_secs`.
+const STEP_TIMEOUT_SECS: u64 = 2;
+/// How long a server that failed is left alone first; doubled on each failure after.
+const FIRST_BACKOFF: Duration = Duration::from_secs(5);
+const MAX_BACKOFF: Duration = Duration::from_secs(120);
+
+pub struct TeamWatch {
+    team: Team,
+    config: Config,
+    state: Mutex<Watch>,
+}
+
+#[derive(Default)]
+struct Watch {
+    /// No sync before this (the server failed last time).
+    retry_at: Option<Instant>,
+    backoff: Duration,
+    /// The failure was said (the next success says it is over).
+    said: bool,
+    /// The store's generation when a send last found nothing to send: while it has not moved,
+    /// nothing was queued since.
+    sent_at: Option<u64>,
+    pulled: PullCache,
+}
+
+impl TeamWatch {
+    /// The shared set `setup` uses, if any, with a short timeout for each step's sync.
+    pub fn open(setup: &SetupArgs, config: &Config) -> Result<Option<Self>> {
+        let Some((name, entry)) = shared_entry(setup, config)? else { return Ok(None) };
+        let mut entry = entry.clone();
+        entry.timeout_secs = entry.timeout_secs.min(STEP_TIMEOUT_SECS);
+        let team = Team::open(&name, &entry)?;
+        Ok(Some(Self { team, config: config.clone(), state: Mutex::new(Watch::default()) }))
+    }
+
+    /// Sends and pulls, unless the server is being left alone after a failure. What the user
+    /// should be told, if anything changed about the server. Blocking: call it off the UI's
+    /// loop (the store worker's blocking pool), within the tokio runtime.
+    pub fn step(&self) -> Option<TeamNote> {
+        // Held throughout: only the store worker calls this, one step at a time.
+        let mut watch = self.lock();
+        if watch.retry_at.is_some_and(|t| Instant::now() < t) {
+            return None;
+        }
+        let synced = match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime.block_on(self.sync(&mut watch)),
+            Err(e) => Err(anyhow::anyhow!("no runtime to sync in: {e}")),
+        };
+        let problem = match synced {
+            // The local store (held by another process a moment, say): the next step tries again.
+            Err(e) => {
+                tracing::warn!(set = self.team.name(), "cannot sync with the shared set this step: {e:#}");
+                return None;
+            }
+            Ok(problem) => problem,
+        };
+        match problem {
+            Some(problem) => {
+                watch.backoff = (watch.backoff * 2).clamp(FIRST_BACKOFF, MAX_BACKOFF);
+                watch.retry_at = Some(Instant::now() + watch.backoff);
+                tracing::warn!(set = self.team.name(), %problem, retry_in = ?watch.backoff, "shared set unreachable");
+                let name = self.team.name();
+                (!std::mem::replace(&mut watch.said, true)).then(|| {
+                    TeamNote::Down(format!(
+                        "shared set {name}: {problem}; tried again in the background, meanwhile the corrections pulled before apply"
+                    ))
+                })
+            }
+            None => {
+                let was_said = watch.said;
+                (watch.said, watch.retry_at, watch.backoff) = (false, None, Duration::ZERO);
+                let name = self.team.name();
+                was_said
+                    .then(|| TeamNote::Back(format!("shared set {name} answers again: corrections shared and pulled")))
+            }
+        }
+    }
+
+    /// Sends what is queued (unless nothing was written since the last send found the queue
+    /// empty) and pulls what is new (opening no store when nothing is): why the server could
+    /// not be reached, if it could not.
+    async fn sync(&self, watch: &mut Watch) -> Result<Option<String>> {
+        let open = || open_store(&self.config);
+        // Read before sending: a write after it moves the generation, and the next step sends.
+        let generation = store_generation(&self.config).ok();
+        if generation.is_none() || generation != watch.sent_at {
+            let pushed = self.team.push(&open).await?;
+            if let Some(error) = pushed.error {
+                return Ok(Some(error.to_string()));
+            }
+            let untouched = pushed.sent == 0 && pushed.rejected == 0;
+            watch.sent_at = if untouched { generation } else { None };
+        }
+        match self.team.pull_cached(&open, false, &mut watch.pulled).await {
+            Ok(_) => Ok(None),
+            Err(TeamError::Store(e)) => Err(e.into()),
+            Err(e) => Ok(Some(e.to_string())),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Watch> {
+        // Plain values, replaced whole: a panic elsewhere cannot leave them half-written.
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

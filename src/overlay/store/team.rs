@@ -1,0 +1,474 @@
+//! The store's side of team sharing: the queue of records to publish, the records known from
+//! the server, reviews, and how a correction is set aside (undone, superseded).
+
+use super::{CorrectionStore, SledStore, StoreError, TeamRecord, key, new_correction};
+use crate::overlay::team::record::Kind;
+use crate::overlay::{Correction, Draft, HistoryEntry, Review, TeamLink};
+use serde::{Deserialize, Serialize};
+
+/// How a correction is set aside: undone, or superseded (in a conflict, for the other).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aside {
+    Undo,
+    Supersede,
+}
+
+/// What the store knows of a team record, by its IRI: the correction it became, or an undo or
+/// supersede and whether its target was here to apply it to.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "is", rename_all = "snake_case")]
+enum Known {
+    Correction { kg: String, id: u64 },
+    Aside { target: String, supersede: bool, author: String, at: String, applied: bool },
+    Review { target: String, review: Review, applied: bool },
+}
+
+impl Known {
+    /// The correction an undo, supersede or review points at.
+    fn target(&self) -> Option<&str> {
+        match self {
+            Known::Correction { .. } => None,
+            Known::Aside { target, .. } | Known::Review { target, .. } => Some(target),
+        }
+    }
+
+    fn applied(&self) -> bool {
+        matches!(self, Known::Aside { applied: true, .. } | Known::Review { applied: true, .. })
+    }
+
+    /// Applies this undo, supersede or review to its correction, once.
+    fn apply_to(&mut self, correction: &mut Correction) {
+        match self {
+            Known::Correction { .. } => {}
+            Known::Aside { supersede, author, at, applied, .. } => {
+                if correction.active {
+                    correction.active = false;
+                    let what = if *supersede { "superseded" } else { "undone" };
+                    correction.history.push(HistoryEntry { at: at.clone(), what: format!("{what} by {author}") });
+                }
+                *applied = true;
+            }
+            Known::Review { review, applied, .. } => {
+                if let Some(team) = correction.team.as_mut()
+                    && !team.reviews.iter().any(|r| r.record == review.record)
+                {
+                    let what = format!("{} by {}", review.verdict(), review.author);
+                    correction.history.push(HistoryEntry { at: review.at.clone(), what });
+                    team.reviews.push(review.clone());
+                }
+                *applied = true;
+            }
+        }
+    }
+}
+
+/// A record waiting to be sent to its set.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Queued {
+    /// The set's graph IRI.
+    pub set: String,
+    pub record: TeamRecord,
+}
+
+/// The team keys start with the byte no scope name starts with (see [`NEXT_ID`]).
+const KNOWN: &[u8] = b"\xffteam\0known\0";
+const QUEUE: &[u8] = b"\xffteam\0queue\0";
+const MARK: &[u8] = b"\xffteam\0mark\0";
+/// Records the server refused for good, with why (see [`SledStore::mark_rejected`]).
+const REJECTED: &[u8] = b"\xffteam\0rejected\0";
+/// Undo and supersede records whose correction has not arrived yet (also in [`KNOWN`]).
+const WAITING: &[u8] = b"\xffteam\0waiting\0";
+
+fn team_key(prefix: &[u8], rest: &str) -> Vec<u8> {
+    [prefix, rest.as_bytes()].concat()
+}
+
+/// This store's agent id (see [`SledStore::agent_id`]).
+const AGENT_ID: &[u8] = b"\xffteam\0agent";
+
+impl SledStore {
+    /// This store's random id, recorded on the team records it makes, so that two people of
+    /// the same name are two authors. Made at the first team record, in `batch` (its write).
+    fn agent_id(&self, batch: &mut sled::Batch) -> Result<String, StoreError> {
+        if let Some(bytes) = self.db.get(AGENT_ID).map_err(|e| self.err(e))? {
+            return Ok(String::from_utf8_lossy(&bytes).into_owned());
+        }
+        let id = uuid::Uuid::now_v7().to_string();
+        batch.insert(AGENT_ID, id.as_bytes().to_vec());
+        Ok(id)
+    }
+
+    fn known(&self, iri: &str) -> Result<Option<Known>, StoreError> {
+        let Some(bytes) = self.db.get(team_key(KNOWN, iri)).map_err(|e| self.err(e))? else { return Ok(None) };
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| StoreError::Corrupt {
+            path: self.path.display().to_string(),
+            detail: format!("team record {iri}: {e}"),
+        })
+    }
+
+    fn get(&self, kg: &str, id: u64) -> Result<Correction, StoreError> {
+        let k = key(kg, id);
+        let bytes =
+            self.db.get(&k).map_err(|e| self.err(e))?.ok_or_else(|| StoreError::UnknownId { kg: kg.into(), id })?;
+        self.read(&k, &bytes)
+    }
+
+    /// Records a correction made here in the shared set `set`, and queues its record to be
+    /// sent, in one write: it is never stored without being queued, nor queued without being
+    /// stored.
+    pub fn add_shared(
+        &self,
+        kg: &str,
+        draft: Draft,
+        set: &str,
+        based_on: Option<String>,
+    ) -> Result<Correction, StoreError> {
+        let id = self.next_id()?;
+        // To the millisecond: the order records apply in, for everyone (see `in_order`).
+        let now = crate::overlay::team::record::now_millis();
+        let iri = crate::overlay::team::record::new_iri();
+        let mut batch = sled::Batch::default();
+        let agent = Some(self.agent_id(&mut batch)?);
+        let record = TeamRecord {
+            iri: iri.clone(),
+            kind: Kind::Correction { op: draft.op.clone() },
+            kg: kg.to_string(),
+            author: draft.author.clone(),
+            created: now.clone(),
+            reason: draft.reason.clone(),
+            context: draft.context.clone(),
+            generated: draft.generated,
+            based_on: based_on.clone(),
+            agent: agent.clone(),
+        };
+        let team = TeamLink {
+            record: iri.clone(),
+            set: set.to_string(),
+            based_on,
+            shared: false,
+            pulled: false,
+            rejected: None,
+            agent,
+            reviews: Vec::new(),
+        };
+        let correction = new_correction(id, kg, draft, now, Some(team));
+        self.stage(&mut batch, &correction)?;
+        batch.insert(team_key(KNOWN, &iri), self.json(&Known::Correction { kg: kg.to_string(), id })?);
+        batch.insert(team_key(QUEUE, &iri), self.json(&Queued { set: set.to_string(), record })?);
+        self.commit(batch)?;
+        Ok(correction)
+    }
+
+    /// Undoes or supersedes a correction. One in a shared set is set aside there too: the
+    /// undo or supersede record is queued in the same write. A supersede settles a conflict, so
+    /// only a correction in one can be superseded.
+    pub fn set_aside(&self, kg: &str, id: u64, how: Aside, reason: Option<&str>) -> Result<Correction, StoreError> {
+        let mut correction = self.get(kg, id)?;
+        if !correction.active {
+            return Err(StoreError::AlreadyUndone { id });
+        }
+        if how == Aside::Supersede {
+            let all = self.list(kg)?;
+            let at = all.iter().position(|c| c.id == id);
+            let states = crate::overlay::team::state::states(&all);
+            if at.is_none_or(|i| states[i].conflicts_with.is_empty()) {
+                return Err(StoreError::NoConflict { id });
+            }
+        }
+        let now =
+            if correction.team.is_some() { crate::overlay::team::record::now_millis() } else { crate::overlay::now() };
+        correction.active = false;
+        let what = match how {
+            Aside::Undo => "undone",
+            Aside::Supersede => "superseded",
+        };
+        // A team correction's history says who set it aside (teammates see it); a local one's
+        // stays as it always was.
+        let what = if correction.team.is_some() { format!("{what} by {}", self.author) } else { what.to_string() };
+        correction.history.push(HistoryEntry { at: now.clone(), what });
+        let mut batch = sled::Batch::default();
+        self.stage(&mut batch, &correction)?;
+        if let Some(team) = &correction.team {
+            let agent = Some(self.agent_id(&mut batch)?);
+            let iri = crate::overlay::team::record::new_iri();
+            let target = team.record.clone();
+            let kind = match how {
+                Aside::Undo => Kind::Undo { target: target.clone() },
+                Aside::Supersede => Kind::Supersede { target: target.clone() },
+            };
+            let record = TeamRecord {
+                iri: iri.clone(),
+                kind,
+                kg: kg.to_string(),
+                author: self.author.clone(),
+                created: now.clone(),
+                reason: reason.unwrap_or_default().to_string(),
+                context: None,
+                generated: false,
+                based_on: None,
+                agent,
+            };
+            let known = Known::Aside {
+                target,
+                supersede: how == Aside::Supersede,
+                author: self.author.clone(),
+                at: now,
+                applied: true,
+            };
+            batch.insert(team_key(KNOWN, &iri), self.json(&known)?);
+            batch.insert(team_key(QUEUE, &iri), self.json(&Queued { set: team.set.clone(), record })?);
+        }
+        self.commit(batch)?;
+        Ok(correction)
+    }
+
+    /// Approves (or rejects) a teammate's shared correction: a review record, queued to be
+    /// sent, and kept on the correction, in one write. One's own correction is not reviewed.
+    pub fn review(&self, kg: &str, id: u64, approve: bool, reason: Option<&str>) -> Result<Correction, StoreError> {
+        let mut correction = self.get(kg, id)?;
+        let Some(team) = correction.team.clone() else { return Err(StoreError::NotShared { id }) };
+        let mut batch = sled::Batch::default();
+        let agent = self.agent_id(&mut batch)?;
+        // Made here, or made by this store and pulled back (a full pull of a copy).
+        if !team.pulled || team.agent.as_deref() == Some(agent.as_str()) {
+            return Err(StoreError::OwnCorrection { id });
+        }
+        if let Some(last) = crate::overlay::team::state::verdict(&team)
+            && last.approve == approve
+            && last.agent.as_deref() == Some(agent.as_str())
+        {
+            return Err(StoreError::AlreadyReviewed { id, verdict: last.verdict() });
+        }
+        let iri = crate::overlay::team::record::new_iri();
+        let now = crate::overlay::team::record::now_millis();
+        let reason = reason.map(str::trim).unwrap_or_default().to_string();
+        let review = Review {
+            record: iri.clone(),
+            approve,
+            author: self.author.clone(),
+            at: now.clone(),
+            reason: reason.clone(),
+            agent: Some(agent.clone()),
+        };
+        let target = team.record.clone();
+        let record = TeamRecord {
+            iri: iri.clone(),
+            kind: if approve {
+                Kind::Approve { target: target.clone() }
+            } else {
+                Kind::Reject { target: target.clone() }
+            },
+            kg: kg.to_string(),
+            author: self.author.clone(),
+            created: now,
+            reason,
+            context: None,
+            generated: false,
+            based_on: None,
+            agent: Some(agent),
+        };
+        let mut known = Known::Review { target, review, applied: false };
+        known.apply_to(&mut correction);
+        self.stage(&mut batch, &correction)?;
+        batch.insert(team_key(KNOWN, &iri), self.json(&known)?);
+        batch.insert(team_key(QUEUE, &iri), self.json(&Queued { set: team.set.clone(), record })?);
+        self.commit(batch)?;
+        Ok(correction)
+    }
+
+    /// The records waiting to be sent, oldest first (their UUIDv7 IRIs sort by time).
+    pub fn queued(&self) -> Result<Vec<Queued>, StoreError> {
+        self.db
+            .scan_prefix(QUEUE)
+            .map(|item| {
+                let (k, v) = item.map_err(|e| self.err(e))?;
+                serde_json::from_slice(&v).map_err(|e| StoreError::Corrupt {
+                    path: self.path.display().to_string(),
+                    detail: format!("queued record {}: {e}", String::from_utf8_lossy(&k[QUEUE.len()..])),
+                })
+            })
+            .collect()
+    }
+
+    /// Notes that the server has the record `iri`: off the queue, and its correction shared.
+    pub fn mark_sent(&self, iri: &str) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        batch.remove(team_key(QUEUE, iri));
+        if let Some(Known::Correction { kg, id }) = self.known(iri)? {
+            let mut correction = self.get(&kg, id)?;
+            if let Some(team) = correction.team.as_mut() {
+                team.shared = true;
+            }
+            self.stage(&mut batch, &correction)?;
+        }
+        self.commit(batch)
+    }
+
+    /// Notes that the server refused the record `iri` for good (`why`): off the queue, kept
+    /// aside with the reason, and its correction (if it is one) shown as rejected. It still
+    /// applies here, like a local correction.
+    pub fn mark_rejected(&self, iri: &str, why: &str) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        let key = team_key(QUEUE, iri);
+        if let Some(bytes) = self.db.get(&key).map_err(|e| self.err(e))? {
+            #[derive(Serialize)]
+            struct Rejected<'a> {
+                queued: serde_json::Value,
+                reason: &'a str,
+                at: String,
+            }
+            let queued = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+            let rejected = Rejected { queued, reason: why, at: crate::overlay::team::record::now_millis() };
+            batch.insert(team_key(REJECTED, iri), self.json(&rejected)?);
+        }
+        batch.remove(key);
+        if let Some(Known::Correction { kg, id }) = self.known(iri)? {
+            let mut correction = self.get(&kg, id)?;
+            if let Some(team) = correction.team.as_mut() {
+                team.rejected = Some(why.to_string());
+            }
+            self.stage(&mut batch, &correction)?;
+        }
+        self.commit(batch)
+    }
+
+    /// How many records the server refused for good (kept aside, see [`Self::mark_rejected`]).
+    pub fn rejected_count(&self) -> usize {
+        self.db.scan_prefix(REJECTED).count()
+    }
+
+    /// The latest publication time seen in `set` (where the next pull starts, less an overlap).
+    pub fn pulled_until(&self, set: &str) -> Result<Option<String>, StoreError> {
+        let bytes = self.db.get(team_key(MARK, set)).map_err(|e| self.err(e))?;
+        Ok(bytes.map(|b| String::from_utf8_lossy(&b).into_owned()))
+    }
+
+    /// Whether the store has the record `iri` (made here or pulled).
+    pub fn has_record(&self, iri: &str) -> Result<bool, StoreError> {
+        self.db.contains_key(team_key(KNOWN, iri)).map_err(|e| self.err(e))
+    }
+
+    /// Takes in records pulled from `set` (those it has are skipped: pulling twice changes
+    /// nothing) and notes `until`, in one write. An undo or supersede whose correction has
+    /// not arrived yet is kept and applied when it does. Returns how many were new.
+    pub fn take_pulled(&self, set: &str, records: Vec<TeamRecord>, until: Option<&str>) -> Result<usize, StoreError> {
+        let mut batch = sled::Batch::default();
+        let mut changed: std::collections::BTreeMap<(String, u64), Correction> = Default::default();
+        let mut by_record: std::collections::HashMap<String, (String, u64)> = Default::default();
+        let mut new = 0;
+        let mut asides: Vec<(String, Known, bool)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        // Corrections first, so an undo pulled with its correction finds it.
+        let (corrections, others): (Vec<TeamRecord>, Vec<TeamRecord>) =
+            records.into_iter().partition(|r| matches!(r.kind, Kind::Correction { .. }));
+        for record in corrections.into_iter().chain(others) {
+            if !seen.insert(record.iri.clone()) || self.has_record(&record.iri)? {
+                continue;
+            }
+            new += 1;
+            match record.kind {
+                Kind::Correction { op } => {
+                    let id = self.next_id()?;
+                    let correction = Correction {
+                        id,
+                        kg: record.kg.clone(),
+                        op,
+                        reason: record.reason,
+                        generated: Some(record.generated),
+                        author: record.author,
+                        created: record.created.clone(),
+                        active: true,
+                        context: record.context,
+                        history: vec![HistoryEntry { at: record.created, what: "created".into() }],
+                        team: Some(TeamLink {
+                            record: record.iri.clone(),
+                            set: set.to_string(),
+                            based_on: record.based_on,
+                            shared: true,
+                            pulled: true,
+                            rejected: None,
+                            agent: record.agent,
+                            reviews: Vec::new(),
+                        }),
+                    };
+                    batch.insert(
+                        team_key(KNOWN, &record.iri),
+                        self.json(&Known::Correction { kg: record.kg.clone(), id })?,
+                    );
+                    by_record.insert(record.iri, (record.kg.clone(), id));
+                    changed.insert((record.kg, id), correction);
+                }
+                other => {
+                    let (author, at) = (record.author, record.created);
+                    let approve = matches!(other, Kind::Approve { .. });
+                    let known = match other {
+                        Kind::Undo { target } => Known::Aside { target, supersede: false, author, at, applied: false },
+                        Kind::Supersede { target } => {
+                            Known::Aside { target, supersede: true, author, at, applied: false }
+                        }
+                        Kind::Approve { target } | Kind::Reject { target } => {
+                            let review = Review {
+                                record: record.iri.clone(),
+                                approve,
+                                author,
+                                at,
+                                reason: record.reason,
+                                agent: record.agent,
+                            };
+                            Known::Review { target, review, applied: false }
+                        }
+                        Kind::Correction { .. } => continue,
+                    };
+                    asides.push((record.iri, known, true));
+                }
+            }
+        }
+        // Undo and supersede records kept from earlier pulls, whose correction may be here now.
+        for item in self.db.scan_prefix(WAITING) {
+            let (k, v) = item.map_err(|e| self.err(e))?;
+            if let Ok(known @ (Known::Aside { .. } | Known::Review { .. })) = serde_json::from_slice::<Known>(&v) {
+                asides.push((String::from_utf8_lossy(&k[WAITING.len()..]).into_owned(), known, false));
+            }
+        }
+        let mut dirty = new > 0 || until.is_some_and(|u| self.pulled_until(set).ok().flatten().as_deref() != Some(u));
+        for (iri, mut known, is_new) in asides {
+            let Some(target) = known.target().map(str::to_string) else { continue };
+            let found = match by_record.get(target.as_str()) {
+                Some(k) => Some(k.clone()),
+                None => match self.known(&target)? {
+                    Some(Known::Correction { kg, id }) => {
+                        let correction = self.get(&kg, id)?;
+                        changed.insert((kg.clone(), id), correction);
+                        Some((kg, id))
+                    }
+                    _ => None,
+                },
+            };
+            if let Some(correction) = found.and_then(|k| changed.get_mut(&k)) {
+                known.apply_to(correction);
+            }
+            let applied = known.applied();
+            if is_new || applied {
+                dirty = true;
+                let bytes = self.json(&known)?;
+                batch.insert(team_key(KNOWN, &iri), bytes.clone());
+                if applied {
+                    batch.remove(team_key(WAITING, &iri));
+                } else {
+                    batch.insert(team_key(WAITING, &iri), bytes);
+                }
+            }
+        }
+        if !dirty {
+            return Ok(0);
+        }
+        for correction in changed.values() {
+            self.stage(&mut batch, correction)?;
+        }
+        if let Some(until) = until {
+            batch.insert(team_key(MARK, set), until.as_bytes().to_vec());
+        }
+        self.commit(batch)?;
+        Ok(new)
+    }
+}
