@@ -259,6 +259,22 @@ const COMMANDS: &[(&str, Kept)] = &[
     ),
     ("ongraph fix sync", Kept::By("team_sync.rs::a_conflict_is_shown_to_both_and_settled_by_a_supersede")),
     (
+        "ongraph fix review",
+        Kept::By("team_sync.rs::reviews_decide_what_applies_under_apply_approved_and_the_latest_wins"),
+    ),
+    (
+        r#"ongraph fix review approve 1 --reason "checked on the team's site""#,
+        Kept::By("team_sync.rs::reviews_decide_what_applies_under_apply_approved_and_the_latest_wins"),
+    ),
+    (
+        r#"ongraph fix review reject 1 --reason "not official yet""#,
+        Kept::By("team_sync.rs::reviews_decide_what_applies_under_apply_approved_and_the_latest_wins"),
+    ),
+    (
+        "ongraph fix export --format sparql-update --approved > approved.ru",
+        Kept::By("team_sync.rs::approved_corrections_export_as_an_update_the_maintainers_can_apply"),
+    ),
+    (
         "cargo run --release -- eval --dataset ../shared/datasets/pathquestion/PQ-2H.txt --llm gold-path --method tog",
         Kept::By("eval.rs::the_binary_runs_summarises_and_compares"),
     ),
