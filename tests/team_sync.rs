@@ -835,7 +835,12 @@ fn the_sync_works_on_virtuoso_beside_the_kg_it_serves() {
     // yet nothing of them shows in the KG: a record names entities by literal ids, never by
     // the KG's IRIs.
     assert_eq!(bea.ok(&on(&["kg", "relations", "m.bright_house_field", "--no-overlay"])), relations);
-    assert!(!bea.ok(&on(&["kg", "search", "Renamed in 2021", "--no-overlay"])).contains("urn:"));
+    // A record's reason is no entity's name: the search finds nothing (a one-line error).
+    let search = bea.run(&on(&["kg", "search", "Renamed in 2021", "--no-overlay"]));
+    let said = String::from_utf8_lossy(&search.stderr);
+    assert_eq!(search.status.code(), Some(1), "{said}");
+    assert!(said.contains("has no entity named like \"Renamed in 2021\""), "{said}");
+    assert!(!String::from_utf8_lossy(&search.stdout).contains("urn:"));
     let client = SparqlClient::new(SparqlConfig::new(&server.url)).unwrap();
     let count = format!(
         "SELECT (COUNT(DISTINCT ?r) AS ?n) WHERE {{ GRAPH <{GRAPH}> {{ ?r <urn:ongraph:ns:publishedAt> ?t }} }}"
