@@ -201,6 +201,19 @@ impl SledStore {
         Ok(read_u64(bumped.as_deref()).max(1))
     }
 
+    /// `n` new ids in one write, for a pull's many corrections: the first of them (the others
+    /// follow it); nothing is written when `n` is 0.
+    fn reserve_ids(&self, n: u64) -> Result<u64, StoreError> {
+        if n == 0 {
+            return Ok(1);
+        }
+        let bumped = self
+            .db
+            .update_and_fetch(NEXT_ID, |old| Some((read_u64(old) + n).to_be_bytes().to_vec()))
+            .map_err(|e| self.err(e))?;
+        Ok(read_u64(bumped.as_deref()) + 1 - n)
+    }
+
     fn put(&self, correction: &Correction) -> Result<(), StoreError> {
         let mut batch = sled::Batch::default();
         self.stage(&mut batch, correction)?;
@@ -387,6 +400,36 @@ mod tests {
             context: None,
             origin: None,
         }
+    }
+
+    /// A pull's corrections take the ids after the local ones, in one reservation, and the
+    /// next local correction goes on after them; a pull of nothing new reserves nothing.
+    #[test]
+    fn pulled_corrections_take_the_next_ids_and_local_ones_follow() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(&dir.path().join("store")).unwrap();
+        assert_eq!(store.add("demo", draft("local")).unwrap().id, 1);
+        let record = |n: u32| TeamRecord {
+            iri: format!("urn:uuid:0190a7d4-0000-7000-8000-00000000000{n}"),
+            kind: super::super::team::record::Kind::Correction {
+                op: Op::Relabel { entity: format!("m.e{n}"), label: format!("name {n}") },
+            },
+            kg: "demo".into(),
+            author: "Bea".into(),
+            created: format!("2026-11-25T10:00:0{n}.000Z"),
+            reason: "r".into(),
+            context: None,
+            generated: false,
+            based_on: None,
+            agent: Some("another store".into()),
+        };
+        let set = "http://example.org/c";
+        assert_eq!(store.take_pulled(set, vec![record(1), record(2), record(3), record(2)], None).unwrap(), 3);
+        let mut ids: Vec<u64> = store.list("demo").unwrap().iter().map(|c| c.id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, [1, 2, 3, 4]);
+        assert_eq!(store.take_pulled(set, vec![record(1)], None).unwrap(), 0, "nothing new");
+        assert_eq!(store.add("demo", draft("after")).unwrap().id, 5);
     }
 
     #[test]

@@ -361,14 +361,21 @@ impl SledStore {
         // Corrections first, so an undo pulled with its correction finds it.
         let (corrections, others): (Vec<TeamRecord>, Vec<TeamRecord>) =
             records.into_iter().partition(|r| matches!(r.kind, Kind::Correction { .. }));
+        let mut fresh = Vec::new();
         for record in corrections.into_iter().chain(others) {
-            if !seen.insert(record.iri.clone()) || self.has_record(&record.iri)? {
-                continue;
+            if seen.insert(record.iri.clone()) && !self.has_record(&record.iri)? {
+                fresh.push(record);
             }
+        }
+        // One write reserves the ids of every new correction (a pull takes in thousands).
+        let corrections = fresh.iter().filter(|r| matches!(r.kind, Kind::Correction { .. })).count();
+        let mut next_id = self.reserve_ids(corrections as u64)?;
+        for record in fresh {
             new += 1;
             match record.kind {
                 Kind::Correction { op } => {
-                    let id = self.next_id()?;
+                    let id = next_id;
+                    next_id += 1;
                     let correction = Correction {
                         id,
                         kg: record.kg.clone(),
