@@ -229,6 +229,8 @@ fn a_correction_made_while_the_server_is_down_is_queued_and_sent_after() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!((out.status.code(), err.lines().count()), (Some(1), 1), "{err}");
     assert!(err.starts_with("error: 1 correction not yet shared"), "{err}");
+    // No pull was tried: not said as "pulled 0".
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "pushed 0 record(s) to team, not pulled\n");
     // Without the shared set, nothing is tried and nothing said.
     assert_eq!(first_line(&bea.ok(&["ask", PHANATIC, "--no-shared"])), "Answer: Bright House Field");
 

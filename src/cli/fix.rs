@@ -250,11 +250,12 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             };
             let synced = sync_team(team, config, *full).await?;
             let rejected = if synced.rejected > 0 { format!(", {} rejected", synced.rejected) } else { String::new() };
-            writeln!(
-                out,
-                "pushed {} record(s) to {}{rejected}, pulled {} new record(s)",
-                synced.pushed, synced.team, synced.pulled
-            )?;
+            // A pull that was not made is not "0 new": the error line after says why.
+            let pulled = match synced.pulled {
+                Some(n) => format!("pulled {n} new record(s)"),
+                None => "not pulled".to_string(),
+            };
+            writeln!(out, "pushed {} record(s) to {}{rejected}, {pulled}", synced.pushed, synced.team)?;
             if let Some(note) = synced.note() {
                 bail!("{note}");
             }

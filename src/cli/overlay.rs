@@ -72,7 +72,9 @@ pub struct Synced {
     pub rejected: usize,
     /// Still queued for the set.
     pub pending: usize,
-    pub pulled: usize,
+    /// New records pulled; `None` when no pull was made (the server could not be reached, or
+    /// the pull failed: `problem` says why).
+    pub pulled: Option<usize>,
     /// Why something could not be sent or pulled (the server, never the local store: that is
     /// an error).
     pub problem: Option<String>,
@@ -118,13 +120,14 @@ pub async fn sync_team(team: &Team, config: &Config, full: bool) -> Result<Synce
     // command waits for it once, not twice.
     let unreachable = pushed.unreachable();
     let mut problem = pushed.error.map(|e| e.to_string());
-    let pulled = match if unreachable { Ok(0) } else { team.pull(&open, full).await } {
-        Ok(n) => n,
-        Err(TeamError::Store(e)) => return Err(e.into()),
-        Err(e) => {
+    let pulled = match if unreachable { None } else { Some(team.pull(&open, full).await) } {
+        None => None,
+        Some(Ok(n)) => Some(n),
+        Some(Err(TeamError::Store(e))) => return Err(e.into()),
+        Some(Err(e)) => {
             // The same server down twice is said once.
             problem.get_or_insert_with(|| e.to_string());
-            0
+            None
         }
     };
     Ok(Synced {
