@@ -302,6 +302,11 @@ pub struct KgEntry {
     /// Answer a step's lookups with one `VALUES` query (endpoints; false: one query each).
     #[serde(default = "default_true")]
     pub batch: bool,
+    /// The named graph the KG is in (endpoints): every KG query reads it alone (`FROM <graph>`).
+    /// Without it the server's default graph is read, which on Virtuoso is the union of all its
+    /// graphs (a team's corrections graph, other datasets).
+    #[serde(default)]
+    pub graph: Option<String>,
 }
 
 fn default_true() -> bool {

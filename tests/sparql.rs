@@ -35,9 +35,48 @@ async fn virtuoso_answers_like_the_local_graph() {
     assert_eq!(many[0], kg.relations("m.lou_seal").await.unwrap());
 }
 
+/// `[kg.NAME] graph`: a KG kept in a named graph is read from that graph alone (`FROM`), as
+/// a server holding other graphs beside it (Virtuoso's default graph is their union) needs.
+#[tokio::test]
+async fn a_kg_in_a_named_graph_is_read_from_that_graph_alone() {
+    let fb = "http://rdf.freebase.com/ns/";
+    let update = format!(
+        "MOVE DEFAULT TO <http://example.org/kg> ; \
+         INSERT DATA {{ GRAPH <http://example.org/other> {{ <{fb}m.canberra> <{fb}junk.relation> <{fb}m.x> }} }}"
+    );
+    let server = Oxigraph::start_with(&fixture("freebase-demo.nt"), Some(&update));
+    // The default graph is empty now: without the graph, nothing.
+    assert!(freebase_kg(&server.url).relations("m.canberra").await.unwrap().is_empty());
+    let kg = || freebase_kg(&server.url).in_graph("http://example.org/kg").unwrap();
+    let relations = kg().relations("m.canberra").await.unwrap();
+    assert!(relations.iter().any(|r| r.relation == "location.location.containedby"), "{relations:?}");
+    assert!(!relations.iter().any(|r| r.relation.starts_with("junk")), "another graph leaked: {relations:?}");
+    assert_parity(kg()).await;
+    // The graph is an IRI, checked like every other: nothing can close the clause.
+    let hostile = freebase_kg(&server.url).in_graph("http://example.org/kg> } DROP ALL { <x").err();
+    assert!(hostile.is_some_and(|e| e.contains("not a valid IRI")));
+
+    // Through the config, as a user writes it.
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let entry = format!("[kg.fb]\nendpoint = \"{}\"\nprofile = \"freebase\"\n", server.url);
+    let c = config_file(h, &format!("{entry}graph = \"http://example.org/kg\"\n"));
+    let asked = ongraph(h, &["--config", &c, "ask", PHANATIC_Q, "--kg", "fb", "--no-cache"]);
+    assert!(asked.starts_with("Answer: Bright House Field\n"), "{asked}");
+    let c = config_file(h, &format!("{entry}graph = \"not an iri\"\n"));
+    let out =
+        common::ongraph_cmd(h, &["--config", &c, "kg", "relations", "m.canberra", "--kg", "fb"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("[kg.fb] graph: ") && err.contains("not a valid IRI") && err.lines().count() == 1, "{err}");
+}
+
 /// The endpoint, loaded with the demo KG, must answer every lookup as the local graph does.
 async fn assert_parity_with_local(url: &str) {
-    let remote = freebase_kg(url);
+    assert_parity(freebase_kg(url)).await;
+}
+
+async fn assert_parity(remote: SparqlKg) {
     let local = demo_graph();
     for entity in ["m.lou_seal", "m.apple", "cvt.apple_hq", "m.canberra", "m.phillies", "m.australia"] {
         let (r, l): (BTreeSet<_>, BTreeSet<_>) = (

@@ -258,6 +258,7 @@ pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeG
             language: "en",
             timeout_secs: 60,
             batch: true,
+            graph: None,
         };
         return open_endpoint(&name, &name, profile, endpoint, query_cache(setup, config));
     }
@@ -271,6 +272,7 @@ pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeG
                     language: &entry.language,
                     timeout_secs: entry.timeout_secs,
                     batch: entry.batch,
+                    graph: entry.graph.clone(),
                 };
                 return open_endpoint(&name, endpoint, &entry.profile, settings, query_cache(setup, config));
             }
@@ -307,6 +309,7 @@ struct Endpoint<'a> {
     language: &'a str,
     timeout_secs: u64,
     batch: bool,
+    graph: Option<String>,
 }
 
 /// A SPARQL endpoint as a knowledge graph.
@@ -339,7 +342,10 @@ fn open_endpoint(
     let mut config = SparqlConfig::new(endpoint);
     config.timeout = Duration::from_secs(settings.timeout_secs);
     let client = SparqlClient::new(config)?.with_cache(cache);
-    let kg = SparqlKg::new(name, client, kg_profile, names, settings.language)?.with_batching(settings.batch);
+    let mut kg = SparqlKg::new(name, client, kg_profile, names, settings.language)?.with_batching(settings.batch);
+    if let Some(graph) = &settings.graph {
+        kg = kg.in_graph(graph).map_err(|e| anyhow::anyhow!("[kg.{name}] graph: {e}"))?;
+    }
     Ok((Arc::new(kg), LoadReport::default()))
 }
 

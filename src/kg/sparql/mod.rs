@@ -105,6 +105,8 @@ pub struct SparqlKg {
     label_path: String,
     /// Answer batches of lookups with one `VALUES` query (off: one query per lookup).
     batching: bool,
+    /// `FROM <graph>`: the named graph every query reads alone (empty: the default graph).
+    from: String,
 }
 
 impl SparqlKg {
@@ -130,6 +132,7 @@ impl SparqlKg {
             language,
             label_path: String::new(),
             batching: true,
+            from: String::new(),
         };
         let mut predicates: Vec<String> = Vec::new();
         for p in &kg.profile.label_predicates {
@@ -151,6 +154,25 @@ impl SparqlKg {
     pub fn with_batching(mut self, batching: bool) -> Self {
         self.batching = batching;
         self
+    }
+
+    /// Reads the KG from the named graph `graph` alone (an endpoint that serves several graphs:
+    /// on Virtuoso a query without `FROM` reads them all). An invalid IRI is refused.
+    pub fn in_graph(mut self, graph: &str) -> Result<Self, String> {
+        self.from = format!(" FROM {}", syntax::iri(graph)?);
+        Ok(self)
+    }
+
+    /// Runs one of this KG's queries (each is `SELECT … WHERE {…}`, no subquery) on its graph.
+    async fn select(&self, query: &str) -> Result<Vec<sparesults::QuerySolution>, KgError> {
+        if self.from.is_empty() {
+            return self.client.select(query).await;
+        }
+        let scoped = match query.split_once(" WHERE {") {
+            Some((head, body)) => format!("{head}{} WHERE {{{body}", self.from),
+            None => query.to_string(),
+        };
+        self.client.select(&scoped).await
     }
 
     /// An id or relation as query text: expanded into the namespace when short, validated.
@@ -309,7 +331,7 @@ impl KnowledgeGraph for SparqlKg {
             rl = if self.property_labels { " ?rl" } else { "" },
             clause = self.property_label_clause()
         );
-        let rows = self.client.select(&query).await?;
+        let rows = self.select(&query).await?;
         self.warn_cap(rows.len(), "relations");
         Ok(Self::tidy(rows.iter().filter_map(|row| self.relation_row(row)).collect()))
     }
@@ -326,7 +348,7 @@ impl KnowledgeGraph for SparqlKg {
             same = if self.same_as_names { " ?same" } else { "" },
             clause = self.same_as_clause("x")
         );
-        let rows = self.client.select(&query).await?;
+        let rows = self.select(&query).await?;
         self.warn_cap(rows.len(), "neighbours");
         Ok(self.neighbours_from(self.nodes_with_names(&rows, "x")))
     }
@@ -349,7 +371,7 @@ impl KnowledgeGraph for SparqlKg {
                 rl = if self.property_labels { " ?rl" } else { "" },
                 clause = self.property_label_clause()
             );
-            let rows = self.client.select(&query).await?;
+            let rows = self.select(&query).await?;
             if rows.len() >= ROW_CAP {
                 // Capped: some entity's rows may be missing, so ask one at a time instead.
                 for (i, e) in chunk.iter().enumerate() {
@@ -406,7 +428,7 @@ impl KnowledgeGraph for SparqlKg {
                 same = if self.same_as_names { " ?same" } else { "" },
                 clause = self.same_as_clause("x")
             );
-            let rows = self.client.select(&query).await?;
+            let rows = self.select(&query).await?;
             if rows.len() >= ROW_CAP {
                 // Capped: some pair's rows may be missing, so ask one at a time instead.
                 for &i in chunk {
@@ -440,7 +462,7 @@ impl KnowledgeGraph for SparqlKg {
         } else {
             format!("SELECT ?name WHERE {{ {e} {} ?name }} LIMIT 100", self.label_path)
         };
-        let rows = self.client.select(&query).await?;
+        let rows = self.select(&query).await?;
         Ok(rows
             .iter()
             .filter_map(|row| {
@@ -474,7 +496,7 @@ impl KnowledgeGraph for SparqlKg {
             self.label_path
         );
         let mut found: Vec<EntityMatch> = Vec::new();
-        for (term, label) in self.nodes_with_names(&self.client.select(&exact_query).await?, "e") {
+        for (term, label) in self.nodes_with_names(&self.select(&exact_query).await?, "e") {
             if let (Term::Entity(id), Some(label)) = (term, label) {
                 found.push(EntityMatch { id, label, score: 1.0, exact: true });
             }
@@ -500,7 +522,7 @@ impl KnowledgeGraph for SparqlKg {
                     syntax::literal(&key)
                 );
                 let mut close: Vec<EntityMatch> = self
-                    .nodes_with_names(&self.client.select(&query).await?, "e")
+                    .nodes_with_names(&self.select(&query).await?, "e")
                     .into_iter()
                     .filter_map(|(term, label)| match (term, label) {
                         (Term::Entity(id), Some(label)) => Some((id, label)),
