@@ -122,6 +122,10 @@ fn an_answer_resting_on_an_accepted_generated_triple_says_so() {
     let ask = [&["ask", "--method", "gog", "--kg", kb][..], &[question]].concat();
     let first = ok(h, &ask);
     assert!(first.starts_with("Answer: Pacific Time Zone\nSource: from LLM-generated triples, verified"), "{first}");
+    // The supporting path through the generated hop is marked; one wholly in the KG is not.
+    let through = "-> location.location.time_zones -> Pacific Time Zone  [through an LLM-generated triple]\n";
+    assert!(first.contains(through), "{first}");
+    assert!(first.contains("-> location.location.containedby -> California\n"), "{first}");
 
     // Accepted as the UI's `A` stores it: an assert marked as generated (here imported).
     let triple = ["m.cupertino", "location.location.time_zones", "m.pacific_tz"];

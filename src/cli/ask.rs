@@ -202,7 +202,14 @@ fn print_human(
             if merged == Some(i) {
                 writeln!(out, "  {}:", crate::engine::MERGED_ROUTES)?;
             }
-            writeln!(out, "  {}. [{:.3}] {}", i + 1, p.score, p.text)?;
+            // A hop the LLM wrote (GoG's Generate) is no triple of the KG: the path says so.
+            let beam = run.beam();
+            let generated = beam
+                .path(p.leaf)
+                .iter()
+                .any(|&n| matches!(beam.nodes[n].provenance, crate::engine::beam::Provenance::Generated { .. }));
+            let mark = if generated { "  [through an LLM-generated triple]" } else { "" };
+            writeln!(out, "  {}. [{:.3}] {}{mark}", i + 1, p.score, p.text)?;
         }
         if answer.paths.len() > 5 {
             writeln!(out, "  … and {} more", answer.paths.len() - 5)?;
