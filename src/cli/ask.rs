@@ -209,7 +209,9 @@ fn print_human(
                 .iter()
                 .any(|&n| matches!(beam.nodes[n].provenance, crate::engine::beam::Provenance::Generated { .. }));
             let mark = if generated { "  [through an LLM-generated triple]" } else { "" };
-            writeln!(out, "  {}. [{:.3}] {}{mark}", i + 1, p.score, p.text)?;
+            // As the beam holds it, arrows for every method (PoG's own text is the papers' brace
+            // format, kept for its prompts and the trace).
+            writeln!(out, "  {}. [{:.3}] {}{mark}", i + 1, p.score, beam.path_text(p.leaf))?;
         }
         if answer.paths.len() > 5 {
             writeln!(out, "  … and {} more", answer.paths.len() - 5)?;
