@@ -520,6 +520,9 @@ fn ask_prints_what_the_method_reports_of_the_run() {
     let text = stdout(&out);
     assert!(text.contains("PoG:\n  indicator \"San Francisco Giants\""), "{text}");
     assert!(text.contains("answered by topic-entity paths (depth 1)"), "{text}");
+    // Its supporting path in arrows, as every method prints them (not its prompts' braces).
+    let path = "San Francisco Giants -> sports.sports_team.championships -> 2010 World Series -> sports.sports_championship_event.runner_up -> Texas Rangers\n";
+    assert!(text.contains(&format!("  1. [1.000] {path}")), "{text}");
     let tog =
         ongraph(home.path(), &["ask", "What is the majority party now in the country where Canberra is located?"]);
     assert!(tog.status.success(), "{}", stderr(&tog));
