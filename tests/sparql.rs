@@ -27,6 +27,10 @@ async fn a_freebase_endpoint_answers_like_the_local_graph() {
 async fn virtuoso_answers_like_the_local_graph() {
     let server = Virtuoso::start(&fixture("freebase-demo.nt"));
     assert_parity_with_local(&server.url).await;
+    // Named by its graph (`[kg.NAME] graph`), read with FROM: the same answers.
+    assert_parity(freebase_kg(&server.url).in_graph("http://ongraph.test/fixture").unwrap()).await;
+    let elsewhere = freebase_kg(&server.url).in_graph("http://ongraph.test/no-such-graph").unwrap();
+    assert!(elsewhere.relations("m.canberra").await.unwrap().is_empty(), "FROM reads that graph alone");
     // Long queries go by form POST, which Virtuoso answers (a direct sparql-query POST hangs it).
     let kg = freebase_kg(&server.url);
     assert!(kg.find_entities(&"x".repeat(900), 1).await.unwrap().is_empty());
