@@ -10,7 +10,6 @@
 use ongraph::engine::beam::{Beam, NodeId, NodeKind};
 use ongraph::engine::{MethodId, Run, Settings, Topics};
 use ongraph::kg::{Direction, KgProfile, KnowledgeGraph, RelationRef};
-use ongraph::prompts::Prompts;
 use ongraph::testing::dataset::{Item, gold_paths, pathquestion};
 use ongraph::testing::driver::Driver;
 use ongraph::testing::eval::score;
@@ -130,7 +129,7 @@ fn main() {
     let wanted: Vec<String> = std::env::args().skip(1).filter(|a| a.ends_with(".txt")).collect();
     let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets/pathquestion"));
     let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
-    let prompts = Arc::new(Prompts::builtin());
+    let prompts = Arc::new(ongraph::engine::builtin_prompts());
     for &(file, kb) in FILES {
         if !wanted.is_empty() && !wanted.iter().any(|w| w == file) {
             continue;

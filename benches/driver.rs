@@ -8,7 +8,6 @@
 use ongraph::engine::{Run, Settings, Topics};
 use ongraph::kg::KnowledgeGraph;
 use ongraph::llm::ChatRequest;
-use ongraph::prompts::Prompts;
 use ongraph::testing::driver::Driver;
 use ongraph::testing::kg::demo_graph;
 use ongraph::testing::llm::{OpenAiClient, OpenAiConfig, ScriptedModel};
@@ -84,7 +83,7 @@ async fn measure(
         question,
         Topics::Named(vec![topic.into()]),
         Settings { speculate, ..Settings::default() },
-        Arc::new(Prompts::builtin()),
+        Arc::new(ongraph::engine::builtin_prompts()),
         kg.profile().clone(),
         kg.name(),
     )

@@ -12,7 +12,6 @@
 mod pathquestion;
 
 use ongraph::engine::{AnswerSource, MethodId, Run};
-use ongraph::prompts::Prompts;
 use ongraph::testing::dataset::Item;
 use ongraph::testing::eval::score;
 use std::sync::Arc;
@@ -36,7 +35,7 @@ fn main() {
     let limit: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(500);
     let Some(samples) = pathquestion::samples(limit) else { return };
     let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
-    let prompts = Arc::new(Prompts::builtin());
+    let prompts = Arc::new(ongraph::engine::builtin_prompts());
     println!(
         "| file | method | questions | questions/s | ms each | LLM calls | rounds | KG lookups | answered | from KG paths |"
     );

@@ -19,7 +19,6 @@
 
 use ongraph::engine::{GogSettings, MethodId, Run, Settings, Topics};
 use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
-use ongraph::prompts::Prompts;
 use ongraph::testing::driver::Driver;
 use ongraph::testing::kg::{GraphBuilder, LocalGraph};
 use ongraph::testing::llm::{GoldPath, GoldPathModel};
@@ -259,7 +258,7 @@ fn measure(index: usize) {
     let (gog_q, gog_gold) = g.gold(topic, 6);
     let (tog_q, tog_gold) = g.gold(topic, 3);
     let model = Arc::new(GoldPathModel::new([(gog_q.clone(), gog_gold), (tog_q.clone(), tog_gold)]));
-    let prompts = Arc::new(Prompts::builtin());
+    let prompts = Arc::new(ongraph::engine::builtin_prompts());
     let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
     let Generated { graph, ids, .. } = g;
     let kg: Arc<dyn KnowledgeGraph> = Arc::new(graph);

@@ -44,7 +44,7 @@ const METHODS: &[MethodId] = &[
 async fn main() {
     let script = ScriptedModel::demo().expect("the demo script parses");
     let model = Arc::new(script);
-    let prompts = Arc::new(Prompts::builtin());
+    let prompts = Arc::new(ongraph::engine::builtin_prompts());
     println!("| question | {} |", METHODS.iter().map(|m| m.label()).collect::<Vec<_>>().join(" | "));
     println!("|---|{}", "---|".repeat(METHODS.len()));
     for (name, question, incomplete) in QUESTIONS {

@@ -11,7 +11,6 @@ mod servers;
 
 use ongraph::engine::{Run, Settings, Topics};
 use ongraph::kg::{KgProfile, KnowledgeGraph};
-use ongraph::prompts::Prompts;
 use ongraph::testing::driver::Driver;
 use ongraph::testing::kg::{Namespaces, QueryCache, SparqlClient, SparqlConfig, SparqlKg};
 use ongraph::testing::llm::ScriptedModel;
@@ -32,7 +31,7 @@ async fn ask(url: &str, batching: bool, cache: Option<QueryCache>) -> (u64, u64,
         QUESTION,
         Topics::Named(vec!["Canberra".into()]),
         Settings::default(),
-        Arc::new(Prompts::builtin()),
+        Arc::new(ongraph::engine::builtin_prompts()),
         kg.profile().clone(),
         kg.name(),
     )

@@ -15,7 +15,6 @@ use crossterm::event::{KeyCode, KeyEvent};
 use ongraph::engine::{PruneTool, Request, Run, Settings, Topics};
 use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
 use ongraph::llm::ChatRequest;
-use ongraph::prompts::Prompts;
 use ongraph::testing::driver::Driver;
 use ongraph::testing::kg::GraphBuilder;
 use ongraph::testing::llm::{OpenAiClient, OpenAiConfig, ScriptedModel};
@@ -79,7 +78,7 @@ async fn big_beam_app(driver: &Driver) -> App {
         "Which entity is related to Root through relation_3 and then relation_7?",
         Topics::Named(vec!["Root".into()]),
         settings.clone(),
-        Arc::new(Prompts::builtin()),
+        Arc::new(ongraph::engine::builtin_prompts()),
         kg.profile().clone(),
         kg.name(),
     )
@@ -87,7 +86,8 @@ async fn big_beam_app(driver: &Driver) -> App {
     while !(run.depth() == 2 && run.next_phase() == "reasoning") {
         driver.step(&mut run).await.expect("step");
     }
-    let mut app = App::new(settings, Arc::new(Prompts::builtin()), kg.profile().clone(), kg.name(), "bench");
+    let mut app =
+        App::new(settings, Arc::new(ongraph::engine::builtin_prompts()), kg.profile().clone(), kg.name(), "bench");
     app.run = Some(run);
     app.focus = ongraph::testing::tui::Focus::Tree;
     app.size = (120, 40);

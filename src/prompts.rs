@@ -1,130 +1,110 @@
-//! Prompt templates: text files with `{{name}}` placeholders. The defaults are compiled in; a
-//! prompts directory named in the config overrides any of them. Templates are checked when they
-//! are loaded, so a broken one is a start-up error, not a failure mid-question.
+//! Prompt templates: text with `{{name}}` placeholders. Which templates exist is not this
+//! module's business: each method defines its own ([`TemplateDef`], usually with
+//! [`builtin_template!`] for the files under `prompts/`), the engine's registry gathers them,
+//! and [`Prompts`] loads that set, overridden by a prompts directory or a saved session.
+//! Templates are checked when they are loaded, so a broken one is a start-up error, not a
+//! failure mid-question.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-/// Declares [`Template`] from one table, so a template is registered in one place: its
-/// variant, its name (the file `prompts/NAME.txt`, the key in a prompts directory and in a saved
-/// session), the placeholders it must contain, and the structured reply shape its calls ask for.
-macro_rules! templates {
-    ($($variant:ident = $name:literal, [$($slot:literal),*], $reply:expr;)*) => {
-        /// A prompt template of the engine. Rendering takes one of these, never a string, so a
-        /// misspelt template is a compile error rather than an empty prompt.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum Template {
-            $($variant,)*
-        }
+/// A prompt template as its method defines it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct TemplateDef {
+    /// The name of its file (`NAME.txt` in a prompts directory) and of its entry in a saved
+    /// session; `[a-z0-9_]`, unique in a registry.
+    pub name: &'static str,
+    /// The placeholders it must contain (and may only contain).
+    pub placeholders: &'static [&'static str],
+    /// The reply shape its calls ask for in structured mode (a shape's name): for a call that
+    /// reasons first, the shape its answer is extracted into; `None` for text that is no call of
+    /// its own (the system prompt).
+    pub reply: Option<&'static str>,
+    /// The default text.
+    pub text: &'static str,
+    /// The default structured variant: the same template with its examples written in the JSON
+    /// its calls reply in and that JSON's shape shown before the question (a long fixed prefix,
+    /// which local servers keep cached).
+    pub json_text: Option<&'static str>,
+}
 
-        impl Template {
-            /// Every template, in declaration order (the order [`Prompts`] keeps them in).
-            pub const ALL: &'static [Template] = &[$(Template::$variant,)*];
+/// A prompt template: rendering takes one of these, never a string, so a misspelt template is
+/// a compile error rather than an empty prompt. Two are the same template when their
+/// definitions are equal.
+#[derive(Clone, Copy, Debug, Eq)]
+pub struct Template(&'static TemplateDef);
 
-            /// The name of its file and of its entry in a saved session.
-            pub const fn name(self) -> &'static str {
-                match self {
-                    $(Template::$variant => $name,)*
-                }
-            }
+impl PartialEq for Template {
+    fn eq(&self, other: &Self) -> bool {
+        // The same definition, most often: no need to compare its texts.
+        std::ptr::eq(self.0, other.0) || self.0 == other.0
+    }
+}
 
-            /// The placeholders it must contain (and may only contain).
-            pub const fn placeholders(self) -> &'static [&'static str] {
-                match self {
-                    $(Template::$variant => &[$($slot),*],)*
-                }
-            }
-
-            /// The reply shape its calls ask for in structured mode (`Shape::name` in
-            /// `engine::structured`): for a call that reasons first, the shape its answer is
-            /// extracted into; `None` for text that is no call of its own (the system prompt).
-            pub const fn reply(self) -> Option<&'static str> {
-                match self {
-                    $(Template::$variant => $reply,)*
-                }
-            }
-
-            /// The compiled-in text.
-            pub(crate) const fn default_text(self) -> &'static str {
-                match self {
-                    $(Template::$variant => include_str!(concat!("../prompts/", $name, ".txt")),)*
-                }
-            }
-        }
+/// A template whose default text is `prompts/NAME.txt` (and, with `json`, whose structured
+/// variant is `prompts/json/NAME.txt`): `builtin_template!("answer", ["question"], Some("answer"))`.
+macro_rules! builtin_template {
+    ($name:literal, [$($slot:literal),*], $reply:expr) => {
+        $crate::prompts::Template::new(&$crate::prompts::TemplateDef {
+            name: $name,
+            placeholders: &[$($slot),*],
+            reply: $reply,
+            text: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/", $name, ".txt")),
+            json_text: None,
+        })
+    };
+    ($name:literal, [$($slot:literal),*], $reply:expr, json) => {
+        $crate::prompts::Template::new(&$crate::prompts::TemplateDef {
+            name: $name,
+            placeholders: &[$($slot),*],
+            reply: $reply,
+            text: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/", $name, ".txt")),
+            json_text: Some(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/json/", $name, ".txt"))),
+        })
     };
 }
+pub(crate) use builtin_template;
 
-templates! {
-    System = "system", [], None;
-    RelationPrune = "relation_prune", ["width", "question", "topic_entity", "relations"], Some("relations");
-    RelationPruneUnified = "relation_prune_unified", ["width", "question", "entities"], Some("unified_relations");
-    EntityPrune = "entity_prune", ["question", "relation", "entities"], Some("entity_scores");
-    EntityPruneUnified = "entity_prune_unified", ["question", "groups"], Some("entity_groups");
-    Reasoning = "reasoning", ["question", "triples"], Some("judgment");
-    ReasoningTogR = "reasoning_tog_r", ["question", "chains"], Some("judgment");
-    Answer = "answer", ["question", "triples"], Some("answer");
-    AnswerOwnKnowledge = "answer_own_knowledge", ["question"], Some("answer");
-    TopicEntities = "topic_entities", ["question"], Some("topics");
-    Io = "io", ["question"], Some("answer");
-    Cot = "cot", ["question"], Some("answer");
-    PogAnalysis = "pog_analysis", ["question", "topics"], Some("analysis");
-    PogPrecise = "pog_precise", ["question", "indicator", "width", "candidates"], Some("selection");
-    PogBranch = "pog_branch", ["question", "indicator", "width", "candidates"], Some("selection");
-    PogSummary = "pog_summary", ["question", "paths"], Some("summary");
-    PogSufficiency = "pog_sufficiency", ["question", "paths", "summary"], Some("judgment");
-    PogSupplement = "pog_supplement", ["question", "topics", "paths"], Some("supplement");
-    PogAnswer = "pog_answer", ["question", "paths"], Some("answer");
-    PogAnswerOwn = "pog_answer_own", ["question", "paths"], Some("answer");
-    GogStep = "gog_step", ["question", "topics", "transcript"], Some("gog_step");
-    GogRelations = "gog_relations", ["question", "thought", "entity", "relations"], Some("choice");
-    GogGenerate = "gog_generate", ["question", "thought", "triples"], Some("triples");
-    GogVerify = "gog_verify", ["question", "triples"], Some("kept");
-    Extract = "extract", ["question", "reply"], Some("answer");
+impl Template {
+    pub const fn new(def: &'static TemplateDef) -> Self {
+        Self(def)
+    }
+
+    /// The name of its file and of its entry in a saved session.
+    pub const fn name(self) -> &'static str {
+        self.0.name
+    }
+
+    /// The placeholders it must contain (and may only contain).
+    pub const fn placeholders(self) -> &'static [&'static str] {
+        self.0.placeholders
+    }
+
+    /// The reply shape its calls ask for in structured mode (see [`TemplateDef::reply`]).
+    pub const fn reply(self) -> Option<&'static str> {
+        self.0.reply
+    }
+
+    /// The default text.
+    pub const fn default_text(self) -> &'static str {
+        self.0.text
+    }
+
+    /// The default structured variant, if the template has one.
+    pub const fn json_default_text(self) -> Option<&'static str> {
+        self.0.json_text
+    }
+
+    /// The first placeholder `values` leaves without a value (it would render empty).
+    fn unfilled(self, values: &[(&str, &str)]) -> Option<&'static str> {
+        self.placeholders().iter().copied().find(|p| !values.iter().any(|(k, _)| k == p))
+    }
 }
 
-/// Declares which templates have a structured variant: `prompts/json/NAME.txt`, the same
-/// template with its examples written in the JSON its calls reply in and that JSON's shape
-/// shown before the question (a long fixed prefix, which local servers keep cached).
-macro_rules! json_variants {
-    ($($variant:ident = $name:literal;)*) => {
-        impl Template {
-            /// The compiled-in structured variant, if the template has one.
-            pub(crate) const fn json_default_text(self) -> Option<&'static str> {
-                match self {
-                    $(Template::$variant => Some(include_str!(concat!("../prompts/json/", $name, ".txt"))),)*
-                    _ => None,
-                }
-            }
-        }
-    };
-}
-
-json_variants! {
-    RelationPrune = "relation_prune";
-    RelationPruneUnified = "relation_prune_unified";
-    EntityPrune = "entity_prune";
-    EntityPruneUnified = "entity_prune_unified";
-    Reasoning = "reasoning";
-    ReasoningTogR = "reasoning_tog_r";
-    TopicEntities = "topic_entities";
-    Io = "io";
-    PogAnalysis = "pog_analysis";
-    PogPrecise = "pog_precise";
-    PogBranch = "pog_branch";
-    PogSummary = "pog_summary";
-    PogSufficiency = "pog_sufficiency";
-    PogSupplement = "pog_supplement";
-    PogAnswer = "pog_answer";
-    PogAnswerOwn = "pog_answer_own";
-    GogRelations = "gog_relations";
-    GogGenerate = "gog_generate";
-    GogVerify = "gog_verify";
-}
-
-/// A rendered prompt, and whether it shows the JSON shape of its reply itself (rendered from
-/// a structured variant). One that does not gets the shape appended when the reply is asked
-/// for as JSON.
+/// A prompt rendered for a call, and whether it shows the JSON shape of its reply itself
+/// (rendered from a structured variant). One that does not gets the shape appended when the
+/// reply is asked for as JSON.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Prompt {
     pub text: String,
@@ -170,18 +150,6 @@ fn read_dir_into(
     Ok(())
 }
 
-impl Template {
-    /// The template of this name (a file in a prompts directory, an entry in a saved session).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|t| t.name() == name)
-    }
-
-    /// The first placeholder `values` leaves without a value (it would render empty).
-    fn unfilled(self, values: &[(&str, &str)]) -> Option<&'static str> {
-        self.placeholders().iter().copied().find(|p| !values.iter().any(|(k, _)| k == p))
-    }
-}
-
 impl fmt::Display for Template {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -200,6 +168,8 @@ pub enum PromptError {
     Io { file: String, message: String },
     #[error("{file}: not a known template (known: {known})")]
     UnknownTemplate { file: String, known: String },
+    #[error("two different templates are named {name}")]
+    Duplicate { name: String },
 }
 
 /// A checked template: literal text and placeholders, in order.
@@ -275,25 +245,27 @@ enum Variants {
     UnlessOverridden,
 }
 
-/// The full set of templates the engine uses.
+/// One template of a set, with its text and its structured variant.
+#[derive(Clone, Debug)]
+struct Loaded {
+    template: Template,
+    text: Parsed,
+    /// `None`: the template has none, or a session saved before there were any.
+    json: Option<Parsed>,
+}
+
+/// The templates a run renders: a set of them (the registry's), each with its text.
 #[derive(Clone, Debug)]
 pub struct Prompts {
-    /// One per template, in the order of [`Template::ALL`] (indexed by the variant).
-    templates: Vec<Parsed>,
-    /// The structured variants, likewise indexed (`None`: the template has none, or a session
-    /// saved before there were any).
-    json: Vec<Option<Parsed>>,
+    /// In the order of the set given.
+    loaded: Vec<Loaded>,
 }
 
 impl Prompts {
-    /// The compiled-in defaults.
-    pub fn builtin() -> Self {
-        Self::load(None).unwrap_or_else(|e| unreachable!("built-in prompts are tested to be valid: {e}"))
-    }
-
-    /// The defaults, overridden by any `NAME.txt` in `dir`. Unknown files in `dir` are an error
-    /// (a misspelt name would otherwise be ignored silently).
-    pub fn load(dir: Option<&Path>) -> Result<Self, PromptError> {
+    /// The defaults of `set`, overridden by any `NAME.txt` (and `json/NAME.txt`) in `dir`.
+    /// A file naming no template of the set is an error (a misspelt name would otherwise be
+    /// ignored silently).
+    pub fn load(set: &[Template], dir: Option<&Path>) -> Result<Self, PromptError> {
         let mut overrides = BTreeMap::new();
         if let Some(dir) = dir {
             let entries = std::fs::read_dir(dir)
@@ -307,15 +279,16 @@ impl Prompts {
                 }
             }
         }
-        Self::from_overrides(overrides, Variants::UnlessOverridden)
+        Self::from_overrides(set, overrides, Variants::UnlessOverridden)
     }
 
-    /// The templates as saved by [`Prompts::texts`] (e.g. in a session file).
-    /// A session saved before structured variants existed has none: its prompts render as
-    /// they did then.
-    pub fn from_texts(texts: &BTreeMap<String, String>) -> Result<Self, PromptError> {
+    /// The templates of `set` as saved by [`Prompts::texts`] (e.g. in a session file); a
+    /// template the texts lack keeps its default. A session saved before structured variants
+    /// existed has none: its prompts render as they did then.
+    pub fn from_texts(set: &[Template], texts: &BTreeMap<String, String>) -> Result<Self, PromptError> {
         let saved_variants = texts.keys().any(|k| k.starts_with(JSON_PREFIX));
         Self::from_overrides(
+            set,
             texts.iter().map(|(k, v)| (k.clone(), (format!("{k} (saved)"), v.clone()))).collect(),
             if saved_variants { Variants::Saved } else { Variants::None },
         )
@@ -323,83 +296,99 @@ impl Prompts {
 
     /// Every template's text by name, structured variants as `json/NAME`.
     pub fn texts(&self) -> BTreeMap<String, String> {
-        let plain = Template::ALL.iter().map(|&t| (t.name().to_string(), self.parsed(t).source.clone()));
-        let json = Template::ALL.iter().filter_map(|&t| {
-            Some((format!("{JSON_PREFIX}{}", t.name()), self.json[t as usize].as_ref()?.source.clone()))
-        });
+        let plain = self.loaded.iter().map(|l| (l.template.name().to_string(), l.text.source.clone()));
+        let json = self
+            .loaded
+            .iter()
+            .filter_map(|l| Some((format!("{JSON_PREFIX}{}", l.template.name()), l.json.as_ref()?.source.clone())));
         plain.chain(json).collect()
+    }
+
+    /// The templates loaded, in the order of the set.
+    pub fn templates(&self) -> impl Iterator<Item = Template> + '_ {
+        self.loaded.iter().map(|l| l.template)
     }
 
     /// Whether any template has a structured variant: prompts saved before there were any
     /// have none, and then replies are asked for as they were then (reason-first steps too).
     pub fn has_structured_variants(&self) -> bool {
-        self.json.iter().any(Option::is_some)
+        self.loaded.iter().any(|l| l.json.is_some())
     }
 
-    /// The defaults, with `overrides` (name → (where it came from, text)) in their place;
-    /// structured variants as `variants` says.
-    fn from_overrides(overrides: BTreeMap<String, (String, String)>, variants: Variants) -> Result<Self, PromptError> {
-        let template_of = |name: &str| Template::from_name(name.strip_prefix(JSON_PREFIX).unwrap_or(name));
+    /// The defaults of `set`, with `overrides` (name → (where it came from, text)) in their
+    /// place; structured variants as `variants` says.
+    fn from_overrides(
+        set: &[Template],
+        overrides: BTreeMap<String, (String, String)>,
+        variants: Variants,
+    ) -> Result<Self, PromptError> {
+        let mut distinct: Vec<Template> = Vec::with_capacity(set.len());
+        for &t in set {
+            match distinct.iter().find(|d| d.name() == t.name()) {
+                Some(&d) if d != t => return Err(PromptError::Duplicate { name: t.name().into() }),
+                Some(_) => {}
+                None => distinct.push(t),
+            }
+        }
+        let template_of =
+            |name: &str| distinct.iter().find(|t| t.name() == name.strip_prefix(JSON_PREFIX).unwrap_or(name));
         if let Some((_, (file, _))) = overrides.iter().find(|(name, _)| template_of(name).is_none()) {
             return Err(PromptError::UnknownTemplate {
                 file: file.clone(),
-                known: Template::ALL.iter().map(|t| t.name()).collect::<Vec<_>>().join(", "),
+                known: distinct.iter().map(|t| t.name()).collect::<Vec<_>>().join(", "),
             });
         }
-        let mut templates = Vec::with_capacity(Template::ALL.len());
-        for &t in Template::ALL {
+        let mut loaded = Vec::with_capacity(distinct.len());
+        for &t in &distinct {
             let (name, required) = (t.name(), t.placeholders());
-            let parsed = match overrides.get(name) {
+            let text = match overrides.get(name) {
                 Some((file, text)) => Parsed::parse(file, text, required)?,
                 None => Parsed::parse(&format!("prompts/{name}.txt"), t.default_text(), required)?,
             };
-            templates.push(parsed);
-        }
-        let mut json = Vec::with_capacity(Template::ALL.len());
-        for &t in Template::ALL {
-            let key = format!("{JSON_PREFIX}{}", t.name());
+            let key = format!("{JSON_PREFIX}{name}");
             // A template the user rewrote keeps their words under structured replies too,
             // unless they rewrote its variant as well.
-            let rewritten = variants == Variants::UnlessOverridden && overrides.contains_key(t.name());
-            let parsed = match (overrides.get(&key), t.json_default_text()) {
+            let rewritten = variants == Variants::UnlessOverridden && overrides.contains_key(name);
+            let json = match (overrides.get(&key), t.json_default_text()) {
                 _ if variants == Variants::None => None,
                 (None, _) if rewritten || variants == Variants::Saved => None,
-                (Some((file, text)), _) => Some(Parsed::parse(file, text, t.placeholders())?),
-                (None, Some(text)) => Some(Parsed::parse(&format!("prompts/{key}.txt"), text, t.placeholders())?),
+                (Some((file, text)), _) => Some(Parsed::parse(file, text, required)?),
+                (None, Some(text)) => Some(Parsed::parse(&format!("prompts/{key}.txt"), text, required)?),
                 (None, None) => None,
             };
-            json.push(parsed);
+            loaded.push(Loaded { template: t, text, json });
         }
-        Ok(Self { templates, json })
+        Ok(Self { loaded })
     }
 
     /// Renders `template` for a call whose reply is asked for as JSON when `structured`: its
     /// structured variant if it has one (which shows the reply's shape), else the template.
     pub fn render_for(&self, template: Template, values: &[(&str, &str)], structured: bool) -> Prompt {
-        match self.json[template as usize].as_ref().filter(|_| structured) {
+        match self.find(template).and_then(|l| l.json.as_ref()).filter(|_| structured) {
             Some(variant) => Prompt { text: variant.render(values), shows_shape: true },
             None => Prompt::from(self.render(template, values)),
         }
     }
 
-    /// `ALL` lists the variants in declaration order, so a variant is its own index.
-    fn parsed(&self, template: Template) -> &Parsed {
-        &self.templates[template as usize]
+    fn find(&self, template: Template) -> Option<&Loaded> {
+        self.loaded.iter().find(|l| l.template == template)
     }
 
     /// Renders `template` with `values`, which must give every placeholder it takes (checked in
-    /// debug builds: a missing one would render empty).
+    /// debug builds: a missing one would render empty). A template outside the set loaded (a
+    /// method that did not list it) renders its default text.
     pub fn render(&self, template: Template, values: &[(&str, &str)]) -> String {
         debug_assert!(
             template.unfilled(values).is_none(),
             "{template}: no value for {{{{{}}}}}",
             template.unfilled(values).unwrap_or_default()
         );
-        self.parsed(template).render(values)
-    }
-
-    pub fn system(&self) -> String {
-        self.render(Template::System, &[]).trim().to_string()
+        match self.find(template) {
+            Some(loaded) => loaded.text.render(values),
+            None => Parsed::parse(template.name(), template.default_text(), template.placeholders())
+                .map(|p| p.render(values))
+                .unwrap_or_else(|_| template.default_text().to_string()),
+        }
     }
 }
 
@@ -407,57 +396,44 @@ impl Prompts {
 mod tests {
     use super::*;
 
-    #[test]
-    fn builtin_templates_are_valid() {
-        Prompts::load(None).unwrap();
-    }
-
-    #[test]
-    fn the_registry_is_one_consistent_list() {
-        for (i, &t) in Template::ALL.iter().enumerate() {
-            // `Prompts` indexes its templates by the variant.
-            assert_eq!(t as usize, i, "{t}");
-            assert_eq!(Template::from_name(t.name()), Some(t));
-        }
-        assert_eq!(Template::from_name("anwser"), None);
-        // Every file of the prompts directory is a template, and every template a file.
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-        let mut files: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.is_file())
-            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
-            .collect();
-        files.sort();
-        let mut names: Vec<String> = Template::ALL.iter().map(|t| t.name().to_string()).collect();
-        names.sort();
-        assert_eq!(files, names);
-        // Every structured variant in prompts/json/ is compiled in, and only those.
-        let json_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts").join("json");
-        let mut variants: Vec<String> = std::fs::read_dir(json_dir)
-            .unwrap()
-            .map(|e| e.unwrap().path().file_stem().unwrap().to_string_lossy().into_owned())
-            .collect();
-        variants.sort();
-        let mut compiled: Vec<String> =
-            Template::ALL.iter().filter(|t| t.json_default_text().is_some()).map(|t| t.name().to_string()).collect();
-        compiled.sort();
-        assert_eq!(variants, compiled);
-    }
+    const ANSWER: Template = Template::new(&TemplateDef {
+        name: "answer",
+        placeholders: &["question", "triples"],
+        reply: Some("answer"),
+        text: "Answer.\nQ: {{question}}\nKnowledge Triplets: {{triples}}\nA: \n",
+        json_text: Some("Answer in JSON.\nQ: {{question}}\nKnowledge Triplets: {{triples}}\nA: \n"),
+    });
+    const SYSTEM: Template = Template::new(&TemplateDef {
+        name: "system",
+        placeholders: &[],
+        reply: None,
+        text: "Be brief.",
+        json_text: None,
+    });
+    const SET: &[Template] = &[SYSTEM, ANSWER];
 
     #[test]
     fn unfilled_placeholders_are_found() {
         let all = [("question", "q"), ("triples", "t")];
-        assert_eq!(Template::Answer.unfilled(&all), None);
-        assert_eq!(Template::Answer.unfilled(&all[..1]), Some("triples"));
-        assert_eq!(Template::System.unfilled(&[]), None);
+        assert_eq!(ANSWER.unfilled(&all), None);
+        assert_eq!(ANSWER.unfilled(&all[..1]), Some("triples"));
+        assert_eq!(SYSTEM.unfilled(&[]), None);
     }
 
     #[test]
     fn render_fills_placeholders() {
-        let p = Prompts::builtin();
-        let text = p.render(Template::Answer, &[("question", "Q?"), ("triples", "a, r, b")]);
-        assert!(text.ends_with("Q: Q?\nKnowledge Triplets: a, r, b\nA: \n"), "{text}");
+        let p = Prompts::load(SET, None).unwrap();
+        let text = p.render(ANSWER, &[("question", "Q?"), ("triples", "a, r, b")]);
+        assert_eq!(text, "Answer.\nQ: Q?\nKnowledge Triplets: a, r, b\nA: \n");
+        let json = p.render_for(ANSWER, &[("question", "Q?"), ("triples", "t")], true);
+        assert!(json.shows_shape && json.text.starts_with("Answer in JSON."), "{json:?}");
+        assert!(!p.render_for(ANSWER, &[("question", "Q?"), ("triples", "t")], false).shows_shape);
+        // A template outside the set renders its default text.
+        let other = Prompts::load(&[SYSTEM], None).unwrap();
+        assert_eq!(
+            other.render(ANSWER, &[("question", "q"), ("triples", "t")]),
+            "Answer.\nQ: q\nKnowledge Triplets: t\nA: \n"
+        );
     }
 
     #[test]
@@ -468,6 +444,12 @@ mod tests {
         assert_eq!(err.to_string(), "x.txt: missing placeholder {{question}}");
         let err = Parsed::parse("x.txt", "a\n{{question", &["question"]).unwrap_err();
         assert_eq!(err, PromptError::Unclosed { file: "x.txt".into(), line: 2 });
+        // Two different templates of one name cannot both be loaded; the same one twice is one.
+        let other =
+            Template::new(&TemplateDef { name: "answer", placeholders: &[], reply: None, text: "x", json_text: None });
+        let err = Prompts::load(&[ANSWER, other], None).unwrap_err();
+        assert_eq!(err.to_string(), "two different templates are named answer");
+        assert_eq!(Prompts::load(&[ANSWER, SYSTEM, ANSWER], None).unwrap().templates().count(), 2);
     }
 
     #[test]
@@ -483,11 +465,28 @@ mod tests {
     fn override_directory() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("answer.txt"), "A {{question}} / {{triples}}").unwrap();
-        let p = Prompts::load(Some(dir.path())).unwrap();
-        assert_eq!(p.render(Template::Answer, &[("question", "q"), ("triples", "t")]), "A q / t");
+        let p = Prompts::load(SET, Some(dir.path())).unwrap();
+        assert_eq!(p.render(ANSWER, &[("question", "q"), ("triples", "t")]), "A q / t");
+        // Rewritten without its variant: the user's words under structured replies too.
+        assert_eq!(p.render_for(ANSWER, &[("question", "q"), ("triples", "t")], true).text, "A q / t");
         std::fs::write(dir.path().join("anwser.txt"), "x").unwrap();
-        let err = Prompts::load(Some(dir.path())).unwrap_err();
+        let err = Prompts::load(SET, Some(dir.path())).unwrap_err();
         assert!(matches!(err, PromptError::UnknownTemplate { .. }), "{err}");
-        assert!(err.to_string().ends_with("anwser.txt: not a known template (known: system, relation_prune, relation_prune_unified, entity_prune, entity_prune_unified, reasoning, reasoning_tog_r, answer, answer_own_knowledge, topic_entities, io, cot, pog_analysis, pog_precise, pog_branch, pog_summary, pog_sufficiency, pog_supplement, pog_answer, pog_answer_own, gog_step, gog_relations, gog_generate, gog_verify, extract)"), "{err}");
+        assert!(err.to_string().ends_with("anwser.txt: not a known template (known: system, answer)"), "{err}");
+    }
+
+    #[test]
+    fn saved_texts_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("json")).unwrap();
+        std::fs::write(dir.path().join("json").join("answer.txt"), "J {{question}} {{triples}}").unwrap();
+        let p = Prompts::load(SET, Some(dir.path())).unwrap();
+        let texts = p.texts();
+        assert_eq!(texts.get("json/answer").map(String::as_str), Some("J {{question}} {{triples}}"));
+        let again = Prompts::from_texts(SET, &texts).unwrap();
+        assert_eq!(again.texts(), texts);
+        // Saved before structured variants existed: none now either.
+        let plain: BTreeMap<String, String> = texts.into_iter().filter(|(k, _)| !k.starts_with(JSON_PREFIX)).collect();
+        assert!(!Prompts::from_texts(SET, &plain).unwrap().has_structured_variants());
     }
 }

@@ -184,8 +184,15 @@ impl Session {
         Ok(session)
     }
 
+    /// The prompts saved with the session, for the built-in methods.
     pub fn prompts(&self) -> Result<Prompts, SessionError> {
-        Ok(Prompts::from_texts(&self.prompts)?)
+        self.prompts_in(Registry::builtin())
+    }
+
+    /// The prompts saved with the session, for the methods `registry` knows (a method's own
+    /// templates are saved with the others).
+    pub fn prompts_in(&self, registry: &Registry) -> Result<Prompts, SessionError> {
+        Ok(registry.saved_prompts(&self.prompts)?)
     }
 
     /// Starts recording a new run (a re-ask is a new run too).
@@ -237,7 +244,12 @@ impl Session {
 
     /// As [`Session::replay`], for a method `registry` knows.
     pub fn replay_in(&self, registry: &Registry, index: usize) -> Result<Run, SessionError> {
-        let mut run = self.start_in(registry, index, Arc::new(self.prompts()?))?;
+        // An unknown method is said as such, before its templates are found unknown too.
+        if registry.get(&self.settings.method).is_none() {
+            let source = EngineError::UnknownMethod { name: self.settings.method.to_string(), known: registry.names() };
+            return Err(SessionError::Engine { run: index, source });
+        }
+        let mut run = self.start_in(registry, index, Arc::new(self.prompts_in(registry)?))?;
         let mut player = Player::new(&self.runs[index]);
         let engine = |source| SessionError::Engine { run: index, source };
         let diverged = |why: String| SessionError::Diverged { run: index, why };

@@ -29,7 +29,8 @@ pub mod kg {
 
 /// Models: the OpenAI-compatible client, the scripted model and the gold-path model.
 pub mod llm {
-    pub use crate::llm::gold_path::{GoldPath, GoldPathModel};
+    pub use crate::dataset::GoldPath;
+    pub use crate::eval::gold_path::GoldPathModel;
     pub use crate::llm::openai::{
         OpenAiClient, OpenAiConfig, StructuredMode, TokenLimitParam, install_crypto_provider,
     };

@@ -1,23 +1,45 @@
 //! A method defined outside the engine, through the `Method` trait and a registry line: a
-//! breadth-first walk that asks the model only for the final answer. It runs through `ask`'s
-//! driver, is recorded into a session saved on disk, and replays from that file alone.
+//! breadth-first walk that asks the model only for the final answer, with a prompt template and
+//! a reply shape of its own (listed in its registry entry, nowhere else). It runs through
+//! `ask`'s driver with replies free or structured, a prompts directory may rewrite its
+//! template, it is recorded into a session saved on disk, and replays from that file alone.
 
 use async_trait::async_trait;
 use ongraph::engine::beam::{NodeId, NodeKind, Provenance};
 use ongraph::engine::events::{CallRecord, Event, LookupRecord};
 use ongraph::engine::{
     Answer, AnswerSource, Context, EngineError, Machine, Method, MethodEntry, MethodId, Override, PathView, Registry,
-    Request, Response, Run, Settings, Topics,
+    RegistryError, ReplyShape, Request, Response, Run, Settings, Topics,
 };
 use ongraph::kg::{KnowledgeGraph, Term};
 use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError};
-use ongraph::prompts::Prompts;
+use ongraph::prompts::{Template, TemplateDef};
 use ongraph::testing::driver::Driver;
 use ongraph::testing::kg::demo_graph;
 use ongraph::testing::session::{Session, SessionError};
-use std::sync::Arc;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
 
 const QUESTION: &str = "In which time zone is Canberra?";
+
+/// The method's own prompt: the triples found, numbered, and the question.
+const BFS_ANSWER: Template = Template::new(&TemplateDef {
+    name: "bfs_answer",
+    placeholders: &["question", "triples"],
+    reply: Some("bfs_answer"),
+    text: "Numbered triples:\n{{triples}}\nQuestion: {{question}}\nAnswer in braces.",
+    json_text: None,
+});
+
+/// Its own reply shape: the answer, and the number of the triple that gives it.
+const BFS_REPLY: ReplyShape = ReplyShape {
+    name: "bfs_answer",
+    schema: || {
+        json!({"type": "object", "properties": {"answer": {"type": "string"}, "triple": {"type": "integer"}},
+               "required": ["answer", "triple"], "additionalProperties": false})
+    },
+    shape: r#"{"answer": "<the answer>", "triple": <the number of the triple that gives it>}"#,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -77,10 +99,15 @@ impl Method for Bfs {
             ),
             Phase::Answer => {
                 let beam = cx.beam();
-                let lines: Vec<String> =
-                    self.frontier.iter().flat_map(|&n| beam.triples(n)).map(|t| t.line()).collect();
-                let prompt = format!("Question: {}\nTriples:\n{}\nAnswer in braces.", cx.question(), lines.join("\n"));
-                (vec![cx.ask_for_answer("bfs_answer", prompt)], Vec::new())
+                let lines: Vec<String> = self
+                    .frontier
+                    .iter()
+                    .flat_map(|&n| beam.triples(n))
+                    .enumerate()
+                    .map(|(i, t)| format!("{}. {}", i + 1, t.line()))
+                    .collect();
+                let prompt = cx.render(BFS_ANSWER, &[("question", cx.question()), ("triples", &lines.join("\n"))]);
+                (vec![cx.ask("bfs_answer", prompt, &BFS_REPLY)], Vec::new())
             }
             Phase::Done => (Vec::new(), Vec::new()),
         }
@@ -129,9 +156,16 @@ impl Method for Bfs {
                 self.phase = if self.hop >= cx.settings().depth { Phase::Answer } else { Phase::Relations };
             }
             (Phase::Answer, [Response::Llm { completion }]) => {
-                let answers = ongraph::engine::parse_answers(&completion.text).unwrap_or_default();
+                // Its own shape's JSON text when the reply fitted it; the model's free text else.
+                let (answers, because) = match serde_json::from_str::<Value>(&completion.text) {
+                    Ok(reply) => (
+                        reply["answer"].as_str().map(|a| vec![a.to_string()]).unwrap_or_default(),
+                        format!(" (triple {})", reply["triple"]),
+                    ),
+                    Err(_) => (ongraph::engine::parse_answers(&completion.text).unwrap_or_default(), String::new()),
+                };
                 ev.calls.push(CallRecord::of(&requests[0], completion, answers.join("; ")));
-                ev.summary = format!("answer {}", answers.join(", "));
+                ev.summary = format!("answer {}{because}", answers.join(", "));
                 // Listed worst first, each path scored by its place: the run lists them best first.
                 let beam = cx.beam();
                 let paths = self
@@ -173,20 +207,28 @@ impl Method for Bfs {
     }
 }
 
+const ENTRY: MethodEntry = MethodEntry {
+    id: "bfs",
+    label: "BFS",
+    about: "breadth-first walk; the model only answers",
+    progress: ongraph::engine::depth_progress,
+    start: |cx, topics| Ok(Machine::new(Bfs::start(cx, topics)?)),
+    templates: &[BFS_ANSWER],
+    shapes: &[BFS_REPLY],
+};
+
 /// The one line that registers it.
 fn registry() -> Registry {
-    Registry::builtin().clone().with(MethodEntry {
-        id: "bfs",
-        label: "BFS",
-        about: "breadth-first walk; the model only answers",
-        progress: ongraph::engine::depth_progress,
-        start: |cx, topics| Ok(Machine::new(Bfs::start(cx, topics)?)),
-    })
+    Registry::builtin().clone().with(ENTRY).expect("its template and shape are its own")
 }
 
-/// Reads its prompt only: answers with the object of the triple whose relation is a time
-/// zone, or says it does not know.
-struct TimeZoneReader;
+/// Reads its prompt only: answers with the object of the numbered triple whose relation is a
+/// time zone, or says it does not know; in JSON of the shape asked for, when one is. Keeps
+/// the requests it was sent.
+#[derive(Default)]
+struct TimeZoneReader {
+    requests: Mutex<Vec<ChatRequest>>,
+}
 
 #[async_trait]
 impl LanguageModel for TimeZoneReader {
@@ -194,16 +236,18 @@ impl LanguageModel for TimeZoneReader {
         "time-zone reader".into()
     }
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
-        let tail = request
+        self.requests.lock().unwrap().push(request.clone());
+        let found = request
             .prompt
             .lines()
-            .filter_map(|l| l.strip_prefix('(').and_then(|l| l.strip_suffix(')')).or(Some(l)))
-            .map(|l| l.split(", ").collect::<Vec<_>>())
-            .find(|parts| parts.len() == 3 && parts[1].contains("time_zones"))
-            .map(|parts| parts[2].to_string());
-        let text = match tail {
-            Some(t) => format!("The triples say so: {{{t}}}."),
-            None => "I do not know.".into(),
+            .filter_map(|l| l.split_once(". "))
+            .map(|(n, triple)| (n, triple.split(", ").collect::<Vec<_>>()))
+            .find(|(_, parts)| parts.len() == 3 && parts[1].contains("time_zones"))
+            .map(|(n, parts)| (n.to_string(), parts[2].to_string()));
+        let text = match (found, &request.schema) {
+            (Some((n, t)), Some(_)) => format!(r#"{{"answer": "{t}", "triple": {n}}}"#),
+            (Some((_, t)), None) => format!("The triples say so: {{{t}}}."),
+            (None, _) => "I do not know.".into(),
         };
         Ok(Completion { text, ..Completion::default() })
     }
@@ -219,16 +263,40 @@ fn topics() -> Topics {
 
 #[tokio::test]
 async fn a_method_from_outside_runs_is_recorded_and_replays_from_its_file() {
+    for structured in [false, true] {
+        runs_is_recorded_and_replays(structured).await;
+    }
+}
+
+async fn runs_is_recorded_and_replays(structured: bool) {
     let kg = Arc::new(demo_graph());
     let profile = kg.profile().clone();
-    let prompts = Arc::new(Prompts::load(None).unwrap());
     let registry = registry();
+    let prompts = Arc::new(registry.prompts(None).unwrap());
+    let settings = Settings { structured, ..settings() };
     let mut run =
-        Run::new_in(&registry, QUESTION, topics(), settings(), prompts.clone(), profile.clone(), "demo").unwrap();
-    let driver = Driver::new(kg, Arc::new(TimeZoneReader));
-    let mut session = Session::new("demo", "time-zone reader", settings(), profile, &prompts);
+        Run::new_in(&registry, QUESTION, topics(), settings.clone(), prompts.clone(), profile.clone(), "demo").unwrap();
+    let model = Arc::new(TimeZoneReader::default());
+    let driver = Driver::new(kg, model.clone());
+    let mut session = Session::new("demo", "time-zone reader", settings, profile, &prompts);
     session.begin(QUESTION, topics());
     driver.run_recorded(&mut run, &mut session).await.unwrap();
+
+    // The one call rendered the method's own template and asked for its own shape.
+    let requests = model.requests.lock().unwrap().clone();
+    let [request] = requests.as_slice() else { panic!("one call: {requests:#?}") };
+    assert!(request.prompt.starts_with("Numbered triples:\n1. "), "{}", request.prompt);
+    let shown = request.prompt.contains(BFS_REPLY.shape);
+    match &request.schema {
+        Some(schema) => {
+            assert!(structured && shown, "the shape shown with its schema");
+            assert_eq!(schema.name, "bfs_answer");
+            assert_eq!(schema.schema, (BFS_REPLY.schema)());
+        }
+        None => assert!(!structured && !shown, "free text asks for no shape"),
+    }
+    let step = &run.trace()[2];
+    assert_eq!(step.summary.contains("(triple "), structured, "its JSON reached the method: {}", step.summary);
 
     let answer = run.answer().expect("answered");
     assert_eq!(run.trace().len(), 3, "relations, neighbours, answer: {:#?}", run.trace());
@@ -246,6 +314,7 @@ async fn a_method_from_outside_runs_is_recorded_and_replays_from_its_file() {
     session.save(&path).unwrap();
     let loaded = Session::load(&path).unwrap();
     assert_eq!(loaded.settings.method, MethodId::from("bfs"));
+    assert_eq!(loaded.prompts.get("bfs_answer").map(String::as_str), Some(BFS_ANSWER.default_text()));
     let replayed = loaded.replay_in(&registry, 0).unwrap();
     assert_eq!(replayed.trace(), run.trace());
     assert_eq!(replayed.answer(), run.answer());
@@ -264,7 +333,7 @@ async fn a_method_from_outside_runs_is_recorded_and_replays_from_its_file() {
 #[tokio::test]
 async fn a_method_without_overrides_refuses_them_in_words() {
     let kg = Arc::new(demo_graph());
-    let prompts = Arc::new(Prompts::load(None).unwrap());
+    let prompts = Arc::new(registry().prompts(None).unwrap());
     let mut run =
         Run::new_in(&registry(), QUESTION, topics(), settings(), prompts, kg.profile().clone(), "demo").unwrap();
     let ongraph::engine::Poll::Need(requests) = run.poll() else { panic!("a first batch") };
@@ -272,7 +341,7 @@ async fn a_method_without_overrides_refuses_them_in_words() {
     assert_eq!(err, "cannot force \"sufficient\" now: this method takes no changes between steps");
     assert!(run.trace().is_empty(), "a refused change is not recorded");
     // The batch handed out before the refusal can still be fed.
-    let driver = Driver::new(kg, Arc::new(TimeZoneReader));
+    let driver = Driver::new(kg, Arc::new(TimeZoneReader::default()));
     let responses = driver.perform(&requests).await.unwrap();
     assert_eq!(run.feed(responses).unwrap(), 0);
 }
@@ -308,7 +377,7 @@ async fn a_run_cut_short_is_taken_up_again_without_repeating_a_call() {
     use std::sync::atomic::Ordering::SeqCst;
     let question = "What is the majority party now in the country where Canberra is located?";
     let kg = Arc::new(demo_graph());
-    let prompts = Arc::new(Prompts::load(None).unwrap());
+    let prompts = Arc::new(ongraph::engine::builtin_prompts());
     let settings = Settings::default();
     let model = Arc::new(FailsAfter {
         model: ongraph::testing::llm::ScriptedModel::demo().unwrap(),
@@ -346,4 +415,56 @@ async fn a_run_cut_short_is_taken_up_again_without_repeating_a_call() {
     assert_eq!(model.made.load(SeqCst) - 3, (b.llm_calls - 3) as usize, "only the missing calls were made");
     assert_eq!(a.llm_calls, b.llm_calls - 3);
     assert_eq!(a.llm_calls_saved, b.llm_calls_saved + 3, "the reused ones count as saved");
+}
+
+#[tokio::test]
+async fn a_prompts_directory_rewrites_the_methods_own_template() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bfs_answer.txt"), "MINE\n{{triples}}\nQ: {{question}}").unwrap();
+    // Only a registry with the method knows its template.
+    let err = Registry::builtin().prompts(Some(dir.path())).unwrap_err().to_string();
+    assert!(err.contains("bfs_answer.txt: not a known template"), "{err}");
+    let registry = registry();
+    let prompts = Arc::new(registry.prompts(Some(dir.path())).unwrap());
+    let kg = Arc::new(demo_graph());
+    let mut run =
+        Run::new_in(&registry, QUESTION, topics(), settings(), prompts.clone(), kg.profile().clone(), "demo").unwrap();
+    let model = Arc::new(TimeZoneReader::default());
+    Driver::new(kg, model.clone()).run(&mut run, |_, _| {}).await.unwrap();
+    let requests = model.requests.lock().unwrap();
+    assert!(requests[0].prompt.starts_with("MINE\n1. "), "{}", requests[0].prompt);
+    assert!(run.answer().is_some_and(|a| !a.answers.is_empty()), "the rewritten prompt still answers");
+    assert_eq!(prompts.texts().get("bfs_answer").map(String::as_str), Some("MINE\n{{triples}}\nQ: {{question}}"));
+}
+
+#[test]
+fn a_registry_refuses_a_method_whose_templates_or_shapes_clash() {
+    let taken_shape = MethodEntry {
+        id: "x",
+        shapes: &[ReplyShape { name: "answer", schema: || json!({"type": "object"}), shape: "{}" }],
+        ..ENTRY
+    };
+    assert_eq!(
+        Registry::builtin().clone().with(taken_shape).unwrap_err(),
+        RegistryError::ShapeTaken { method: "x".into(), shape: "answer".into() }
+    );
+    const OTHER_ANSWER: Template = Template::new(&TemplateDef {
+        name: "answer",
+        placeholders: &["question"],
+        reply: Some("answer"),
+        text: "{{question}}",
+        json_text: None,
+    });
+    let taken_template = MethodEntry { id: "x", templates: &[OTHER_ANSWER], shapes: &[], ..ENTRY };
+    let err = Registry::builtin().clone().with(taken_template).unwrap_err();
+    assert_eq!(err.to_string(), "method x: its template answer differs from another template of that name");
+    let no_shape = MethodEntry { id: "x", shapes: &[], ..ENTRY };
+    assert_eq!(
+        Registry::builtin().clone().with(no_shape).unwrap_err(),
+        RegistryError::UnknownShape { method: "x".into(), template: "bfs_answer".into(), shape: "bfs_answer".into() }
+    );
+    // The same template and shape under two ids is one template and one shape.
+    let twin = MethodEntry { id: "bfs-twin", ..ENTRY };
+    let both = registry().with(twin).unwrap();
+    assert_eq!(both.templates().iter().filter(|t| t.name() == "bfs_answer").count(), 1);
 }

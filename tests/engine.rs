@@ -420,7 +420,7 @@ fn bad_starts_are_errors() {
             q,
             t,
             Settings::default(),
-            std::sync::Arc::new(ongraph::prompts::Prompts::builtin()),
+            std::sync::Arc::new(ongraph::engine::builtin_prompts()),
             kg.profile().clone(),
             "demo",
         )

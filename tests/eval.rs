@@ -8,7 +8,6 @@ mod common;
 
 use ongraph::engine::{MethodId, Settings};
 use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
-use ongraph::prompts::Prompts;
 use ongraph::testing::dataset::{Format, Item, gold_paths, pathquestion};
 use ongraph::testing::eval::record::{self, RecordWriter};
 use ongraph::testing::eval::{Evaluator, Finished, summarise};
@@ -31,7 +30,7 @@ fn pq() -> (Arc<dyn KnowledgeGraph>, Vec<Item>) {
 
 fn evaluator(kg: Arc<dyn KnowledgeGraph>, items: &[Item], method: MethodId) -> Evaluator {
     let model = Arc::new(GoldPathModel::new(gold_paths(items)));
-    Evaluator::new(kg, model, Arc::new(Prompts::builtin()), Settings { method, ..Settings::default() })
+    Evaluator::new(kg, model, Arc::new(ongraph::engine::builtin_prompts()), Settings { method, ..Settings::default() })
 }
 
 fn indices(path: &Path) -> Vec<usize> {
@@ -98,7 +97,7 @@ async fn a_dead_endpoint_is_counted_as_errors_not_dropped() {
     let mut config = OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "nobody");
     config.max_retries = 0;
     let llm = Arc::new(OpenAiClient::new(config).unwrap());
-    let eval = Evaluator::new(kg, llm, Arc::new(Prompts::builtin()), Settings::default());
+    let eval = Evaluator::new(kg, llm, Arc::new(ongraph::engine::builtin_prompts()), Settings::default());
     let dir = tempfile::tempdir().unwrap();
     let (mut writer, _) = RecordWriter::open(&dir.path().join("r.jsonl")).unwrap();
     let mut records = Vec::new();
@@ -119,7 +118,7 @@ async fn a_resumed_run_asks_again_the_questions_a_dead_endpoint_failed() {
     let dead = Evaluator::new(
         kg.clone(),
         Arc::new(OpenAiClient::new(config).unwrap()),
-        Arc::new(Prompts::builtin()),
+        Arc::new(ongraph::engine::builtin_prompts()),
         Settings::default(),
     );
     let dir = tempfile::tempdir().unwrap();
@@ -337,8 +336,13 @@ async fn each_question_sees_the_corrections_as_they_are_when_it_starts() {
     let base: Arc<dyn KnowledgeGraph> = Arc::new(ongraph::testing::kg::demo_graph());
     let live = Arc::new(LiveOverlay::open(base.clone(), &config, &Default::default(), true).unwrap());
     let model = ongraph::testing::llm::ScriptedModel::from_toml("demo", common::DEMO_SCRIPT).unwrap();
-    let eval = Evaluator::new(live.current().kg, Arc::new(model), Arc::new(Prompts::builtin()), Settings::default())
-        .with_kg_source(live);
+    let eval = Evaluator::new(
+        live.current().kg,
+        Arc::new(model),
+        Arc::new(ongraph::engine::builtin_prompts()),
+        Settings::default(),
+    )
+    .with_kg_source(live);
     let item = Item {
         id: "phanatic".into(),
         question: "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?".into(),

@@ -274,8 +274,8 @@ fn gold_request() -> ChatRequest {
     ChatRequest {
         step: "answer_own_knowledge".into(),
         system: String::new(),
-        prompt: ongraph::prompts::Prompts::builtin()
-            .render(ongraph::prompts::Template::Io, &[("question", &items[0].question)]),
+        prompt: ongraph::engine::builtin_prompts()
+            .render(ongraph::engine::Registry::builtin().template("io").unwrap(), &[("question", &items[0].question)]),
         temperature: 0.0,
         max_tokens: 64,
         sample: 0,

@@ -7,7 +7,6 @@ use async_trait::async_trait;
 use ongraph::engine::{AnswerSource, MethodId, Run, Settings, Topics};
 use ongraph::kg::{KgProfile, KnowledgeGraph, Term};
 use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError};
-use ongraph::prompts::Prompts;
 use ongraph::testing::dataset::{Item, gold_paths, pathquestion};
 use ongraph::testing::driver::Driver;
 use ongraph::testing::eval::score;
@@ -38,8 +37,15 @@ async fn answer(driver: &Driver, item: &Item, method: MethodId) -> Run {
 
 async fn run_with(driver: &Driver, question: &str, topics: Topics, settings: Settings) -> Run {
     let kg = driver.kg();
-    let mut run =
-        Run::new(question, topics, settings, Arc::new(Prompts::builtin()), kg.profile().clone(), kg.name()).unwrap();
+    let mut run = Run::new(
+        question,
+        topics,
+        settings,
+        Arc::new(ongraph::engine::builtin_prompts()),
+        kg.profile().clone(),
+        kg.name(),
+    )
+    .unwrap();
     driver.run(&mut run, |_, _| {}).await.unwrap();
     run
 }

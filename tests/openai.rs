@@ -272,7 +272,6 @@ async fn a_configured_token_parameter_is_kept_and_a_refusal_reported() {
 async fn a_think_block_is_never_parsed_for_the_answer() {
     use ongraph::engine::{MethodId, Run, Settings, Topics};
     use ongraph::kg::KnowledgeGraph;
-    use ongraph::prompts::Prompts;
     use ongraph::testing::driver::Driver;
     use std::sync::Arc;
     let server = MockServer::start().await;
@@ -290,7 +289,7 @@ async fn a_think_block_is_never_parsed_for_the_answer() {
         "Which country is Canberra the capital of?",
         Topics::Extract,
         settings,
-        Arc::new(Prompts::builtin()),
+        Arc::new(ongraph::engine::builtin_prompts()),
         kg.profile().clone(),
         kg.name(),
     )

@@ -7,9 +7,13 @@ mod common;
 use async_trait::async_trait;
 use common::*;
 use ongraph::engine::events::{CallRecord, ReadAs};
-use ongraph::engine::{AnswerSource, MethodId, Run, Settings};
+use ongraph::engine::{AnswerSource, MethodId, Registry, Run, Settings};
 use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError, ReplyMode};
-use ongraph::prompts::{Prompts, Template};
+use ongraph::prompts::Template;
+
+fn template(name: &str) -> Template {
+    Registry::builtin().template(name).expect("a built-in template")
+}
 use ongraph::testing::driver::Driver;
 use ongraph::testing::kg::demo_graph;
 use serde_json::{Value, json};
@@ -249,8 +253,8 @@ async fn prompts_saved_before_structured_variants_ask_every_step_as_they_did() {
     // the shape appended, the sufficiency check as a verdict and the answer with no reasoning
     // first, so that it replays as recorded.
     let old: std::collections::BTreeMap<String, String> =
-        Prompts::builtin().texts().into_iter().filter(|(k, _)| !k.starts_with("json/")).collect();
-    let prompts = Arc::new(Prompts::from_texts(&old).unwrap());
+        ongraph::engine::builtin_prompts().texts().into_iter().filter(|(k, _)| !k.starts_with("json/")).collect();
+    let prompts = Arc::new(ongraph::engine::Registry::builtin().saved_prompts(&old).unwrap());
     assert!(!prompts.has_structured_variants());
     let model = JsonModel::new(None);
     let driver = Driver::new(Arc::new(demo_graph()), model.clone());
@@ -273,11 +277,11 @@ async fn prompts_saved_before_structured_variants_ask_every_step_as_they_did() {
     // A template the user rewrote keeps their words under structured replies too.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("reasoning.txt"), "MY OWN CHECK {{question}}\n{{triples}}\n").unwrap();
-    let mine = Prompts::load(Some(dir.path())).unwrap();
-    let prompt = mine.render_for(Template::Reasoning, &[("question", "q"), ("triples", "t")], true);
+    let mine = ongraph::engine::Registry::builtin().prompts(Some(dir.path())).unwrap();
+    let prompt = mine.render_for(template("reasoning"), &[("question", "q"), ("triples", "t")], true);
     assert!(prompt.text.starts_with("MY OWN CHECK q") && !prompt.shows_shape, "{}", prompt.text);
     let builtin = mine.render_for(
-        Template::RelationPrune,
+        template("relation_prune"),
         &[("question", "q"), ("topic_entity", "e"), ("relations", "r"), ("width", "3")],
         true,
     );
@@ -307,7 +311,7 @@ async fn every_call_asks_for_the_reply_shape_its_template_names() {
             let mut run = new_run(&driver, CANBERRA, ongraph::engine::Topics::Extract, settings);
             let _ = driver.run(&mut run, |_, _| {}).await;
             for r in model.requests.lock().unwrap().iter() {
-                let Some(template) = Template::from_name(&r.step) else { continue };
+                let Some(template) = Registry::builtin().template(&r.step) else { continue };
                 // A reason-first call names the shape its answer is extracted into.
                 let schema = r.schema.as_ref().or(r.extract.as_ref().map(|e| &e.schema)).map(|s| s.name.as_str());
                 assert_eq!(schema, template.reply(), "{method:?}: {}", r.step);

@@ -8,7 +8,6 @@ use common::demo_driver;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ongraph::engine::Settings;
 use ongraph::engine::beam::{NodeKind, Status};
-use ongraph::prompts::Prompts;
 use ongraph::testing::driver::Driver;
 use ongraph::testing::overlay::{CorrectionStore, SledStore};
 use ongraph::testing::session::{Session, SessionError};
@@ -96,8 +95,13 @@ impl Ui {
     /// The UI over `corrections`, starting with `driver`.
     fn over(settings: Settings, corrections: Arc<dyn Corrections>, driver: Driver, dir: tempfile::TempDir) -> Self {
         let kg = driver.kg().clone();
-        let mut app =
-            App::new(settings, Arc::new(Prompts::builtin()), kg.profile().clone(), kg.name(), "scripted demo");
+        let mut app = App::new(
+            settings,
+            Arc::new(ongraph::engine::builtin_prompts()),
+            kg.profile().clone(),
+            kg.name(),
+            "scripted demo",
+        );
         app.set_plain(true);
         app.author = "tester".into();
         let (tx, rx) = mpsc::unbounded_channel();

@@ -3,7 +3,6 @@
 use super::AskArgs;
 use crate::config::Config;
 use crate::engine::{AnswerSource, Run, Settings, Topics};
-use crate::prompts::Prompts;
 use crate::session::{Player, Session};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
@@ -16,7 +15,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
     let s = &args.setup;
     let settings = super::settings(s, config)?;
     let prompts_dir = s.prompts.clone().or_else(|| config.defaults.prompts.clone());
-    let prompts = Arc::new(Prompts::load(prompts_dir.as_deref())?);
+    let prompts = Arc::new(crate::engine::Registry::builtin().prompts(prompts_dir.as_deref())?);
     if !args.no_overlay {
         super::overlay::sync_and_say(s, config).await?;
     }

@@ -6,14 +6,13 @@ use crate::config::Config;
 use crate::dataset::tog::TopicIds;
 use crate::dataset::{Format, Item, gold_paths, pathquestion};
 use crate::engine::Settings;
+use crate::eval::gold_path::GoldPathModel;
 use crate::eval::record::{self, CorrectionsSeen, Record, RecordWriter};
 use crate::eval::runner::{Evaluator, Finished, select};
 use crate::eval::summary::{Summary, summarise};
-use crate::llm::gold_path::GoldPathModel;
 use crate::llm::openai::{OpenAiClient, OpenAiConfig};
 use crate::llm::serve::LoopbackServer;
 use crate::llm::{CallLimit, LanguageModel};
-use crate::prompts::Prompts;
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
@@ -266,7 +265,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     let todo: Vec<(usize, &Item)> = chosen.iter().filter(|i| !done_at.contains(i)).map(|&i| (i, &items[i])).collect();
     let at_once = setup.concurrency.unwrap_or(config.defaults.concurrency).max(1);
     let prompts_dir = setup.prompts.clone().or_else(|| config.defaults.prompts.clone());
-    let prompts = Arc::new(Prompts::load(prompts_dir.as_deref())?);
+    let prompts = Arc::new(crate::engine::Registry::builtin().prompts(prompts_dir.as_deref())?);
     // All questions' calls share one limit: the larger of the questions at once and the
     // config's requests in flight.
     let llm = Arc::new(CallLimit::new(llm, at_once.max(config.defaults.concurrency)));

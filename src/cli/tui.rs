@@ -63,7 +63,9 @@ fn configure(mut app: App, config: &Config) -> Result<App> {
 pub async fn tui(args: TuiArgs, config: &Config) -> Result<i32> {
     let s = &args.setup;
     let settings = settings(s, config)?;
-    let prompts = Arc::new(crate::prompts::Prompts::load(s.prompts.as_deref().or(config.defaults.prompts.as_deref()))?);
+    let prompts = Arc::new(
+        crate::engine::Registry::builtin().prompts(s.prompts.as_deref().or(config.defaults.prompts.as_deref()))?,
+    );
     // Teammates' corrections first: the UI's first step sees them.
     let shared = overlay::sync_before_reading(s, config).await?;
     let (base, _) = open_kg(s, config)?;

@@ -3,8 +3,8 @@
 //! spaces; their labels are the names with spaces, as the `named-ids` KG profile shows them.
 
 use super::GoldAnswer;
+use super::GoldPath;
 use super::{DatasetError, Item};
-use crate::llm::gold_path::GoldPath;
 use std::path::{Path, PathBuf};
 
 /// The label the `named-ids` profile gives an id.

@@ -9,7 +9,10 @@ use super::parse::parse_answers;
 use super::step::{completion, record, unreadable};
 use super::structured::Shape;
 use super::{Answer, AnswerSource, Context, EngineError, Request, Response};
-use crate::prompts::Template;
+use crate::prompts::{Template, builtin_template};
+
+pub(crate) const IO: Template = builtin_template!("io", ["question"], Some("answer"), json);
+pub(crate) const COT: Template = builtin_template!("cot", ["question"], Some("answer"));
 
 /// How a baseline asks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,14 +41,11 @@ impl BaselineMachine {
         let s = &cx.settings;
         let question = cx.question.as_str();
         match self.prompting {
-            Prompting::Io => vec![cx.llm(
-                "io",
-                cx.render(Template::Io, &[("question", question)]),
-                s.reason_temperature,
-                Shape::Answer,
-            )],
+            Prompting::Io => {
+                vec![cx.llm("io", cx.render(IO, &[("question", question)]), s.reason_temperature, Shape::Answer)]
+            }
             Prompting::SelfConsistency => {
-                let prompt = cx.prompts.render(Template::Cot, &[("question", question)]);
+                let prompt = cx.prompts.render(COT, &[("question", question)]);
                 (0..s.sc.samples.max(1) as u32)
                     .map(|sample| {
                         cx.llm_sample("cot", prompt.clone(), s.sc.sample_temperature, sample, Shape::ReasonedAnswer)
@@ -54,7 +54,7 @@ impl BaselineMachine {
             }
             Prompting::Cot => vec![cx.llm(
                 "cot",
-                cx.prompts.render(Template::Cot, &[("question", question)]),
+                cx.prompts.render(COT, &[("question", question)]),
                 s.reason_temperature,
                 Shape::ReasonedAnswer,
             )],

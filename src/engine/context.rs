@@ -3,7 +3,7 @@
 
 use super::beam::Beam;
 use super::events::{Costs, Event};
-use super::structured::Shape;
+use super::structured::{ReplyShape, Shape};
 use super::{Answer, Request, Settings};
 use crate::kg::KgProfile;
 use crate::llm::{ChatRequest, Extraction};
@@ -34,7 +34,7 @@ impl Context {
 
     /// `template` rendered for this run: its structured variant (examples in JSON, the reply's
     /// shape shown) when replies are structured and it has one.
-    pub(crate) fn render(&self, template: Template, values: &[(&str, &str)]) -> Prompt {
+    pub fn render(&self, template: Template, values: &[(&str, &str)]) -> Prompt {
         self.prompts.render_for(template, values, self.settings.structured)
     }
 
@@ -66,7 +66,7 @@ impl Context {
         };
         Request::Llm(ChatRequest {
             step: step.into(),
-            system: self.prompts.system(),
+            system: self.prompts.render(super::templates::SYSTEM, &[]).trim().to_string(),
             prompt: text,
             temperature,
             max_tokens: self.settings.max_tokens,
@@ -87,7 +87,7 @@ impl Context {
     /// asking for `shape`.
     fn extraction(&self, shape: &Shape<'_>) -> Extraction {
         const SLOT: &str = "\u{0}reply\u{0}";
-        let text = self.prompts.render(Template::Extract, &[("question", &self.question), ("reply", SLOT)]);
+        let text = self.prompts.render(super::templates::EXTRACT, &[("question", &self.question), ("reply", SLOT)]);
         let (before, after) = text.split_once(SLOT).unwrap_or((&text, ""));
         Extraction {
             schema: shape.reply_schema(),
@@ -100,6 +100,14 @@ impl Context {
     /// shape in structured mode (read back into braces before the method sees it).
     pub fn ask_for_answer(&self, step: &str, prompt: String) -> Request {
         self.llm(step, prompt, self.settings.reason_temperature, Shape::Answer)
+    }
+
+    /// A call whose reply takes a shape the method defined (listed in its registry entry):
+    /// asked for as JSON of that shape in structured mode, the shape shown unless the prompt
+    /// (a structured variant) shows it already. The method reads the reply's JSON text, or the
+    /// model's free text when the reply did not fit.
+    pub fn ask(&self, step: &str, prompt: impl Into<Prompt>, shape: &ReplyShape) -> Request {
+        self.llm(step, prompt, self.settings.reason_temperature, Shape::Own(shape))
     }
 
     /// The index the next trace entry will have.
@@ -142,7 +150,7 @@ pub(crate) fn test_context(question: &str, settings: Settings) -> Context {
         question: question.into(),
         rng: ChaCha8Rng::seed_from_u64(settings.seed),
         settings,
-        prompts: Arc::new(Prompts::load(None).expect("the built-in prompts parse")),
+        prompts: Arc::new(super::builtin_prompts()),
         profile: KgProfile::default(),
         graph_name: "test".into(),
         beam: Beam::default(),

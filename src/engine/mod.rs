@@ -26,6 +26,7 @@ mod run;
 mod settings;
 mod step;
 pub(crate) mod structured;
+mod templates;
 mod tog;
 mod topics;
 mod view;
@@ -41,11 +42,13 @@ pub(crate) use context::test_context;
 use history::Snapshot;
 pub use history::{Abandoned, SetAside};
 pub use method::{
-    Machine, Method, MethodEntry, MethodId, MethodView, Registry, Tone, ViewItem, ViewLine, depth_progress,
+    Machine, Method, MethodEntry, MethodId, MethodView, Registry, RegistryError, Tone, ViewItem, ViewLine,
+    builtin_prompts, depth_progress,
 };
 pub use overrides::Override;
 pub use parse::parse_answers;
 pub use settings::{Fallback, GogSettings, PogSettings, PruneTool, ScSettings, Settings};
+pub use structured::ReplyShape;
 pub use view::progress_line;
 
 /// Something the run needs from the outside world before it can take its next step.

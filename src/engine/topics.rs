@@ -10,7 +10,6 @@ use super::step::{completion, entity_matches, plural_y, record, unreadable};
 use super::structured::Shape;
 use super::{Context, EngineError, Request, Response, Topics, parse};
 use crate::kg::{EntityMatch, Term};
-use crate::prompts::Template;
 
 /// The most topic-entity names taken from one reply.
 const MAX_TOPIC_NAMES: usize = 8;
@@ -147,7 +146,7 @@ impl TopicLinker {
     pub fn requests(&self, cx: &Context) -> Vec<Request> {
         match self.stage {
             Stage::Extract => {
-                let prompt = cx.render(Template::TopicEntities, &[("question", &cx.question)]);
+                let prompt = cx.render(super::templates::TOPIC_ENTITIES, &[("question", &cx.question)]);
                 vec![cx.llm("topic_entities", prompt, cx.settings.reason_temperature, Shape::Topics)]
             }
             Stage::Spans => self.spans.iter().map(|s| Request::FindEntities { name: s.clone(), limit: 3 }).collect(),

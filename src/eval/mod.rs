@@ -4,6 +4,7 @@
 //! chance ([`significance`]).
 
 pub mod compare;
+pub(crate) mod gold_path;
 pub mod metrics;
 pub mod record;
 pub mod runner;

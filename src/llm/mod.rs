@@ -2,9 +2,8 @@
 //! OpenAI-compatible HTTP client, a scripted model for tests and the offline demo, and a
 //! gold-path simulation for measuring the engine on datasets that give gold paths.
 
-pub(crate) mod gold_path;
 pub(crate) mod openai;
-mod schema_check;
+pub(crate) mod schema_check;
 pub(crate) mod scripted;
 pub(crate) mod serve;
 

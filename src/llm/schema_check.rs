@@ -18,6 +18,11 @@ pub(crate) fn violation(schema: &Value, reply: &str) -> Option<String> {
     }
 }
 
+/// Where `value` first departs from `schema`, in words; `None` when it fits.
+pub(crate) fn departure(schema: &Value, value: &Value) -> Option<String> {
+    check(schema, value, "the reply")
+}
+
 fn check(schema: &Value, value: &Value, at: &str) -> Option<String> {
     if let Some(options) = schema.get("anyOf").and_then(Value::as_array) {
         return options.iter().all(|o| check(o, value, at).is_some()).then(|| format!("{at} fits none of its forms"));

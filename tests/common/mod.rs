@@ -3,7 +3,6 @@
 
 use ongraph::engine::beam::{Beam, NodeKind};
 use ongraph::engine::{Run, Settings, Topics};
-use ongraph::prompts::Prompts;
 use ongraph::testing::driver::Driver;
 use ongraph::testing::kg::demo_graph;
 use ongraph::testing::llm::ScriptedModel;
@@ -25,7 +24,7 @@ pub fn demo_driver(extra: &str) -> Driver {
 
 pub fn new_run(driver: &Driver, question: &str, topics: Topics, settings: Settings) -> Run {
     let kg = driver.kg();
-    Run::new(question, topics, settings, Arc::new(Prompts::builtin()), kg.profile().clone(), kg.name())
+    Run::new(question, topics, settings, Arc::new(ongraph::engine::builtin_prompts()), kg.profile().clone(), kg.name())
         .expect("run starts")
 }
 

@@ -17,6 +17,7 @@ mod answer;
 mod generate;
 mod overrides;
 pub(crate) mod parse;
+pub(crate) mod templates;
 mod view;
 
 use self::actions::{observed_name, relation_name};
@@ -30,7 +31,6 @@ use super::structured::Shape;
 use super::topics::{TopicLinker, link_model_name};
 use super::{AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
 use crate::kg::{RelationRef, Term};
-use crate::prompts::Template;
 use parse::Action;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -186,7 +186,7 @@ impl Method for GogMachine {
             Phase::Topics => self.linker.requests(cx),
             Phase::Think => {
                 let prompt = cx.prompts.render(
-                    Template::GogStep,
+                    templates::STEP,
                     &[("question", &q), ("topics", &Self::topics_text(cx)), ("transcript", &self.transcript())],
                 );
                 // A retry is a new sample: the same prompt again would be answered from the memo.
@@ -210,7 +210,7 @@ impl Method for GogMachine {
                         let names: Vec<String> = rels.iter().map(relation_name).collect();
                         let list = names.join(", ");
                         let prompt = cx.render(
-                            Template::GogRelations,
+                            templates::RELATIONS,
                             &[
                                 ("question", &q),
                                 ("thought", &thought),
@@ -238,7 +238,7 @@ impl Method for GogMachine {
             Phase::Generate => {
                 let Some(Action::Generate(thought)) = &self.action else { return (Vec::new(), plan) };
                 let prompt = cx.render(
-                    Template::GogGenerate,
+                    templates::GENERATE,
                     &[("question", &q), ("thought", thought), ("triples", &self.related_known(thought))],
                 );
                 (0..s.gog.generate_samples.max(1) as u32)
@@ -253,11 +253,11 @@ impl Method for GogMachine {
                     .map(|(i, (h, r, tl))| format!("{}. {h}, {r}, {tl}", i + 1))
                     .collect::<Vec<_>>()
                     .join("\n");
-                let prompt = cx.render(Template::GogVerify, &[("question", &q), ("triples", &list)]);
+                let prompt = cx.render(templates::VERIFY, &[("question", &q), ("triples", &list)]);
                 vec![cx.llm("gog_verify", prompt, t, Shape::Kept { n: self.samples.len() })]
             }
             Phase::Answer(AnswerSource::OwnKnowledge) => {
-                let prompt = cx.prompts.render(Template::AnswerOwnKnowledge, &[("question", &q)]);
+                let prompt = cx.prompts.render(super::templates::ANSWER_OWN_KNOWLEDGE, &[("question", &q)]);
                 vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
             }
             Phase::Answer(_) | Phase::Done => Vec::new(),

@@ -23,6 +23,7 @@ pub(crate) mod parse;
 mod pruning;
 mod stages;
 pub(crate) mod subgraph;
+pub(crate) mod templates;
 mod view;
 
 use super::beam::NodeId;
@@ -35,7 +36,6 @@ use super::structured::Shape;
 use super::topics::TopicLinker;
 use super::{AnswerSource, Context, EngineError, Override, PathView, PruneTool, Request, Response, Topics};
 use crate::kg::{RelationRef, Term};
-use crate::prompts::Template;
 use parse::Analysis;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -252,7 +252,7 @@ impl Method for PogMachine {
             Phase::Topics => self.linker.requests(cx),
             Phase::Analysis => {
                 let topics: Vec<String> = cx.beam.roots().map(|r| format!("\"{}\"", r.shown())).collect();
-                let prompt = cx.render(Template::PogAnalysis, &[("question", &q), ("topics", &topics.join(", "))]);
+                let prompt = cx.render(templates::ANALYSIS, &[("question", &q), ("topics", &topics.join(", "))]);
                 vec![cx.llm("pog_analysis", prompt, s.prune_temperature, Shape::Analysis)]
             }
             Phase::ExpandRelations(lookup) => {
@@ -286,24 +286,23 @@ impl Method for PogMachine {
                     .iter()
                     .map(|batch| {
                         let texts: Vec<&str> = batch.iter().map(|&c| self.cands[c].text.as_str()).collect();
-                        self.selection(cx, Template::PogPrecise, &texts)
+                        self.selection(cx, templates::PRECISE, &texts)
                     })
                     .collect()
             }
             Phase::Branch(hops) => {
                 plan.prefixes = self.prefixes(hops);
                 let texts: Vec<&str> = plan.prefixes.iter().map(|(text, _)| text.as_str()).collect();
-                vec![self.selection(cx, Template::PogBranch, &texts)]
+                vec![self.selection(cx, templates::BRANCH, &texts)]
             }
             Phase::Summary => {
-                let prompt =
-                    cx.render(Template::PogSummary, &[("question", &q), ("paths", &self.numbered(&self.pool))]);
+                let prompt = cx.render(templates::SUMMARY, &[("question", &q), ("paths", &self.numbered(&self.pool))]);
                 vec![cx.llm("pog_summary", prompt, s.prune_temperature, Shape::Summary)]
             }
             Phase::Sufficiency => {
                 let summary = if self.summary.is_empty() { "(none)".to_string() } else { self.summary.join("\n") };
                 let prompt = cx.render(
-                    Template::PogSufficiency,
+                    templates::SUFFICIENCY,
                     &[("question", &q), ("paths", &self.numbered(&self.pool)), ("summary", &summary)],
                 );
                 // A structured variant judges by the answer, chosen among what the paths reach.
@@ -314,7 +313,7 @@ impl Method for PogMachine {
             Phase::Supplement => {
                 let topics: Vec<String> = cx.beam.roots().map(|r| r.shown().to_string()).collect();
                 let prompt = cx.render(
-                    Template::PogSupplement,
+                    templates::SUPPLEMENT,
                     &[("question", &q), ("topics", &topics.join(", ")), ("paths", &self.numbered(&self.selected))],
                 );
                 vec![cx.llm("pog_supplement", prompt, s.prune_temperature, Shape::Supplement)]
@@ -326,8 +325,7 @@ impl Method for PogMachine {
                         all.push(c);
                     }
                 }
-                let template =
-                    if source == AnswerSource::KgPaths { Template::PogAnswer } else { Template::PogAnswerOwn };
+                let template = if source == AnswerSource::KgPaths { templates::ANSWER } else { templates::ANSWER_OWN };
                 let prompt = cx.render(template, &[("question", &q), ("paths", &self.numbered(&all))]);
                 vec![cx.llm(template.name(), prompt, s.reason_temperature, Shape::Answer)]
             }

@@ -12,12 +12,14 @@ mod read;
 mod shape;
 
 pub(crate) use read::{judgment_options, reachable_answers, read, readable_as_text};
+pub use shape::ReplyShape;
 pub(crate) use shape::Shape;
 
 #[cfg(test)]
 mod tests {
     use super::read::close_truncated;
     use super::shape::REASON_CHARS;
+    use super::shape::ReplyShape;
     use super::*;
     use crate::engine::parse;
     use serde_json::json;
@@ -175,9 +177,36 @@ mod tests {
             assert!(shape.instruction().contains("JSON"));
             names.push(shape.name());
         }
-        // The prompt registry names the shape each template's calls ask for: a shape there is.
-        for &t in crate::prompts::Template::ALL {
+        assert_eq!(names, Shape::BUILTIN_NAMES, "every built-in shape, named once");
+        // Each template names the shape its calls ask for: a shape there is.
+        for t in crate::engine::Registry::builtin().templates() {
             assert!(t.reply().is_none_or(|r| names.contains(&r)), "{t}: {:?}", t.reply());
         }
+    }
+
+    #[test]
+    fn a_methods_own_shape_reaches_it_as_its_json_text() {
+        const ZONE: ReplyShape = ReplyShape {
+            name: "time_zone",
+            schema: || {
+                json!({"type": "object", "properties": {"zone": {"type": "string"}, "sure": {"type": "boolean"}},
+                       "required": ["zone", "sure"], "additionalProperties": false})
+            },
+            shape: r#"{"zone": "<a time zone>", "sure": <true or false>}"#,
+        };
+        let shape = Shape::Own(&ZONE);
+        assert_eq!(shape.name(), "time_zone");
+        assert!(shape.instruction().contains(r#"{"zone": "<a time zone>", "sure": <true or false>}"#));
+        assert!(!shape.reasons_first());
+        let schema = shape.reply_schema();
+        assert_eq!(schema.schema["required"], json!(["zone", "sure"]));
+        let fits = read(&schema, "```json\n{\"zone\": \"AEST\", \"sure\": true}\n```").unwrap();
+        assert_eq!(fits.text, r#"{"zone":"AEST","sure":true}"#, "compact, in the order written");
+        assert!(fits.notes.is_empty());
+        // Cut off and closed, it is read if it then fits; one that does not fit is not read.
+        assert_eq!(read(&schema, r#"{"zone": "AEST", "sure": tr"#), None);
+        assert_eq!(read(&schema, r#"{"zone": "AEST"}"#), None, "a required field missing");
+        assert_eq!(read(&schema, r#"{"zone": 10, "sure": true}"#), None, "a wrong type");
+        assert_eq!(read(&schema, "It is {AEST}."), None, "free text");
     }
 }

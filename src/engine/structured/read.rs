@@ -39,8 +39,20 @@ pub(crate) fn read(schema: &ReplySchema, reply: &str) -> Option<Reading> {
         ),
         Err(_) => return None,
     };
+    if !Shape::BUILTIN_NAMES.contains(&schema.name.as_str()) {
+        return read_own(schema, &value, notes);
+    }
     let text = render(&schema.name, &schema.labels, value, &mut notes)?;
     Some(Reading { text, notes })
+}
+
+/// A reply of a method's own shape: its JSON text, when it fits the schema (the method reads
+/// it); `None` otherwise, and the method reads the reply as the model wrote it.
+fn read_own(schema: &ReplySchema, value: &Value, notes: Vec<String>) -> Option<Reading> {
+    if crate::llm::schema_check::departure(&schema.schema, value).is_some() {
+        return None;
+    }
+    Some(Reading { text: value.to_string(), notes })
 }
 
 /// The JSON object in a reply: the whole reply, or inside a ```json fence some models add.

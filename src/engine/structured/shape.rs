@@ -4,8 +4,23 @@
 use crate::llm::ReplySchema;
 use serde_json::{Value, json};
 
+/// A reply shape a method defines for its own prompts, listed in its registry entry. Under
+/// structured replies the request carries its schema and the prompt shows `shape`; a reply that
+/// fits the schema reaches the method as its JSON text, one that does not as the model wrote it
+/// (with a note in the trace), so the method reads both.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplyShape {
+    /// The schema's name: `[a-z_]`, neither a built-in shape's ([`Shape::BUILTIN_NAMES`]) nor
+    /// another method's.
+    pub name: &'static str,
+    /// The JSON schema a reply must follow (an object; what the endpoint constrains replies to).
+    pub schema: fn() -> Value,
+    /// The reply's shape as the prompt shows it, e.g. `{"time_zone": "<a zone>"}`.
+    pub shape: &'static str,
+}
+
 /// The kinds of reply the methods ask for. Each names its schema.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub(crate) enum Shape<'a> {
     /// Topic entities named in the question.
     Topics,
@@ -43,6 +58,15 @@ pub(crate) enum Shape<'a> {
     Triples,
     /// Which of `n` numbered triples are correct (GoG's verification).
     Kept { n: usize },
+    /// A shape a method defines (see [`ReplyShape`]).
+    Own(&'a ReplyShape),
+}
+
+impl PartialEq for Shape<'_> {
+    /// Same name, same schema (an own shape's schema is a function: compared by its value).
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name() && self.schema() == other.schema()
+    }
 }
 
 /// The judgment's answer when the shown knowledge does not lead to one.
@@ -94,6 +118,27 @@ fn numbers_up_to(n: usize) -> Value {
 }
 
 impl Shape<'_> {
+    /// The names of the built-in shapes: a method's own shape takes none of them.
+    pub const BUILTIN_NAMES: &'static [&'static str] = &[
+        "topics",
+        "relations",
+        "unified_relations",
+        "entity_scores",
+        "entity_groups",
+        "verdict",
+        "judgment",
+        "answer",
+        "reasoned_answer",
+        "analysis",
+        "selection",
+        "summary",
+        "supplement",
+        "gog_step",
+        "choice",
+        "triples",
+        "kept",
+    ];
+
     pub fn name(&self) -> &'static str {
         match self {
             Shape::Topics => "topics",
@@ -113,6 +158,7 @@ impl Shape<'_> {
             Shape::Choice { .. } => "choice",
             Shape::Triples => "triples",
             Shape::Kept { .. } => "kept",
+            Shape::Own(own) => own.name,
         }
     }
 
@@ -205,6 +251,7 @@ impl Shape<'_> {
                 array(object(&[("head", string()), ("relation", string()), ("tail", string())]), Some(8)),
             )]),
             Shape::Kept { n } => object(&[("keep", array(numbers_up_to(*n), Some(*n)))]),
+            Shape::Own(own) => (own.schema)(),
         }
     }
 
@@ -280,6 +327,7 @@ impl Shape<'_> {
                 r#"{"triples": [{"head": "<entity>", "relation": "<relation>", "tail": "<entity>"}, ...]}"#.to_string()
             }
             Shape::Kept { .. } => r#"{"keep": [<triple number>, ...]} ([] when none is correct)"#.to_string(),
+            Shape::Own(own) => own.shape.to_string(),
         };
         format!(
             "\n\nReply with one JSON object only, of this shape (it replaces the format of the examples above):\n{shape}\n"

@@ -22,7 +22,6 @@ use super::structured::Shape;
 use super::topics::TopicLinker;
 use super::{AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
 use crate::kg::RelationRef;
-use crate::prompts::Template;
 
 mod answer;
 mod entities;
@@ -30,6 +29,7 @@ mod frontier;
 mod keeps;
 mod overrides;
 mod scoring;
+pub(crate) mod templates;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -159,9 +159,9 @@ impl Method for TogMachine {
             Phase::Reasoning => {
                 // This machine runs ToG and ToG-R only (the baselines have their own).
                 let prompt = if self.chains {
-                    cx.render(Template::ReasoningTogR, &[("question", &q), ("chains", &self.chains_text(cx))])
+                    cx.render(templates::REASONING_TOG_R, &[("question", &q), ("chains", &self.chains_text(cx))])
                 } else {
-                    cx.render(Template::Reasoning, &[("question", &q), ("triples", &self.triples_text(cx))])
+                    cx.render(templates::REASONING, &[("question", &q), ("triples", &self.triples_text(cx))])
                 };
                 // A structured variant judges by the answer, chosen among what the paths reach.
                 let options = self.reachable_names(cx);
@@ -178,12 +178,12 @@ impl Method for TogMachine {
                 requests
             }
             Phase::Answer(AnswerSource::OwnKnowledge) => {
-                let prompt = cx.prompts.render(Template::AnswerOwnKnowledge, &[("question", &q)]);
+                let prompt = cx.prompts.render(super::templates::ANSWER_OWN_KNOWLEDGE, &[("question", &q)]);
                 vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
             }
             Phase::Answer(_) => {
                 let prompt =
-                    cx.prompts.render(Template::Answer, &[("question", &q), ("triples", &self.triples_text(cx))]);
+                    cx.prompts.render(templates::ANSWER, &[("question", &q), ("triples", &self.triples_text(cx))]);
                 // The papers' prompt reasons before its braced answer: under structured replies
                 // it is asked as free text, its answer extracted only if it cannot be read.
                 // Reason, then format; as an answer alone in a session saved before.

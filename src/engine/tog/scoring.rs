@@ -2,6 +2,7 @@
 //! for the pruning tool (one prompt per group, one unified prompt, BM25, embeddings) and how
 //! their replies become scores and statuses.
 
+use super::templates;
 use super::{Group, Ranked, TogMachine};
 use crate::engine::beam::{BeamNode, NodeKind, Status};
 use crate::engine::events::{Decision, Event, LookupRecord};
@@ -10,7 +11,6 @@ use crate::engine::parse;
 use crate::engine::step::{completion, record, unreadable, wrong};
 use crate::engine::structured::Shape;
 use crate::engine::{Context, EngineError, PruneTool, Request, Response};
-use crate::prompts::Template;
 
 impl TogMachine {
     /// Plans the scoring requests for `groups` (relations under entities, or entities under
@@ -55,9 +55,9 @@ impl TogMachine {
                 }
                 if !blocks.is_empty() {
                     let (template, slot, step) = if what == "relation" {
-                        (Template::RelationPruneUnified, "entities", "relation_prune_unified")
+                        (templates::RELATION_PRUNE_UNIFIED, "entities", "relation_prune_unified")
                     } else {
-                        (Template::EntityPruneUnified, "groups", "entity_prune_unified")
+                        (templates::ENTITY_PRUNE_UNIFIED, "groups", "entity_prune_unified")
                     };
                     let width = s.width.to_string();
                     let prompt = cx.render(template, &[("question", q), ("width", &width), (slot, &blocks.join("\n"))]);
@@ -76,7 +76,7 @@ impl TogMachine {
                     let parent = offered_name(&cx.beam.nodes[g.parent]);
                     let prompt = if what == "relation" {
                         cx.render(
-                            Template::RelationPrune,
+                            templates::RELATION_PRUNE,
                             &[
                                 ("width", &s.width.to_string()),
                                 ("question", q),
@@ -86,7 +86,7 @@ impl TogMachine {
                         )
                     } else {
                         cx.render(
-                            Template::EntityPrune,
+                            templates::ENTITY_PRUNE,
                             &[("question", q), ("relation", &parent), ("entities", &names.join("; "))],
                         )
                     };

@@ -1,0 +1,14 @@
+//! GoG's prompt templates (`prompts/NAME.txt`, structured variants under `prompts/json/`).
+
+use crate::engine::templates::ANSWER_OWN_KNOWLEDGE;
+use crate::prompts::{Template, builtin_template};
+
+pub(crate) const STEP: Template = builtin_template!("gog_step", ["question", "topics", "transcript"], Some("gog_step"));
+pub(crate) const RELATIONS: Template =
+    builtin_template!("gog_relations", ["question", "thought", "entity", "relations"], Some("choice"), json);
+pub(crate) const GENERATE: Template =
+    builtin_template!("gog_generate", ["question", "thought", "triples"], Some("triples"), json);
+pub(crate) const VERIFY: Template = builtin_template!("gog_verify", ["question", "triples"], Some("kept"), json);
+
+/// Every template GoG renders.
+pub(crate) const TEMPLATES: &[Template] = &[STEP, RELATIONS, GENERATE, VERIFY, ANSWER_OWN_KNOWLEDGE];

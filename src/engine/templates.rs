@@ -1,0 +1,15 @@
+//! The prompt templates the engine renders for every method: the system prompt, topic-entity
+//! extraction, the extraction of a reason-first reply's answer, and the answer from the model's
+//! own knowledge (ToG's and GoG's fallback). Each method's own templates live in its module and
+//! are listed by its registry entry.
+
+use crate::prompts::{Template, builtin_template};
+
+pub(crate) const SYSTEM: Template = builtin_template!("system", [], None);
+pub(crate) const TOPIC_ENTITIES: Template = builtin_template!("topic_entities", ["question"], Some("topics"), json);
+pub(crate) const EXTRACT: Template = builtin_template!("extract", ["question", "reply"], Some("answer"));
+pub(crate) const ANSWER_OWN_KNOWLEDGE: Template =
+    builtin_template!("answer_own_knowledge", ["question"], Some("answer"));
+
+/// What any run may render, whatever its method.
+pub(crate) const ENGINE: &[Template] = &[SYSTEM, TOPIC_ENTITIES, EXTRACT];
