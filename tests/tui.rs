@@ -2211,3 +2211,59 @@ async fn the_corrections_pane_reviews_teammates_corrections_only_and_shows_their
     assert!(help.contains("approve the selected teammate's correction"), "{help}");
     assert!(help.contains("reject the selected teammate's correction"), "{help}");
 }
+
+/// The text of the bottom pane of an 80×24 screen (rows 17–21), its wrapped rows joined and
+/// its spacing collapsed.
+fn bottom_pane_text(screen: &str) -> String {
+    let rows: Vec<&str> =
+        screen.lines().skip(17).take(5).filter_map(|l| l.trim_matches('"').split('│').nth(1).map(str::trim)).collect();
+    rows.join(" ").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[tokio::test]
+async fn a_long_correction_is_read_whole_in_the_corrections_pane_at_80x24() {
+    // Found by a new-user trial: a long triple or reason was cut at the pane's edge.
+    let reason = "The ballpark in Clearwater was renamed BayCare Ballpark in 2021; Bright House Field is its name from 2004 to 2017";
+    let mut ui = Ui::new();
+    ui.flag_the_stadium(reason).await;
+    ui.typed("BayCare Ballpark").await;
+    // The first Enter looks the name up, the second makes it a new entity.
+    ui.press(KeyCode::Enter).await;
+    ui.press(KeyCode::Enter).await;
+    assert_eq!(ui.app.message.as_deref(), Some("correction 1 recorded; a: ask again with it"));
+    // A second, short one: the pane lists two.
+    ui.select("Philadelphia Phillies");
+    ui.press(KeyCode::Char('e')).await;
+    ui.press_with(KeyCode::Char('u'), KeyModifiers::CONTROL).await;
+    ui.typed("The Phillies").await;
+    ui.press(KeyCode::Tab).await;
+    ui.typed("Common name").await;
+    ui.press(KeyCode::Enter).await;
+    assert_eq!(ui.app.corrections.len(), 2, "{:?}", ui.app.message);
+    let whole = "#1 active replace m.phillies baseball.baseball_team.spring_training_stadium m.bright_house_field \
+                 with new.baycare_ballpark named \"BayCare Ballpark\" — The ballpark in Clearwater was renamed \
+                 BayCare Ballpark in 2021; Bright House Field is its name from 2004 to 2017 (tester)";
+
+    // Coming to the pane selects the newest (the relabel): the long one keeps one line.
+    ui.press(KeyCode::BackTab).await;
+    ui.press(KeyCode::BackTab).await;
+    assert_eq!(ui.app.focus, Focus::Corrections);
+    assert_eq!(ui.app.corrections_at, 1);
+    let screen = ui.screen(80, 24);
+    let pane = bottom_pane_text(&screen);
+    assert!(pane.starts_with("#1 active replace m.phillies"), "{pane}\n{screen}");
+    assert!(!pane.contains("2004 to 2017"), "only the selected correction wraps: {pane}\n{screen}");
+    assert!(
+        pane.contains("#2 active relabel m.phillies as \"The Phillies\" — Common name (tester)"),
+        "{pane}\n{screen}"
+    );
+
+    // Selected, the long one is shown whole, wrapped, the other still listed below it.
+    ui.press(KeyCode::Char('k')).await;
+    assert_eq!(ui.app.corrections_at, 0);
+    let screen = ui.screen(80, 24);
+    let pane = bottom_pane_text(&screen);
+    assert!(pane.starts_with(whole), "the whole correction: {pane}\n{screen}");
+    assert!(pane.contains("#2 active relabel"), "{pane}\n{screen}");
+    insta::assert_snapshot!("tui_long_correction_80x24", screen);
+}
