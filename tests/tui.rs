@@ -370,7 +370,7 @@ async fn a_cancelled_step_is_ignored_and_going_back_keeps_the_old_branch_in_view
     ui.ask(CANBERRA).await;
     let effects = update(&mut ui.app, key(KeyCode::Char('n')));
     assert!(ui.app.in_flight.is_some());
-    let Some(Effect::Perform { generation, requests }) = effects.into_iter().next() else {
+    let Some(Effect::Perform { generation, requests, .. }) = effects.into_iter().next() else {
         panic!("a step was asked for")
     };
     update(&mut ui.app, key(KeyCode::Esc));
@@ -928,6 +928,38 @@ async fn a_prompt_only_baseline_in_the_ui() {
     assert!(text.contains("from the LLM alone"), "{text}");
     ui.press(KeyCode::Char('s')).await;
     assert!(ui.app.message.as_deref().unwrap().contains("no beam to change"), "{:?}", ui.app.message);
+}
+
+#[tokio::test]
+async fn sc_in_the_ui_is_said_as_sc_not_cot() {
+    // Found by a new-user trial: off the demo's recording, SC's step was said to be CoT's (its
+    // samples are `cot` steps, the name recordings and scripts match).
+    let sc = || Settings { method: ongraph::engine::MethodId::SC, ..Settings::default() };
+    let ui_over = |model: ongraph::testing::llm::ScriptedModel| {
+        let dir = tempfile::tempdir().unwrap();
+        let corrections =
+            TempCorrections { store: SledStore::open(&dir.path().join("overlay")).unwrap(), hidden: Vec::new() };
+        let driver = Driver::new(Arc::new(ongraph::testing::kg::demo_graph()), Arc::new(model));
+        Ui::over(sc(), Arc::new(corrections), driver, dir)
+    };
+    let mut ui = ui_over(ongraph::testing::llm::ScriptedModel::demo().unwrap());
+    ui.ask(CANBERRA).await;
+    let said = ui.app.message.clone().unwrap_or_default();
+    assert!(
+        said.contains("this step (SC: sampling step-by-step answers from the model's own knowledge) is outside"),
+        "{said}"
+    );
+    assert!(!said.contains("CoT"), "{said}");
+
+    // Answered by a model, the transcript says whose samples the `cot` calls are.
+    let baselines = include_str!("fixtures/baselines-model.toml");
+    let mut ui = ui_over(ongraph::testing::llm::ScriptedModel::from_toml("baselines", baselines).unwrap());
+    ui.ask(CANBERRA).await;
+    assert!(ui.run().is_finished());
+    assert!(ui.run().trace()[0].calls.iter().all(|c| c.step == "cot"), "recorded as before");
+    ui.app.bottom = Bottom::Transcript;
+    let text = ui.screen(120, 40);
+    assert!(text.contains("│SC sample 1 of 5 (cot) · N ms · "), "{text}");
 }
 
 #[tokio::test]
@@ -1871,7 +1903,11 @@ async fn a_busy_store_never_holds_up_the_executor_and_steps_still_see_every_writ
     let relabel = Op::Relabel { entity: "m.bright_house_field".into(), label: "BayCare Ballpark".into() };
     gated.inner.store.add("demo", draft(relabel)).unwrap();
     gated.changed.store(true, std::sync::atomic::Ordering::SeqCst);
-    executor.execute(Effect::Perform { generation: 7, requests: stadium.clone() });
+    executor.execute(Effect::Perform {
+        generation: 7,
+        requests: stadium.clone(),
+        method: ongraph::engine::MethodId::TOG,
+    });
     assert_eq!(next(&mut started).await, "refresh");
     // The store is still held: a timer and a lookup are answered meanwhile, the lookup through
     // the driver as it was (nothing new was acknowledged).
@@ -1901,7 +1937,11 @@ async fn a_busy_store_never_holds_up_the_executor_and_steps_still_see_every_writ
 
     // While it is written, a step asked for (before it is acknowledged) waits for it; the UI
     // still gets its timer.
-    executor.execute(Effect::Perform { generation: 8, requests: stadium.clone() });
+    executor.execute(Effect::Perform {
+        generation: 8,
+        requests: stadium.clone(),
+        method: ongraph::engine::MethodId::TOG,
+    });
     executor.execute(Effect::Wake { token: 3, after_ms: 0 });
     assert!(matches!(next(&mut rx).await, Action::Woke { token: 3 }));
     open.send(()).unwrap();
