@@ -146,7 +146,7 @@ async fn main() {
         })
         .collect();
     app.in_flight = Some(Instant::now());
-    executor.execute(Effect::Perform { generation: app.generation, requests });
+    executor.execute(Effect::Perform { generation: app.generation, requests, method: app.settings.method });
     let started = Instant::now();
     while server.received_requests().await.map_or(0, |r| r.len()) < 10 {
         assert!(started.elapsed() < Duration::from_secs(4), "the 10 calls never reached the server");

@@ -22,6 +22,17 @@ pub enum DriverError {
     NoEmbedder,
 }
 
+impl DriverError {
+    /// The error as the run's method says it (`method`, its label): a model sees only the
+    /// call, whose step name may be another method's (SC's samples are `cot` steps).
+    pub fn asked_by(self, method: &str) -> Self {
+        match self {
+            DriverError::Llm(e) => DriverError::Llm(e.asked_by(method)),
+            other => other,
+        }
+    }
+}
+
 pub struct Driver {
     kg: Arc<dyn KnowledgeGraph>,
     llm: Arc<dyn LanguageModel>,
@@ -263,6 +274,7 @@ impl Driver {
             Poll::Finished => return Ok(None),
             Poll::Need(requests) => requests,
         };
+        let method = run.settings().method.label();
         let started = std::time::Instant::now();
         let reused = match earlier.and_then(|p| p.answers(&requests)) {
             Some((recorded, _)) => Some(self.reuse_replies(&requests, recorded).await?),
@@ -281,7 +293,7 @@ impl Driver {
                         // A recording this run cannot read (edited by hand, another version):
                         // the batch is asked for real instead.
                         tracing::warn!(error = %e, "a recorded batch could not be fed; asking again");
-                        let responses = self.perform(&requests).await?;
+                        let responses = self.perform(&requests).await.map_err(|e| e.asked_by(method))?;
                         let elapsed = started.elapsed();
                         let kept = recording.then(|| responses.clone());
                         (run.feed_timed(responses, elapsed)?, kept, elapsed)
@@ -289,7 +301,7 @@ impl Driver {
                 }
             }
             None => {
-                let responses = self.perform(&requests).await?;
+                let responses = self.perform(&requests).await.map_err(|e| e.asked_by(method))?;
                 let elapsed = started.elapsed();
                 let kept = recording.then(|| responses.clone());
                 (run.feed_timed(responses, elapsed)?, kept, elapsed)

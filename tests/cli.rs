@@ -341,6 +341,49 @@ fn baselines_from_the_command_line() {
     assert_one_line_error(&out, "--samples must be at least 1");
 }
 
+/// Found by a new-user trial: self-consistency off the demo's recording said "CoT" (it asks its
+/// samples with CoT's prompt, recorded as `cot` steps). Every line names the method asked for;
+/// the trace still records `cot` steps (what sessions and scripts match).
+#[test]
+fn sc_without_a_model_says_sc_not_cot() {
+    let home = tempfile::tempdir().unwrap();
+    let out = ongraph(home.path(), &["ask", "--method", "sc", CANBERRA]);
+    assert_one_line_error(
+        &out,
+        "this step (SC: sampling step-by-step answers from the model's own knowledge) is outside the offline demo's recording",
+    );
+    assert!(!stderr(&out).contains("CoT"), "{}", stderr(&out));
+    // A question the demo does not know: the questions it knows, though not by SC.
+    let out = ongraph(home.path(), &["ask", "--method", "sc", "Who is the CEO of Apple?"]);
+    assert_one_line_error(&out, "the offline demo model knows only its recorded steps");
+    let err = stderr(&out);
+    assert!(err.contains("but not with SC, whose steps it records for none of them"), "{err}");
+    assert!(!err.contains("CoT"), "{err}");
+    // CoT is still said as CoT; a graph method's unknown question lists the questions alone.
+    let out = ongraph(home.path(), &["ask", "--method", "cot", CANBERRA]);
+    assert_one_line_error(&out, "this step (CoT: reasoning from the model's own knowledge) is outside");
+    let out = ongraph(home.path(), &["ask", "--method", "cot", "Who is the CEO of Apple?"]);
+    assert_one_line_error(&out, "but not with CoT, whose steps");
+    let out = ongraph(home.path(), &["ask", "Who is the CEO of Apple?"]);
+    assert!(!stderr(&out).contains("but not with"), "{}", stderr(&out));
+    // A script of one's own without the reply: the step to write in it, and who asked.
+    let script = home.path().join("empty.toml");
+    std::fs::write(&script, "").unwrap();
+    let script = format!("scripted:{}", script.display());
+    let out = ongraph(home.path(), &["ask", "--llm", &script, "--method", "sc", CANBERRA]);
+    assert_one_line_error(&out, "the scripted model has no reply for this cot prompt, asked by SC (ends: ");
+    let out = ongraph(home.path(), &["ask", "--llm", &script, "--method", "cot", CANBERRA]);
+    assert_one_line_error(&out, "the scripted model has no reply for this cot prompt (ends: ");
+    // What is recorded is unchanged: SC's samples are `cot` steps in the trace.
+    let baselines = format!("scripted:{}/tests/fixtures/baselines-model.toml", env!("CARGO_MANIFEST_DIR"));
+    let out = ongraph(home.path(), &["ask", "--llm", &baselines, "--method", "sc", "--json", CANBERRA]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let steps: Vec<&str> =
+        v["trace"][0]["calls"].as_array().unwrap().iter().filter_map(|c| c["step"].as_str()).collect();
+    assert_eq!(steps, ["cot"; 5]);
+}
+
 #[test]
 fn the_ui_without_a_terminal_says_so_instead_of_panicking() {
     // Regression: `ongraph </dev/null >out`, `tui` and `replay FILE` exited 101.

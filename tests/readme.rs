@@ -160,7 +160,9 @@ fn the_table_of_methods_and_demo_questions_is_what_the_binary_does() {
                     // The baselines' step is named exactly; a graph method's is the step it stopped at.
                     let words = match method.as_str() {
                         "io" => "IO: answering from the model's own knowledge",
-                        "cot" | "sc" => "CoT: reasoning from the model's own knowledge",
+                        "cot" => "CoT: reasoning from the model's own knowledge",
+                        // SC's samples are `cot` steps, said as SC's.
+                        "sc" => "SC: sampling step-by-step answers from the model's own knowledge",
                         _ => "",
                     };
                     let (start, end) = off_script(home.path(), words);

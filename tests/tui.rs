@@ -374,7 +374,7 @@ async fn a_cancelled_step_is_ignored_and_going_back_keeps_the_old_branch_in_view
     ui.ask(CANBERRA).await;
     let effects = update(&mut ui.app, key(KeyCode::Char('n')));
     assert!(ui.app.in_flight.is_some());
-    let Some(Effect::Perform { generation, requests }) = effects.into_iter().next() else {
+    let Some(Effect::Perform { generation, requests, .. }) = effects.into_iter().next() else {
         panic!("a step was asked for")
     };
     update(&mut ui.app, key(KeyCode::Esc));
@@ -932,6 +932,38 @@ async fn a_prompt_only_baseline_in_the_ui() {
     assert!(text.contains("from the LLM alone"), "{text}");
     ui.press(KeyCode::Char('s')).await;
     assert!(ui.app.message.as_deref().unwrap().contains("no beam to change"), "{:?}", ui.app.message);
+}
+
+#[tokio::test]
+async fn sc_in_the_ui_is_said_as_sc_not_cot() {
+    // Found by a new-user trial: off the demo's recording, SC's step was said to be CoT's (its
+    // samples are `cot` steps, the name recordings and scripts match).
+    let sc = || Settings { method: ongraph::engine::MethodId::SC, ..Settings::default() };
+    let ui_over = |model: ongraph::testing::llm::ScriptedModel| {
+        let dir = tempfile::tempdir().unwrap();
+        let corrections =
+            TempCorrections { store: SledStore::open(&dir.path().join("overlay")).unwrap(), hidden: Vec::new() };
+        let driver = Driver::new(Arc::new(ongraph::testing::kg::demo_graph()), Arc::new(model));
+        Ui::over(sc(), Arc::new(corrections), driver, dir)
+    };
+    let mut ui = ui_over(ongraph::testing::llm::ScriptedModel::demo().unwrap());
+    ui.ask(CANBERRA).await;
+    let said = ui.app.message.clone().unwrap_or_default();
+    assert!(
+        said.contains("this step (SC: sampling step-by-step answers from the model's own knowledge) is outside"),
+        "{said}"
+    );
+    assert!(!said.contains("CoT"), "{said}");
+
+    // Answered by a model, the transcript says whose samples the `cot` calls are.
+    let baselines = include_str!("fixtures/baselines-model.toml");
+    let mut ui = ui_over(ongraph::testing::llm::ScriptedModel::from_toml("baselines", baselines).unwrap());
+    ui.ask(CANBERRA).await;
+    assert!(ui.run().is_finished());
+    assert!(ui.run().trace()[0].calls.iter().all(|c| c.step == "cot"), "recorded as before");
+    ui.app.bottom = Bottom::Transcript;
+    let text = ui.screen(120, 40);
+    assert!(text.contains("│SC sample 1 of 5 (cot) · N ms · "), "{text}");
 }
 
 #[tokio::test]
@@ -1875,7 +1907,11 @@ async fn a_busy_store_never_holds_up_the_executor_and_steps_still_see_every_writ
     let relabel = Op::Relabel { entity: "m.bright_house_field".into(), label: "BayCare Ballpark".into() };
     gated.inner.store.add("demo", draft(relabel)).unwrap();
     gated.changed.store(true, std::sync::atomic::Ordering::SeqCst);
-    executor.execute(Effect::Perform { generation: 7, requests: stadium.clone() });
+    executor.execute(Effect::Perform {
+        generation: 7,
+        requests: stadium.clone(),
+        method: ongraph::engine::MethodId::TOG,
+    });
     assert_eq!(next(&mut started).await, "refresh");
     // The store is still held: a timer and a lookup are answered meanwhile, the lookup through
     // the driver as it was (nothing new was acknowledged).
@@ -1905,7 +1941,11 @@ async fn a_busy_store_never_holds_up_the_executor_and_steps_still_see_every_writ
 
     // While it is written, a step asked for (before it is acknowledged) waits for it; the UI
     // still gets its timer.
-    executor.execute(Effect::Perform { generation: 8, requests: stadium.clone() });
+    executor.execute(Effect::Perform {
+        generation: 8,
+        requests: stadium.clone(),
+        method: ongraph::engine::MethodId::TOG,
+    });
     executor.execute(Effect::Wake { token: 3, after_ms: 0 });
     assert!(matches!(next(&mut rx).await, Action::Woke { token: 3 }));
     open.send(()).unwrap();
@@ -2214,4 +2254,60 @@ async fn the_corrections_pane_reviews_teammates_corrections_only_and_shows_their
     let help = ui.screen(140, 40);
     assert!(help.contains("approve the selected teammate's correction"), "{help}");
     assert!(help.contains("reject the selected teammate's correction"), "{help}");
+}
+
+/// The text of the bottom pane of an 80×24 screen (rows 17–21), its wrapped rows joined and
+/// its spacing collapsed.
+fn bottom_pane_text(screen: &str) -> String {
+    let rows: Vec<&str> =
+        screen.lines().skip(17).take(5).filter_map(|l| l.trim_matches('"').split('│').nth(1).map(str::trim)).collect();
+    rows.join(" ").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[tokio::test]
+async fn a_long_correction_is_read_whole_in_the_corrections_pane_at_80x24() {
+    // Found by a new-user trial: a long triple or reason was cut at the pane's edge.
+    let reason = "The ballpark in Clearwater was renamed BayCare Ballpark in 2021; Bright House Field is its name from 2004 to 2017";
+    let mut ui = Ui::new();
+    ui.flag_the_stadium(reason).await;
+    ui.typed("BayCare Ballpark").await;
+    // The first Enter looks the name up, the second makes it a new entity.
+    ui.press(KeyCode::Enter).await;
+    ui.press(KeyCode::Enter).await;
+    assert_eq!(ui.app.message.as_deref(), Some("correction 1 recorded; a: ask again with it"));
+    // A second, short one: the pane lists two.
+    ui.select("Philadelphia Phillies");
+    ui.press(KeyCode::Char('e')).await;
+    ui.press_with(KeyCode::Char('u'), KeyModifiers::CONTROL).await;
+    ui.typed("The Phillies").await;
+    ui.press(KeyCode::Tab).await;
+    ui.typed("Common name").await;
+    ui.press(KeyCode::Enter).await;
+    assert_eq!(ui.app.corrections.len(), 2, "{:?}", ui.app.message);
+    let whole = "#1 active replace m.phillies baseball.baseball_team.spring_training_stadium m.bright_house_field \
+                 with new.baycare_ballpark named \"BayCare Ballpark\" — The ballpark in Clearwater was renamed \
+                 BayCare Ballpark in 2021; Bright House Field is its name from 2004 to 2017 (tester)";
+
+    // Coming to the pane selects the newest (the relabel): the long one keeps one line.
+    ui.press(KeyCode::BackTab).await;
+    ui.press(KeyCode::BackTab).await;
+    assert_eq!(ui.app.focus, Focus::Corrections);
+    assert_eq!(ui.app.corrections_at, 1);
+    let screen = ui.screen(80, 24);
+    let pane = bottom_pane_text(&screen);
+    assert!(pane.starts_with("#1 active replace m.phillies"), "{pane}\n{screen}");
+    assert!(!pane.contains("2004 to 2017"), "only the selected correction wraps: {pane}\n{screen}");
+    assert!(
+        pane.contains("#2 active relabel m.phillies as \"The Phillies\" — Common name (tester)"),
+        "{pane}\n{screen}"
+    );
+
+    // Selected, the long one is shown whole, wrapped, the other still listed below it.
+    ui.press(KeyCode::Char('k')).await;
+    assert_eq!(ui.app.corrections_at, 0);
+    let screen = ui.screen(80, 24);
+    let pane = bottom_pane_text(&screen);
+    assert!(pane.starts_with(whole), "the whole correction: {pane}\n{screen}");
+    assert!(pane.contains("#2 active relabel"), "{pane}\n{screen}");
+    insta::assert_snapshot!("tui_long_correction_80x24", screen);
 }

@@ -268,6 +268,40 @@ pub fn step_in_words(step: &str) -> String {
     words.to_string()
 }
 
+/// The method that asked a call of `step` (`method`, its label, when known) where the step's
+/// name is another method's: self-consistency asks its samples with CoT's prompt, as `cot`
+/// steps (the name its recordings and scripts match), and the user asked for SC, not CoT.
+pub fn borrowed_step<'a>(step: &str, method: Option<&'a str>) -> Option<&'a str> {
+    method.filter(|&m| step == "cot" && m != "CoT")
+}
+
+/// A call's step in words, as the method that asked it (`method`, its label, when known) is
+/// known to the user: SC's samples are SC's, not CoT's.
+pub fn step_of_method_in_words(step: &str, method: Option<&str>) -> String {
+    match borrowed_step(step, method) {
+        Some(m) => format!("{m}: sampling step-by-step answers from the model's own knowledge"),
+        None => step_in_words(step),
+    }
+}
+
+/// Where a script has no reply for a step of another method's name: who asked (a script's
+/// author needs both, the step to write and the method that asked it).
+fn asked_by(step: &str, method: Option<&str>) -> String {
+    borrowed_step(step, method).map(|m| format!(", asked by {m}")).unwrap_or_default()
+}
+
+/// Where the demo knows none of a run's first step (`unrecorded`) for any question, its list
+/// of questions is not all: the method (`method`, its label, when known) needs a model.
+fn not_by(unrecorded: Option<&str>, method: Option<&str>) -> String {
+    match (unrecorded, method) {
+        (None, _) => String::new(),
+        (Some(_), Some(m)) => format!(", but not with {m}, whose steps it records for none of them"),
+        (Some(step), None) => {
+            format!(", but not at this step ({}), which it records for none of them", step_in_words(step))
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
     #[error("cannot reach the LLM endpoint {url}: {message}")]
@@ -280,24 +314,50 @@ pub enum LlmError {
     Status { url: String, status: u16, body: String },
     #[error("the LLM endpoint {url} sent a reply that is not a chat completion: {reason}")]
     Malformed { url: String, reason: String },
-    #[error("the scripted model has no reply for this {step} prompt (ends: {excerpt:?}); add one to {file}")]
-    NoScriptedReply { step: String, excerpt: String, file: String },
+    /// `method`: the label of the method that asked, once the driver's caller has said it
+    /// (see [`LlmError::asked_by`]).
+    #[error(
+        "the scripted model has no reply for this {step} prompt{} (ends: {excerpt:?}); add one to {file}",
+        asked_by(step, method.as_deref())
+    )]
+    NoScriptedReply { step: String, excerpt: String, file: String, method: Option<String> },
     /// The offline demo was asked a step of one of its questions that it did not record (the
     /// user steered off its recorded branches).
     #[error(
         "this step ({}) is outside the offline demo's recording: the demo model replies only to the steps it recorded (the README lists the moves it knows). {}",
-        step_in_words(step),
+        step_of_method_in_words(step, method.as_deref()),
         connect_a_model(config)
     )]
-    OffScript { step: String, config: String },
-    /// The offline demo was asked a question it has no recording of.
+    OffScript { step: String, config: String, method: Option<String> },
+    /// The offline demo was asked a question it has no recording of. `unrecorded`: the step
+    /// asked, when the demo records it for none of its questions either (the baselines').
     #[error(
-        "the offline demo model knows only its recorded steps, and this question is not one it recorded (it answers {known}). {}",
+        "the offline demo model knows only its recorded steps, and this question is not one it recorded (it answers {known}{}). {}",
+        not_by(unrecorded.as_deref(), method.as_deref()),
         connect_a_model(config)
     )]
-    NotInDemo { known: String, config: String },
+    NotInDemo { known: String, config: String, unrecorded: Option<String>, method: Option<String> },
     #[error("{0}")]
     Config(String),
+}
+
+impl LlmError {
+    /// The error as the user's method says it: `method` (its label) asked the failed call. A
+    /// model sees only the call, whose step name may be another method's (SC's samples are
+    /// `cot` steps).
+    pub fn asked_by(self, method: &str) -> Self {
+        let method = Some(method.to_string());
+        match self {
+            LlmError::OffScript { step, config, .. } => LlmError::OffScript { step, config, method },
+            LlmError::NoScriptedReply { step, excerpt, file, .. } => {
+                LlmError::NoScriptedReply { step, excerpt, file, method }
+            }
+            LlmError::NotInDemo { known, config, unrecorded, .. } => {
+                LlmError::NotInDemo { known, config, unrecorded, method }
+            }
+            other => other,
+        }
+    }
 }
 
 #[async_trait]

@@ -153,10 +153,13 @@ impl LanguageModel for ScriptedModel {
             if let Some(config) = &self.demo {
                 let config = config.clone();
                 if self.known_question(&request.prompt).is_some() {
-                    return Err(LlmError::OffScript { step: request.step.clone(), config });
+                    return Err(LlmError::OffScript { step: request.step.clone(), config, method: None });
                 }
                 let known: Vec<String> = self.questions.iter().map(|q| format!("\"{}\"", q.text)).collect();
-                return Err(LlmError::NotInDemo { known: known.join(", "), config });
+                // A step it records for no question (the baselines'): its questions are not all.
+                let recorded = self.replies.iter().any(|r| r.step.as_deref().is_none_or(|s| s == request.step));
+                let unrecorded = (!recorded).then(|| request.step.clone());
+                return Err(LlmError::NotInDemo { known: known.join(", "), config, unrecorded, method: None });
             }
             // The variable part of a prompt is at its end (after the exemplars).
             let tail: String = {
@@ -167,6 +170,7 @@ impl LanguageModel for ScriptedModel {
                 step: request.step.clone(),
                 excerpt: tail.trim().to_string(),
                 file: self.source.clone(),
+                method: None,
             });
         };
         Ok(Completion {

@@ -95,7 +95,7 @@ const OFFLINE: &str = "offline replay: no KG or model to ask (replay with --live
 
 /// What the store worker does, in the order the effects came.
 enum StoreJob {
-    Perform { generation: u64, requests: Vec<crate::engine::Request> },
+    Perform { generation: u64, requests: Vec<crate::engine::Request>, method: crate::engine::MethodId },
     Correct { drafts: Vec<Draft> },
     Undo { id: u64 },
     Review { id: u64, approve: bool },
@@ -123,7 +123,9 @@ impl Executor {
     pub fn execute(&mut self, effect: Effect) {
         let tx = self.tx.clone();
         match effect {
-            Effect::Perform { generation, requests } => self.queue(StoreJob::Perform { generation, requests }),
+            Effect::Perform { generation, requests, method } => {
+                self.queue(StoreJob::Perform { generation, requests, method })
+            }
             Effect::Lookup { token, requests } => {
                 let Some(driver) = current(&self.driver) else {
                     let _ = tx.send(Action::Looked { token, result: Err(OFFLINE.into()) });
@@ -170,8 +172,8 @@ impl Executor {
     fn queue(&mut self, job: StoreJob) {
         let Some(corrections) = self.corrections.clone() else {
             let _ = match job {
-                StoreJob::Perform { generation, requests } => {
-                    perform(current(&self.driver), generation, requests, self.tx.clone());
+                StoreJob::Perform { generation, requests, method } => {
+                    perform(current(&self.driver), generation, requests, method, self.tx.clone());
                     return;
                 }
                 StoreJob::Correct { .. } => self.tx.send(Action::Corrected(Err(OFFLINE.into()))),
@@ -215,11 +217,13 @@ fn install(slot: &std::sync::Mutex<Option<Arc<Driver>>>, driver: Driver) {
     *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(driver));
 }
 
-/// Performs a step's requests as a task; answers with `Action::Performed`.
+/// Performs a step's requests as a task; answers with `Action::Performed`, an error said as
+/// `method`'s (the run's).
 fn perform(
     driver: Option<Arc<Driver>>,
     generation: u64,
     requests: Vec<crate::engine::Request>,
+    method: crate::engine::MethodId,
     tx: mpsc::UnboundedSender<Action>,
 ) {
     let Some(driver) = driver else {
@@ -228,7 +232,7 @@ fn perform(
     };
     tokio::spawn(async move {
         let started = Instant::now();
-        let result = driver.perform(&requests).await.map_err(|e| e.to_string());
+        let result = driver.perform(&requests).await.map_err(|e| e.asked_by(method.label()).to_string());
         let elapsed_ms = started.elapsed().as_millis() as u64;
         let _ = tx.send(Action::Performed { generation, result, elapsed_ms });
     });
@@ -258,7 +262,7 @@ async fn store_worker(
             continue;
         }
         match job {
-            StoreJob::Perform { generation, requests } => {
+            StoreJob::Perform { generation, requests, method } => {
                 // Teammates' records first (with a short timeout, backing off while the
                 // server is down), so this step sees them.
                 if let Ok(Some(note)) = blocking(&corrections, |c| Ok(c.sync())).await {
@@ -280,7 +284,7 @@ async fn store_worker(
                 if let Some(changed) = changed {
                     let _ = tx.send(Action::CorrectionsChanged(changed));
                 }
-                perform(current(&driver), generation, requests, tx.clone());
+                perform(current(&driver), generation, requests, method, tx.clone());
             }
             StoreJob::Correct { drafts } => {
                 let result = blocking(&corrections, move |c| c.record(drafts)).await.map(|(ids, fresh)| {

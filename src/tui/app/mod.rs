@@ -81,10 +81,12 @@ pub enum Action {
 /// What the UI asks the executor to do.
 #[derive(Debug, PartialEq)]
 pub enum Effect {
-    /// Perform a step's requests; answer with `Action::Performed` for this generation.
+    /// Perform a step's requests; answer with `Action::Performed` for this generation. An
+    /// error is said as `method`'s (the run's), whatever method's step names the calls use.
     Perform {
         generation: u64,
         requests: Vec<Request>,
+        method: crate::engine::MethodId,
     },
     /// Look things up for a picker or a search; answer with `Action::Looked` and this token.
     Lookup {

@@ -42,6 +42,8 @@ impl App {
                 return Vec::new();
             }
             let Some(run) = &mut self.run else { return Vec::new() };
+            // The run's own method (the app's may have changed for the next question).
+            let method = run.settings().method;
             match run.poll() {
                 Poll::Finished => {
                     self.auto = false;
@@ -66,7 +68,7 @@ impl App {
                     }
                     self.in_flight = Some(Instant::now());
                     self.asked = Some(requests.clone());
-                    return vec![Effect::Perform { generation: self.generation, requests }];
+                    return vec![Effect::Perform { generation: self.generation, requests, method }];
                 }
             }
         }

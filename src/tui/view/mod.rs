@@ -82,7 +82,8 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     match app.bottom {
         Bottom::Transcript => {
             let events = app.run.as_ref().map(|r| r.trace());
-            draw_transcript(frame, areas.bottom, events, app.transcript_at, app.look(Focus::Transcript))
+            let method = app.run.as_ref().map(|r| r.settings().method.label());
+            draw_transcript(frame, areas.bottom, events, app.transcript_at, method, app.look(Focus::Transcript))
         }
         Bottom::Method => {
             let view = app.run.as_ref().map(|r| r.view());

@@ -8,6 +8,7 @@ pub(super) fn draw_transcript(
     area: Rect,
     events: Option<&[crate::engine::events::Event]>,
     at: usize,
+    method: Option<&str>,
     look: Look<'_>,
 ) {
     let theme = look.theme;
@@ -41,11 +42,15 @@ pub(super) fn draw_transcript(
         format!("step {} · {} ms · depth {}", event.index, event.elapsed_ms, event.depth),
         bold(),
     ))];
-    for c in &event.calls {
+    for (n, c) in event.calls.iter().enumerate() {
+        // The step as recorded; SC's samples, recorded as `cot` steps, are said to be SC's.
+        let step = match crate::llm::borrowed_step(&c.step, method) {
+            Some(m) => format!("{m} sample {} of {} ({})", n + 1, event.calls.len(), c.step),
+            None => c.step.clone(),
+        };
         lines.push(Line::from(Span::styled(
             format!(
-                "{} · {} ms · {}+{} tok{} · T={}{}",
-                c.step,
+                "{step} · {} ms · {}+{} tok{} · T={}{}",
                 c.latency_ms,
                 c.usage.prompt_tokens,
                 c.usage.completion_tokens,
