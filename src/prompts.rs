@@ -120,13 +120,27 @@ impl From<String> for Prompt {
 /// A structured variant's key in a prompts directory (`json/NAME.txt`) and in a saved session.
 const JSON_PREFIX: &str = "json/";
 
-/// Reads `path`, if a `.txt` file, into `overrides` as `prefix` + its stem.
-fn read_file_into(
-    path: &Path,
-    prefix: &str,
-    overrides: &mut BTreeMap<String, (String, String)>,
-) -> Result<(), PromptError> {
+/// What a prompts directory holds: the `.txt` files read (name → (where it came from, text)),
+/// and the other files' paths with their would-be names (`prefix` + the name up to its first
+/// dot), to catch a template saved under another extension.
+#[derive(Default)]
+struct DirFiles {
+    overrides: BTreeMap<String, (String, String)>,
+    others: Vec<(String, String)>,
+}
+
+/// Reads `path`, if a `.txt` file, into `files.overrides` as `prefix` + its stem; another
+/// file is noted in `files.others`, unless hidden or an editor's backup (`NAME.txt~`,
+/// `NAME.txt.bak`).
+fn read_file_into(path: &Path, prefix: &str, files: &mut DirFiles) -> Result<(), PromptError> {
+    let overrides = &mut files.overrides;
     if path.extension().and_then(|e| e.to_str()) != Some("txt") {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let backup = name.starts_with('.') || name.ends_with('~') || name.contains(".txt.");
+        if !backup && !path.is_dir() {
+            let stem = name.split('.').next().unwrap_or_default();
+            files.others.push((path.display().to_string(), format!("{prefix}{stem}")));
+        }
         return Ok(());
     }
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
@@ -136,18 +150,32 @@ fn read_file_into(
     Ok(())
 }
 
-/// Reads every `.txt` file of `dir` into `overrides` (see [`read_file_into`]).
-fn read_dir_into(
-    dir: &Path,
-    prefix: &str,
-    overrides: &mut BTreeMap<String, (String, String)>,
-) -> Result<(), PromptError> {
+/// Reads every `.txt` file of `dir` into `files` (see [`read_file_into`]).
+fn read_dir_into(dir: &Path, prefix: &str, files: &mut DirFiles) -> Result<(), PromptError> {
     let entries = std::fs::read_dir(dir)
         .map_err(|e| PromptError::Io { file: dir.display().to_string(), message: e.to_string() })?;
     for entry in entries.flatten() {
-        read_file_into(&entry.path(), prefix, overrides)?;
+        read_file_into(&entry.path(), prefix, files)?;
     }
     Ok(())
+}
+
+/// `; did you mean NAME.txt?` for the template name nearest `name` (a slip of case or a
+/// letter or two), or nothing.
+fn nearest(name: &str, known: &[Template], file: &str) -> String {
+    let (prefix, bare) = match name.strip_prefix(JSON_PREFIX) {
+        Some(bare) => (JSON_PREFIX, bare),
+        None => ("", name),
+    };
+    let bare = bare.to_lowercase();
+    let best = known.iter().map(|t| (strsim::levenshtein(&bare, t.name()), t.name())).min();
+    let ext = if file.ends_with(".txt") { ".txt" } else { "" };
+    match best {
+        Some((distance, t)) if distance <= 2 && distance * 3 <= t.len().max(bare.len()) => {
+            format!("; did you mean {prefix}{t}{ext}?")
+        }
+        _ => String::new(),
+    }
 }
 
 impl fmt::Display for Template {
@@ -166,8 +194,10 @@ pub enum PromptError {
     Unclosed { file: String, line: usize },
     #[error("cannot read {file}: {message}")]
     Io { file: String, message: String },
-    #[error("{file}: not a known template (known: {known})")]
-    UnknownTemplate { file: String, known: String },
+    #[error("{file}: not a known template{hint} (known: {known})")]
+    UnknownTemplate { file: String, hint: String, known: String },
+    #[error("{file}: not read: a template's file is named exactly {expected}")]
+    Misnamed { file: String, expected: String },
     #[error("two different templates are named {name}")]
     Duplicate { name: String },
 }
@@ -266,20 +296,32 @@ impl Prompts {
     /// A file naming no template of the set is an error (a misspelt name would otherwise be
     /// ignored silently).
     pub fn load(set: &[Template], dir: Option<&Path>) -> Result<Self, PromptError> {
-        let mut overrides = BTreeMap::new();
+        let mut files = DirFiles::default();
         if let Some(dir) = dir {
             let entries = std::fs::read_dir(dir)
                 .map_err(|e| PromptError::Io { file: dir.display().to_string(), message: e.to_string() })?;
             for entry in entries.flatten() {
                 let path = entry.path();
                 if path.is_dir() && path.file_name().is_some_and(|n| n == "json") {
-                    read_dir_into(&path, JSON_PREFIX, &mut overrides)?;
+                    read_dir_into(&path, JSON_PREFIX, &mut files)?;
                 } else {
-                    read_file_into(&path, "", &mut overrides)?;
+                    read_file_into(&path, "", &mut files)?;
                 }
             }
         }
-        Self::from_overrides(set, overrides, Variants::UnlessOverridden)
+        // `reasoning.TXT`, `reasoning.md` or `reasoning` would be ignored, and the run would
+        // silently use the built-in text: said instead.
+        for (file, name) in &files.others {
+            let bare = name.strip_prefix(JSON_PREFIX).unwrap_or(name);
+            if let Some(t) = set.iter().find(|t| t.name().eq_ignore_ascii_case(bare)) {
+                let prefix = if name.starts_with(JSON_PREFIX) { JSON_PREFIX } else { "" };
+                return Err(PromptError::Misnamed {
+                    file: file.clone(),
+                    expected: format!("{prefix}{}.txt", t.name()),
+                });
+            }
+        }
+        Self::from_overrides(set, files.overrides, Variants::UnlessOverridden)
     }
 
     /// The templates of `set` as saved by [`Prompts::texts`] (e.g. in a session file); a
@@ -332,9 +374,10 @@ impl Prompts {
         }
         let template_of =
             |name: &str| distinct.iter().find(|t| t.name() == name.strip_prefix(JSON_PREFIX).unwrap_or(name));
-        if let Some((_, (file, _))) = overrides.iter().find(|(name, _)| template_of(name).is_none()) {
+        if let Some((name, (file, _))) = overrides.iter().find(|(name, _)| template_of(name).is_none()) {
             return Err(PromptError::UnknownTemplate {
                 file: file.clone(),
+                hint: nearest(name, &distinct, file),
                 known: distinct.iter().map(|t| t.name()).collect::<Vec<_>>().join(", "),
             });
         }
@@ -472,7 +515,38 @@ mod tests {
         std::fs::write(dir.path().join("anwser.txt"), "x").unwrap();
         let err = Prompts::load(SET, Some(dir.path())).unwrap_err();
         assert!(matches!(err, PromptError::UnknownTemplate { .. }), "{err}");
-        assert!(err.to_string().ends_with("anwser.txt: not a known template (known: system, answer)"), "{err}");
+        assert!(
+            err.to_string()
+                .ends_with("anwser.txt: not a known template; did you mean answer.txt? (known: system, answer)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_template_saved_under_another_name_or_extension_is_an_error_not_ignored() {
+        for (file, says) in [
+            ("answer.TXT", "answer.TXT: not read: a template's file is named exactly answer.txt"),
+            ("answer", "answer: not read: a template's file is named exactly answer.txt"),
+            ("Answer.md", "Answer.md: not read: a template's file is named exactly answer.txt"),
+            ("json/ANSWER.text", "ANSWER.text: not read: a template's file is named exactly json/answer.txt"),
+            ("Answer.txt", "Answer.txt: not a known template; did you mean answer.txt?"),
+            ("json/answre.txt", "answre.txt: not a known template; did you mean json/answer.txt?"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir(dir.path().join("json")).unwrap();
+            std::fs::write(dir.path().join(file), "A {{question}} / {{triples}}").unwrap();
+            let err = Prompts::load(SET, Some(dir.path())).unwrap_err().to_string();
+            assert!(err.contains(says), "{file}: {err}");
+        }
+        // Backups, hidden files, notes and unrelated names stay ignored; far names get no guess.
+        let dir = tempfile::tempdir().unwrap();
+        for file in ["answer.txt~", "answer.txt.bak", ".answer.txt.swp", "README.md", "notes"] {
+            std::fs::write(dir.path().join(file), "x").unwrap();
+        }
+        assert!(Prompts::load(SET, Some(dir.path())).is_ok());
+        std::fs::write(dir.path().join("x.txt"), "x").unwrap();
+        let err = Prompts::load(SET, Some(dir.path())).unwrap_err().to_string();
+        assert!(err.ends_with("x.txt: not a known template (known: system, answer)"), "{err}");
     }
 
     #[test]

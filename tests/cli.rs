@@ -604,3 +604,43 @@ fn ask_resume_answers_from_the_saved_session_without_calling_again() {
     );
     assert_one_line_error(&other_model, "its replies are not this model's");
 }
+
+/// A prompts directory as a newcomer makes one: a template copied from prompts/ and edited is
+/// what the model is shown (the system message too, in `--json`'s `system_prompt`); one saved
+/// under another extension or case is an error naming the file it should be, never silently
+/// left out.
+#[test]
+fn a_copied_and_edited_template_is_what_the_model_is_shown_and_a_misnamed_one_is_said() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("my-prompts");
+    std::fs::create_dir(&dir).unwrap();
+    let reasoning = std::fs::read_to_string("prompts/reasoning.txt").unwrap();
+    std::fs::write(dir.join("reasoning.txt"), format!("Answer tersely.\n{reasoning}")).unwrap();
+    std::fs::write(dir.join("system.txt"), "You are a careful assistant.\n").unwrap();
+    let out = ongraph(home.path(), &["ask", "--prompts", dir.to_str().unwrap(), "--json", CANBERRA]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["system_prompt"], "You are a careful assistant.");
+    let calls: Vec<&serde_json::Value> =
+        v["trace"].as_array().unwrap().iter().flat_map(|e| e["calls"].as_array().into_iter().flatten()).collect();
+    let checks: Vec<&str> =
+        calls.iter().filter(|c| c["step"] == "reasoning").filter_map(|c| c["prompt"].as_str()).collect();
+    assert!(
+        !checks.is_empty() && checks.iter().all(|p| p.starts_with("Answer tersely.\nGiven a question")),
+        "{checks:?}"
+    );
+    assert!(
+        calls.iter().filter(|c| c["step"] != "reasoning").all(|c| !c["prompt"].as_str().unwrap().contains("tersely"))
+    );
+    // Without the directory, the built-in system message.
+    let out = ongraph(home.path(), &["ask", "--json", CANBERRA]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["system_prompt"], "You are an AI assistant that helps people find information.");
+
+    std::fs::rename(dir.join("reasoning.txt"), dir.join("reasoning.TXT")).unwrap();
+    let out = ongraph(home.path(), &["ask", "--prompts", dir.to_str().unwrap(), CANBERRA]);
+    assert_one_line_error(&out, "reasoning.TXT: not read: a template's file is named exactly reasoning.txt");
+    std::fs::rename(dir.join("reasoning.TXT"), dir.join("reasonning.txt")).unwrap();
+    let out = ongraph(home.path(), &["ask", "--prompts", dir.to_str().unwrap(), CANBERRA]);
+    assert_one_line_error(&out, "reasonning.txt: not a known template; did you mean reasoning.txt?");
+}

@@ -276,6 +276,12 @@ const COMMANDS: &[(&str, Kept)] = &[
         "ongraph fix export --format sparql-update --approved > approved.ru",
         Kept::By("team_sync.rs::approved_corrections_export_as_an_update_the_maintainers_can_apply"),
     ),
+    ("mkdir my-prompts", Kept::By("readme.rs::the_prompt_rewrite_commands_run_as_written")),
+    ("cp prompts/reasoning.txt my-prompts/", Kept::By("readme.rs::the_prompt_rewrite_commands_run_as_written")),
+    (
+        r#"ongraph ask --prompts my-prompts --json "What is the majority party now in the country where Canberra is located?" > trace.json"#,
+        Kept::By("readme.rs::the_prompt_rewrite_commands_run_as_written"),
+    ),
     (
         "cargo run --release -- eval --dataset ../shared/datasets/pathquestion/PQ-2H.txt --llm gold-path --method tog",
         Kept::By("eval.rs::the_binary_runs_summarises_and_compares"),
@@ -506,4 +512,100 @@ fn every_option_of_ask_is_in_the_readme_synopsis() {
         let shown = synopsis.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).any(|w| w == flag);
         assert!(shown, "`ongraph ask --help` names {flag}, which README's Options synopsis does not show");
     }
+}
+
+/// "Rewriting the prompts" as a newcomer follows it, in a fresh directory: make the directory,
+/// copy the template, edit it as the comment says, ask; the edited text is what the trace shows
+/// the model was given, at every call of that template and no other.
+#[test]
+fn the_prompt_rewrite_commands_run_as_written() {
+    let commands = readme_commands();
+    let first = commands.iter().position(|(c, _)| c == "mkdir my-prompts").expect("the block");
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let mut asked = false;
+    for (command, _) in &commands[first..first + 3] {
+        let words = words(command);
+        match words[0].as_str() {
+            "mkdir" => std::fs::create_dir(work.path().join(&words[1])).unwrap(),
+            "cp" => {
+                let to = work.path().join(&words[2]).join(Path::new(&words[1]).file_name().unwrap());
+                std::fs::copy(&words[1], &to).unwrap();
+                // The edit the comment asks for: reworded, the placeholders kept.
+                let text = std::fs::read_to_string(&to).unwrap();
+                let edited = text.replacen("Given a question", "Reworded: given a question", 1);
+                assert!(edited.contains("{{question}}") && edited.contains("{{triples}}"), "{edited}");
+                std::fs::write(&to, edited).unwrap();
+            }
+            "ongraph" => {
+                let at = words.iter().position(|w| w == ">").expect("> trace.json");
+                let args: Vec<&str> = words[1..at].iter().map(String::as_str).collect();
+                let out = common::ongraph_cmd(home.path(), &args).current_dir(work.path()).output().unwrap();
+                assert_eq!(out.status.code(), Some(0), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+                let trace: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                let calls: Vec<&serde_json::Value> = trace["trace"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .flat_map(|e| e["calls"].as_array().into_iter().flatten())
+                    .collect();
+                let reasoning: Vec<&str> =
+                    calls.iter().filter(|c| c["step"] == "reasoning").filter_map(|c| c["prompt"].as_str()).collect();
+                assert!(!reasoning.is_empty(), "the check ran");
+                assert!(reasoning.iter().all(|p| p.starts_with("Reworded: given a question")), "{reasoning:?}");
+                assert!(calls.iter().all(|c| c["step"] == "reasoning" || !c.to_string().contains("Reworded")));
+                assert!(trace["system_prompt"].as_str().is_some_and(|s| !s.is_empty()), "the system message");
+                asked = true;
+            }
+            other => panic!("a command the test does not know: {other}"),
+        }
+    }
+    assert!(asked, "the block ends with the ask");
+}
+
+/// The README's table of which template each method renders is the registry's: every method
+/// named once, each row's files its templates, the first row the ones every method shares, and
+/// every file in prompts/ named.
+#[test]
+fn the_table_of_templates_is_the_registrys() {
+    let registry = ongraph::engine::Registry::builtin();
+    let at = README.find("| methods | templates |").expect("the table");
+    let files_in = |cell: &str| -> std::collections::BTreeSet<String> {
+        cell.split('`').skip(1).step_by(2).filter(|w| w.ends_with(".txt")).map(str::to_string).collect()
+    };
+    let names = |ts: &[ongraph::prompts::Template]| -> std::collections::BTreeSet<String> {
+        ts.iter().map(|t| format!("{}.txt", t.name())).collect()
+    };
+    let mut methods_seen = Vec::new();
+    let mut every = std::collections::BTreeSet::new();
+    let mut all = std::collections::BTreeSet::new();
+    for line in README[at..].lines().skip(2).take_while(|l| l.starts_with('|')) {
+        let cells = cells(line);
+        let files = files_in(&cells[1]);
+        all.extend(files.clone());
+        if cells[0] == "every method" {
+            every = files;
+            continue;
+        }
+        for id in cells[0].split(',').map(|m| m.trim().trim_matches('`')) {
+            let entry = registry.entries().iter().find(|e| e.id == id).unwrap_or_else(|| panic!("no method {id}"));
+            assert_eq!(files, names(entry.templates), "{id}: {line}");
+            methods_seen.push(id.to_string());
+        }
+    }
+    let mut ids: Vec<String> = registry.entries().iter().map(|e| e.id.to_string()).collect();
+    ids.sort();
+    methods_seen.sort();
+    assert_eq!(methods_seen, ids, "every method, once");
+    let shared: std::collections::BTreeSet<String> = names(&registry.templates())
+        .into_iter()
+        .filter(|n| registry.entries().iter().all(|e| !names(e.templates).contains(n)))
+        .collect();
+    assert_eq!(every, shared, "the templates every method shares");
+    let on_disk: std::collections::BTreeSet<String> = std::fs::read_dir("prompts")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".txt"))
+        .collect();
+    assert_eq!(all, on_disk, "every file in prompts/ is in the table");
 }

@@ -1332,6 +1332,10 @@ async fn quitting_with_unsaved_steering_asks_first_and_ctrl_z_suspends() {
     ui.press(KeyCode::Char('q')).await;
     assert!(!ui.app.quit, "the first q asks");
     assert!(ui.app.message.as_deref().unwrap_or_default().contains("again quits"), "{:?}", ui.app.message);
+    // The question is read whole in the status bar at 80 columns: what to press is not cut off.
+    let screen = ui.screen(80, 24);
+    let status = screen.lines().last().unwrap_or_default();
+    assert!(status.contains("q again quits, ctrl-s saves") && !status.contains("M: in full"), "{status}");
     ui.press(KeyCode::Char('j')).await;
     ui.press(KeyCode::Char('q')).await;
     assert!(!ui.app.quit, "another key in between takes the question back");

@@ -303,7 +303,7 @@ fn keeping_a_pruned_relation_takes_the_recorded_alternative_branch() {
     tmux.keys(&["Escape"]);
     tmux.wait_for_gone("n/N: next · esc: end");
     tmux.keys(&["q"]);
-    tmux.wait_for("you steered this run and did not save it");
+    tmux.wait_for("steering not saved: q again quits");
     tmux.keys(&["q"]);
     tmux.wait_for_exit();
 }

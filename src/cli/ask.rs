@@ -84,6 +84,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
             kg_load: &report,
             corrections,
             llm: llm.describe(),
+            system_prompt: prompts.render(crate::engine::templates::SYSTEM, &[]).trim().to_string(),
             answer: run.answer(),
             answer_source: source.as_deref(),
             answer_corrections: run.answer_corrections(),
@@ -143,6 +144,9 @@ struct JsonReport<'a> {
     /// Active corrections applied from the overlay.
     corrections: usize,
     llm: String,
+    /// The system message sent with every call (`system.txt`); the trace's calls show the
+    /// rest of each prompt.
+    system_prompt: String,
     answer: Option<&'a crate::engine::Answer>,
     /// Where the answer comes from, in words, with the corrections it rests on.
     #[serde(skip_serializing_if = "Option::is_none")]

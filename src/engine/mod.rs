@@ -26,7 +26,7 @@ mod run;
 mod settings;
 mod step;
 pub(crate) mod structured;
-mod templates;
+pub(crate) mod templates;
 mod tog;
 mod topics;
 mod view;

@@ -364,7 +364,7 @@ impl App {
             Command::Suspend => self.suspend = true,
             Command::Quit if self.unsaved && !self.quit_armed => {
                 self.quit_armed = true;
-                self.say("you steered this run and did not save it: q (or ctrl-c) again quits, ctrl-s saves");
+                self.say("steering not saved: q again quits, ctrl-s saves");
             }
             Command::Quit => self.quit = true,
         }
