@@ -25,7 +25,8 @@ pub struct Settings {
     pub method: MethodId,
     /// Beam width N: candidates kept per prune step (PoG: paths the model picks).
     pub width: usize,
-    /// Maximum depth Dmax: hops explored before answering from the model's own knowledge.
+    /// Maximum depth Dmax: hops explored before answering without a sufficient path (from the
+    /// paths collected, or the model's own knowledge: see `fallback`).
     pub depth: u32,
     pub prune: PruneTool,
     /// Score all frontier entities' candidates in one prompt per prune step.
