@@ -22,8 +22,8 @@ pub struct SettingsPatch {
     /// Beam width N: candidates kept per prune step (default 3).
     #[arg(long, global = true, value_name = "N")]
     pub width: Option<usize>,
-    /// Maximum depth Dmax: hops explored before answering without a sufficient path, from
-    /// the paths collected or the model's own knowledge (see --fallback; default 3).
+    /// Maximum depth Dmax (default 3): hops explored before answering without a sufficient
+    /// path, from the paths collected or the model's own knowledge (see --fallback).
     #[arg(long, global = true, value_name = "D")]
     pub depth: Option<u32>,
     /// What scores candidates (default llm).
