@@ -20,11 +20,11 @@ pub struct SettingsPatch {
     #[serde(deserialize_with = "known_method")]
     pub method: Option<MethodId>,
     /// Beam width N: candidates kept per prune step (default 3).
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "N")]
     pub width: Option<usize>,
     /// Maximum depth Dmax (default 3): hops explored before answering without a sufficient
     /// path, from the paths collected or the model's own knowledge (see --fallback).
-    #[arg(long, global = true, value_name = "D")]
+    #[arg(long, value_parser = whole_number::<u32>, global = true, value_name = "D")]
     pub depth: Option<u32>,
     /// What scores candidates (default llm).
     #[arg(long, value_enum, global = true)]
@@ -40,7 +40,7 @@ pub struct SettingsPatch {
     #[arg(value_name = "BOOL")]
     pub speculate: Option<bool>,
     /// Seeds every random choice (entity sampling, ToG-R, PoG-E) (default 0).
-    #[arg(long, global = true, value_name = "S")]
+    #[arg(long, value_parser = whole_number::<u64>, global = true, value_name = "S")]
     pub seed: Option<u64>,
     /// The temperature of calls that score or pick candidates, and of PoG's analysis, summary
     /// and supplement (default 0.4).
@@ -52,14 +52,14 @@ pub struct SettingsPatch {
     pub reason_temperature: Option<f64>,
     /// The most tokens a reply may take; a reasoning model gets at least its endpoint's
     /// `reasoning_max_tokens` (default 256).
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, value_parser = whole_number::<u32>, global = true, value_name = "N")]
     pub max_tokens: Option<u32>,
     /// A relation reaching this many entities or more has them sampled (seeded) before
     /// scoring; PoG samples a node's neighbours down to it (default 20).
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "N")]
     pub sample_threshold: Option<usize>,
     /// How many entities such a relation is sampled down to (default 5).
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "N")]
     pub sample_size: Option<usize>,
     /// `--method tog|tog-r`: what to answer from at the maximum depth without a sufficient
     /// path: the paths collected so far, then the model's own knowledge if they give no answer
@@ -83,7 +83,7 @@ pub struct SettingsPatch {
 #[serde(default)]
 pub struct ScPatch {
     /// `--method sc`: how many chain-of-thought samples vote (default 5).
-    #[arg(long, global = true, value_name = "K")]
+    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "K")]
     pub samples: Option<usize>,
     /// `--method sc`: the samples' temperature; GoG makes its steps' calls at it too
     /// (default 0.7).
@@ -96,7 +96,7 @@ pub struct ScPatch {
 #[serde(default)]
 pub struct PogPatch {
     /// `--method pog|pog-e`: paths fuzzy selection keeps, W1 (default 80).
-    #[arg(long, global = true, value_name = "W1")]
+    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "W1")]
     pub fuzzy_width: Option<usize>,
     /// `--method pog|pog-e`: which pruning steps run (default fuzzy-precise, the paper's).
     #[arg(long, value_enum, global = true)]
@@ -113,15 +113,15 @@ pub struct PogPatch {
 #[serde(default)]
 pub struct GogPatch {
     /// `--method gog`: most Thought/Action/Observation steps (default 6).
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "N")]
     pub gog_steps: Option<usize>,
     /// `--method gog`: samples per Generate action; verification runs when more than 1
     /// (default 3).
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "N")]
     pub generate_samples: Option<usize>,
     /// `--method gog`: how many times `Finish[unknown]` may roll back and search the last
     /// search's new neighbours (default 2).
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "N")]
     pub rollbacks: Option<usize>,
 }
 
@@ -238,6 +238,17 @@ fn check(s: &Settings) -> Result<(), SettingsError> {
         Some((flag, _)) => Err(Temperature(flag)),
         None => Ok(()),
     }
+}
+
+/// A whole-number flag's value, said plainly when it is not one or does not fit (clap's own
+/// message names the type's range, 0 included, where the settings then refuse 0).
+fn whole_number<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
+    let too_large = || format!("{text} is too large");
+    let n: u64 = text.parse().map_err(|e: std::num::ParseIntError| match e.kind() {
+        std::num::IntErrorKind::PosOverflow => too_large(),
+        _ => format!("'{text}' is not a whole number"),
+    })?;
+    T::try_from(n).map_err(|_| too_large())
 }
 
 /// `--method`: the registry's names, each with its one line for `--help`.
@@ -401,6 +412,27 @@ mod tests {
         }
         // Switches, off (or for --no-summary, on) unless given.
         assert_eq!(silent, ["unified", "speculate", "no-summary"]);
+    }
+
+    #[test]
+    fn a_whole_number_flag_says_plainly_what_is_wrong_with_its_value() {
+        let error = |args: &[&str]| {
+            let e = Flags::try_parse_from(std::iter::once("ongraph").chain(args.iter().copied())).unwrap_err();
+            e.to_string().lines().next().unwrap_or_default().to_string()
+        };
+        assert_eq!(
+            error(&["--depth", "99999999999"]),
+            "error: invalid value '99999999999' for '--depth <D>': 99999999999 is too large"
+        );
+        assert_eq!(
+            error(&["--width=1e3"]),
+            "error: invalid value '1e3' for '--width <N>': '1e3' is not a whole number"
+        );
+        assert_eq!(
+            error(&["--samples=-2"]),
+            "error: invalid value '-2' for '--samples <K>': '-2' is not a whole number"
+        );
+        assert_eq!(flags(&["--seed", "18446744073709551615"]).seed, Some(u64::MAX), "the whole range is taken");
     }
 
     #[test]

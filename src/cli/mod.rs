@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Prints `e` and its causes as one `error:` line on stderr: line breaks from a server's error
-/// page become spaces and control characters from data are shown as `�`.
+/// page become spaces and control characters from data are shown as text (`␛` for ESC).
 pub fn print_error(e: &anyhow::Error) {
     use std::io::Write as _;
     let text = format!("{e:#}");

@@ -5,7 +5,8 @@
 
 use std::io::{self, Write};
 
-/// A writer that shows control characters (C0 but newline and tab, DEL, C1) as `�`.
+/// A writer that shows control characters as text: C0 (but newline and tab) and DEL as their
+/// Unicode control pictures (ESC as `␛`, so an escape sequence reads as one), C1 as `�`.
 pub struct Printable<W: Write> {
     inner: W,
     /// A 0xC2 byte that ended the last write: it may begin a C1 control.
@@ -34,7 +35,15 @@ impl<W: Write> Write for Printable<W> {
             }
             match b {
                 b'\n' | b'\t' => out.push(b),
-                0x00..=0x1F | 0x7F => out.extend_from_slice(REPLACEMENT),
+                0x00..=0x1F | 0x7F => {
+                    // U+2400..U+241F picture C0 in order; U+2421 is DEL's.
+                    let picture = if b == 0x7F {
+                        '\u{2421}'
+                    } else {
+                        char::from_u32(0x2400 + u32::from(b)).unwrap_or('\u{fffd}')
+                    };
+                    out.extend_from_slice(picture.encode_utf8(&mut [0; 4]).as_bytes());
+                }
                 0xC2 => self.pending = true,
                 _ => out.push(b),
             }
@@ -75,8 +84,8 @@ mod tests {
 
     #[test]
     fn escapes_are_shown_not_obeyed() {
-        assert_eq!(shown("a\x1b]0;PWNED\x07\x1b[2Jb"), "a\u{fffd}]0;PWNED\u{fffd}\u{fffd}[2Jb");
-        assert_eq!(shown("x\u{9b}31mred\r\x7f"), "x\u{fffd}31mred\u{fffd}\u{fffd}");
+        assert_eq!(shown("a\x1b]0;PWNED\x07\x1b[2Jb"), "a␛]0;PWNED␇␛[2Jb");
+        assert_eq!(shown("x\u{9b}31mred\r\x7f"), "x\u{fffd}31mred␍␡");
         // Text, newlines, tabs and other characters from U+0080 up stay.
         assert_eq!(shown("Zürich\tÂ «é»\n"), "Zürich\tÂ «é»\n");
     }

@@ -20,17 +20,24 @@ pub(super) fn draw_corrections(
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let at = at.min(list.len() - 1);
+    let width = usize::from(inner.width);
     let line = |i: usize| {
         let c = &list[i];
         let state = if c.active { "active" } else { "UNDONE" };
         let tag = tags.get(i).map(String::as_str).unwrap_or_default();
-        let line =
-            Line::from(format!("#{:<3} {state} {tag}{} — {} ({})", c.id, c.op.describe(), c.reason_line(), c.author));
+        let head = format!("#{:<3} {state} {tag}", c.id);
+        let tail = format!(" — {} ({})", c.reason_line(), c.author);
+        let text = if i == at {
+            format!("{head}{}{tail}", c.op.describe())
+        } else {
+            one_line(&head, &c.op.describe(), &tail, width)
+        };
+        let line = Line::from(text);
         let line = if c.active { line } else { line.style(look.theme.faint()) };
         if i == at && look.focused { line.style(look.theme.selected()) } else { line }
     };
     // The selected correction wraps, whole (its triple and reason are read there); the others
-    // keep one line each, the state first, cut at the pane's edge.
+    // keep one line each: the state, then the triple and the reason cut to share the line.
     let paragraph = |i: usize| {
         let p = Paragraph::new(line(i));
         if i == at { p.wrap(Wrap { trim: false }) } else { p }
@@ -53,5 +60,45 @@ pub(super) fn draw_corrections(
         let h = u16::try_from(rows(i)).unwrap_or(u16::MAX).min(left);
         frame.render_widget(paragraph(i), Rect { y, height: h, ..inner });
         y += h;
+    }
+}
+
+/// `head`, `what` and `tail` in `width` columns: `what` (the triple) gives way first, down to
+/// half the room left, so the start of `tail` (the reason) shows too; each cut ends with "…".
+fn one_line(head: &str, what: &str, tail: &str, width: usize) -> String {
+    let count = |s: &str| s.chars().count();
+    let cut = |s: &str, room: usize| -> String {
+        if count(s) <= room {
+            s.to_string()
+        } else if room == 0 {
+            String::new()
+        } else {
+            s.chars().take(room.saturating_sub(1)).chain(['…']).collect()
+        }
+    };
+    let room = width.saturating_sub(count(head));
+    if count(what) + count(tail) <= room {
+        return format!("{head}{what}{tail}");
+    }
+    let what_room = room.saturating_sub(count(tail)).max(room / 2).min(count(what));
+    format!("{head}{}{}", cut(what, what_room), cut(tail, room - what_room))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn an_unselected_correction_shows_the_start_of_its_reason_beside_its_triple() {
+        let (head, what, tail) = ("#1   active ", "retract (canberra, capital of, australia)", " — wrong city (ana)");
+        assert_eq!(one_line(head, what, tail, 80), format!("{head}{what}{tail}"), "room for all");
+        let cut = one_line(head, what, tail, 50);
+        assert_eq!(cut, "#1   active retract (canberra,… — wrong city (ana)");
+        assert_eq!(cut.chars().count(), 50);
+        let long_reason = " — the capital is on the other side of the lake, see the atlas (ana)";
+        let both = one_line(head, what, long_reason, 50);
+        assert_eq!(both, "#1   active retract (canberra,… — the capital is …", "half each");
+        assert_eq!(both.chars().count(), 50);
+        assert_eq!(one_line(head, what, tail, 5), "#1   active ", "a pane too narrow keeps the state");
     }
 }

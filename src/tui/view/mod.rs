@@ -183,9 +183,13 @@ impl App {
     }
 
     fn tree_shown<'a>(&'a self, rows: &'a [Row], retracted: &'a HashSet<(String, String, Term)>) -> TreeShown<'a> {
-        let replay = if self.replay.is_some() { " · replay" } else { "" };
+        let replay = if self.replay.is_some() { "replay" } else { "" };
         TreeShown {
-            title: format!(" Beam · {} · {}{replay} ", self.kg_name, self.llm_name),
+            title: [
+                format!("Beam · {}", self.kg_name),
+                self.llm_name.clone(),
+                replay.to_string(),
+            ],
             run: self.run.as_ref(),
             rows,
             selected: self.selected,
@@ -329,4 +333,34 @@ fn ruled(frame: &mut Frame<'_>, theme: &Theme, area: Rect) -> Rect {
     let inner = rule.inner(area);
     frame.render_widget(rule, area);
     inner
+}
+
+/// A pane title of `parts` joined by " · ", cut to `width` columns (the border's corners
+/// excepted): the longest part loses its end first, marked "…", so every part stays named.
+fn fitted_title(parts: &[String], width: u16) -> String {
+    let mut parts: Vec<Vec<char>> = parts.iter().filter(|p| !p.is_empty()).map(|p| p.chars().collect()).collect();
+    let room = usize::from(width).saturating_sub(4);
+    let shown = |parts: &[Vec<char>]| parts.iter().map(Vec::len).sum::<usize>() + 3 * parts.len().saturating_sub(1);
+    while shown(&parts) > room {
+        let Some(longest) = parts.iter_mut().max_by_key(|p| p.len()).filter(|p| p.len() > 2) else { break };
+        longest.truncate(longest.len() - 2);
+        longest.push('…');
+    }
+    let joined: Vec<String> = parts.into_iter().map(String::from_iter).collect();
+    format!(" {} ", joined.join(" · "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fitted_title;
+
+    #[test]
+    fn a_title_too_wide_for_its_pane_cuts_its_longest_part_and_keeps_the_others() {
+        let parts = ["Beam · demo".to_string(), "scripted model (sessions/demo.json)".into(), "replay".into()];
+        assert_eq!(fitted_title(&parts, 80), " Beam · demo · scripted model (sessions/demo.json) · replay ");
+        let narrow = fitted_title(&parts, 46);
+        assert_eq!(narrow, " Beam · demo · scripted model (se… · replay ");
+        assert!(narrow.chars().count() <= 46 - 2, "{narrow:?} fits between the corners");
+        assert_eq!(fitted_title(&parts[..2], 6), " B… · s… ", "never worse than the first letters");
+    }
 }

@@ -33,8 +33,8 @@ fn is_flagged(beam: &Beam, node: NodeId, retracted: &HashSet<(String, String, Te
 
 /// What the tree shows: the run's beams as rows, and what marks them.
 pub(super) struct TreeShown<'a> {
-    /// Where the beam comes from: " Beam · KG · model ".
-    pub title: String,
+    /// Where the beam comes from, fitted to the pane: "Beam · KG", the model, "replay" or "".
+    pub title: [String; 3],
     pub run: Option<&'a Run>,
     /// The visible rows, depth first.
     pub rows: &'a [Row],
@@ -56,7 +56,7 @@ pub(super) struct TreeShown<'a> {
 }
 
 pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>, look: Look<'_>) {
-    let block = look.block(shown.title.clone());
+    let block = look.block(super::fitted_title(&shown.title, area.width));
     let faint = look.theme.faint();
     let Some(run) = shown.run else {
         let hint = if shown.replay {
