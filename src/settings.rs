@@ -242,7 +242,7 @@ fn check(s: &Settings) -> Result<(), SettingsError> {
 
 /// A whole-number flag's value, said plainly when it is not one or does not fit (clap's own
 /// message names the type's range, 0 included, where the settings then refuse 0).
-fn whole_number<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
+pub(crate) fn whole_number<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
     let too_large = || format!("{text} is too large");
     let n: u64 = text.parse().map_err(|e: std::num::ParseIntError| match e.kind() {
         std::num::IntErrorKind::PosOverflow => too_large(),

@@ -13,6 +13,7 @@ use crate::eval::summary::{Summary, summarise};
 use crate::llm::openai::{OpenAiClient, OpenAiConfig};
 use crate::llm::serve::LoopbackServer;
 use crate::llm::{CallLimit, LanguageModel};
+use crate::settings::whole_number;
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
@@ -41,14 +42,14 @@ pub struct EvalArgs {
     #[arg(long, value_enum)]
     pub topic_ids: Option<TopicIdChoice>,
     /// Only the first N questions.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_parser = whole_number::<usize>, value_name = "N")]
     pub limit: Option<usize>,
     /// A random N of them (seeded by --seed), kept in file order.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_parser = whole_number::<usize>, value_name = "N")]
     pub sample: Option<usize>,
     /// Only the first N of those selected (e.g. the first 30 of a seeded sample of 50, so a
     /// slower method runs on a prefix of the same questions).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_parser = whole_number::<usize>, value_name = "N")]
     pub take: Option<usize>,
     /// Where the records and the summary go (default: eval-runs/DATASET.METHOD.LLM).
     #[arg(long, value_name = "DIR")]

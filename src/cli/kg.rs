@@ -35,7 +35,7 @@ pub enum KgAction {
     /// Entities whose name matches LABEL (exact, then close).
     Search {
         label: String,
-        #[arg(long, default_value = "10")]
+        #[arg(long, default_value = "10", value_parser = crate::settings::whole_number::<usize>)]
         limit: usize,
     },
 }

@@ -185,11 +185,7 @@ impl App {
     fn tree_shown<'a>(&'a self, rows: &'a [Row], retracted: &'a HashSet<(String, String, Term)>) -> TreeShown<'a> {
         let replay = if self.replay.is_some() { "replay" } else { "" };
         TreeShown {
-            title: [
-                format!("Beam · {}", self.kg_name),
-                self.llm_name.clone(),
-                replay.to_string(),
-            ],
+            title: [format!("Beam · {}", self.kg_name), self.llm_name.clone(), replay.to_string()],
             run: self.run.as_ref(),
             rows,
             selected: self.selected,
