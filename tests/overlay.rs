@@ -338,7 +338,7 @@ fn records_are_written_in_the_oldest_format_that_holds_them() {
         store.add("demo", draft(retract("m.a", "r", e("m.b")))).unwrap();
         store.add("demo", draft(replace_op())).unwrap();
     }
-    let db = sled::open(&path).unwrap();
+    let db = open_when_free(&path);
     let versions: Vec<u64> = db
         .scan_prefix(b"demo\0")
         .map(|kv| serde_json::from_slice::<serde_json::Value>(&kv.unwrap().1).unwrap()["v"].as_u64().unwrap())

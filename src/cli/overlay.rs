@@ -12,7 +12,6 @@ use crate::overlay::{Correction, OverlayKg, default_author};
 use anyhow::{Result, bail};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// The store's location: the config's, else `$XDG_DATA_HOME/ongraph/overlay`.
 pub fn store_path(config: &Config) -> PathBuf {
@@ -23,20 +22,10 @@ pub fn store_path(config: &Config) -> PathBuf {
         .unwrap_or_else(|| dirs::data_dir().unwrap_or_else(std::env::temp_dir).join("ongraph").join("overlay"))
 }
 
-/// Opens the store, waiting up to two seconds for another ongraph process to let go of it
-/// (readers hold it only for milliseconds).
+/// Opens the store (waiting up to two seconds for another ongraph process to let go of it:
+/// readers hold it only for milliseconds), its corrections signed by the configured author.
 pub fn open_store(config: &Config) -> Result<SledStore, StoreError> {
-    let path = store_path(config);
-    let mut tries = 0;
-    loop {
-        match SledStore::open(&path) {
-            Err(StoreError::Locked { .. }) if tries < 20 => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            other => return other.map(|s| s.with_author(default_author(config.defaults.author.as_deref()))),
-        }
-    }
+    SledStore::open(&store_path(config)).map(|s| s.with_author(default_author(config.defaults.author.as_deref())))
 }
 
 /// The shared set a command uses: `--shared NAME`, else `[defaults] shared`; none with

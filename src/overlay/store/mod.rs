@@ -110,17 +110,33 @@ pub fn acknowledged(path: &Path) -> Result<u64, StoreError> {
 }
 
 impl SledStore {
-    /// Opens (creating if needed) the store at `path`. Another process holding it open is a
-    /// clear error, as is a damaged database.
+    /// Opens (creating if needed) the store at `path`. Another process holding it open for
+    /// more than two seconds is a clear error, as is a damaged database.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let shown = path.display().to_string();
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
                 .map_err(|e| StoreError::Io { path: shown.clone(), detail: e.to_string() })?;
         }
-        let db = open_contained(path)
-            .map_err(|()| StoreError::Corrupt { path: shown.clone(), detail: "the database cannot be read".into() })?
-            .map_err(|e| classify(&shown, e))?;
+        // Another ongraph process holds the store only for milliseconds, and sled's background
+        // threads let go of the lock a moment after this process's last handle is dropped:
+        // both are waited for, two seconds at most, before the store is said to be in use.
+        let mut waited = 0;
+        let db = loop {
+            let opened = open_contained(path)
+                .map_err(|()| StoreError::Corrupt {
+                    path: shown.clone(),
+                    detail: "the database cannot be read".into(),
+                })?
+                .map_err(|e| classify(&shown, e));
+            match opened {
+                Err(StoreError::Locked { .. }) if waited < 80 => {
+                    waited += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(25));
+                }
+                other => break other?,
+            }
+        };
         let on_disk = read_u64(db.get(GENERATION).map_err(|e| classify(&shown, e))?.as_deref());
         let acknowledged = acknowledged(path).unwrap_or(0);
         if on_disk < acknowledged {
