@@ -1120,6 +1120,20 @@ async fn pog_panel_shows_the_analysis_the_subgraph_and_the_stages() {
 }
 
 #[tokio::test]
+async fn pog_answer_pane_shows_paths_with_arrows_as_ask_prints_them() {
+    // PoG's own path text is its prompts' brace format (`{A} - {-> r ->} - {B}`); the answer
+    // pane, the `t` message and the re-ask comparison show the beam's arrows, as `ask` does.
+    let mut ui = Ui::with(Settings { method: ongraph::engine::MethodId::POG, ..Settings::default() }, Vec::new());
+    ui.ask(GIANTS_RANGERS).await;
+    ui.step_until("done").await;
+    ui.press(KeyCode::Char('t')).await;
+    let arrows = "»[1.000] San Francisco Giants -> sports.sports_team.championships -> 2010 World Series";
+    let screen = ui.screen(200, 40);
+    assert!(screen.contains(arrows), "{screen}");
+    assert!(!screen.contains("{San Francisco Giants}"), "{screen}");
+}
+
+#[tokio::test]
 async fn control_characters_from_data_never_reach_the_terminal() {
     // A question (later a prompt, a status line, a history entry) carrying an OSC title change,
     // a screen clear and a bell: shown as text, never as commands to the terminal.
