@@ -1276,6 +1276,21 @@ async fn keys_that_do_not_apply_say_why_and_focus_never_stays_on_a_hidden_pane()
     assert_eq!((ui.app.bottom, ui.app.focus), (Bottom::Answer, Focus::Answer));
 }
 
+/// Found by a trial with a small local model: its reply scored a relation 0.8 and the tree showed
+/// 0.40 (the scores summed to 2 and were rescaled), with nothing in the inspector saying why; the
+/// step's notes on reading its replies are shown with the call.
+#[tokio::test]
+async fn the_inspector_shows_the_notes_of_the_step_that_scored_the_node() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("reasoning").await;
+    ui.select("Australian Capital Territory");
+    // The transcript shows the last step's notes too: the answer pane in its place.
+    ui.app.bottom = Bottom::Answer;
+    let text = ui.screen(200, 40);
+    assert!(text.contains("note: scores given as `name (Score: x)` items"), "{text}");
+}
+
 #[tokio::test]
 async fn the_inspector_scrolls_names_the_call_that_scored_and_shows_flags() {
     let mut ui = Ui::new();
