@@ -341,6 +341,23 @@ fn baselines_from_the_command_line() {
     assert_one_line_error(&out, "--samples must be at least 1");
 }
 
+/// Found by a trial with a small local model: a CoT reply in prose with no answer in braces
+/// printed "the model gave none", though it had replied; the line says its reply could not be read.
+#[test]
+fn an_unreadable_reply_is_not_said_to_be_no_reply() {
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("prose.toml");
+    let reply = "Canberra is in Australia, and the party in power there holds the majority.";
+    let text = format!("[[reply]]\nstep = \"cot\"\ncontains = [\"Q: {CANBERRA}\"]\ntext = \"{reply}\"\n");
+    std::fs::write(&script, text).unwrap();
+    let script = format!("scripted:{}", script.display());
+    let out = ongraph(home.path(), &["ask", "--llm", &script, "--method", "cot", CANBERRA]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("No answer: none could be read from the model's reply"), "{text}");
+    assert!(!text.contains("the model gave none"), "{text}");
+}
+
 /// Found by a new-user trial: self-consistency off the demo's recording said "CoT" (it asks its
 /// samples with CoT's prompt, recorded as `cot` steps). Every line names the method asked for;
 /// the trace still records `cot` steps (what sessions and scripts match).

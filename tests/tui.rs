@@ -1120,6 +1120,20 @@ async fn pog_panel_shows_the_analysis_the_subgraph_and_the_stages() {
 }
 
 #[tokio::test]
+async fn pog_answer_pane_shows_paths_with_arrows_as_ask_prints_them() {
+    // PoG's own path text is its prompts' brace format (`{A} - {-> r ->} - {B}`); the answer
+    // pane, the `t` message and the re-ask comparison show the beam's arrows, as `ask` does.
+    let mut ui = Ui::with(Settings { method: ongraph::engine::MethodId::POG, ..Settings::default() }, Vec::new());
+    ui.ask(GIANTS_RANGERS).await;
+    ui.step_until("done").await;
+    ui.press(KeyCode::Char('t')).await;
+    let arrows = "»[1.000] San Francisco Giants -> sports.sports_team.championships -> 2010 World Series";
+    let screen = ui.screen(200, 40);
+    assert!(screen.contains(arrows), "{screen}");
+    assert!(!screen.contains("{San Francisco Giants}"), "{screen}");
+}
+
+#[tokio::test]
 async fn control_characters_from_data_never_reach_the_terminal() {
     // A question (later a prompt, a status line, a history entry) carrying an OSC title change,
     // a screen clear and a bell: shown as text, never as commands to the terminal.
@@ -1260,6 +1274,21 @@ async fn keys_that_do_not_apply_say_why_and_focus_never_stays_on_a_hidden_pane()
     // Running to the answer shows the answer pane; the focus goes with it.
     ui.press(KeyCode::Char('r')).await;
     assert_eq!((ui.app.bottom, ui.app.focus), (Bottom::Answer, Focus::Answer));
+}
+
+/// Found by a trial with a small local model: its reply scored a relation 0.8 and the tree showed
+/// 0.40 (the scores summed to 2 and were rescaled), with nothing in the inspector saying why; the
+/// step's notes on reading its replies are shown with the call.
+#[tokio::test]
+async fn the_inspector_shows_the_notes_of_the_step_that_scored_the_node() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.step_until("reasoning").await;
+    ui.select("Australian Capital Territory");
+    // The transcript shows the last step's notes too: the answer pane in its place.
+    ui.app.bottom = Bottom::Answer;
+    let text = ui.screen(200, 40);
+    assert!(text.contains("note: scores given as `name (Score: x)` items"), "{text}");
 }
 
 #[tokio::test]

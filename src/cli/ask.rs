@@ -178,7 +178,16 @@ fn print_human(
         writeln!(out, "Skipped {} malformed KG line(s), e.g. {}", report.skipped, report.skipped_examples.join("; "))?;
     }
     let Some(answer) = run.answer() else { return Ok(()) };
-    if answer.answers.is_empty() {
+    // The step that answered: whether its reply was read, or could not be (prose where an
+    // answer in the asked-for form was expected: a small model's frequent reply).
+    let unread =
+        run.trace().iter().rev().find(|e| !e.calls.is_empty()).is_some_and(|e| e.calls.iter().any(|c| c.fell_back));
+    if answer.answers.is_empty() && unread {
+        writeln!(
+            out,
+            "No answer: none could be read from the model's reply (it named none in the form asked for; --json shows the reply)."
+        )?;
+    } else if answer.answers.is_empty() {
         writeln!(out, "No answer: the model gave none.")?;
     } else {
         writeln!(out, "Answer: {}", answer.answers.join(" | "))?;

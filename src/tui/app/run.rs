@@ -237,7 +237,8 @@ impl App {
         if let Some(answer) = run.answer() {
             self.earlier = Some(Earlier {
                 answers: answer.answers.clone(),
-                paths: answer.paths.iter().map(|p| p.text.clone()).collect(),
+                // As the answer pane shows them, to compare with the new answer's.
+                paths: answer.paths.iter().map(|p| run.beam().path_text(p.leaf)).collect(),
             });
         }
         let question = run.question().to_string();
@@ -257,7 +258,8 @@ impl App {
             return;
         }
         let at = self.traced.map_or(0, |t| (t + 1) % answer.paths.len());
-        let (leaf, n, text) = (answer.paths[at].leaf, answer.paths.len(), answer.paths[at].text.clone());
+        let (leaf, n) = (answer.paths[at].leaf, answer.paths.len());
+        let text = self.run.as_ref().map_or_else(String::new, |r| r.beam().path_text(leaf));
         self.traced = Some(at);
         self.answer_at = at;
         self.show_bottom(Bottom::Answer);

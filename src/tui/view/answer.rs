@@ -5,6 +5,9 @@ use super::*;
 /// What the answer pane shows.
 pub(super) struct AnswerShown<'a> {
     pub answer: Option<&'a crate::engine::Answer>,
+    /// Each of the answer's paths as the beam holds it (arrows for every method, as `ask`
+    /// prints them: PoG's own text is its prompts' brace format).
+    pub texts: Vec<String>,
     /// Where it comes from, in words (the KG, corrections, triples the LLM wrote).
     pub source: Option<String>,
     /// The order of the paths when it is not best path score first (the method's own).
@@ -34,7 +37,7 @@ pub(super) fn draw_answer(frame: &mut Frame<'_>, area: Rect, shown: &AnswerShown
         Line::from(shown.source.clone().unwrap_or_else(|| answer.source_words())),
     ];
     if let Some(earlier) = &shown.earlier {
-        let now: Vec<String> = answer.paths.iter().map(|p| p.text.clone()).collect();
+        let now = &shown.texts;
         lines.push(Line::from(Span::styled(format!("before: {}", earlier.answers.join(" | ")), theme.faint())));
         for gone in earlier.paths.iter().filter(|p| !now.contains(p)) {
             lines.push(Line::from(Span::styled(format!("  − {gone}"), theme.fg(theme.flagged))));
@@ -52,7 +55,8 @@ pub(super) fn draw_answer(frame: &mut Frame<'_>, area: Rect, shown: &AnswerShown
             lines.push(Line::from(Span::styled(heading, theme.faint())));
         }
         let mark = if shown.traced == Some(i) { "»" } else { " " };
-        let line = Line::from(format!("{mark}[{:.3}] {}", p.score, p.text));
+        let text = shown.texts.get(i).unwrap_or(&p.text);
+        let line = Line::from(format!("{mark}[{:.3}] {text}", p.score));
         lines.push(if i == shown.at && look.focused { line.style(theme.selected()) } else { line });
     }
     frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);

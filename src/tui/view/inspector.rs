@@ -125,6 +125,9 @@ fn inspector_lines(shown: &InspectorShown<'_>, theme: &Theme) -> Option<Vec<Line
             .or(Some(e)),
         (_, step) => step,
     };
+    // What the step noted on reading its replies (scores rescaled to sum to 1, a parser's
+    // fallback): a score in the tree that differs from the reply's says why here.
+    let notes = step.map(|e| e.notes.clone()).unwrap_or_default();
     match step.map(|e| scoring_call(&e.calls, beam, node)) {
         Some(Source::Call(call)) => {
             lines.push(heading(&format!(
@@ -142,6 +145,7 @@ fn inspector_lines(shown: &InspectorShown<'_>, theme: &Theme) -> Option<Vec<Line
             } else if node.score == Some(0.0) {
                 lines.push(Line::from("offered to the model; its reply did not choose it"));
             }
+            lines.extend(notes.iter().map(|n| Line::from(Span::styled(format!("note: {n}"), faint))));
             lines.push(Line::from(Span::styled("reply:", bold())));
             lines.extend(call.reply.lines().map(|l| Line::from(l.to_string())));
             if let Some(thought) = &call.reasoning {

@@ -99,8 +99,13 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
                 .run
                 .as_ref()
                 .and_then(|run| answer?.paths.iter().position(|p| run.beam().merged_into(p.leaf).is_some()));
+            let texts = match (app.run.as_ref(), answer) {
+                (Some(run), Some(a)) => a.paths.iter().map(|p| run.beam().path_text(p.leaf)).collect(),
+                _ => Vec::new(),
+            };
             let shown = AnswerShown {
                 answer,
+                texts,
                 source,
                 order,
                 merged,
