@@ -576,12 +576,13 @@ text = "{Lou Seal}"
     assert!(notes.iter().any(|n| n.ends_with("leads back across the triple just crossed; skipped")), "{notes:?}");
 }
 
-/// A model that names a topic the KG does not have (small models echo an exemplar) or none at
-/// all: KG labels that occur in the question are tried, and the run says so; with no label in
-/// the question either, the error lists the closest labels to what the model named.
+/// A model that names a topic the KG does not have, one the question does not mention (small
+/// models echo the prompt's example, which the demo KG has: Sydney Opera House) or none at all:
+/// KG labels that occur in the question are tried, and the run says so; with no label in the
+/// question either, the error lists the closest labels to what the model named.
 #[tokio::test]
 async fn topics_the_model_cannot_name_are_found_in_the_question() {
-    for reply in ["{Mount Everest}", "I am not sure."] {
+    for reply in ["{Mount Everest}", "I am not sure.", "{Sydney Opera House}"] {
         let extra = format!("[[reply]]\nstep = \"topic_entities\"\ntext = \"{reply}\"\n");
         let driver = demo_driver(&extra);
         let mut run = new_run(&driver, CANBERRA, Topics::Extract, Settings::default());
@@ -592,6 +593,13 @@ async fn topics_the_model_cannot_name_are_found_in_the_question() {
             linking.iter().any(|n| n.contains("\"Canberra\" in the question is a KG label (exact)")),
             "{linking:?}"
         );
+        if reply.contains("Sydney") {
+            assert!(
+                linking
+                    .contains(&"set aside what the model named but the question does not mention: Sydney Opera House"),
+                "{linking:?}"
+            );
+        }
     }
     let extra = "[[reply]]\nstep = \"topic_entities\"\ntext = \"{Zzyzx}\"\n";
     let driver = demo_driver(extra);

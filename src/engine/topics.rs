@@ -182,6 +182,22 @@ impl TopicLinker {
                     ev.notes.push("the model named no topic entity; looking for KG labels in the question".into());
                     return self.look_in_question(cx, ev);
                 }
+                // Names are asked for as written in the question: one sharing no word with it
+                // (a small model echoing the prompt's example, "Sydney Opera House" whatever
+                // the question) would root the search somewhere else entirely.
+                let (names, elsewhere): (Vec<String>, Vec<String>) =
+                    names.into_iter().partition(|n| mentioned_in(&cx.question, n));
+                if !elsewhere.is_empty() {
+                    ev.notes.push(format!(
+                        "set aside what the model named but the question does not mention: {}",
+                        elsewhere.join(", ")
+                    ));
+                }
+                if names.is_empty() {
+                    self.names = elsewhere;
+                    ev.notes.push("looking for KG labels in the question instead".into());
+                    return self.look_in_question(cx, ev);
+                }
                 ev.summary = format!(
                     "the model named {} topic entit{}: {}",
                     names.len(),
@@ -318,6 +334,19 @@ impl TopicLinker {
     }
 }
 
+/// The lowercase words of `text`, apostrophes and punctuation as spaces ("Canberra's" gives
+/// "canberra" and "s").
+fn words(text: &str) -> Vec<String> {
+    text.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_string).collect()
+}
+
+/// Whether `question` mentions `name`: a word of the name other than a common one ("the",
+/// "of", …) is a word of the question.
+fn mentioned_in(question: &str, name: &str) -> bool {
+    let asked = words(question);
+    words(name).iter().any(|w| !SPAN_STOPWORDS.contains(&w.as_str()) && asked.contains(w))
+}
+
 /// Whether `longer`'s words contain `shorter`'s as a run ("Apple Inc." contains "Apple").
 fn contains_words(longer: &str, shorter: &str) -> bool {
     let (l, s): (Vec<&str>, Vec<&str>) = (longer.split(' ').collect(), shorter.split(' ').collect());
@@ -327,6 +356,17 @@ fn contains_words(longer: &str, shorter: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_is_mentioned_when_the_question_has_one_of_its_own_words() {
+        let q = "What is the majority party now in the country where Canberra is located?";
+        assert!(mentioned_in(q, "Canberra"));
+        assert!(mentioned_in(q, "canberra, australia"), "a word is enough: the model may add some");
+        assert!(mentioned_in("Who is Canberra's mayor?", "Canberra"), "the possessive is not part of the word");
+        assert!(!mentioned_in(q, "Sydney Opera House"), "the prompt's example, echoed");
+        assert!(!mentioned_in(q, "the country"), "common words alone do not count");
+        assert!(!mentioned_in(q, ""));
+    }
 
     #[test]
     fn question_spans_are_longest_first_without_common_edges() {
