@@ -35,6 +35,7 @@ pub mod llm {
         OpenAiClient, OpenAiConfig, StructuredMode, TokenLimitParam, install_crypto_provider,
     };
     pub use crate::llm::scripted::ScriptedModel;
+    pub use crate::llm::serve::LoopbackServer;
 }
 
 /// Corrections and their store.

@@ -1,6 +1,7 @@
 //! The real binary in a real terminal (tmux): open the demo, ask the Phillie Phanatic question,
 //! run to the answer, flag the stadium triple with the right name, ask again, and read
-//! "BayCare Ballpark" on the screen. Needs tmux (`bash scripts/install-test-tools`).
+//! "BayCare Ballpark" on the screen; and `ask` saying it works while a slow model replies.
+//! Needs tmux (`bash scripts/install-test-tools`).
 
 mod common;
 
@@ -21,6 +22,12 @@ impl Tmux {
 
     /// In a terminal of `width` × `height`.
     fn start_sized(home: &Path, width: u16, height: u16) -> Self {
+        Self::start_command(home, width, height, "")
+    }
+
+    /// `ongraph` followed by `args` (shell words, quoted by the caller), in a terminal of
+    /// `width` × `height`.
+    fn start_command(home: &Path, width: u16, height: u16, args: &str) -> Self {
         assert!(
             Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success()),
             "tmux is not installed: run `bash scripts/install-test-tools` (or `apt-get install -y tmux`)"
@@ -30,7 +37,7 @@ impl Tmux {
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let session = format!("ongraph-e2e-{}-{n}", std::process::id());
         let command = format!(
-            "env XDG_CONFIG_HOME={0}/config XDG_STATE_HOME={0}/state XDG_DATA_HOME={0}/data XDG_CACHE_HOME={0}/cache {1}",
+            "env XDG_CONFIG_HOME={0}/config XDG_STATE_HOME={0}/state XDG_DATA_HOME={0}/data XDG_CACHE_HOME={0}/cache {1} {args}",
             home.display(),
             env!("CARGO_BIN_EXE_ongraph")
         );
@@ -399,4 +406,31 @@ fn a_teammates_correction_is_pulled_at_the_running_uis_next_step_and_reviewed_th
         std::thread::sleep(Duration::from_millis(500));
     }
     tmux.keys(&["q"]);
+}
+
+/// `ask` with a slow model (the demo's replies, each after 700 ms, over HTTP) says in the
+/// terminal that it works: the time, the step, the calls and what the last step did; then
+/// clears that line for the answer.
+#[test]
+fn ask_says_it_is_working_while_a_slow_model_replies_and_clears_it_for_the_answer() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = std::sync::Arc::new(ongraph::testing::llm::ScriptedModel::demo().unwrap());
+    let server =
+        runtime.block_on(ongraph::testing::llm::LoopbackServer::start(model, Duration::from_millis(700))).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("config/ongraph");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = format!("[llm.slow]\nbase_url = \"{}\"\nmodel = \"demo\"\nstructured = \"off\"\n", server.base_url());
+    std::fs::write(dir.join("config.toml"), config).unwrap();
+    // The shell keeps the pane open after ongraph exits, so its last screen can be read.
+    let question = "What is the majority party now in the country where Canberra is located?";
+    let tmux = Tmux::start_command(home.path(), 120, 50, &format!("ask --llm slow '{question}'; sleep 60"));
+    let working = tmux.wait_for(" LLM call");
+    let line = working.lines().find(|l| l.contains(" LLM call")).unwrap_or_default();
+    let parts: Vec<&str> = line.split(" · ").collect();
+    assert_eq!(parts.len(), 3, "time and step, calls, the last step's summary: {line:?}");
+    assert!(parts[0].contains("s step "), "{line:?}");
+    assert!(parts[2].contains("depth") || parts[2].contains("topic"), "{line:?}");
+    let done = tmux.wait_for("Answer: Australian Labor Party");
+    assert!(!done.lines().any(|l| l.contains(" LLM call") && l.contains(" · ")), "the working line is cleared: {done}");
 }

@@ -32,17 +32,20 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         Some(path) => Some(resumed(path, run.question(), &llm.describe(), args.save_session.as_deref())?),
         None => None,
     };
+    let working = Working::start();
     let outcome = loop {
         match driver.step_with(&mut run, earlier.as_mut(), session.as_mut()).await {
             Ok(Some(i)) => {
                 if let Some(e) = run.trace().get(i) {
                     tracing::info!(step = i, summary = %e.summary, "step");
+                    working.stepped(i + 1, run.costs().llm_calls, &e.summary);
                 }
             }
             Ok(None) => break Ok(()),
             Err(e) => break Err(e),
         }
     };
+    working.done();
     // Saved whatever happened: the steps that were answered are kept.
     let saved = match (&args.save_session, &mut session) {
         (Some(path), Some(session)) => {
@@ -105,6 +108,42 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
     // Reported after the answer, so a failed save does not hide it.
     saved?;
     Ok(if run.answer().is_some_and(|a| !a.answers.is_empty()) { 0 } else { 3 })
+}
+
+/// What `ask` shows while it works, on stderr when that is a terminal (a local model can take
+/// minutes): the time, the steps and LLM calls so far and what the last step did; cleared
+/// before the answer is printed.
+struct Working {
+    bar: indicatif::ProgressBar,
+}
+
+impl Working {
+    fn start() -> Self {
+        use std::io::IsTerminal as _;
+        let bar = if std::io::stderr().is_terminal() {
+            indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr())
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {elapsed} {wide_msg}") {
+            bar.set_style(style);
+        }
+        bar.set_message("working: the first step");
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        Self { bar }
+    }
+
+    /// After step `steps`, whose summary is `summary` (data: its control characters are left
+    /// out, as everything printed for people).
+    fn stepped(&self, steps: usize, calls: u64, summary: &str) {
+        let summary: String = summary.chars().filter(|c| !c.is_control()).collect();
+        let s = if calls == 1 { "" } else { "s" };
+        self.bar.set_message(format!("step {steps} · {calls} LLM call{s} · {summary}"));
+    }
+
+    fn done(&self) {
+        self.bar.finish_and_clear();
+    }
 }
 
 /// The recording of `question` in the session at `path`, to take the model's replies from
