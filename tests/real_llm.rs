@@ -190,4 +190,21 @@ fn every_method_runs_on_a_real_small_model_without_breaking() {
         }
     }
     assert!(calls_seen.iter().all(|&n| n >= 8), "{calls_seen:?} calls over six methods, each mode");
+
+    // Asked for people (no --json), on a fresh endpoint: how the server had to be asked is said
+    // beside the answer (llama-cpp-python refuses `json_schema`; `json_object` follows).
+    let out = common::ongraph_cmd(
+        home.path(),
+        &["--config", config.to_str().unwrap(), "ask", CANBERRA, "--llm", "smol", "--method", "io"],
+    )
+    .output()
+    .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(matches!(out.status.code(), Some(0) | Some(3)), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let said: Vec<&str> = stdout.lines().filter(|l| l.starts_with("Endpoint: ")).collect();
+    assert_eq!(
+        said,
+        ["Endpoint: the endpoint refused structured replies as json_schema (HTTP 500); asked again as json_object"],
+        "{stdout}"
+    );
 }

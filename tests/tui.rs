@@ -2344,3 +2344,48 @@ async fn a_long_correction_is_read_whole_in_the_corrections_pane_at_80x24() {
     assert!(pane.contains("#2 active relabel"), "{pane}\n{screen}");
     insta::assert_snapshot!("tui_long_correction_80x24", screen);
 }
+
+/// The demo's replies from an endpoint that had to be asked another way, said on its first
+/// reply as the OpenAI client says it (llama-cpp-python refuses `json_schema`).
+struct AdaptedEndpoint {
+    model: ongraph::testing::llm::ScriptedModel,
+    said: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl ongraph::llm::LanguageModel for AdaptedEndpoint {
+    fn describe(&self) -> String {
+        "adapted".into()
+    }
+    async fn complete(
+        &self,
+        request: &ongraph::llm::ChatRequest,
+    ) -> Result<ongraph::llm::Completion, ongraph::llm::LlmError> {
+        let mut completion = self.model.complete(request).await?;
+        if !self.said.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            completion.notes.push(
+                "the endpoint refused structured replies as json_schema (HTTP 500); asked again as json_object".into(),
+            );
+        }
+        Ok(completion)
+    }
+}
+
+#[tokio::test]
+async fn how_the_endpoint_had_to_be_asked_is_kept_in_the_messages_pane() {
+    let dir = tempfile::tempdir().unwrap();
+    let corrections =
+        TempCorrections { store: SledStore::open(&dir.path().join("overlay")).unwrap(), hidden: Vec::new() };
+    let model = AdaptedEndpoint {
+        model: ongraph::testing::llm::ScriptedModel::from_toml("t", common::DEMO_SCRIPT).unwrap(),
+        said: false.into(),
+    };
+    let driver = Driver::new(Arc::new(ongraph::testing::kg::demo_graph()), Arc::new(model));
+    let mut ui = Ui::over(Settings::default(), Arc::new(corrections), driver, dir);
+    ui.ask(CANBERRA).await;
+    ui.press(KeyCode::Char('r')).await;
+    assert!(ui.run().is_finished());
+    let texts: Vec<&str> = ui.app.messages.iter().map(|m| m.text.as_str()).collect();
+    let said: Vec<&&str> = texts.iter().filter(|t| t.starts_with("the endpoint refused structured replies")).collect();
+    assert_eq!(said.len(), 1, "kept once, as the client said it once: {texts:?}");
+}

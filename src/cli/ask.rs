@@ -232,6 +232,17 @@ fn print_human(
         writeln!(out, "Answer: {}", answer.answers.join(" | "))?;
     }
     writeln!(out, "Source: {}", source.map_or_else(|| answer.source_words(), str::to_string))?;
+    // How the endpoint had to be asked (said once per endpoint, in the trace): worth knowing
+    // beside the answer when replies are not what they were asked for.
+    let mut endpoint: Vec<&str> = Vec::new();
+    for note in run.trace().iter().flat_map(|e| &e.notes).filter(|n| crate::llm::is_endpoint_note(n)) {
+        if !endpoint.contains(&note.as_str()) {
+            endpoint.push(note);
+        }
+    }
+    for note in endpoint {
+        writeln!(out, "Endpoint: {note}")?;
+    }
     // What the method reports of the whole run (PoG: its analysis and stages), as the UI shows it.
     let report = run.view().report;
     if !report.is_empty() {

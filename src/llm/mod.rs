@@ -275,6 +275,13 @@ pub fn borrowed_step<'a>(step: &str, method: Option<&'a str>) -> Option<&'a str>
     method.filter(|&m| step == "cot" && m != "CoT")
 }
 
+/// Whether a completion's note is about the endpoint itself (it refused a reply format, does
+/// not enforce the schema, sent no token counts): said once per endpoint by the client, and
+/// worth telling the user beside the answer, not only in the trace.
+pub fn is_endpoint_note(note: &str) -> bool {
+    note.starts_with("the endpoint ") || note.starts_with("the endpoint's ")
+}
+
 /// A call's step in words, as the method that asked it (`method`, its label, when known) is
 /// known to the user: SC's samples are SC's, not CoT's.
 pub fn step_of_method_in_words(step: &str, method: Option<&str>) -> String {

@@ -84,8 +84,15 @@ impl App {
         match fed {
             Ok(i) => {
                 let summary = run.trace().get(i).map(|e| e.summary.clone());
+                let endpoint: Vec<String> = run.trace().get(i).map_or_else(Vec::new, |e| {
+                    e.notes.iter().filter(|n| crate::llm::is_endpoint_note(n)).cloned().collect()
+                });
                 let finished = run.is_finished();
                 let answers = run.answer().map(|a| a.answers.clone());
+                // How the endpoint had to be asked goes to the messages pane, kept for the sitting.
+                for note in endpoint {
+                    self.note(Note { error: false, text: note });
+                }
                 if let Some(summary) = summary {
                     self.say(summary);
                 }
