@@ -2389,3 +2389,23 @@ async fn how_the_endpoint_had_to_be_asked_is_kept_in_the_messages_pane() {
     let said: Vec<&&str> = texts.iter().filter(|t| t.starts_with("the endpoint refused structured replies")).collect();
     assert_eq!(said.len(), 1, "kept once, as the client said it once: {texts:?}");
 }
+
+#[tokio::test]
+async fn a_long_step_summary_in_the_transcript_is_cut_with_a_mark_and_keeps_its_calls() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.press(KeyCode::Char('r')).await;
+    ui.app.bottom = Bottom::Transcript;
+    let summary = ui.run().trace()[13].summary.clone();
+    for (width, whole) in [(80, false), (240, true)] {
+        let screen = ui.screen(width, 30);
+        let row = screen.lines().find(|l| l.contains(" 13 relation_prune ")).expect("step 13 is listed");
+        let listed = row.split('│').nth(1).unwrap_or_default().trim_end();
+        if whole {
+            assert!(listed.ends_with(&format!("{summary} [3× 1247t]")), "room for all: {listed:?}");
+        } else {
+            assert!(listed.ends_with('…') && !listed.contains("[3× "), "the summary first, cut: {listed:?}");
+            assert!(listed.contains("depth 3: kept"), "{listed:?}");
+        }
+    }
+}

@@ -67,15 +67,7 @@ pub(super) fn draw_corrections(
 /// half the room left, so the start of `tail` (the reason) shows too; each cut ends with "…".
 fn one_line(head: &str, what: &str, tail: &str, width: usize) -> String {
     let count = |s: &str| s.chars().count();
-    let cut = |s: &str, room: usize| -> String {
-        if count(s) <= room {
-            s.to_string()
-        } else if room == 0 {
-            String::new()
-        } else {
-            s.chars().take(room.saturating_sub(1)).chain(['…']).collect()
-        }
-    };
+    let cut = super::cut_to;
     let room = width.saturating_sub(count(head));
     if count(what) + count(tail) <= room {
         return format!("{head}{what}{tail}");

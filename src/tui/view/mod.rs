@@ -336,6 +336,17 @@ fn ruled(frame: &mut Frame<'_>, theme: &Theme, area: Rect) -> Rect {
     inner
 }
 
+/// `text` in `room` columns (characters): cut with "…" when longer, nothing when no room.
+fn cut_to(text: &str, room: usize) -> String {
+    if text.chars().count() <= room {
+        text.to_string()
+    } else if room == 0 {
+        String::new()
+    } else {
+        text.chars().take(room - 1).chain(['…']).collect()
+    }
+}
+
 /// A pane title of `parts` joined by " · ", cut to `width` columns (the border's corners
 /// excepted): the longest part loses its end first, marked "…", so every part stays named.
 fn fitted_title(parts: &[String], width: u16) -> String {

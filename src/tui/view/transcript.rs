@@ -31,7 +31,16 @@ pub(super) fn draw_transcript(
         .map(|(i, e)| {
             let tokens: u64 = e.calls.iter().map(|c| c.usage.prompt_tokens + c.usage.completion_tokens).sum();
             let calls = if e.calls.is_empty() { String::new() } else { format!(" [{}× {tokens}t]", e.calls.len()) };
-            let line = Line::from(format!("{:>3} {:<16} {}{calls}", e.index, e.phase().unwrap_or("·"), e.summary));
+            // The calls' count where the whole summary leaves room for it; else the summary
+            // alone, cut at the pane's edge with "…" (the detail beside it has the count).
+            let head = format!("{:>3} {:<16} ", e.index, e.phase().unwrap_or("·"));
+            let width = usize::from(list.width).saturating_sub(head.chars().count());
+            let whole = e.summary.chars().count() + calls.chars().count() <= width;
+            let line = if whole {
+                Line::from(format!("{head}{}{calls}", e.summary))
+            } else {
+                Line::from(format!("{head}{}", cut_to(&e.summary, width)))
+            };
             if i == at && look.focused { line.style(theme.selected()) } else { line }
         })
         .collect();
