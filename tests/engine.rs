@@ -595,8 +595,9 @@ async fn topics_the_model_cannot_name_are_found_in_the_question() {
         );
         if reply.contains("Sydney") {
             assert!(
-                linking
-                    .contains(&"set aside what the model named but the question does not mention: Sydney Opera House"),
+                linking.contains(
+                    &"set aside what the model named from the prompt's examples, not the question: Sydney Opera House"
+                ),
                 "{linking:?}"
             );
         }
@@ -612,6 +613,20 @@ async fn topics_the_model_cannot_name_are_found_in_the_question() {
         }
     };
     assert!(err.contains("Zzyzx"), "{err}");
+}
+
+/// A name the question words otherwise (not the prompt's example) links as usual: "Down Under"
+/// is Australia.
+#[tokio::test]
+async fn a_topic_the_question_words_otherwise_is_still_linked() {
+    let extra = "[[reply]]\nstep = \"topic_entities\"\ntext = \"{Australia}\"\n";
+    let driver = demo_driver(extra);
+    let mut run = new_run(&driver, "Which party governs Down Under?", Topics::Extract, Settings::default());
+    run_until(&driver, &mut run, "relation_search").await;
+    let roots: Vec<&str> = run.beam().roots().map(|r| r.shown()).collect();
+    assert_eq!(roots, ["Australia"]);
+    let notes: Vec<&String> = run.trace().iter().flat_map(|e| &e.notes).collect();
+    assert!(notes.iter().all(|n| !n.starts_with("set aside")), "{notes:?}");
 }
 
 /// ToG-R: a chain's score is shared among every entity it reached, those sampled out of an

@@ -217,10 +217,9 @@ fn print_human(
         writeln!(out, "Skipped {} malformed KG line(s), e.g. {}", report.skipped, report.skipped_examples.join("; "))?;
     }
     let Some(answer) = run.answer() else { return Ok(()) };
-    // The step that answered: whether its reply was read, or could not be (prose where an
-    // answer in the asked-for form was expected: a small model's frequent reply).
-    let unread =
-        run.trace().iter().rev().find(|e| !e.calls.is_empty()).is_some_and(|e| e.calls.iter().any(|c| c.fell_back));
+    // The step that answered (the run's last): whether its reply was read, or could not be
+    // (prose where an answer in the asked-for form was expected: a small model's frequent reply).
+    let unread = run.trace().last().is_some_and(|e| e.calls.iter().any(|c| c.fell_back));
     if answer.answers.is_empty() && unread {
         writeln!(
             out,

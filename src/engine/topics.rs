@@ -182,19 +182,26 @@ impl TopicLinker {
                     ev.notes.push("the model named no topic entity; looking for KG labels in the question".into());
                     return self.look_in_question(cx, ev);
                 }
-                // Names are asked for as written in the question: one sharing no word with it
-                // (a small model echoing the prompt's example, "Sydney Opera House" whatever
-                // the question) would root the search somewhere else entirely.
-                let (names, elsewhere): (Vec<String>, Vec<String>) =
-                    names.into_iter().partition(|n| mentioned_in(&cx.question, n));
-                if !elsewhere.is_empty() {
+                // A name the question does not mention but the prompt's examples do is the
+                // example echoed (small models do it: "Sydney Opera House" whatever the
+                // question), and would root the search somewhere else entirely: set aside. A
+                // name the question words otherwise (an accent, "French" for France) is linked
+                // as usual.
+                let examples = match &requests[0] {
+                    Request::Llm(chat) => words(&chat.prompt.replace(&cx.question, "")).join(" "),
+                    _ => String::new(),
+                };
+                let (echoed, names): (Vec<String>, Vec<String>) = names.into_iter().partition(|n| {
+                    let name = words(n).join(" ");
+                    !name.is_empty() && !mentioned_in(&cx.question, n) && contains_words(&examples, &name)
+                });
+                if !echoed.is_empty() {
                     ev.notes.push(format!(
-                        "set aside what the model named but the question does not mention: {}",
-                        elsewhere.join(", ")
+                        "set aside what the model named from the prompt's examples, not the question: {}",
+                        echoed.join(", ")
                     ));
                 }
                 if names.is_empty() {
-                    self.names = elsewhere;
                     ev.notes.push("looking for KG labels in the question instead".into());
                     return self.look_in_question(cx, ev);
                 }

@@ -276,8 +276,8 @@ pub fn borrowed_step<'a>(step: &str, method: Option<&'a str>) -> Option<&'a str>
 }
 
 /// Whether a completion's note is about the endpoint itself (it refused a reply format, does
-/// not enforce the schema, sent no token counts): said once per endpoint by the client, and
-/// worth telling the user beside the answer, not only in the trace.
+/// not enforce the schema, sent no token counts): worth telling the user beside the answer,
+/// once, not only in the trace (the token-count note comes with every such call).
 pub fn is_endpoint_note(note: &str) -> bool {
     note.starts_with("the endpoint ") || note.starts_with("the endpoint's ")
 }

@@ -89,9 +89,12 @@ impl App {
                 });
                 let finished = run.is_finished();
                 let answers = run.answer().map(|a| a.answers.clone());
-                // How the endpoint had to be asked goes to the messages pane, kept for the sitting.
+                // How the endpoint had to be asked goes to the messages pane, kept for the
+                // sitting, once (a note may come with every call: missing token counts).
                 for note in endpoint {
-                    self.note(Note { error: false, text: note });
+                    if !self.messages.iter().any(|m| m.text == note) {
+                        self.note(Note { error: false, text: note });
+                    }
                 }
                 if let Some(summary) = summary {
                     self.say(summary);

@@ -66,7 +66,7 @@ pub(super) fn draw_corrections(
 /// `head`, `what` and `tail` in `width` columns: `what` (the triple) gives way first, down to
 /// half the room left, so the start of `tail` (the reason) shows too; each cut ends with "…".
 fn one_line(head: &str, what: &str, tail: &str, width: usize) -> String {
-    let count = |s: &str| s.chars().count();
+    let count = |s: &str| unicode_width::UnicodeWidthStr::width(s);
     let cut = super::cut_to;
     let room = width.saturating_sub(count(head));
     if count(what) + count(tail) <= room {

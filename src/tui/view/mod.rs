@@ -336,30 +336,41 @@ fn ruled(frame: &mut Frame<'_>, theme: &Theme, area: Rect) -> Rect {
     inner
 }
 
-/// `text` in `room` columns (characters): cut with "…" when longer, nothing when no room.
+/// `text` in `room` columns of the terminal (a CJK character takes two): cut with "…" when
+/// wider, nothing when there is no room.
 fn cut_to(text: &str, room: usize) -> String {
-    if text.chars().count() <= room {
-        text.to_string()
-    } else if room == 0 {
-        String::new()
-    } else {
-        text.chars().take(room - 1).chain(['…']).collect()
+    use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr as _};
+    if text.width() <= room {
+        return text.to_string();
     }
+    let mut cut = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > room {
+            break;
+        }
+        used += w;
+        cut.push(c);
+    }
+    if room > 0 {
+        cut.push('…');
+    }
+    cut
 }
 
 /// A pane title of `parts` joined by " · ", cut to `width` columns (the border's corners
-/// excepted): the longest part loses its end first, marked "…", so every part stays named.
+/// excepted): the widest part loses its end first, marked "…", so every part stays named.
 fn fitted_title(parts: &[String], width: u16) -> String {
-    let mut parts: Vec<Vec<char>> = parts.iter().filter(|p| !p.is_empty()).map(|p| p.chars().collect()).collect();
+    use unicode_width::UnicodeWidthStr as _;
+    let mut parts: Vec<String> = parts.iter().filter(|p| !p.is_empty()).cloned().collect();
     let room = usize::from(width).saturating_sub(4);
-    let shown = |parts: &[Vec<char>]| parts.iter().map(Vec::len).sum::<usize>() + 3 * parts.len().saturating_sub(1);
+    let shown = |parts: &[String]| parts.iter().map(|p| p.width()).sum::<usize>() + 3 * parts.len().saturating_sub(1);
     while shown(&parts) > room {
-        let Some(longest) = parts.iter_mut().max_by_key(|p| p.len()).filter(|p| p.len() > 2) else { break };
-        longest.truncate(longest.len() - 2);
-        longest.push('…');
+        let Some(widest) = parts.iter_mut().max_by_key(|p| p.width()).filter(|p| p.width() > 2) else { break };
+        *widest = cut_to(widest, widest.width() - 1);
     }
-    let joined: Vec<String> = parts.into_iter().map(String::from_iter).collect();
-    format!(" {} ", joined.join(" · "))
+    format!(" {} ", parts.join(" · "))
 }
 
 #[cfg(test)]
@@ -374,5 +385,20 @@ mod tests {
         assert_eq!(narrow, " Beam · demo · scripted model (se… · replay ");
         assert!(narrow.chars().count() <= 46 - 2, "{narrow:?} fits between the corners");
         assert_eq!(fitted_title(&parts[..2], 6), " B… · s… ", "never worse than the first letters");
+        // A CJK name takes two columns a character: measured as the terminal shows it.
+        let wide = ["Beam · 北京知识图谱".to_string(), "模型".into()];
+        let title = fitted_title(&wide, 22);
+        assert_eq!(title, " Beam · 北… · 模型 ");
+        assert!(unicode_width::UnicodeWidthStr::width(title.as_str()) <= 20, "{title:?}");
+    }
+
+    #[test]
+    fn a_cut_counts_terminal_columns_and_marks_itself() {
+        use super::cut_to;
+        assert_eq!(cut_to("Canberra", 8), "Canberra");
+        assert_eq!(cut_to("Canberra", 5), "Canb…");
+        assert_eq!(cut_to("北京知识图谱", 5), "北京…", "two columns a character");
+        assert_eq!(cut_to("北京", 2), "…", "no half of a wide character");
+        assert_eq!(cut_to("Canberra", 0), "");
     }
 }

@@ -35,7 +35,7 @@ pub(super) fn draw_transcript(
             // alone, cut at the pane's edge with "…" (the detail beside it has the count).
             let head = format!("{:>3} {:<16} ", e.index, e.phase().unwrap_or("·"));
             let width = usize::from(list.width).saturating_sub(head.chars().count());
-            let whole = e.summary.chars().count() + calls.chars().count() <= width;
+            let whole = unicode_width::UnicodeWidthStr::width(e.summary.as_str()) + calls.len() <= width;
             let line = if whole {
                 Line::from(format!("{head}{}{calls}", e.summary))
             } else {
