@@ -351,6 +351,12 @@ impl Prompts {
         self.loaded.iter().map(|l| l.template)
     }
 
+    /// Whether `template` has a structured variant in this set (its default, the user's
+    /// `json/NAME.txt`, or one saved with a session).
+    pub fn has_variant(&self, template: Template) -> bool {
+        self.find(template).is_some_and(|l| l.json.is_some())
+    }
+
     /// Whether any template has a structured variant: prompts saved before there were any
     /// have none, and then replies are asked for as they were then (reason-first steps too).
     pub fn has_structured_variants(&self) -> bool {

@@ -76,9 +76,10 @@ impl LlamaServer {
     }
 }
 
-/// The steps that reason before they answer: with structured replies they are asked as free
-/// text, and only a reply that cannot be read so has its answer extracted by a second call.
-const REASONS_FIRST: &[&str] = &["answer", "answer_own_knowledge", "cot", "gog_step"];
+/// The steps that reason before they answer, and IO's own-knowledge answer: with structured
+/// replies they are asked as free text, and only a reply that cannot be read so has its answer
+/// extracted by a second call.
+const REASONS_FIRST: &[&str] = &["answer", "answer_own_knowledge", "io", "cot", "gog_step"];
 
 /// The steps whose replies decide the run: with structured replies none may need a fallback
 /// (the others are read as JSON).
@@ -199,7 +200,7 @@ fn every_method_runs_on_a_real_small_model_without_breaking() {
     // beside the answer (llama-cpp-python refuses `json_schema`; `json_object` follows).
     let out = common::ongraph_cmd(
         home.path(),
-        &["--config", config.to_str().unwrap(), "ask", CANBERRA, "--llm", "smol", "--method", "io"],
+        &["--config", config.to_str().unwrap(), "ask", CANBERRA, "--llm", "smol", "--method", "tog", "--depth", "1"],
     )
     .output()
     .expect("the binary runs");

@@ -399,3 +399,63 @@ async fn a_judgment_in_the_new_shape_stops_at_the_hop_that_shows_the_chain() {
         .map(|e| e["depth"].clone());
     assert_eq!(depth, Some(json!(1)), "{json}");
 }
+
+/// IO's answer comes from the model's own knowledge: under structured replies it is asked as
+/// free text with the paper's examples and extracted only when the reply names no answer, like
+/// every own-knowledge answer. Prompts saved with IO's one-call JSON variant, or saved before
+/// there were variants, ask as they did, so their sessions replay.
+#[tokio::test]
+async fn io_is_asked_as_free_text_first_unless_its_prompts_carry_the_one_call_json() {
+    let io_run = |prompts: ongraph::prompts::Prompts| async move {
+        let model = JsonModel::new(None);
+        let driver = Driver::new(Arc::new(demo_graph()), model.clone());
+        let settings = Settings { method: MethodId::IO, structured: true, ..Settings::default() };
+        let kg = driver.kg();
+        let mut run = Run::new(
+            CANBERRA,
+            ongraph::engine::Topics::Extract,
+            settings,
+            Arc::new(prompts),
+            kg.profile().clone(),
+            kg.name(),
+        )
+        .unwrap();
+        run_to_end(&driver, &mut run).await;
+        let requests = model.requests.lock().unwrap().clone();
+        (run, requests)
+    };
+    let builtin = ongraph::engine::builtin_prompts();
+    assert!(!builtin.texts().contains_key("json/io"), "IO has no one-call JSON variant any more");
+
+    // Built in: free text first (this model's prose names no answer), then the extraction.
+    let (run, requests) = io_run(builtin.clone()).await;
+    let asked: Vec<(&str, Option<&str>)> =
+        requests.iter().map(|r| (r.step.as_str(), r.schema.as_ref().map(|s| s.name.as_str()))).collect();
+    assert_eq!(asked[0], ("io", None), "{asked:?}");
+    let first = &requests[0];
+    assert!(first.prompt.contains("in curly braces") && !first.prompt.contains("JSON"), "{}", first.prompt);
+    assert_eq!(first.extract.as_ref().map(|e| e.schema.name.as_str()), Some("answer"));
+    assert_eq!(run.answer().unwrap().answers, vec!["Australian Labor Party".to_string()]);
+    let io = calls(&run).into_iter().find(|c| c.step == "io").unwrap();
+    assert_eq!((io.read, io.fell_back), (ReadAs::Extracted, false), "{io:?}");
+
+    // Saved with the one-call variant (or a user's json/io.txt): one JSON call, as recorded.
+    let mut texts = builtin.texts();
+    texts.insert(
+        "json/io".into(),
+        "Answer the question. Give only the answer.\nReply with one JSON object only: {\"answer\": [\"<answer>\", ...]}\n\nQ: {{question}}\nA: ".into(),
+    );
+    let (run, requests) = io_run(Registry::builtin().saved_prompts(&texts).unwrap()).await;
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests[0].schema.as_ref().map(|s| s.name.as_str()), Some("answer"));
+    assert!(requests[0].extract.is_none() && requests[0].prompt.contains("Reply with one JSON object only"));
+    assert_eq!(calls(&run)[0].read, ReadAs::Json);
+
+    // Saved before there were variants: JSON of the answer, the shape appended, as then.
+    let old: std::collections::BTreeMap<String, String> =
+        builtin.texts().into_iter().filter(|(k, _)| !k.starts_with("json/")).collect();
+    let (_, requests) = io_run(Registry::builtin().saved_prompts(&old).unwrap()).await;
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests[0].schema.as_ref().map(|s| s.name.as_str()), Some("answer"));
+    assert!(requests[0].prompt.contains("in curly braces") && requests[0].prompt.contains("JSON"));
+}

@@ -40,7 +40,8 @@ pub(crate) enum Shape<'a> {
     Judgment { options: &'a [String] },
     /// The answer(s) only.
     Answer,
-    /// Reasoning, then the answer(s) (chain of thought, own knowledge).
+    /// Reasoning, then the answer(s) (chain of thought, own knowledge; IO's answer is read so
+    /// too, though its prompt asks for no reasoning).
     ReasonedAnswer,
     /// PoG's question analysis: indicator chain and split questions.
     Analysis,
