@@ -55,7 +55,7 @@ pub(super) fn draw_rows(frame: &mut Frame<'_>, theme: &Theme, items: &[ViewItem]
     let focused = selected.is_some();
     let at = selected.map_or(0, |at| at.min(items.len() - 1));
     let width = area.width.max(1) as usize;
-    let rows = |text: &str| (text.chars().count() + 2).div_ceil(width).max(1);
+    let rows = |text: &str| (unicode_width::UnicodeWidthStr::width(text) + 2).div_ceil(width).max(1);
     let mut first = at;
     let mut used = rows(&items[at].row);
     while first > 0 && used + rows(&items[first - 1].row) <= area.height as usize {

@@ -359,6 +359,27 @@ fn cut_to(text: &str, room: usize) -> String {
     cut
 }
 
+/// `text` in `room` columns keeping its end (the informative part of `domain.type.property`):
+/// "…" and the end when wider, nothing when there is no room.
+fn cut_start_to(text: &str, room: usize) -> String {
+    use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr as _};
+    if text.width() <= room {
+        return text.to_string();
+    }
+    let mut kept = Vec::new();
+    let mut used = 0;
+    for c in text.chars().rev() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > room {
+            break;
+        }
+        used += w;
+        kept.push(c);
+    }
+    let ellipsis = (room > 0).then_some('…');
+    ellipsis.into_iter().chain(kept.into_iter().rev()).collect()
+}
+
 /// A pane title of `parts` joined by " · ", cut to `width` columns (the border's corners
 /// excepted): the widest part loses its end first, marked "…", so every part stays named.
 fn fitted_title(parts: &[String], width: u16) -> String {
@@ -400,5 +421,15 @@ mod tests {
         assert_eq!(cut_to("北京知识图谱", 5), "北京…", "two columns a character");
         assert_eq!(cut_to("北京", 2), "…", "no half of a wide character");
         assert_eq!(cut_to("Canberra", 0), "");
+    }
+
+    #[test]
+    fn a_cut_from_the_start_keeps_the_end_in_terminal_columns() {
+        use super::cut_start_to;
+        assert_eq!(cut_start_to("people.person.spouse_s", 22), "people.person.spouse_s");
+        assert_eq!(cut_start_to("people.person.spouse_s", 10), "….spouse_s");
+        assert_eq!(cut_start_to("北京知识图谱", 5), "…图谱", "two columns a character");
+        assert_eq!(cut_start_to("北京", 2), "…", "no half of a wide character");
+        assert_eq!(cut_start_to("Canberra", 0), "");
     }
 }

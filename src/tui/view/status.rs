@@ -3,6 +3,7 @@
 use super::*;
 use crate::engine::events::Costs;
 use std::time::Duration;
+use unicode_width::UnicodeWidthStr as _;
 
 /// What the status bar says.
 pub(super) struct StatusShown {
@@ -59,14 +60,14 @@ pub(super) fn draw_status(frame: &mut Frame<'_>, area: Rect, shown: &StatusShown
     // The counters give way to the message, down to the progress (and the spinner, while
     // waiting); the message claims 30 columns at least and three fifths of the bar at most (it
     // is cut beyond, whole in the messages pane).
-    let wanted = (message.chars().count() + 2).clamp(30, usize::from(area.width) * 3 / 5);
+    let wanted = (message.width() + 2).clamp(30, usize::from(area.width) * 3 / 5);
     let keep = if waiting { 2 } else { 1 };
     let mut counters = segments.join(" │ ") + " ";
-    while counters.chars().count() + wanted > usize::from(area.width) && segments.len() > keep {
+    while counters.width() + wanted > usize::from(area.width) && segments.len() > keep {
         segments.pop();
         counters = segments.join(" │ ") + " ";
     }
-    let width = (counters.chars().count() as u16).min(area.width);
+    let width = u16::try_from(counters.width()).unwrap_or(u16::MAX).min(area.width);
     let [left, right] = Layout::horizontal([Constraint::Min(0), Constraint::Length(width)]).areas(area);
     let style = theme.status_bar();
     // A space before and after: the message never runs into the counters.
@@ -78,12 +79,12 @@ pub(super) fn draw_status(frame: &mut Frame<'_>, area: Rect, shown: &StatusShown
 /// `text` in `width` columns: whole if it fits, else cut with a pointer to the messages pane,
 /// which keeps it whole.
 fn fit(text: &str, width: usize) -> String {
-    const MORE: &str = "… (M: in full)";
-    if text.chars().count() <= width {
+    const MORE: &str = " (M: in full)";
+    if text.width() <= width {
         return text.to_string();
     }
-    let keep = width.saturating_sub(MORE.chars().count());
-    text.chars().take(keep).collect::<String>() + MORE
+    // `cut_to` ends its cut with "…", the pointer's first column.
+    super::cut_to(text, width.saturating_sub(MORE.width())) + MORE
 }
 
 #[cfg(test)]
@@ -141,6 +142,14 @@ mod tests {
         assert!(line.contains("… (M: in full) ToG"), "a space between the message and the counters: {line:?}");
         assert!(line.contains("ToG depth 1/3"), "{line:?}");
         assert!(!line.contains("demo · scripted"), "{line:?}");
+    }
+
+    #[test]
+    fn a_wide_message_is_cut_by_the_columns_it_takes() {
+        // 60 CJK characters take 120 columns: cut, with the pointer, the progress still shown.
+        let wide = "東京".repeat(30);
+        let line = bar(&shown(&wide, None), 80);
+        assert!(line.contains("… (M: in full) ToG depth 1/3"), "{line:?}");
     }
 
     #[test]

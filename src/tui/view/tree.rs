@@ -1,6 +1,7 @@
 //! The beam tree: one row per node, its status, score and flags.
 
 use super::*;
+use unicode_width::UnicodeWidthStr as _;
 
 pub(super) fn status_style(t: &Theme, status: Status) -> Style {
     match status {
@@ -159,23 +160,15 @@ pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>
             // The scores keep their place; a long name gives way, keeping its end (the
             // informative part of `domain.type.property`), and on narrow screens the bar and
             // the path score go first.
+            // Counted in terminal columns: a CJK name takes two a character.
             let fixed = |scores: &Option<String>| {
-                lead.chars().count()
-                    + marks.chars().count()
-                    + arrow.len()
-                    + 2
-                    + scores.as_ref().map_or(0, |s| s.chars().count() + 2)
+                lead.width() + marks.width() + arrow.width() + 2 + scores.as_ref().map_or(0, |s| s.width() + 2)
             };
             if width.saturating_sub(fixed(&scores)) < 28 {
                 scores = node.score.map(|s| format!("{s:.2}"));
             }
             let room = width.saturating_sub(fixed(&scores)).max(8);
-            let length = what.chars().count();
-            let what = if length > room {
-                ['…'].into_iter().chain(what.chars().skip(length - room + 1)).collect()
-            } else {
-                what
-            };
+            let what = cut_start_to(&what, room);
             let mut spans = vec![Span::raw(lead)];
             if !marks.is_empty() {
                 let t = look.theme;
