@@ -85,7 +85,8 @@ impl GogMachine {
             Action::Finish(answers) if answers.len() == 1 && answers[0].eq_ignore_ascii_case("unknown") => {
                 self.roll_back(cx, ev);
             }
-            Action::Finish(answers) => {
+            Action::Finish(written) => {
+                let answers = &self.read_finish(cx, written, &mut ev.notes);
                 // An unnamed node's id is something to search, not an answer.
                 let ids: Vec<String> = answers
                     .iter()

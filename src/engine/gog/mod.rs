@@ -581,6 +581,37 @@ mod tests {
     }
 
     #[test]
+    fn a_finish_that_writes_a_sentence_or_a_triple_is_read_as_what_the_run_observed() {
+        let zone = "Canberra, location.location.time_zones, Australian Eastern Time Zone";
+        let finish = |written: &str| {
+            let (mut cx, mut gog) = start();
+            gog.known.push(zone.into());
+            let (_, ev) =
+                step(&mut cx, &mut gog, vec![reply(&format!("Thought: found it.\nAction: Finish[{written}]"))]);
+            let answer = cx.answer.clone().expect("finished");
+            (answer.answers, answer.source, ev.notes)
+        };
+        let (answers, source, notes) = finish("Canberra is in the Australian Eastern Time Zone.");
+        assert_eq!((answers, source), (vec!["Australian Eastern Time Zone".to_string()], AnswerSource::KgPaths));
+        assert!(
+            notes.iter().any(|n| n.contains("is more than a name: read as Australian Eastern Time Zone")),
+            "{notes:?}"
+        );
+        // A whole observed triple stands for its tail.
+        let (answers, source, _) = finish(zone);
+        assert_eq!((answers, source), (vec!["Australian Eastern Time Zone".to_string()], AnswerSource::KgPaths));
+        // A name is taken as written; a sentence naming nothing observed (or only the
+        // question's own topic) stays the model's own words.
+        let (answers, _, notes) = finish("australian eastern time zone");
+        assert_eq!(answers, vec!["australian eastern time zone".to_string()]);
+        assert!(notes.is_empty(), "{notes:?}");
+        for own in ["It is probably the Pacific Time Zone", "Canberra has a time zone"] {
+            let (answers, source, _) = finish(own);
+            assert_eq!((answers, source), (vec![own.to_string()], AnswerSource::OwnKnowledge), "{own}");
+        }
+    }
+
+    #[test]
     fn the_transcript_shows_every_step_and_opens_the_next_thought() {
         let (mut cx, mut gog) = start();
         assert_eq!(gog.transcript(), "Thought 1:");
