@@ -398,6 +398,58 @@ async fn each_question_sees_the_corrections_as_they_are_when_it_starts() {
     assert!(summary.render().contains("answered under 2 different sets of corrections"), "{}", summary.render());
 }
 
+/// A question's hidden triples (GoG's incomplete-KG sets) hide the KG's own triples, never one
+/// a correction asserted: under `eval --with-corrections` a user who restored a fact the
+/// scenario removes sees it, as `ask` and the UI do.
+#[tokio::test]
+async fn a_question_s_hidden_triples_never_hide_what_a_correction_asserted() {
+    use ongraph::testing::eval::GoldAnswer;
+    use ongraph::testing::overlay::LiveOverlay;
+    use ongraph::testing::overlay::{CorrectionStore, SledStore};
+    use ongraph::testing::overlay::{Draft, Op};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlay");
+    let mut config = ongraph::testing::config::Config::default();
+    config.defaults.overlay = Some(path.clone());
+    let base: Arc<dyn KnowledgeGraph> = Arc::new(ongraph::testing::kg::demo_graph());
+    let live = Arc::new(LiveOverlay::open(base.clone(), &config, &Default::default(), true).unwrap());
+    let model = ongraph::testing::llm::ScriptedModel::from_toml("demo", common::DEMO_SCRIPT).unwrap();
+    let eval = Evaluator::new(base, Arc::new(model), Arc::new(ongraph::engine::builtin_prompts()), Settings::default())
+        .with_kg_source(live);
+    let (subject, relation, object) = (
+        "m.phillies".to_string(),
+        "baseball.baseball_team.spring_training_stadium".to_string(),
+        Term::Entity("m.bright_house_field".into()),
+    );
+    let item = Item {
+        id: "phanatic".into(),
+        question: "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?".into(),
+        answers: vec![GoldAnswer::new("Bright House Field")],
+        topics: Vec::new(),
+        topics_named: false,
+        hops: None,
+        gold: None,
+        hidden: vec![(subject.clone(), relation.clone(), object.clone())],
+    };
+    let hidden = eval.answer(0, &item).await;
+    assert!(!hidden.score.hit, "the scenario hides the stadium: {hidden:?}");
+    assert_eq!(hidden.hidden_triples, 1);
+
+    // The user asserts the fact the scenario hides.
+    let draft = Draft {
+        op: Op::Assert { subject, relation, object },
+        reason: "It is the stadium".into(),
+        generated: false,
+        author: "t".into(),
+        context: None,
+        origin: None,
+    };
+    SledStore::open(&path).unwrap().add("demo", draft).unwrap();
+    let restored = eval.answer(1, &item).await;
+    assert_eq!(restored.prediction, ["Bright House Field"], "{:?}", restored.error);
+    assert_eq!(restored.corrections.map(|c| c.active), Some(1));
+}
+
 /// `eval --with-corrections --resume` after a correction was made elsewhere: said in one line,
 /// not refused, and the summary counts the records under each set. Without corrections the
 /// records say nothing of them.

@@ -290,7 +290,7 @@ impl LiveOverlay {
             if only_if_changed {
                 return Ok(None);
             }
-            seen.kg = self.view(&[]);
+            seen.kg = self.view(&[], &[]);
             return Ok(Some(seen.clone()));
         }
         // Read before the corrections: a write landing in between is read now and, its
@@ -302,18 +302,21 @@ impl LiveOverlay {
         }
         // Teammates' corrections waiting for approval never apply, whichever set is in use.
         let corrections = applicable_corrections(&self.config, &self.scope)?;
-        let kg = self.view(&corrections);
+        let kg = self.view(&corrections, &[]);
         let active = corrections.iter().filter(|c| c.active).count();
         tracing::info!(active, generation, "corrections read");
         *seen = Seen { kg, corrections, active, generation };
         Ok(Some(seen.clone()))
     }
 
-    fn view(&self, corrections: &[Correction]) -> Arc<dyn KnowledgeGraph> {
-        if self.hidden.is_empty() && !corrections.iter().any(|c| c.active) {
+    /// The base seen through `corrections`, the run's scenario and `also_hidden` hidden: one
+    /// overlay, so what a correction asserted is never hidden (a second overlay on top would
+    /// take the first one's assertions for the backend's triples).
+    fn view(&self, corrections: &[Correction], also_hidden: &[Triple]) -> Arc<dyn KnowledgeGraph> {
+        if self.hidden.is_empty() && also_hidden.is_empty() && !corrections.iter().any(|c| c.active) {
             return self.base.clone();
         }
-        Arc::new(OverlayKg::new(self.base.clone(), corrections).with_hidden(&self.hidden))
+        Arc::new(OverlayKg::new(self.base.clone(), corrections).with_hidden(&self.hidden).with_hidden(also_hidden))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Seen> {
@@ -324,14 +327,15 @@ impl LiveOverlay {
 
 /// `eval --with-corrections`: each question sees the corrections as they are when it starts.
 impl crate::eval::runner::KgSource for LiveOverlay {
-    fn current(&self) -> (Arc<dyn KnowledgeGraph>, Option<CorrectionsSeen>) {
+    fn current(&self, hidden: &[Triple]) -> (Arc<dyn KnowledgeGraph>, Option<CorrectionsSeen>) {
         if let Err(e) = self.refresh() {
             tracing::warn!("cannot re-read the corrections (this question sees those read before): {e:#}");
         }
         // The KG and what it is said to see come from the same read.
         let seen = LiveOverlay::current(self);
         let applied = self.corrections_seen(&seen);
-        (seen.kg, applied)
+        let kg = if hidden.is_empty() { seen.kg } else { self.view(&seen.corrections, hidden) };
+        (kg, applied)
     }
 }
 

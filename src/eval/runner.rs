@@ -11,6 +11,7 @@ use crate::engine::{Run, Settings};
 use crate::kg::KnowledgeGraph;
 use crate::llm::{Embedder, LanguageModel};
 use crate::overlay::OverlayKg;
+use crate::overlay::scenario::Triple;
 use crate::prompts::Prompts;
 use futures::StreamExt;
 use rand::SeedableRng;
@@ -24,9 +25,10 @@ const PATHS_KEPT: usize = 5;
 /// --with-corrections` sees the user's corrections as they are when each question starts
 /// (re-read when the store changed), not as they were when the run began.
 pub trait KgSource: Send + Sync {
-    /// The KG the next question is answered over, and the corrections it sees that way (kept
-    /// in the question's record; `None`: none apply).
-    fn current(&self) -> (Arc<dyn KnowledgeGraph>, Option<CorrectionsSeen>);
+    /// The KG the next question is answered over, `hidden` (the question's own scenario)
+    /// hidden in it too, and the corrections it sees that way (kept in the question's record;
+    /// `None`: none apply). A triple a correction asserted stays, hidden or not, as in `ask`.
+    fn current(&self, hidden: &[Triple]) -> (Arc<dyn KnowledgeGraph>, Option<CorrectionsSeen>);
 }
 
 /// Everything a question is answered with.
@@ -80,9 +82,11 @@ impl Evaluator {
     /// Answers one question; a failure becomes the record's error (and counts as wrong).
     pub async fn answer(&self, index: usize, item: &Item) -> Record {
         let started = Instant::now();
-        let (base, corrections) = self.source.as_ref().map_or_else(|| (self.kg.clone(), None), |s| s.current());
-        let kg: Arc<dyn KnowledgeGraph> =
-            if item.hidden.is_empty() { base } else { Arc::new(OverlayKg::new(base, &[]).with_hidden(&item.hidden)) };
+        let (kg, corrections): (Arc<dyn KnowledgeGraph>, _) = match &self.source {
+            Some(source) => source.current(&item.hidden),
+            None if item.hidden.is_empty() => (self.kg.clone(), None),
+            None => (Arc::new(OverlayKg::new(self.kg.clone(), &[]).with_hidden(&item.hidden)), None),
+        };
         let mut driver = Driver::new(kg.clone(), self.llm.clone()).with_concurrency(self.request_concurrency);
         if let Some(e) = &self.embedder {
             driver = driver.with_embedder(e.clone());
