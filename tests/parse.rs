@@ -167,6 +167,9 @@ fn answers() {
         (r#"{"answer": "Canberra"}"#, Some(vec!["Canberra"])),
         (r#"Sure: {"answers": ["2010", "2012"], "sufficient": true}"#, Some(vec!["2010", "2012"])),
         (r#"{"reason": "unclear"}"#, None),
+        // Characters whose lower case is longer or shorter in bytes never shift the cut.
+        ("İİ: the answer is 東京", Some(vec!["東京"])),
+        ("\u{212A} The answer is Paris.", Some(vec!["Paris"])),
     ];
     for (reply, want) in table {
         assert_eq!(parse_answers(reply), want.map(|v| v.iter().map(|s| s.to_string()).collect()), "{reply:?}");

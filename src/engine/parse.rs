@@ -351,7 +351,9 @@ pub fn parse_answers(reply: &str) -> Option<Vec<String>> {
     if !answers.is_empty() {
         return Some(answers);
     }
-    let lower = reply.to_lowercase();
+    // ASCII case only: the byte offsets stay the reply's (a full lower-casing changes the
+    // length of some characters, 'İ' or the Kelvin sign, and the slice below would miss).
+    let lower = reply.to_ascii_lowercase();
     let at = lower.rfind("the answer is")?;
     let rest = reply[at + "the answer is".len()..].trim_start_matches([':', ' ']);
     let answer = rest.split(['\n']).next().unwrap_or_default().trim().trim_end_matches('.').trim();

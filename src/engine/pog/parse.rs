@@ -166,7 +166,8 @@ pub fn parse_summary(reply: &str) -> Vec<String> {
 /// on ` | `). No verdict is an `Err`.
 pub fn parse_sufficiency(reply: &str) -> Result<(bool, Vec<String>), String> {
     let verdict = parse_yes_no(reply).ok_or("no Yes/No verdict in the reply")?;
-    let lower = reply.to_lowercase();
+    // ASCII case only, so the offset found is the reply's own (see `parse_answers`).
+    let lower = reply.to_ascii_lowercase();
     let tail = lower.find("answer:").map(|i| &reply[i..]).unwrap_or(reply);
     let answers = parse_answers(tail).unwrap_or_default();
     Ok((verdict, answers))
@@ -260,6 +261,9 @@ mod tests {
         );
         assert_eq!(parse_sufficiency("{No}. reason: missing"), Ok((false, vec![])));
         assert!(parse_sufficiency("maybe").is_err());
+        // A character whose lower case is shorter in bytes never shifts the cut.
+        let kelvins = "\u{212A}\u{212A} {Yes}. {O}Answer: {東京}";
+        assert_eq!(parse_sufficiency(kelvins), Ok((true, vec!["東京".to_string()])));
         let names = parse_supplement(
             "Candidate answers: {Australian Labor Party}, {Liberal Party}\nChain 1: \"Canberra\" - capital of - Australia - governed by - answer(party)\n",
         );
