@@ -69,6 +69,11 @@ impl GogMachine {
                 ev.calls.push(record(&requests[0], c, action.text()));
                 ev.summary = format!("thought {n}: {}", action.text());
                 self.steps.push(GogStep { thought, action: action.text(), observation: String::new() });
+                // What the model wrote is read here; a Finish the user types is taken as typed.
+                let action = match action {
+                    Action::Finish(written) => Action::Finish(self.read_finish(cx, &written, &mut ev.notes)),
+                    other => other,
+                };
                 self.start(cx, action, ev);
             }
         }
@@ -85,8 +90,7 @@ impl GogMachine {
             Action::Finish(answers) if answers.len() == 1 && answers[0].eq_ignore_ascii_case("unknown") => {
                 self.roll_back(cx, ev);
             }
-            Action::Finish(written) => {
-                let answers = &self.read_finish(cx, written, &mut ev.notes);
+            Action::Finish(answers) => {
                 // An unnamed node's id is something to search, not an answer.
                 let ids: Vec<String> = answers
                     .iter()

@@ -24,20 +24,19 @@ impl GogMachine {
         }
     }
 
-    /// The answers a `Finish` names, each read as what the run observed when the model wrote
-    /// more than a name (small models write a triple or a sentence): a whole observed triple
-    /// stands for its tail, a sentence for the longest run of its words that an observed triple
-    /// names, other than a topic entity (what the sentence is about, rarely its answer). Each
-    /// such reading is noted; an answer that cannot be read so is kept as written (its source
-    /// is then said as it is).
+    /// The answers a `Finish` the model wrote names: one that is a whole observed triple
+    /// ("head, relation, tail", as the observations show them; small models copy one) is read
+    /// as its end that is not a topic entity (the tail when neither is), with a note. Anything
+    /// else is kept as written: a sentence stays the model's words, its source said as it is
+    /// (picking a name out of it guesses: "not Sydney", "Ravens coach John Harbaugh").
     pub(super) fn read_finish(&self, cx: &Context, answers: &[String], notes: &mut Vec<String>) -> Vec<String> {
         let topics: Vec<String> = cx.beam.roots().map(|r| r.shown().to_lowercase()).collect();
         let mut read: Vec<String> = Vec::with_capacity(answers.len());
         for answer in answers {
-            let taken = match self.observed_in(&topics, answer) {
-                Some(name) => {
-                    notes.push(format!("Finish[{answer}] is more than a name: read as {name}, which the run observed"));
-                    name
+            let taken = match self.triple_end(&topics, answer) {
+                Some(end) => {
+                    notes.push(format!("Finish[{answer}] writes a whole observed triple: read as {end}"));
+                    end
                 }
                 None => answer.clone(),
             };
@@ -48,33 +47,14 @@ impl GogMachine {
         read
     }
 
-    /// What an answer that no observed triple names stands for (see [`Self::read_finish`]).
-    fn observed_in(&self, topics: &[String], answer: &str) -> Option<String> {
-        let lower = answer.trim().to_lowercase();
-        let lines: Vec<String> = self.known.iter().map(|l| l.to_lowercase()).collect();
-        let named = |a: &str| lines.iter().any(|l| line_names(l, a));
-        if lower.is_empty() || named(&lower) {
-            return None;
-        }
-        // A whole triple: its tail (when the commas leave no doubt where the tail starts).
-        if let Some(at) = lines.iter().position(|l| *l == lower) {
-            let parts: Vec<&str> = self.known[at].split(", ").collect();
-            return (parts.len() == 3).then(|| parts[2].to_string());
-        }
-        // A sentence: the longest run of its words an observed triple names, topics aside.
-        // Runs of at most a dozen words: no name is longer, and a long reply stays cheap.
-        let bounds: Vec<(usize, usize)> = word_bounds(answer);
-        let mut best: Option<&str> = None;
-        for (i, &(start, _)) in bounds.iter().enumerate() {
-            for &(_, end) in bounds[i..].iter().take(MAX_NAME_WORDS) {
-                let span = &answer[start..end];
-                let (longer, span_lower) = (best.is_none_or(|b| span.len() > b.len()), span.to_lowercase());
-                if longer && named(&span_lower) && !topics.contains(&span_lower) {
-                    best = Some(span);
-                }
-            }
-        }
-        best.map(str::to_string)
+    /// The end of the observed triple `answer` writes out, if it is one (and its commas leave
+    /// no doubt where the ends are): the one that is not a topic entity, else the tail.
+    fn triple_end(&self, topics: &[String], answer: &str) -> Option<String> {
+        let written = answer.trim();
+        let line = self.known.iter().find(|l| l.to_lowercase() == written.to_lowercase())?;
+        let [head, _, tail] = line.split(", ").collect::<Vec<_>>()[..] else { return None };
+        let is_topic = |name: &str| topics.contains(&name.to_lowercase());
+        Some(if is_topic(tail) && !is_topic(head) { head } else { tail }.to_string())
     }
 
     pub(super) fn finish(&mut self, cx: &mut Context, answers: Vec<String>, reply: String, source: AnswerSource) {
@@ -86,39 +66,10 @@ impl GogMachine {
     }
 }
 
-/// The most words a name read out of a sentence may have.
-const MAX_NAME_WORDS: usize = 12;
-
 /// Whether the observed triple `line` ("head, relation, tail") has `answer` as its head or tail.
 fn names_in_line(line: &str, answer: &str) -> bool {
-    line_names(&line.to_lowercase(), &answer.trim().to_lowercase())
-}
-
-/// [`names_in_line`] on a line and an answer both lower-cased already.
-fn line_names(line: &str, answer: &str) -> bool {
-    !answer.is_empty()
-        && (line.strip_prefix(answer).is_some_and(|rest| rest.starts_with(", "))
-            || line.strip_suffix(answer).is_some_and(|rest| rest.ends_with(", ")))
-}
-
-/// The byte ranges of `text`'s words (runs of letters and digits).
-fn word_bounds(text: &str) -> Vec<(usize, usize)> {
-    let mut bounds = Vec::new();
-    let mut start = None;
-    for (i, c) in text.char_indices() {
-        match (c.is_alphanumeric(), start) {
-            (true, None) => start = Some(i),
-            (false, Some(s)) => {
-                bounds.push((s, i));
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    if let Some(s) = start {
-        bounds.push((s, text.len()));
-    }
-    bounds
+    let (l, a) = (line.to_lowercase(), answer.trim().to_lowercase());
+    l.starts_with(&format!("{a}, ")) || l.ends_with(&format!(", {a}"))
 }
 
 /// Why a `Finish` whose answer no triple the run kept names is the model's own knowledge.

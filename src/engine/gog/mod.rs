@@ -581,34 +581,44 @@ mod tests {
     }
 
     #[test]
-    fn a_finish_that_writes_a_sentence_or_a_triple_is_read_as_what_the_run_observed() {
+    fn a_finish_that_writes_a_whole_observed_triple_is_read_as_its_end_that_is_not_a_topic() {
         let zone = "Canberra, location.location.time_zones, Australian Eastern Time Zone";
+        let mayor = "Joan Smith, government.mayor.city, Canberra";
         let finish = |written: &str| {
             let (mut cx, mut gog) = start();
-            gog.known.push(zone.into());
+            gog.known.extend([zone.to_string(), mayor.to_string()]);
             let (_, ev) =
                 step(&mut cx, &mut gog, vec![reply(&format!("Thought: found it.\nAction: Finish[{written}]"))]);
             let answer = cx.answer.clone().expect("finished");
             (answer.answers, answer.source, ev.notes)
         };
-        let (answers, source, notes) = finish("Canberra is in the Australian Eastern Time Zone.");
+        let (answers, source, notes) = finish(zone);
         assert_eq!((answers, source), (vec!["Australian Eastern Time Zone".to_string()], AnswerSource::KgPaths));
         assert!(
-            notes.iter().any(|n| n.contains("is more than a name: read as Australian Eastern Time Zone")),
+            notes.iter().any(|n| n.contains("writes a whole observed triple: read as Australian Eastern")),
             "{notes:?}"
         );
-        // A whole observed triple stands for its tail.
-        let (answers, source, _) = finish(zone);
-        assert_eq!((answers, source), (vec!["Australian Eastern Time Zone".to_string()], AnswerSource::KgPaths));
-        // A name is taken as written; a sentence naming nothing observed (or only the
-        // question's own topic) stays the model's own words.
+        // An incoming triple ends at the topic: its other end is the answer.
+        let (answers, source, _) = finish(&mayor.to_uppercase());
+        assert_eq!((answers, source), (vec!["Joan Smith".to_string()], AnswerSource::KgPaths));
+        // A name is taken as written; a sentence stays the model's words, whatever it names.
         let (answers, _, notes) = finish("australian eastern time zone");
         assert_eq!(answers, vec!["australian eastern time zone".to_string()]);
         assert!(notes.is_empty(), "{notes:?}");
-        for own in ["It is probably the Pacific Time Zone", "Canberra has a time zone"] {
+        for own in ["It is not the Australian Eastern Time Zone", "Canberra, time zone, Pacific Time Zone"] {
             let (answers, source, _) = finish(own);
             assert_eq!((answers, source), (vec![own.to_string()], AnswerSource::OwnKnowledge), "{own}");
         }
+    }
+
+    #[test]
+    fn a_finish_the_user_types_is_taken_as_typed() {
+        let zone = "Canberra, location.location.time_zones, Australian Eastern Time Zone";
+        let (mut cx, mut gog) = start();
+        gog.known.push(zone.into());
+        let mut ev = Event::step(0, "thought", 0);
+        gog.start(&mut cx, Action::Finish(vec![zone.into()]), &mut ev);
+        assert_eq!(cx.answer.expect("finished").answers, vec![zone.to_string()]);
     }
 
     #[test]
