@@ -450,6 +450,12 @@ async fn io_is_asked_as_free_text_first_unless_its_prompts_carry_the_one_call_js
     assert_eq!(requests[0].schema.as_ref().map(|s| s.name.as_str()), Some("answer"));
     assert!(requests[0].extract.is_none() && requests[0].prompt.contains("Reply with one JSON object only"));
     assert_eq!(calls(&run)[0].read, ReadAs::Json);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("json")).unwrap();
+    std::fs::write(dir.path().join("json").join("io.txt"), &texts["json/io"]).unwrap();
+    let (_, requests) = io_run(Registry::builtin().prompts(Some(dir.path())).unwrap()).await;
+    assert_eq!(requests.len(), 1, "a user's json/io.txt: {requests:?}");
+    assert!(requests[0].schema.is_some() && requests[0].prompt.starts_with("Answer the question. Give only"));
 
     // Saved before there were variants: JSON of the answer, the shape appended, as then.
     let old: std::collections::BTreeMap<String, String> =
