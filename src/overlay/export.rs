@@ -72,24 +72,33 @@ fn label_predicate(profile: &KgProfile) -> String {
     iri(name_predicate(profile), profile)
 }
 
+/// What a simple correction decides, for [`effective`]: a triple, or an entity's name.
+#[derive(PartialEq, Eq, Hash)]
+enum Decides {
+    Triple(String, String, Term),
+    Name(String),
+}
+
 /// What the active corrections do, as simple corrections (a replace as its parts), oldest
 /// first, each with the correction it comes from. As in the overlay, the latest correction of
-/// a triple wins: a retract or assert that a later one undoes (an assert retracted later, a
-/// retract asserted again) is left out, so a patch never inserts what the user retracted
-/// after (its DELETE DATA runs before its INSERT DATA).
+/// a triple or of an entity's name wins: a retract or assert that a later one undoes (an
+/// assert retracted later, a retract asserted again) is left out, so a patch never inserts
+/// what the user retracted after (its DELETE DATA runs before its INSERT DATA), and a relabel
+/// a later one replaces is left out, so a patch never inserts two names.
 fn effective<'a>(corrections: &'a [Correction], name_predicate: &str) -> Vec<(&'a Correction, Op)> {
     let active = super::in_order(corrections);
     let parts: Vec<(&Correction, Op)> =
         active.into_iter().flat_map(|c| c.op.parts(name_predicate).into_iter().map(move |p| (c, p))).collect();
-    let triple = |op: &Op| match op {
+    let decides = |op: &Op| match op {
         Op::Retract { subject, relation, object } | Op::Assert { subject, relation, object } => {
-            Some((subject.clone(), relation.clone(), object.clone()))
+            Some(Decides::Triple(subject.clone(), relation.clone(), object.clone()))
         }
-        Op::Relabel { .. } | Op::Replace { .. } => None,
+        Op::Relabel { entity, .. } => Some(Decides::Name(entity.clone())),
+        Op::Replace { .. } => None,
     };
     let mut decided = std::collections::HashSet::new();
     let mut kept: Vec<(&Correction, Op)> =
-        parts.into_iter().rev().filter(|(_, op)| triple(op).is_none_or(|t| decided.insert(t))).collect();
+        parts.into_iter().rev().filter(|(_, op)| decides(op).is_none_or(|d| decided.insert(d))).collect();
     kept.reverse();
     kept
 }
@@ -179,6 +188,31 @@ mod tests {
         assert_eq!(comment("line\n} ; DROP ALL"), "line } ; DROP ALL");
         assert_eq!(iri("m.0abc", &KgProfile::freebase()), "<http://rdf.freebase.com/ns/m.0abc>");
         assert_eq!(iri("http://ex.org/a", &KgProfile::freebase()), "<http://ex.org/a>");
+    }
+
+    #[test]
+    fn a_relabel_a_later_one_replaces_is_not_exported() {
+        let relabel = |id: u64, label: &str| Correction {
+            id,
+            kg: "demo".into(),
+            op: Op::Relabel { entity: "m.field".into(), label: label.into() },
+            reason: "renamed".into(),
+            generated: None,
+            author: "t".into(),
+            created: "2026-11-26T00:00:00Z".into(),
+            active: true,
+            context: None,
+            history: Vec::new(),
+            team: None,
+        };
+        let both = [relabel(1, "Old Name"), relabel(2, "BayCare Ballpark")];
+        let profile = KgProfile::freebase();
+        for format in [ExportFormat::Nt, ExportFormat::SparqlUpdate] {
+            let out = export(&both, format, &profile);
+            assert!(out.contains("\"BayCare Ballpark\"") && !out.contains("\"Old Name\""), "{out}");
+        }
+        let sparql = export(&both, ExportFormat::SparqlUpdate, &profile);
+        assert_eq!(sparql.matches("DELETE WHERE").count(), 1, "{sparql}");
     }
 
     #[test]
