@@ -320,21 +320,15 @@ fn a_gog_ikg_set_hides_each_questions_edges() {
     assert!(complete.generated.is_empty(), "the KG has the edge: {complete:?}");
 }
 
-/// `eval --with-corrections`: each question sees the corrections as the store holds them when
-/// it starts, so a correction made (or undone) by another process during a long run applies to
-/// the questions after it.
-#[tokio::test]
-async fn each_question_sees_the_corrections_as_they_are_when_it_starts() {
-    use ongraph::testing::eval::GoldAnswer;
+/// An evaluator as `eval --with-corrections --llm demo` builds it, over the demo KG and a
+/// correction store in `dir` (returned: another process's writes go there).
+fn eval_with_corrections(dir: &std::path::Path) -> (Evaluator, std::path::PathBuf) {
     use ongraph::testing::overlay::LiveOverlay;
-    use ongraph::testing::overlay::{CorrectionStore, SledStore};
-    use ongraph::testing::overlay::{Draft, Op};
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("overlay");
+    let path = dir.join("overlay");
     let mut config = ongraph::testing::config::Config::default();
     config.defaults.overlay = Some(path.clone());
     let base: Arc<dyn KnowledgeGraph> = Arc::new(ongraph::testing::kg::demo_graph());
-    let live = Arc::new(LiveOverlay::open(base.clone(), &config, &Default::default(), true).unwrap());
+    let live = Arc::new(LiveOverlay::open(base, &config, &Default::default(), true).unwrap());
     let model = ongraph::testing::llm::ScriptedModel::from_toml("demo", common::DEMO_SCRIPT).unwrap();
     let eval = Evaluator::new(
         live.current().kg,
@@ -343,6 +337,19 @@ async fn each_question_sees_the_corrections_as_they_are_when_it_starts() {
         Settings::default(),
     )
     .with_kg_source(live);
+    (eval, path)
+}
+
+/// `eval --with-corrections`: each question sees the corrections as the store holds them when
+/// it starts, so a correction made (or undone) by another process during a long run applies to
+/// the questions after it.
+#[tokio::test]
+async fn each_question_sees_the_corrections_as_they_are_when_it_starts() {
+    use ongraph::testing::eval::GoldAnswer;
+    use ongraph::testing::overlay::{CorrectionStore, SledStore};
+    use ongraph::testing::overlay::{Draft, Op};
+    let dir = tempfile::tempdir().unwrap();
+    let (eval, path) = eval_with_corrections(dir.path());
     let item = Item {
         id: "phanatic".into(),
         question: "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?".into(),
@@ -404,18 +411,10 @@ async fn each_question_sees_the_corrections_as_they_are_when_it_starts() {
 #[tokio::test]
 async fn a_question_s_hidden_triples_never_hide_what_a_correction_asserted() {
     use ongraph::testing::eval::GoldAnswer;
-    use ongraph::testing::overlay::LiveOverlay;
     use ongraph::testing::overlay::{CorrectionStore, SledStore};
     use ongraph::testing::overlay::{Draft, Op};
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("overlay");
-    let mut config = ongraph::testing::config::Config::default();
-    config.defaults.overlay = Some(path.clone());
-    let base: Arc<dyn KnowledgeGraph> = Arc::new(ongraph::testing::kg::demo_graph());
-    let live = Arc::new(LiveOverlay::open(base.clone(), &config, &Default::default(), true).unwrap());
-    let model = ongraph::testing::llm::ScriptedModel::from_toml("demo", common::DEMO_SCRIPT).unwrap();
-    let eval = Evaluator::new(base, Arc::new(model), Arc::new(ongraph::engine::builtin_prompts()), Settings::default())
-        .with_kg_source(live);
+    let (eval, path) = eval_with_corrections(dir.path());
     let (subject, relation, object) = (
         "m.phillies".to_string(),
         "baseball.baseball_team.spring_training_stadium".to_string(),

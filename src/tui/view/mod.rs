@@ -339,45 +339,33 @@ fn ruled(frame: &mut Frame<'_>, theme: &Theme, area: Rect) -> Rect {
 /// `text` in `room` columns of the terminal (a CJK character takes two): cut with "…" when
 /// wider, nothing when there is no room.
 fn cut_to(text: &str, room: usize) -> String {
-    use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr as _};
-    if text.width() <= room {
+    if unicode_width::UnicodeWidthStr::width(text) <= room {
         return text.to_string();
     }
-    let mut cut = String::new();
-    let mut used = 0;
-    for c in text.chars() {
-        let w = c.width().unwrap_or(0);
-        if used + w + 1 > room {
-            break;
-        }
-        used += w;
-        cut.push(c);
-    }
-    if room > 0 {
-        cut.push('…');
-    }
-    cut
+    let kept: String = columns_before_ellipsis(text.chars(), room).into_iter().collect();
+    if room > 0 { kept + "…" } else { kept }
 }
 
 /// `text` in `room` columns keeping its end (the informative part of `domain.type.property`):
 /// "…" and the end when wider, nothing when there is no room.
 fn cut_start_to(text: &str, room: usize) -> String {
-    use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr as _};
-    if text.width() <= room {
+    if unicode_width::UnicodeWidthStr::width(text) <= room {
         return text.to_string();
     }
-    let mut kept = Vec::new();
+    let kept = columns_before_ellipsis(text.chars().rev(), room);
+    (room > 0).then_some('…').into_iter().chain(kept.into_iter().rev()).collect()
+}
+
+/// The first of `chars` that fit in `room` columns with a one-column "…" beside them (no half
+/// of a wide character).
+fn columns_before_ellipsis(chars: impl Iterator<Item = char>, room: usize) -> Vec<char> {
     let mut used = 0;
-    for c in text.chars().rev() {
-        let w = c.width().unwrap_or(0);
-        if used + w + 1 > room {
-            break;
-        }
-        used += w;
-        kept.push(c);
-    }
-    let ellipsis = (room > 0).then_some('…');
-    ellipsis.into_iter().chain(kept.into_iter().rev()).collect()
+    chars
+        .take_while(|c| {
+            used += unicode_width::UnicodeWidthChar::width(*c).unwrap_or(0);
+            used < room
+        })
+        .collect()
 }
 
 /// A pane title of `parts` joined by " · ", cut to `width` columns (the border's corners
