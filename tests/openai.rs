@@ -78,6 +78,27 @@ async fn missing_usage_is_estimated() {
     assert!(got.usage.prompt_tokens > 10 && got.usage.completion_tokens >= 1, "{:?}", got.usage);
 }
 
+/// Prompt tokens the server reused from its prefix cache, as OpenAI, vLLM and llama-server
+/// say it (`usage.prompt_tokens_details.cached_tokens`) or as llama.cpp's timings do
+/// (`timings.cache_n`); never more than the prompt, none when the server says nothing.
+#[tokio::test]
+async fn cached_prompt_tokens_are_read_from_the_usage_or_llama_cpp_timings() {
+    let mut openai = completion("{Australia}");
+    openai["usage"]["prompt_tokens_details"] = json!({"cached_tokens": 30});
+    let mut llama = completion("{Australia}");
+    llama["timings"] = json!({"cache_n": 12, "prompt_n": 30, "prompt_ms": 51.2});
+    let mut odd = completion("{Australia}");
+    odd["usage"]["prompt_tokens_details"] = json!({"cached_tokens": 9000});
+    let mut text = completion("{Australia}");
+    text["usage"]["prompt_tokens_details"] = json!({"cached_tokens": "many"});
+    for (body, cached) in [(openai, 30), (llama, 12), (odd, 42), (text, 0), (completion("{Australia}"), 0)] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(&body)).mount(&server).await;
+        let got = OpenAiClient::new(config(&server)).unwrap().complete(&request()).await.unwrap();
+        assert_eq!((got.usage.prompt_tokens, got.usage.cached_tokens), (42, cached), "{body}");
+    }
+}
+
 #[tokio::test]
 async fn rate_limit_honours_retry_after_then_succeeds() {
     let server = MockServer::start().await;

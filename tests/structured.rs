@@ -353,7 +353,7 @@ impl wiremock::Respond for ShapeServer {
         };
         let completion = json!({
             "choices": [{"message": {"role": "assistant", "content": reply.to_string()}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 10},
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "prompt_tokens_details": {"cached_tokens": 60}},
         });
         wiremock::ResponseTemplate::new(200).set_body_json(completion)
     }
@@ -370,15 +370,22 @@ async fn a_judgment_in_the_new_shape_stops_at_the_hop_that_shows_the_chain() {
     let entry =
         format!("[llm.shapes]\nbase_url = \"{}/v1\"\nmodel = \"m\"\nstructured = \"json_schema\"\n", server.uri());
     std::fs::write(&config, entry).unwrap();
-    let out = tokio::task::spawn_blocking(move || {
+    let (out, plain) = tokio::task::spawn_blocking(move || {
         let question = "Which team has Lou Seal as its mascot?";
-        let args = ["--config", config.to_str().unwrap(), "ask", question, "--llm", "shapes", "--json"];
-        common::ongraph_cmd(home.path(), &args).output().unwrap()
+        let args = ["--config", config.to_str().unwrap(), "ask", question, "--llm", "shapes"];
+        let json = common::ongraph_cmd(home.path(), &[&args[..], &["--json"]].concat()).output().unwrap();
+        (json, common::ongraph_cmd(home.path(), &args).output().unwrap())
     })
     .await
     .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The server's prefix-cache figure is counted and said beside the cost.
+    let calls = json["costs"]["llm_calls"].as_u64().unwrap_or_default();
+    assert_eq!(json["costs"]["usage"]["cached_tokens"], json!(60 * calls), "{}", json["costs"]);
+    let said = String::from_utf8_lossy(&plain.stdout);
+    let reused = format!("{} prompt ({} reused from the server's cache) + ", 100 * calls, 60 * calls);
+    assert!(said.lines().any(|l| l.starts_with("Cost: ") && l.contains(&reused)), "{said}");
     assert_eq!(json["answer"]["answers"], json!(["San Francisco Giants"]), "{json}");
     assert_eq!(json["answer"]["source"], "kg_paths");
     let checks: Vec<&Value> = json["trace"]

@@ -290,8 +290,13 @@ fn print_human(
         if c.llm_calls_saved > 0 { format!(", {} repeated call(s) saved", c.llm_calls_saved) } else { String::new() };
     writeln!(
         out,
-        "Cost: {} LLM call(s) in {} round(s){saved}; {} prompt + {} completion tokens; {} KG lookup(s)",
-        c.llm_calls, c.llm_rounds, c.usage.prompt_tokens, c.usage.completion_tokens, c.kg_lookups
+        "Cost: {} LLM call(s) in {} round(s){saved}; {} prompt{} + {} completion tokens; {} KG lookup(s)",
+        c.llm_calls,
+        c.llm_rounds,
+        c.usage.prompt_tokens,
+        crate::eval::summary::reused(c.usage.cached_tokens),
+        c.usage.completion_tokens,
+        c.kg_lookups
     )?;
     if network.queries + network.cache_hits > 0 {
         writeln!(out, "KG queries: {} sent, {} answered from the cache", network.queries, network.cache_hits)?;

@@ -230,7 +230,7 @@ impl LanguageModel for GoldPathModel {
         let usage = Usage {
             prompt_tokens: request.prompt.split_whitespace().count() as u64,
             completion_tokens: text.split_whitespace().count() as u64,
-            reasoning_tokens: 0,
+            ..Usage::default()
         };
         Ok(Completion { text, usage, ..Default::default() })
     }

@@ -41,6 +41,9 @@ pub struct Record {
     #[serde(default)]
     pub llm_rounds: u64,
     pub prompt_tokens: u64,
+    /// Of the prompt tokens, those the server said it reused from its prefix cache.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub cached_tokens: u64,
     pub completion_tokens: u64,
     pub kg_lookups: u64,
     /// Triples hidden for this question (GoG's incomplete KG).
@@ -158,6 +161,7 @@ impl Record {
             llm_calls_saved: 0,
             llm_rounds: calls,
             prompt_tokens: 100 * calls,
+            cached_tokens: 0,
             completion_tokens: 10 * calls,
             kg_lookups: 2,
             hidden_triples: 0,

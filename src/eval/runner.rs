@@ -106,6 +106,7 @@ impl Evaluator {
             llm_calls_saved: 0,
             llm_rounds: 0,
             prompt_tokens: 0,
+            cached_tokens: 0,
             completion_tokens: 0,
             kg_lookups: 0,
             hidden_triples: item.hidden.len(),
@@ -144,6 +145,7 @@ impl Evaluator {
         record.llm_calls_saved = costs.llm_calls_saved;
         record.llm_rounds = costs.llm_rounds;
         record.prompt_tokens = costs.usage.prompt_tokens;
+        record.cached_tokens = costs.usage.cached_tokens;
         record.completion_tokens = costs.usage.completion_tokens;
         record.kg_lookups = costs.kg_lookups;
         for call in run.trace().iter().flat_map(|e| &e.calls).filter(|c| !c.cached) {

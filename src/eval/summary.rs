@@ -27,6 +27,9 @@ pub struct Summary {
     pub kg_lookups: Stat,
     pub wall_ms: Stat,
     pub prompt_tokens: u64,
+    /// Of the prompt tokens, those the server reused from its prefix cache (when it says).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
     pub completion_tokens: u64,
     /// By hop count, where the dataset gives one.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -124,6 +127,16 @@ impl Stat {
 }
 
 /// The name a source goes by in summaries and JSON.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// How many of some prompt tokens the server reused from its prefix cache, as it reads after
+/// their count (" (300 reused from the server's cache)"); nothing when it said none.
+pub fn reused(cached_tokens: u64) -> String {
+    if cached_tokens == 0 { String::new() } else { format!(" ({cached_tokens} reused from the server's cache)") }
+}
+
 pub fn source_name(source: Option<AnswerSource>) -> &'static str {
     match source {
         Some(AnswerSource::KgPaths) => "kg_paths",
@@ -179,6 +192,7 @@ pub fn summarise(records: &[Record], selected: Option<usize>) -> Summary {
         kg_lookups: Stat::of(records.iter().map(|r| r.kg_lookups)),
         wall_ms: Stat::of(records.iter().map(|r| r.wall_ms)),
         prompt_tokens: records.iter().map(|r| r.prompt_tokens).sum(),
+        cached_tokens: records.iter().map(|r| r.cached_tokens).sum(),
         completion_tokens: records.iter().map(|r| r.completion_tokens).sum(),
         per_hop,
         reads,
@@ -240,7 +254,13 @@ impl Summary {
             w.max as f64 / 1000.0,
             w.total as f64 / 1000.0
         )?;
-        writeln!(out, "  tokens: {} prompt + {} completion", self.prompt_tokens, self.completion_tokens)?;
+        writeln!(
+            out,
+            "  tokens: {} prompt{} + {} completion",
+            self.prompt_tokens,
+            reused(self.cached_tokens),
+            self.completion_tokens
+        )?;
         if !self.per_hop.is_empty() {
             writeln!(out, "Per hop      questions   strict   lenient   calls")?;
             for (h, row) in &self.per_hop {
@@ -305,6 +325,17 @@ mod tests {
         assert_eq!(Stat::of([7, 1, 3]).median, 3.0);
         assert_eq!(Stat::of([]), Stat::default());
         assert_eq!(Rate { hits: 0, of: 0 }.percent(), 0.0);
+    }
+
+    #[test]
+    fn prompt_tokens_the_server_reused_are_said_when_it_said_so() {
+        let mut cached = Record::sample(0, true, 3);
+        cached.cached_tokens = 120;
+        let records = [cached, Record::sample(1, true, 2)];
+        let text = summarise(&records, None).render();
+        assert!(text.contains("tokens: 500 prompt (120 reused from the server's cache) + 50 completion"), "{text}");
+        let plain = summarise(&[Record::sample(1, true, 2)], None).render();
+        assert!(plain.contains("tokens: 200 prompt + 20 completion"), "{plain}");
     }
 
     #[test]

@@ -111,6 +111,11 @@ pub struct Usage {
     /// Of the completion tokens, those a reasoning model spent thinking (when the server says).
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub reasoning_tokens: u64,
+    /// Of the prompt tokens, those the server reused from its cache of an earlier prompt's
+    /// prefix instead of evaluating them (when it says: OpenAI's, vLLM's and llama.cpp's
+    /// `prompt_tokens_details.cached_tokens`, llama.cpp's `timings.cache_n`).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub cached_tokens: u64,
 }
 
 fn is_zero_u64(n: &u64) -> bool {
@@ -122,6 +127,7 @@ impl std::ops::AddAssign for Usage {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
+        self.cached_tokens += other.cached_tokens;
     }
 }
 

@@ -424,6 +424,9 @@ struct ChatResponse {
     choices: Vec<Choice>,
     #[serde(default)]
     usage: serde_json::Value,
+    /// llama.cpp's own figures (`cache_n`: prompt tokens reused from its cache).
+    #[serde(default)]
+    timings: serde_json::Value,
 }
 
 impl ChatResponse {
@@ -517,7 +520,12 @@ impl LanguageModel for OpenAiClient {
                 .unwrap_or_else(|| super::estimate_tokens(&request.system) + super::estimate_tokens(&request.prompt)),
             completion_tokens: completion_tokens.unwrap_or_else(|| super::estimate_tokens(&text)),
             reasoning_tokens: token_count(usage, &["completion_tokens_details", "reasoning_tokens"]).unwrap_or(0),
+            cached_tokens: token_count(usage, &["prompt_tokens_details", "cached_tokens"])
+                .or_else(|| token_count(&parsed.timings, &["cache_n"]))
+                .unwrap_or(0),
         };
+        // Never more than the prompt: a server's odd figure must not make evaluated tokens negative.
+        let usage = Usage { cached_tokens: usage.cached_tokens.min(usage.prompt_tokens), ..usage };
         // A server may take a `response_format` without enforcing it: a reply that does not fit
         // its schema shows it (one cut off at the token limit shows nothing: an enforcing server
         // cuts off too). Said once per endpoint; the engine reads such replies as far as they go.

@@ -179,7 +179,7 @@ impl LanguageModel for ScriptedModel {
             usage: Usage {
                 prompt_tokens: estimate_tokens(&request.system) + estimate_tokens(&request.prompt),
                 completion_tokens: estimate_tokens(&reply.text),
-                reasoning_tokens: 0,
+                ..Usage::default()
             },
             ..Default::default()
         })

@@ -59,10 +59,11 @@ pub(super) fn draw_transcript(
         };
         lines.push(Line::from(Span::styled(
             format!(
-                "{step} · {} ms · {}+{} tok{} · T={}{}",
+                "{step} · {} ms · {}+{} tok{}{} · T={}{}",
                 c.latency_ms,
                 c.usage.prompt_tokens,
                 c.usage.completion_tokens,
+                if c.usage.cached_tokens > 0 { format!(" ({} cached)", c.usage.cached_tokens) } else { String::new() },
                 if c.cached { " · reused" } else { "" },
                 c.temperature,
                 reply_label(c)
