@@ -54,18 +54,9 @@ pub(super) fn view_line(theme: &Theme, l: &ViewLine) -> Line<'static> {
 pub(super) fn draw_rows(frame: &mut Frame<'_>, theme: &Theme, items: &[ViewItem], area: Rect, selected: Option<usize>) {
     let focused = selected.is_some();
     let at = selected.map_or(0, |at| at.min(items.len() - 1));
-    let width = area.width.max(1) as usize;
-    let rows = |text: &str| (unicode_width::UnicodeWidthStr::width(text) + 2).div_ceil(width).max(1);
-    let mut first = at;
-    let mut used = rows(&items[at].row);
-    while first > 0 && used + rows(&items[first - 1].row) <= area.height as usize {
-        first -= 1;
-        used += rows(&items[first].row);
-    }
     let lines: Vec<Line<'_>> = items
         .iter()
         .enumerate()
-        .skip(first)
         .map(|(i, item)| {
             let mut spans = Vec::new();
             if let Some(status) = item.status {
@@ -76,7 +67,17 @@ pub(super) fn draw_rows(frame: &mut Frame<'_>, theme: &Theme, items: &[ViewItem]
             if focused && i == at { line.style(theme.selected()) } else { line }
         })
         .collect();
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+    // The rows each line wraps to, as the paragraph wraps it (at words, wide characters two
+    // columns): counted, not estimated, so the selected line is never cut at the bottom.
+    let rows = |line: &Line<'_>| Paragraph::new(line.clone()).wrap(Wrap { trim: false }).line_count(area.width).max(1);
+    let mut first = at;
+    let mut used = rows(&lines[at]);
+    while first > 0 && used + rows(&lines[first - 1]) <= area.height as usize {
+        first -= 1;
+        used += rows(&lines[first]);
+    }
+    let shown: Vec<Line<'_>> = lines.into_iter().skip(first).collect();
+    frame.render_widget(Paragraph::new(shown).wrap(Wrap { trim: false }), area);
 }
 
 /// One-line rows (GoG's steps) and the selected one in full beside them; unfocused, the last.
@@ -115,4 +116,27 @@ pub(super) fn draw_rows_with_detail(
         lines.insert(lines.len().min(2), about);
     }
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), detail_area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::ViewItem;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    #[test]
+    fn the_selected_row_shows_whole_however_its_words_wrap() {
+        // Words that wrap early: each row takes more lines than its length over the width.
+        let row = |k: usize| ViewItem {
+            row: format!("p{k} aaaaaaaaaaaa bbbbbbbbbbbb cccccccccccc end{k}"),
+            ..ViewItem::default()
+        };
+        let items: Vec<ViewItem> = (0..6).map(row).collect();
+        let mut terminal = Terminal::new(TestBackend::new(16, 10)).expect("a test terminal");
+        let theme = Theme::fallback();
+        terminal.draw(|f| draw_rows(f, &theme, &items, f.area(), Some(5))).expect("drawn");
+        let screen: String = terminal.backend().buffer().content().iter().map(|c| c.symbol()).collect();
+        assert!(screen.contains("end5"), "the selected row's last word is on screen: {screen:?}");
+    }
 }
