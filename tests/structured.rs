@@ -472,3 +472,20 @@ async fn io_is_asked_as_free_text_first_unless_its_prompts_carry_the_one_call_js
     assert_eq!(requests[0].schema.as_ref().map(|s| s.name.as_str()), Some("answer"));
     assert!(requests[0].prompt.contains("in curly braces") && requests[0].prompt.contains("JSON"));
 }
+
+/// The answer's paths that name it come first, however the beam scored them: a path the
+/// model was shown that names no answer (here the best-scored one) supports nothing.
+#[tokio::test]
+async fn the_paths_that_name_the_answer_come_before_the_better_scored_ones_that_do_not() {
+    // Every entity scoring prefers the Capital Territory: the path through it scores best and
+    // stops short of the party, which only the path through Australia reaches.
+    let spoil = r#"{"scores": [{"entity": "Australian Capital Territory", "score": 0.95}, {"entity": "Australia", "score": 0.05}]}"#;
+    let run = run_with(JsonModel::new(Some(("entity_scores", spoil))), MethodId::TOG).await;
+    let answer = run.answer().expect("answered");
+    assert_eq!(answer.answers, vec!["Australian Labor Party".to_string()]);
+    let reaches: Vec<bool> = answer.paths.iter().map(|p| run.reaches_answer(p.leaf)).collect();
+    assert!(reaches[0] && !reaches[1], "{reaches:?}");
+    assert!(answer.paths[0].text.ends_with("Australian Labor Party"), "{}", answer.paths[0].text);
+    assert!(answer.paths[1].score > answer.paths[0].score, "the better-scored path that names no answer comes after");
+    assert!(reaches.windows(2).all(|w| w[0] || !w[1]), "every supporting path first: {reaches:?}");
+}

@@ -312,7 +312,17 @@ async fn the_answer_pane_heads_the_routes_merged_into_a_paths_slot() {
     let answer = ui.run().answer().unwrap();
     let last = answer.paths.last().unwrap();
     assert!(ui.run().beam().merged_into(last.leaf).is_some(), "{}", last.text);
-    // The paths on the beam best first, then, headed, the route merged into the team's slot.
+    // The paths on the beam, those naming the answer first, then, headed, the route merged
+    // into the team's slot: the pane scrolls to the selected path, the last.
+    let paths = answer.paths.len();
+    for _ in 0..4 {
+        if ui.app.focus != Focus::Answer {
+            ui.press(KeyCode::Tab).await;
+        }
+    }
+    assert_eq!(ui.app.focus, Focus::Answer);
+    ui.press(KeyCode::End).await;
+    assert_eq!(ui.app.answer_at, paths - 1);
     let text = ui.screen(120, 40);
     let heading = text.find("│Other routes to entities on these paths (merged into them):").expect(&text);
     assert!(text.find("[0.035]").unwrap() < heading, "{text}");

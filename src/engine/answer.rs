@@ -7,12 +7,33 @@ use serde::{Deserialize, Serialize};
 
 impl Run {
     /// Lists the answer's paths best first, whatever order the method built them in: the paths
-    /// on the beam, then the routes merged into their entities' slots (a stable sort: ties keep
-    /// the method's order).
+    /// on the beam, then the routes merged into their entities' slots, and within each the
+    /// paths that reach an answer first (a stable sort: ties keep the method's order). A path
+    /// the model was shown that names no answer is listed, after those that do.
     pub(super) fn rank_answer_paths(&mut self) {
         let (Some(answer), beam) = (&mut self.cx.answer, &self.cx.beam) else { return };
         let merged = |p: &PathView| beam.merged_into(p.leaf).is_some();
-        answer.paths.sort_by(|a, b| merged(a).cmp(&merged(b)).then(b.score.total_cmp(&a.score)));
+        let names = answer_names(answer);
+        let misses = |p: &PathView| !path_names_an_answer(beam, p.leaf, &names);
+        answer.paths.sort_by(|a, b| {
+            merged(a).cmp(&merged(b)).then(misses(a).cmp(&misses(b))).then(b.score.total_cmp(&a.score))
+        });
+    }
+
+    /// Where the answer's paths that name no answer begin among those on the beam (before the
+    /// merged routes), when a path before them names one: a list heads them [`OTHER_PATHS`].
+    /// None for an answer from the model's own knowledge (no path supports it).
+    pub fn other_paths_from(&self) -> Option<usize> {
+        let answer = self.cx.answer.as_ref().filter(|a| a.source != AnswerSource::OwnKnowledge)?;
+        let on_beam = answer.paths.iter().take_while(|p| self.cx.beam.merged_into(p.leaf).is_none());
+        on_beam.enumerate().find(|(_, p)| !self.reaches_answer(p.leaf)).map(|(i, _)| i).filter(|&i| i > 0)
+    }
+
+    /// Whether the path ending at `leaf` names one of the answer's answers (a node shown as
+    /// it, case aside): a path that supports the answer, not just one the model was shown.
+    pub fn reaches_answer(&self, leaf: NodeId) -> bool {
+        let Some(answer) = &self.cx.answer else { return false };
+        path_names_an_answer(&self.cx.beam, leaf, &answer_names(answer))
     }
 
     /// The corrections (overlay ids) that asserted facts on the paths the answer rests on: each
@@ -130,10 +151,10 @@ pub struct Answer {
     pub source: AnswerSource,
     /// The reply the answer was read from.
     pub reply: String,
-    /// The paths the answer rests on (for own-knowledge answers: the paths explored), best path
-    /// score first (ties in the method's order; see [`Run::path_order`]); the routes merged
-    /// into a beam slot another path holds ([`Beam::merged_into`]) come after the paths on the
-    /// beam, best first among themselves.
+    /// The paths the answer rests on (for own-knowledge answers: the paths explored), those
+    /// that name an answer ([`Run::reaches_answer`]) first, then best path score first (ties in
+    /// the method's order; see [`Run::path_order`]); the routes merged into a beam slot another
+    /// path holds ([`Beam::merged_into`]) come after the paths on the beam, ordered alike.
     pub paths: Vec<PathView>,
     /// Why the answer comes from `source`, when the source alone does not say it truly: what
     /// ended the search for an own-knowledge answer (ToG's depth limit, the beam running dry,
@@ -145,6 +166,20 @@ pub struct Answer {
 /// How the routes merged into a beam slot another path holds are headed where an answer's
 /// paths are listed (they come after the paths on the beam, best first among themselves).
 pub const MERGED_ROUTES: &str = "Other routes to entities on these paths (merged into them)";
+
+/// How the answer's paths that name no answer are headed where they are listed: the model
+/// was shown them, they support nothing.
+pub const OTHER_PATHS: &str = "Other paths in front of the model (they name no answer)";
+
+/// An answer's names, trimmed and lower-cased, the empty ones left out.
+fn answer_names(answer: &Answer) -> Vec<String> {
+    answer.answers.iter().map(|a| a.trim().to_lowercase()).filter(|a| !a.is_empty()).collect()
+}
+
+/// Whether a node of the path ending at `leaf` is shown as one of `names` (lower-cased).
+fn path_names_an_answer(beam: &beam::Beam, leaf: NodeId, names: &[String]) -> bool {
+    beam.path(leaf).into_iter().any(|n| names.contains(&beam.nodes[n].shown().trim().to_lowercase()))
+}
 
 impl Answer {
     /// Where the answer comes from, in words: the source and why.

@@ -35,7 +35,7 @@ use crate::kg::{EntityMatch, Neighbour, RelationRef};
 use crate::llm::{ChatRequest, Completion};
 use serde::{Deserialize, Serialize};
 
-pub use answer::{Answer, AnswerSource, MERGED_ROUTES, PathView};
+pub use answer::{Answer, AnswerSource, MERGED_ROUTES, OTHER_PATHS, PathView};
 pub use context::Context;
 #[cfg(test)]
 pub(crate) use context::test_context;

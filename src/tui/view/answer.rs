@@ -14,6 +14,8 @@ pub(super) struct AnswerShown<'a> {
     pub order: Option<&'static str>,
     /// Where the routes merged into another path's beam slot begin (they come last).
     pub merged: Option<usize>,
+    /// Where the paths on the beam that name no answer begin (after those that do).
+    pub others: Option<usize>,
     /// The answer before the last re-ask.
     pub earlier: Option<&'a crate::tui::app::Earlier>,
     /// The path `t` last showed.
@@ -46,18 +48,33 @@ pub(super) fn draw_answer(frame: &mut Frame<'_>, area: Rect, shown: &AnswerShown
             lines.push(Line::from(Span::styled(format!("  + {new}"), theme.fg(theme.kept))));
         }
     }
+    // The path to keep in view: the selected one while the pane has the focus, else the one
+    // `t` showed.
+    let kept_in_view = if look.focused { Some(shown.at) } else { shown.traced };
+    let mut kept_line = 0;
     if let Some(order) = shown.order.filter(|_| !answer.paths.is_empty()) {
         lines.push(Line::from(Span::styled(format!("paths, {order}:"), theme.faint())));
     }
     for (i, p) in answer.paths.iter().enumerate() {
-        if shown.merged == Some(i) {
-            let heading = format!("{}:", crate::engine::MERGED_ROUTES);
-            lines.push(Line::from(Span::styled(heading, theme.faint())));
+        for (from, heading) in
+            [(shown.others, crate::engine::OTHER_PATHS), (shown.merged, crate::engine::MERGED_ROUTES)]
+        {
+            if from == Some(i) {
+                lines.push(Line::from(Span::styled(format!("{heading}:"), theme.faint())));
+            }
         }
         let mark = if shown.traced == Some(i) { "»" } else { " " };
         let text = shown.texts.get(i).unwrap_or(&p.text);
         let line = Line::from(format!("{mark}[{:.3}] {text}", p.score));
+        if Some(i) == kept_in_view {
+            kept_line = lines.len();
+        }
         lines.push(if i == shown.at && look.focused { line.style(theme.selected()) } else { line });
     }
-    frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+    // Scrolled just enough for the selected path (or the one `t` showed) to be seen whole.
+    let inner = block.inner(area);
+    let rows = |l: &Line<'_>| Paragraph::new(l.clone()).wrap(Wrap { trim: false }).line_count(inner.width);
+    let through: usize = lines.iter().take(kept_line + 1).map(rows).sum();
+    let scroll = u16::try_from(through.saturating_sub(usize::from(inner.height))).unwrap_or(u16::MAX);
+    frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }).scroll((scroll, 0)), area);
 }

@@ -99,6 +99,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
                 .run
                 .as_ref()
                 .and_then(|run| answer?.paths.iter().position(|p| run.beam().merged_into(p.leaf).is_some()));
+            let others = app.run.as_ref().and_then(Run::other_paths_from);
             let texts = match (app.run.as_ref(), answer) {
                 (Some(run), Some(a)) => a.paths.iter().map(|p| run.beam().path_text(p.leaf)).collect(),
                 _ => Vec::new(),
@@ -109,6 +110,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
                 source,
                 order,
                 merged,
+                others,
                 earlier: app.earlier.as_ref(),
                 traced: app.traced,
                 at: app.answer_at,
