@@ -131,6 +131,8 @@ pub enum Effect {
 /// An answer to compare with after a re-ask.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Earlier {
+    /// The question it answered: a new question has nothing to compare with.
+    pub question: String,
     pub answers: Vec<String>,
     pub paths: Vec<String>,
 }

@@ -1,6 +1,7 @@
 //! Stepping the run: start, step, absorb the results, apply overrides, rewind, ask again.
 
 use super::*;
+use crate::engine::events::EventKind;
 
 impl App {
     /// Takes the next step: from the recording when replaying, else by asking the executor.
@@ -110,7 +111,8 @@ impl App {
                         self.say(if earlier.answers == now {
                             format!("same answer as before: {}", now.join(" | "))
                         } else {
-                            format!("answer changed: {} → {}", earlier.answers.join(" | "), now.join(" | "))
+                            // The new answer first: a narrow status bar cuts the end.
+                            format!("answer changed to {} (was {})", now.join(" | "), earlier.answers.join(" | "))
                         });
                     }
                 }
@@ -135,6 +137,10 @@ impl App {
             &self.kg_name,
         ) {
             Ok(run) => {
+                // A new question has no earlier answer to compare with.
+                if self.earlier.as_ref().is_some_and(|e| e.question != question) {
+                    self.earlier = None;
+                }
                 self.sync_record();
                 self.recording.begin(&question, Topics::Extract);
                 if let Some(replay) = &mut self.replay {
@@ -244,8 +250,12 @@ impl App {
     /// current answer to compare with.
     pub(super) fn reask(&mut self) -> Vec<Effect> {
         let Some(run) = &self.run else { return Vec::new() };
+        // The user's steering of this run is not carried over: said, so a changed answer is
+        // not put down to the corrections alone.
+        let steered = run.trace().iter().filter(|e| matches!(e.kind, EventKind::Override { .. })).count();
         if let Some(answer) = run.answer() {
             self.earlier = Some(Earlier {
+                question: run.question().to_string(),
                 answers: answer.answers.clone(),
                 // As the answer pane shows them, to compare with the new answer's.
                 paths: answer.paths.iter().map(|p| run.beam().path_text(p.leaf)).collect(),
@@ -254,7 +264,14 @@ impl App {
         let question = run.question().to_string();
         self.reset_input(&question);
         self.auto = true;
-        self.start()
+        let effects = self.start();
+        if steered > 0 {
+            self.say(format!(
+                "asked again from the start, through the corrections; your {steered} change{} to the last run (prune, keep, pin…) not made again",
+                if steered == 1 { "" } else { "s" }
+            ));
+        }
+        effects
     }
 
     /// Selects the next path the answer rests on, in the tree.
