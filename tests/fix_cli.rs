@@ -126,6 +126,12 @@ fn an_answer_resting_on_an_accepted_generated_triple_says_so() {
     let through = "-> location.location.time_zones -> Pacific Time Zone  [through an LLM-generated triple]\n";
     assert!(first.contains(through), "{first}");
     assert!(first.contains("-> location.location.containedby -> California\n"), "{first}");
+    // GoG does not score its paths: none shown, each route once.
+    let listed: Vec<&str> = first.lines().filter(|l| l.starts_with("  ") && l.contains(" -> ")).collect();
+    assert!(!listed.is_empty() && listed.iter().all(|l| !l.contains("] ") || l.contains("[through")), "{first}");
+    let routes: std::collections::HashSet<&str> =
+        listed.iter().map(|l| l.split_once(". ").map_or(*l, |x| x.1)).collect();
+    assert_eq!(routes.len(), listed.len(), "{first}");
 
     // Accepted as the UI's `A` stores it: an assert marked as generated (here imported).
     let triple = ["m.cupertino", "location.location.time_zones", "m.pacific_tz"];

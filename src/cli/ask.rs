@@ -279,7 +279,9 @@ fn print_human(
             let mark = if generated { "  [through an LLM-generated triple]" } else { "" };
             // As the beam holds it, arrows for every method (PoG's own text is the papers' brace
             // format, kept for its prompts and the trace).
-            writeln!(out, "  {}. [{:.3}] {}{mark}", i + 1, p.score, beam.path_text(p.leaf))?;
+            // A method that orders its paths otherwise does not score them: no score shown.
+            let score = if run.path_order().is_some() { String::new() } else { format!("[{:.3}] ", p.score) };
+            writeln!(out, "  {}. {score}{}{mark}", i + 1, beam.path_text(p.leaf))?;
         }
         if answer.paths.len() > 5 {
             writeln!(out, "  … and {} more", answer.paths.len() - 5)?;

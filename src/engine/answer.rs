@@ -18,6 +18,9 @@ impl Run {
         answer.paths.sort_by(|a, b| {
             merged(a).cmp(&merged(b)).then(misses(a).cmp(&misses(b))).then(b.score.total_cmp(&a.score))
         });
+        // The same route reached twice (a search the model repeated) is listed once.
+        let mut seen = std::collections::HashSet::new();
+        answer.paths.retain(|p| seen.insert(beam.path_text(p.leaf)));
     }
 
     /// Where the answer's paths that name no answer begin among those on the beam (before the

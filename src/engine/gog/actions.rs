@@ -47,7 +47,7 @@ impl GogMachine {
     ) -> Result<(), EngineError> {
         let c = completion(responses, 0)?;
         let n = self.steps.len() + 1;
-        match parse::parse_step(&c.text) {
+        match parse::parse_step_at(&c.text, n) {
             Err(why) => {
                 ev.calls.push(record(&requests[0], c, format!("unreadable: {why}")));
                 unreadable(ev);

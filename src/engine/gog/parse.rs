@@ -62,9 +62,27 @@ pub fn parse_action(text: &str) -> Result<Action, String> {
 }
 
 static STEP_LABEL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?im)^\s*(thought|action|observation)\s*\d*\s*:\s*")
+    Regex::new(r"(?im)^\s*(thought|action|observation)\s*(\d*)\s*:\s*")
         .unwrap_or_else(|e| unreachable!("constant regex: {e}"))
 });
+
+/// Reads step `n` the model wrote after `Thought n:`. A small model often writes the whole
+/// transcript again from `Thought 1:`, its earlier steps (already run) before the new one:
+/// when the reply labels a thought or action `n`, the step is read from there; otherwise as
+/// [`parse_step`] reads it.
+pub fn parse_step_at(reply: &str, n: usize) -> Result<(String, Action), String> {
+    let labels: Vec<(usize, usize)> = STEP_LABEL
+        .captures_iter(reply)
+        .filter_map(|c| Some((c.get(0)?.start(), c[2].parse::<usize>().ok()?)))
+        .collect();
+    // Only a reply that writes an earlier step again is read from step n: "Action n:" after an
+    // unlabelled thought is the step as asked.
+    let echoes = labels.iter().any(|&(_, k)| k < n);
+    match labels.iter().find(|&&(_, k)| k == n) {
+        Some(&(start, _)) if echoes => parse_step(&reply[start..]),
+        _ => parse_step(reply),
+    }
+}
 
 /// Reads a step the model wrote after `Thought n:`: the thought (with or without its label) and
 /// the action after `Action n:`; anything from `Observation` on (which the model should not
@@ -194,6 +212,23 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_that_writes_the_transcript_again_is_read_at_the_step_asked_for() {
+        let echo = "Thought 1: Look up Canberra.\nAction 1: Search[Canberra]\nObservation 1: Canberra, containedby, Australia\nThought 2: Now the country.\nAction 2: Search[Australia]";
+        let (t, a) = parse_step_at(echo, 2).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((t.as_str(), a), ("Now the country.", Action::Search(vec!["Australia".into()])));
+        // Without step 2 in it, the reply is read as before (its first action).
+        assert_eq!(parse_step_at(echo, 3).map(|s| s.1), Ok(Action::Search(vec!["Canberra".into()])));
+        assert_eq!(
+            parse_step_at("Thought: go.\nAction: Finish[Australia]", 2).map(|s| s.1),
+            Ok(Action::Finish(vec!["Australia".into()]))
+        );
+        // An unlabelled thought before `Action n:` is the step's own.
+        let (t, _) = parse_step_at("The address node next.\nAction 2: Search[cvt.apple_hq]", 2)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(t, "The address node next.");
+    }
+
+    #[test]
     fn malformed_steps_and_actions_say_why() {
         assert!(parse_step("I am not sure.").unwrap_err().contains("Action"));
         assert!(parse_step("Action 1: Look[Apple]").unwrap_err().contains("not an action"));
@@ -227,6 +262,7 @@ mod tests {
         #[test]
         fn readers_never_panic(reply in "\\PC{0,200}", n in 0usize..20) {
             let _ = parse_step(&reply);
+            let _ = parse_step_at(&reply, n);
             let _ = parse_action(&reply);
             let _ = parse_relation_choice(&reply, &["a.b".to_string(), "c".to_string()], 3);
             let _ = parse_triples(&reply);

@@ -65,7 +65,9 @@ pub(super) fn draw_answer(frame: &mut Frame<'_>, area: Rect, shown: &AnswerShown
         }
         let mark = if shown.traced == Some(i) { "»" } else { " " };
         let text = shown.texts.get(i).unwrap_or(&p.text);
-        let line = Line::from(format!("{mark}[{:.3}] {text}", p.score));
+        // A method that orders its paths otherwise does not score them: no score shown.
+        let score = if shown.order.is_some() { String::new() } else { format!("[{:.3}] ", p.score) };
+        let line = Line::from(format!("{mark}{score}{text}"));
         if Some(i) == kept_in_view {
             kept_line = lines.len();
         }
