@@ -613,6 +613,18 @@ mod tests {
     }
 
     #[test]
+    fn an_unreadable_analysis_is_said_as_such_not_as_not_yet_done() {
+        let (mut cx, mut pog) = start();
+        assert_eq!(Method::view(&pog, &cx).report[0].text, "question not analysed yet");
+        let (requests, plan) = Method::next(&mut pog, &mut cx);
+        let reply = Response::Llm { completion: Completion { text: "I cannot say.".into(), ..Completion::default() } };
+        Method::absorb(&mut pog, &mut cx, &plan, &requests, vec![reply]).unwrap();
+        assert!(pog.report().predicted_depth.is_some(), "the depth is predicted all the same");
+        let first = &Method::view(&pog, &cx).report[0];
+        assert_eq!(first.text, "no indicator: the model's question analysis could not be read");
+    }
+
+    #[test]
     fn the_view_reports_the_analysis_beside_the_paths() {
         let (cx, pog) = analysed();
         let view = Method::view(&pog, &cx);

@@ -13,6 +13,10 @@ impl PogMachine {
         let mut report = Vec::new();
         match &r.indicator {
             Some(ind) => report.push(ViewLine::labelled("indicator ", ind.clone())),
+            // Analysed (it set the depth) but unreadable: not "not yet".
+            None if r.predicted_depth.is_some() => {
+                report.push(ViewLine::dim("no indicator: the model's question analysis could not be read"))
+            }
             None => report.push(ViewLine::dim("question not analysed yet")),
         }
         let mut facts = Vec::new();
@@ -48,7 +52,8 @@ impl PogMachine {
         if let Some(by) = &r.answered_by {
             report.push(ViewLine::accent(format!("answered by {by}")));
         }
-        report.extend(r.summary.iter().map(|l| ViewLine::dim(format!("summary: {l}"))));
+        // The model's words, not the KG's: a small model may copy its prompt's examples.
+        report.extend(r.summary.iter().map(|l| ViewLine::dim(format!("the model's summary: {l}"))));
         report.extend(
             r.sub_questions.iter().enumerate().map(|(i, q)| ViewLine::dim(format!("sub-question {}: {q}", i + 1))),
         );
