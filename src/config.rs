@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// The file it was read from (`--config FILE`, or the default location when it exists).
+    #[serde(skip)]
+    pub file: Option<PathBuf>,
     #[serde(default, deserialize_with = "read_defaults")]
     pub defaults: Defaults,
     /// Named OpenAI-compatible endpoints: `[llm.NAME]`.
@@ -356,7 +359,7 @@ impl Config {
         let shown = path.display().to_string();
         let text = crate::text_file::read(path)
             .map_err(|e| ConfigError::Read { path: shown.clone(), message: e.to_string() })?;
-        Self::parse(&shown, &text)
+        Ok(Self { file: Some(path.to_path_buf()), ..Self::parse(&shown, &text)? })
     }
 
     pub fn parse(path: &str, text: &str) -> Result<Self, ConfigError> {

@@ -661,3 +661,16 @@ fn a_copied_and_edited_template_is_what_the_model_is_shown_and_a_misnamed_one_is
     let out = ongraph(home.path(), &["ask", "--prompts", dir.to_str().unwrap(), CANBERRA]);
     assert_one_line_error(&out, "reasonning.txt: not a known template; did you mean reasoning.txt?");
 }
+
+/// Off its recording, the demo names the config the command reads (`--config FILE`, not the
+/// default location) and the endpoints that file configures already (found by a trial).
+#[test]
+fn the_demo_off_its_recording_names_the_config_in_use_and_its_endpoints() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("mine.toml");
+    std::fs::write(&config, "[llm.qwen]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"q\"\n").unwrap();
+    let args = ["--config", config.to_str().unwrap(), "ask", "--llm", "demo", "Who is the CEO of Apple?"];
+    let out = ongraph(home.path(), &args);
+    let said = format!("To go on, run with --llm qwen (configured in {}), or connect another model", config.display());
+    assert_one_line_error(&out, &said);
+}

@@ -371,9 +371,11 @@ pub fn open_llm(setup: &SetupArgs, config: &Config) -> Result<Arc<dyn LanguageMo
     let name = setup.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
     if name == "demo" {
         let demo = ScriptedModel::demo()?;
-        // Off its recording, the demo says where to connect a model: this machine's config.
-        return Ok(Arc::new(match Config::default_path() {
-            Some(file) => demo.advising_config(&file),
+        // Off its recording, the demo says where to connect a model: the config this command
+        // reads (--config FILE, else this machine's), and the endpoints it names already.
+        let configured: Vec<&str> = config.llm.keys().map(String::as_str).collect();
+        return Ok(Arc::new(match config.file.clone().or_else(Config::default_path) {
+            Some(file) => demo.advising_config(&file, &configured),
             None => demo,
         }));
     }

@@ -242,12 +242,23 @@ fn split_thinking(text: &str) -> (String, Option<String>) {
     (reply.trim().to_string(), Some(thought.join("\n")))
 }
 
-/// How to go on where the offline demo cannot: what to add to `config` (the file the user's
-/// command reads) and the flag that connect a real model.
-pub fn connect_a_model(config: &str) -> String {
-    format!(
-        "To go on, connect a model: add [llm.local] with base_url = \"http://127.0.0.1:8080/v1\" and model = \"NAME\" to {config} (llama.cpp's llama-server, or any OpenAI-compatible server: Ollama, vLLM, OpenAI), then run with --llm local (README: \"Pointing it at a real model\")."
-    )
+/// How to go on where the offline demo cannot: the endpoints `config` (the file the user's
+/// command reads) already names (`configured`), else what to add to it and the flag that
+/// connect a real model.
+pub fn connect_a_model(config: &str, configured: &[&str]) -> String {
+    let add = format!(
+        "add [llm.local] with base_url = \"http://127.0.0.1:8080/v1\" and model = \"NAME\" to {config} (llama.cpp's llama-server, or any OpenAI-compatible server: Ollama, vLLM, OpenAI), then run with --llm local (README: \"Pointing it at a real model\")."
+    );
+    match configured {
+        [] => format!("To go on, connect a model: {add}"),
+        names => {
+            let flags: Vec<String> = names.iter().map(|n| format!("--llm {n}")).collect();
+            format!(
+                "To go on, run with {} (configured in {config}), or connect another model: {add}",
+                flags.join(" or ")
+            )
+        }
+    }
 }
 
 /// A call's step in words, for messages ("entity_prune" → "scoring the entities").
@@ -337,19 +348,17 @@ pub enum LlmError {
     /// The offline demo was asked a step of one of its questions that it did not record (the
     /// user steered off its recorded branches).
     #[error(
-        "this step ({}) is outside the offline demo's recording: the demo model replies only to the steps it recorded (the README lists the moves it knows). {}",
-        step_of_method_in_words(step, method.as_deref()),
-        connect_a_model(config)
+        "this step ({}) is outside the offline demo's recording: the demo model replies only to the steps it recorded (the README lists the moves it knows). {advice}",
+        step_of_method_in_words(step, method.as_deref())
     )]
-    OffScript { step: String, config: String, method: Option<String> },
+    OffScript { step: String, advice: String, method: Option<String> },
     /// The offline demo was asked a question it has no recording of. `unrecorded`: the step
     /// asked, when the demo records it for none of its questions either (the baselines').
     #[error(
-        "the offline demo model knows only its recorded steps, and this question is not one it recorded (it answers {known}{}). {}",
-        not_by(unrecorded.as_deref(), method.as_deref()),
-        connect_a_model(config)
+        "the offline demo model knows only its recorded steps, and this question is not one it recorded (it answers {known}{}). {advice}",
+        not_by(unrecorded.as_deref(), method.as_deref())
     )]
-    NotInDemo { known: String, config: String, unrecorded: Option<String>, method: Option<String> },
+    NotInDemo { known: String, advice: String, unrecorded: Option<String>, method: Option<String> },
     #[error("{0}")]
     Config(String),
 }
@@ -361,12 +370,12 @@ impl LlmError {
     pub fn asked_by(self, method: &str) -> Self {
         let method = Some(method.to_string());
         match self {
-            LlmError::OffScript { step, config, .. } => LlmError::OffScript { step, config, method },
+            LlmError::OffScript { step, advice, .. } => LlmError::OffScript { step, advice, method },
             LlmError::NoScriptedReply { step, excerpt, file, .. } => {
                 LlmError::NoScriptedReply { step, excerpt, file, method }
             }
-            LlmError::NotInDemo { known, config, unrecorded, .. } => {
-                LlmError::NotInDemo { known, config, unrecorded, method }
+            LlmError::NotInDemo { known, advice, unrecorded, .. } => {
+                LlmError::NotInDemo { known, advice, unrecorded, method }
             }
             other => other,
         }

@@ -123,13 +123,15 @@ impl ScriptedModel {
     /// The demo script compiled into the binary (`sessions/demo-model.toml`).
     pub fn demo() -> Result<Self, LlmError> {
         let model = Self::from_toml("sessions/demo-model.toml", include_str!("../../sessions/demo-model.toml"))?;
-        Ok(Self { demo: Some("the config file (--config FILE)".into()), ..model })
+        Ok(Self { demo: Some(super::connect_a_model("the config file (--config FILE)", &[])), ..model })
     }
 
     /// Names the config file where, off its recording, the demo tells the user to connect a
-    /// model (the caller knows which file its command reads).
-    pub fn advising_config(self, config: &Path) -> Self {
-        Self { demo: self.demo.map(|_| config.display().to_string()), ..self }
+    /// model, and the endpoints it names already (the caller knows which file its command
+    /// reads).
+    pub fn advising_config(self, config: &Path, configured: &[&str]) -> Self {
+        let advice = super::connect_a_model(&config.display().to_string(), configured);
+        Self { demo: self.demo.map(|_| advice), ..self }
     }
 
     pub fn reply_for(&self, request: &ChatRequest) -> Option<&ScriptedReply> {
@@ -150,16 +152,16 @@ impl LanguageModel for ScriptedModel {
 
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         let Some(reply) = self.reply_for(request) else {
-            if let Some(config) = &self.demo {
-                let config = config.clone();
+            if let Some(advice) = &self.demo {
+                let advice = advice.clone();
                 if self.known_question(&request.prompt).is_some() {
-                    return Err(LlmError::OffScript { step: request.step.clone(), config, method: None });
+                    return Err(LlmError::OffScript { step: request.step.clone(), advice, method: None });
                 }
                 let known: Vec<String> = self.questions.iter().map(|q| format!("\"{}\"", q.text)).collect();
                 // A step it records for no question (the baselines'): its questions are not all.
                 let recorded = self.replies.iter().any(|r| r.step.as_deref().is_none_or(|s| s == request.step));
                 let unrecorded = (!recorded).then(|| request.step.clone());
-                return Err(LlmError::NotInDemo { known: known.join(", "), config, unrecorded, method: None });
+                return Err(LlmError::NotInDemo { known: known.join(", "), advice, unrecorded, method: None });
             }
             // The variable part of a prompt is at its end (after the exemplars).
             let tail: String = {
@@ -199,7 +201,7 @@ mod tests {
     #[tokio::test]
     async fn the_demo_off_its_recording_says_so_and_how_to_connect_a_model() {
         let config = Path::new("/home/ada/.config/ongraph/config.toml");
-        let demo = ScriptedModel::demo().expect("the demo script parses").advising_config(config);
+        let demo = ScriptedModel::demo().expect("the demo script parses").advising_config(config, &[]);
         let steered = ask(
             "entity_prune",
             "Q: What is the majority party now in the country where Canberra is located?\nRelation: x\nEntities: a; b\nScore:",
@@ -217,6 +219,11 @@ mod tests {
         let err = demo.complete(&other).await.unwrap_err().to_string();
         assert!(err.starts_with("the offline demo model knows only its recorded steps"), "{err}");
         assert!(err.contains("What is the majority party now") && err.contains("--llm local"), "{err}");
+
+        // With endpoints configured already, it names them first.
+        let configured = ScriptedModel::demo().expect("the demo script parses").advising_config(config, &["qwen"]);
+        let err = configured.complete(&other).await.unwrap_err().to_string();
+        assert!(err.contains("To go on, run with --llm qwen (configured in /home/ada/.config/ongraph/config.toml), or connect another model: add [llm.local]"), "{err}");
 
         // A script of one's own names the file to add the reply to, with the prompt's end.
         let own = ScriptedModel::from_toml("mine.toml", "").unwrap();
