@@ -2441,3 +2441,24 @@ async fn a_long_step_summary_in_the_transcript_is_cut_with_a_mark_and_keeps_its_
         }
     }
 }
+
+/// A flag marks the row of the triple it retracts, not the relation rows below that node (found
+/// by a trial: they carry their parent's last triple).
+#[tokio::test]
+async fn a_flag_marks_the_flagged_triple_s_row_only() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.press(KeyCode::Char('r')).await;
+    ui.select("Australian Capital Territory");
+    ui.press(KeyCode::Char('f')).await;
+    ui.typed("Not what the question asks").await;
+    let effects = update(&mut ui.app, key(KeyCode::Enter));
+    ui.settle(effects).await;
+    assert_eq!(ui.app.corrections.len(), 1, "{:?}", ui.app.message);
+    let text = ui.screen(120, 40);
+    // The tree's side of each line (the inspector beside it says why the node is flagged).
+    let marked: Vec<&str> =
+        text.lines().map(|l| l.split("││").next().unwrap_or(l)).filter(|l| l.contains('⚑')).collect();
+    assert!(marked.iter().any(|l| l.contains("Australian Capital Territory")), "{text}");
+    assert!(marked.iter().all(|l| !l.contains("-> ") && !l.contains("<- ")), "relation rows unmarked: {marked:#?}");
+}

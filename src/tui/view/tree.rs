@@ -23,7 +23,9 @@ pub(super) fn retracted(corrections: &[Correction]) -> HashSet<(String, String, 
 
 /// Whether the triple that reached `node` (an entity under a relation) is retracted.
 fn is_flagged(beam: &Beam, node: NodeId, retracted: &HashSet<(String, String, Term)>) -> bool {
-    if retracted.is_empty() {
+    // Only the node a retracted triple ends at: a relation row under it holds no triple of
+    // its own (its path's last triple is its parent's).
+    if retracted.is_empty() || beam.nodes[node].term().is_none() {
         return false;
     }
     beam.triples(node).last().is_some_and(|t| {
