@@ -428,9 +428,10 @@ fn ask_says_it_is_working_while_a_slow_model_replies_and_clears_it_for_the_answe
     let working = tmux.wait_for(" LLM call");
     let line = working.lines().find(|l| l.contains(" LLM call")).unwrap_or_default();
     let parts: Vec<&str> = line.split(" · ").collect();
-    assert_eq!(parts.len(), 3, "time and step, calls, the last step's summary: {line:?}");
+    assert_eq!(parts.len(), 4, "time and step, calls, the step under way, the last one's summary: {line:?}");
     assert!(parts[0].contains("s step "), "{line:?}");
-    assert!(parts[2].contains("depth") || parts[2].contains("topic"), "{line:?}");
+    assert!(parts[2].starts_with("now: ") && !parts[2].contains('_'), "{line:?}");
+    assert!(parts[3].starts_with("last: ") && (parts[3].contains("depth") || parts[3].contains("topic")), "{line:?}");
     let done = tmux.wait_for("Answer: Australian Labor Party");
     assert!(!done.lines().any(|l| l.contains(" LLM call") && l.contains(" · ")), "the working line is cleared: {done}");
 }

@@ -38,7 +38,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
             Ok(Some(i)) => {
                 if let Some(e) = run.trace().get(i) {
                     tracing::info!(step = i, summary = %e.summary, "step");
-                    working.stepped(i + 1, run.costs().llm_calls, &e.summary);
+                    working.stepped(i + 1, run.costs().llm_calls, run.next_phase(), &e.summary);
                 }
             }
             Ok(None) => break Ok(()),
@@ -134,11 +134,13 @@ impl Working {
     }
 
     /// After step `steps`, whose summary is `summary` (data: its control characters are left
-    /// out, as everything printed for people).
-    fn stepped(&self, steps: usize, calls: u64, summary: &str) {
+    /// out, as everything printed for people), with the step now under way (`now`, the
+    /// method's phase): the line stands for minutes with a slow model.
+    fn stepped(&self, steps: usize, calls: u64, now: &str, summary: &str) {
         let summary: String = summary.chars().filter(|c| !c.is_control()).collect();
         let s = if calls == 1 { "" } else { "s" };
-        self.bar.set_message(format!("step {steps} · {calls} LLM call{s} · {summary}"));
+        let now = now.replace('_', " ");
+        self.bar.set_message(format!("step {steps} · {calls} LLM call{s} · now: {now} · last: {summary}"));
     }
 
     fn done(&self) {
