@@ -386,6 +386,8 @@ async fn a_judgment_in_the_new_shape_stops_at_the_hop_that_shows_the_chain() {
     let said = String::from_utf8_lossy(&plain.stdout);
     let reused = format!("{} prompt ({} reused from the server's cache) + ", 100 * calls, 60 * calls);
     assert!(said.lines().any(|l| l.starts_with("Cost: ") && l.contains(&reused)), "{said}");
+    // The judgment's reason is said beside the answer.
+    assert!(said.contains("\nThe model's reason: The team-mascot triple names the team.\n"), "{said}");
     assert_eq!(json["answer"]["answers"], json!(["San Francisco Giants"]), "{json}");
     assert_eq!(json["answer"]["source"], "kg_paths");
     let checks: Vec<&Value> = json["trace"]

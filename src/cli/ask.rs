@@ -233,6 +233,12 @@ fn print_human(
         writeln!(out, "Answer: {}", answer.answers.join(" | "))?;
     }
     writeln!(out, "Source: {}", source.map_or_else(|| answer.source_words(), str::to_string))?;
+    // The reason a structured judgment gave with its answer: a small model's reason may name
+    // another thing than its answer, which the user should see beside it.
+    if let Some(reason) = answer.reply.lines().find_map(|l| l.strip_prefix("reason: ")).filter(|r| !r.trim().is_empty())
+    {
+        writeln!(out, "The model's reason: {}", reason.trim())?;
+    }
     // How the endpoint had to be asked (said once per endpoint, in the trace): worth knowing
     // beside the answer when replies are not what they were asked for.
     let mut endpoint: Vec<&str> = Vec::new();
