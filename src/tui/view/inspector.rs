@@ -127,7 +127,7 @@ fn inspector_lines(shown: &InspectorShown<'_>, theme: &Theme) -> Option<Vec<Line
     };
     // What the step noted on reading its replies (scores rescaled to sum to 1, a parser's
     // fallback): a score in the tree that differs from the reply's says why here.
-    let notes = step.map(|e| e.notes.clone()).unwrap_or_default();
+    let notes = distinct(step.map(|e| e.notes.as_slice()).unwrap_or_default());
     match step.map(|e| scoring_call(&e.calls, beam, node)) {
         Some(Source::Call(call)) => {
             lines.push(heading(&format!(
@@ -263,4 +263,26 @@ pub(super) fn reply_label(c: &crate::engine::events::CallRecord) -> String {
         label.push_str(" · unreadable: fell back");
     }
     label
+}
+
+/// `notes` each once, in order: a step of several calls may note the same thing for each (a
+/// trial saw a rescaling note twice).
+fn distinct(notes: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(notes.len());
+    for n in notes {
+        if !out.contains(n) {
+            out.push(n.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_note_made_for_several_calls_is_shown_once() {
+        let notes =
+            ["scores summed to 1.200; normalised", "other", "scores summed to 1.200; normalised"].map(String::from);
+        assert_eq!(super::distinct(&notes), ["scores summed to 1.200; normalised", "other"]);
+    }
 }
