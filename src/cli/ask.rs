@@ -260,22 +260,22 @@ fn print_human(
     }
     // The paths that name the answer support it; the others were only in front of the model
     // (listed after them). An own-knowledge answer rests on none.
+    let others = run.other_paths_from();
     let heading = match answer.source {
         AnswerSource::OwnKnowledge => "Paths explored (the answer does not rest on them)",
-        _ if answer.paths.first().is_some_and(|p| run.reaches_answer(p.leaf)) => "Supporting paths",
-        _ => crate::engine::OTHER_PATHS,
+        _ if others == Some(0) => crate::engine::OTHER_PATHS,
+        _ => "Supporting paths",
     };
     // Best path score first, unless the method orders its paths otherwise (then it says how).
     let order = run.path_order().map(|o| format!(", {o}")).unwrap_or_default();
     if !answer.paths.is_empty() {
         writeln!(out, "{heading}{order}:")?;
         let merged = answer.paths.iter().position(|p| run.beam().merged_into(p.leaf).is_some());
-        let others = run.other_paths_from();
         for (i, p) in answer.paths.iter().take(5).enumerate() {
             if merged == Some(i) {
                 writeln!(out, "  {}:", crate::engine::MERGED_ROUTES)?;
             }
-            if others == Some(i) {
+            if others == Some(i) && i > 0 {
                 writeln!(out, "  {}:", crate::engine::OTHER_PATHS)?;
             }
             // A hop the LLM wrote (GoG's Generate) is no triple of the KG: the path says so.

@@ -14,29 +14,32 @@ impl Run {
         let (Some(answer), beam) = (&mut self.cx.answer, &self.cx.beam) else { return };
         let merged = |p: &PathView| beam.merged_into(p.leaf).is_some();
         let names = answer_names(answer);
-        let misses = |p: &PathView| !path_names_an_answer(beam, p.leaf, &names);
+        let misses = |p: &PathView| path_answer_node(beam, p.leaf, &names).is_none();
         answer.paths.sort_by(|a, b| {
             merged(a).cmp(&merged(b)).then(misses(a).cmp(&misses(b))).then(b.score.total_cmp(&a.score))
         });
-        // The same route reached twice (a search the model repeated) is listed once.
+        // The same route reached twice (a search the model repeated) is listed once: the same
+        // triples through the same kind of facts (a KG triple and an accepted generated one
+        // that print alike stay apart; so do unnamed nodes that print alike).
         let mut seen = std::collections::HashSet::new();
-        answer.paths.retain(|p| seen.insert(beam.path_text(p.leaf)));
+        answer.paths.retain(|p| seen.insert(route_key(beam, p.leaf)));
     }
 
     /// Where the answer's paths that name no answer begin among those on the beam (before the
-    /// merged routes), when a path before them names one: a list heads them [`OTHER_PATHS`].
-    /// None for an answer from the model's own knowledge (no path supports it).
+    /// merged routes): a list heads them [`OTHER_PATHS`] there (at 0: no path supports the
+    /// answer). None for an answer from the model's own knowledge (no path supports it), or
+    /// when every path on the beam names an answer.
     pub fn other_paths_from(&self) -> Option<usize> {
         let answer = self.cx.answer.as_ref().filter(|a| a.source != AnswerSource::OwnKnowledge)?;
         let on_beam = answer.paths.iter().take_while(|p| self.cx.beam.merged_into(p.leaf).is_none());
-        on_beam.enumerate().find(|(_, p)| !self.reaches_answer(p.leaf)).map(|(i, _)| i).filter(|&i| i > 0)
+        on_beam.enumerate().find(|(_, p)| !self.reaches_answer(p.leaf)).map(|(i, _)| i)
     }
 
-    /// Whether the path ending at `leaf` names one of the answer's answers (a node shown as
-    /// it, case aside): a path that supports the answer, not just one the model was shown.
+    /// Whether the path ending at `leaf` names one of the answer's answers ([`names_answer`]):
+    /// a path that supports the answer, not just one the model was shown.
     pub fn reaches_answer(&self, leaf: NodeId) -> bool {
         let Some(answer) = &self.cx.answer else { return false };
-        path_names_an_answer(&self.cx.beam, leaf, &answer_names(answer))
+        path_answer_node(&self.cx.beam, leaf, &answer_names(answer)).is_some()
     }
 
     /// The corrections (overlay ids) that asserted facts on the paths the answer rests on: each
@@ -45,16 +48,11 @@ impl Run {
     pub fn answer_corrections(&self) -> Vec<u64> {
         let Some(answer) = &self.cx.answer else { return Vec::new() };
         let beam = &self.cx.beam;
-        let names: Vec<String> =
-            answer.answers.iter().map(|a| a.trim().to_lowercase()).filter(|a| !a.is_empty()).collect();
-        let names_an_answer = |n: NodeId| {
-            let shown = beam.nodes[n].shown().trim().to_lowercase();
-            names.iter().any(|a| *a == shown || (a.chars().count() >= 3 && shown.contains(a.as_str())))
-        };
+        let names = answer_names(answer);
         let mut ids = Vec::new();
         for p in &answer.paths {
             let path = beam.path(p.leaf);
-            let Some(end) = path.iter().position(|&n| names_an_answer(n)) else { continue };
+            let Some(end) = path_answer_node(beam, p.leaf, &names) else { continue };
             for &n in &path[..=end] {
                 if let beam::Provenance::Correction { id } = beam.nodes[n].provenance
                     && !ids.contains(&id)
@@ -172,21 +170,57 @@ pub const MERGED_ROUTES: &str = "Other routes to entities on these paths (merged
 
 /// How the answer's paths that name no answer are headed where they are listed: the model
 /// was shown them, they support nothing.
-pub const OTHER_PATHS: &str = "Other paths in front of the model (they name no answer)";
+pub const OTHER_PATHS: &str = "Other paths the model was shown (none names the answer)";
 
 /// An answer's names, trimmed and lower-cased, the empty ones left out.
 fn answer_names(answer: &Answer) -> Vec<String> {
     answer.answers.iter().map(|a| a.trim().to_lowercase()).filter(|a| !a.is_empty()).collect()
 }
 
-/// Whether a node of the path ending at `leaf` is shown as one of `names` (lower-cased).
-fn path_names_an_answer(beam: &beam::Beam, leaf: NodeId, names: &[String]) -> bool {
-    beam.path(leaf).into_iter().any(|n| names.contains(&beam.nodes[n].shown().trim().to_lowercase()))
+/// Where on the path ending at `leaf` (its index from the root) the first node naming one of
+/// `names` (lower-cased) is: shown as it, or with it as a run of its words ("Labor Party" in
+/// "Australian Labor Party", never "male" in "female").
+fn path_answer_node(beam: &beam::Beam, leaf: NodeId, names: &[String]) -> Option<usize> {
+    beam.path(leaf).into_iter().position(|n| names.iter().any(|a| names_answer(beam.nodes[n].shown(), a)))
+}
+
+/// Whether a node shown as `shown` names `answer` (lower-cased): the same name, or the
+/// answer's words (three letters at least) as a run of the name's.
+fn names_answer(shown: &str, answer: &str) -> bool {
+    let shown = shown.trim().to_lowercase();
+    if shown == answer {
+        return true;
+    }
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_string).collect()
+    };
+    let (name, wanted) = (words(&shown), words(answer));
+    answer.chars().count() >= 3 && !wanted.is_empty() && name.windows(wanted.len()).any(|w| w == wanted.as_slice())
+}
+
+/// What makes two routes the same: their nodes' facts and where each came from.
+fn route_key(beam: &beam::Beam, leaf: NodeId) -> Vec<String> {
+    beam.path(leaf).into_iter().map(|n| format!("{:?} {:?}", beam.nodes[n].kind, beam.nodes[n].provenance)).collect()
 }
 
 impl Answer {
     /// Where the answer comes from, in words: the source and why.
     pub fn source_words(&self) -> String {
         self.source.describe_because(self.why.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_answer;
+
+    #[test]
+    fn a_node_names_an_answer_by_the_same_name_or_a_run_of_its_words() {
+        assert!(names_answer("Australian Labor Party", "australian labor party"));
+        assert!(names_answer("Australian Labor Party", "labor party"), "the answer's words as a run of the name's");
+        assert!(!names_answer("female", "male"), "never part of a word");
+        assert!(!names_answer("Party of Australian Labor", "australian party"), "a run, in order");
+        assert!(names_answer("Al", "al"), "the same name, however short");
+        assert!(!names_answer("Palo Alto", "al"), "a short answer only as the whole name");
     }
 }

@@ -126,7 +126,6 @@ impl Stat {
     }
 }
 
-/// The name a source goes by in summaries and JSON.
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -137,6 +136,7 @@ pub fn reused(cached_tokens: u64) -> String {
     if cached_tokens == 0 { String::new() } else { format!(" ({cached_tokens} reused from the server's cache)") }
 }
 
+/// The name a source goes by in summaries and JSON.
 pub fn source_name(source: Option<AnswerSource>) -> &'static str {
     match source {
         Some(AnswerSource::KgPaths) => "kg_paths",

@@ -246,8 +246,13 @@ fn split_thinking(text: &str) -> (String, Option<String>) {
 /// command reads) already names (`configured`), else what to add to it and the flag that
 /// connect a real model.
 pub fn connect_a_model(config: &str, configured: &[&str]) -> String {
+    // A name the file does not use yet: TOML refuses a table defined twice.
+    let name = std::iter::once("local".to_string())
+        .chain((2..).map(|k| format!("local-{k}")))
+        .find(|n| !configured.contains(&n.as_str()))
+        .unwrap_or_default();
     let add = format!(
-        "add [llm.local] with base_url = \"http://127.0.0.1:8080/v1\" and model = \"NAME\" to {config} (llama.cpp's llama-server, or any OpenAI-compatible server: Ollama, vLLM, OpenAI), then run with --llm local (README: \"Pointing it at a real model\")."
+        "add [llm.{name}] with base_url = \"http://127.0.0.1:8080/v1\" and model = \"NAME\" to {config} (llama.cpp's llama-server, or any OpenAI-compatible server: Ollama, vLLM, OpenAI), then run with --llm {name} (README: \"Pointing it at a real model\")."
     );
     match configured {
         [] => format!("To go on, connect a model: {add}"),

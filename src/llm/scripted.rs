@@ -224,6 +224,15 @@ mod tests {
         let configured = ScriptedModel::demo().expect("the demo script parses").advising_config(config, &["qwen"]);
         let err = configured.complete(&other).await.unwrap_err().to_string();
         assert!(err.contains("To go on, run with --llm qwen (configured in /home/ada/.config/ongraph/config.toml), or connect another model: add [llm.local]"), "{err}");
+        // Never a table the file has already: TOML would refuse it.
+        let taken = ScriptedModel::demo().expect("the demo script parses").advising_config(config, &["local"]);
+        let err = taken.complete(&other).await.unwrap_err().to_string();
+        assert!(
+            err.contains("run with --llm local (configured in")
+                && err.contains("add [llm.local-2]")
+                && err.contains("then run with --llm local-2"),
+            "{err}"
+        );
 
         // A script of one's own names the file to add the reply to, with the prompt's end.
         let own = ScriptedModel::from_toml("mine.toml", "").unwrap();

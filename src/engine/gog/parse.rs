@@ -67,20 +67,19 @@ static STEP_LABEL: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Reads step `n` the model wrote after `Thought n:`. A small model often writes the whole
-/// transcript again from `Thought 1:`, its earlier steps (already run) before the new one:
-/// when the reply labels a thought or action `n`, the step is read from there; otherwise as
-/// [`parse_step`] reads it.
+/// transcript again from `Thought 1:`, its earlier steps (already run) before the new one: such
+/// a reply is read from the label after the last one numbered below `n` (numbered `n` or not),
+/// and one that writes only earlier steps again is no step (asked again, not run twice).
+/// Without earlier numbers in it, the reply is read as [`parse_step`] reads it.
 pub fn parse_step_at(reply: &str, n: usize) -> Result<(String, Action), String> {
-    let labels: Vec<(usize, usize)> = STEP_LABEL
-        .captures_iter(reply)
-        .filter_map(|c| Some((c.get(0)?.start(), c[2].parse::<usize>().ok()?)))
-        .collect();
-    // Only a reply that writes an earlier step again is read from step n: "Action n:" after an
-    // unlabelled thought is the step as asked.
-    let echoes = labels.iter().any(|&(_, k)| k < n);
-    match labels.iter().find(|&&(_, k)| k == n) {
-        Some(&(start, _)) if echoes => parse_step(&reply[start..]),
-        _ => parse_step(reply),
+    let labels: Vec<(usize, Option<usize>)> =
+        STEP_LABEL.captures_iter(reply).filter_map(|c| Some((c.get(0)?.start(), c[2].parse::<usize>().ok()))).collect();
+    let Some(last_echo) = labels.iter().rposition(|&(_, k)| k.is_some_and(|k| k < n)) else {
+        return parse_step(reply);
+    };
+    match labels.get(last_echo + 1) {
+        Some(&(start, _)) => parse_step(&reply[start..]),
+        None => Err(format!("the reply writes earlier steps again and no step {n}")),
     }
 }
 
@@ -216,8 +215,12 @@ mod tests {
         let echo = "Thought 1: Look up Canberra.\nAction 1: Search[Canberra]\nObservation 1: Canberra, containedby, Australia\nThought 2: Now the country.\nAction 2: Search[Australia]";
         let (t, a) = parse_step_at(echo, 2).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((t.as_str(), a), ("Now the country.", Action::Search(vec!["Australia".into()])));
-        // Without step 2 in it, the reply is read as before (its first action).
-        assert_eq!(parse_step_at(echo, 3).map(|s| s.1), Ok(Action::Search(vec!["Canberra".into()])));
+        // Only earlier steps written again: no step to run (asked again).
+        assert!(parse_step_at(echo, 3).unwrap_err().contains("no step 3"));
+        // A new thought left unnumbered after the echo is read with its action.
+        let unnumbered = "Thought 1: Look up Canberra.\nAction 1: Search[Canberra]\nObservation 1: x\nThought: Now the country.\nAction 2: Search[Australia]";
+        let (t, a) = parse_step_at(unnumbered, 2).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((t.as_str(), a), ("Now the country.", Action::Search(vec!["Australia".into()])));
         assert_eq!(
             parse_step_at("Thought: go.\nAction: Finish[Australia]", 2).map(|s| s.1),
             Ok(Action::Finish(vec!["Australia".into()]))

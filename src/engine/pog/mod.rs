@@ -95,6 +95,10 @@ pub struct PogReport {
     pub indicator: Option<String>,
     pub sub_questions: Vec<String>,
     pub predicted_depth: Option<u32>,
+    /// The model's question analysis could not be read (the run explores from depth 1 with
+    /// the question as its indicator).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub analysis_unreadable: bool,
     /// Nodes and triples of the question subgraph as expanded.
     pub subgraph: (usize, usize),
     /// Nodes before and after reduction (once reduced).
@@ -619,7 +623,7 @@ mod tests {
         let (requests, plan) = Method::next(&mut pog, &mut cx);
         let reply = Response::Llm { completion: Completion { text: "I cannot say.".into(), ..Completion::default() } };
         Method::absorb(&mut pog, &mut cx, &plan, &requests, vec![reply]).unwrap();
-        assert!(pog.report().predicted_depth.is_some(), "the depth is predicted all the same");
+        assert!(pog.report().analysis_unreadable && pog.report().predicted_depth.is_none(), "no prediction made up");
         let first = &Method::view(&pog, &cx).report[0];
         assert_eq!(first.text, "no indicator: the model's question analysis could not be read");
     }

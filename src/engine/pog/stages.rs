@@ -48,7 +48,7 @@ impl PogMachine {
                 ev.notes.push(format!("{why}; exploring from depth 1 with the question as the indicator"));
                 ev.summary = "question analysis unreadable; predicted depth 1".into();
                 self.predicted = 1;
-                self.report.predicted_depth = Some(1);
+                self.report.analysis_unreadable = true;
             }
         }
         // Topic entities in the indicator's order (those it does not name keep theirs, after).

@@ -13,8 +13,8 @@ impl PogMachine {
         let mut report = Vec::new();
         match &r.indicator {
             Some(ind) => report.push(ViewLine::labelled("indicator ", ind.clone())),
-            // Analysed (it set the depth) but unreadable: not "not yet".
-            None if r.predicted_depth.is_some() => {
+            // Analysed but unreadable: not "not yet".
+            None if r.analysis_unreadable => {
                 report.push(ViewLine::dim("no indicator: the model's question analysis could not be read"))
             }
             None => report.push(ViewLine::dim("question not analysed yet")),

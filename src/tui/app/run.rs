@@ -264,8 +264,11 @@ impl App {
         let question = run.question().to_string();
         self.reset_input(&question);
         self.auto = true;
+        let generation = self.generation;
         let effects = self.start();
-        if steered > 0 {
+        // Not in a replay (its recording makes its own changes again), and only when the run
+        // started (else its error stays in view).
+        if steered > 0 && self.replay.is_none() && self.generation != generation {
             self.say(format!(
                 "asked again from the start, through the corrections; your {steered} change{} to the last run (prune, keep, pin…) not made again",
                 if steered == 1 { "" } else { "s" }
@@ -287,10 +290,13 @@ impl App {
         let at = self.traced.map_or(0, |t| (t + 1) % answer.paths.len());
         let (leaf, n) = (answer.paths[at].leaf, answer.paths.len());
         let text = self.run.as_ref().map_or_else(String::new, |r| r.beam().path_text(leaf));
+        // A path that names no answer was only in front of the model: said so.
+        let supports = self.run.as_ref().is_some_and(|r| r.reaches_answer(leaf));
+        let what = if supports { "behind the answer" } else { "shown to the model, naming no answer" };
         self.traced = Some(at);
         self.answer_at = at;
         self.show_bottom(Bottom::Answer);
         self.reveal(NodeRef { branch: None, id: leaf });
-        self.say(format!("path {}/{n} behind the answer: {text}", at + 1));
+        self.say(format!("path {}/{n} {what}: {text}", at + 1));
     }
 }

@@ -63,7 +63,12 @@ pub(super) fn draw_transcript(
                 c.latency_ms,
                 c.usage.prompt_tokens,
                 c.usage.completion_tokens,
-                if c.usage.cached_tokens > 0 { format!(" ({} cached)", c.usage.cached_tokens) } else { String::new() },
+                // The server's prefix cache; "reused" (below) is this run's memo of calls.
+                if c.usage.cached_tokens > 0 {
+                    format!(" ({} from the server's cache)", c.usage.cached_tokens)
+                } else {
+                    String::new()
+                },
                 if c.cached { " · reused" } else { "" },
                 c.temperature,
                 reply_label(c)
