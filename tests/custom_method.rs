@@ -304,9 +304,16 @@ async fn runs_is_recorded_and_replays(structured: bool) {
     assert!(answer.answers[0].contains("AEST") || answer.answers[0].contains("Australian"), "{answer:?}");
     assert_eq!(run.costs().llm_calls, 1, "the model is asked only for the answer");
     assert_eq!(run.progress(), "BFS d1/1 N=3", "the registry's label and progress line");
-    // The method listed its paths worst first; the run lists them best first.
-    let scores: Vec<f64> = answer.paths.iter().map(|p| p.score).collect();
-    assert!(scores.len() > 1 && scores.windows(2).all(|w| w[0] > w[1]), "{scores:?}");
+    // The method listed its paths worst first; the run lists those that name the answer
+    // first, then each group best first.
+    let supports: Vec<bool> = answer.paths.iter().map(|p| run.reaches_answer(p.leaf)).collect();
+    assert!(supports[0] && supports.windows(2).all(|w| w[0] || !w[1]), "{supports:?}");
+    for group in [true, false] {
+        let scores: Vec<f64> =
+            answer.paths.iter().zip(&supports).filter(|(_, s)| **s == group).map(|(p, _)| p.score).collect();
+        assert!(scores.windows(2).all(|w| w[0] > w[1]), "{group}: {scores:?}");
+    }
+    assert!(answer.paths.len() > 2, "{:?}", answer.paths);
 
     // The session on disk is all replay needs.
     let dir = tempfile::tempdir().unwrap();
