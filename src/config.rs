@@ -280,9 +280,11 @@ pub struct KgEntry {
     /// `freebase` (names from `type.object.name`; nameless ids are mediator nodes),
     /// `named-ids` (ids are names, as in PathQuestion and MetaQA; files only), `wikidata`
     /// (Q ids, `wdt:`/`p:`/`ps:`/`pq:` relations named after their properties) or `rdf`
-    /// (names from `rdfs:label`).
-    #[serde(default = "default_profile")]
-    pub profile: String,
+    /// (names from `rdfs:label`), or `auto` (files: `named-ids` when the file has no name
+    /// triples, else `freebase`). Default: `auto` for files, `freebase` for endpoints;
+    /// `--kg-profile` wins over it.
+    #[serde(default, deserialize_with = "known_profile")]
+    pub profile: Option<String>,
     /// Skip malformed lines (counted) instead of stopping at the first (files).
     #[serde(default)]
     pub lenient: bool,
@@ -323,8 +325,13 @@ fn default_query_timeout() -> u64 {
     60
 }
 
-fn default_profile() -> String {
-    "freebase".into()
+/// A profile's name, checked as the config is read (so a typo is said with its line).
+fn known_profile<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    if name != "auto" {
+        profile_named(&name).map_err(serde::de::Error::custom)?;
+    }
+    Ok(Some(name))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -333,7 +340,7 @@ pub enum ConfigError {
     Read { path: String, message: String },
     #[error("{path}: {message}")]
     Parse { path: String, message: String },
-    #[error("unknown KG profile {0:?} (known: freebase, named-ids, rdf, wikidata)")]
+    #[error("unknown KG profile {0:?} (known: auto, freebase, named-ids, rdf, wikidata)")]
     Profile(String),
 }
 

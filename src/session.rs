@@ -47,6 +47,10 @@ pub struct Session {
 pub struct RunRecord {
     pub question: String,
     pub topics: Topics,
+    /// The settings this run was asked with (its method among them) when they are not the
+    /// session's: a sitting may switch method between questions. `None`: the session's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Settings>,
     /// What happened to the run, in order.
     pub moments: Vec<Moment>,
     /// The trace the moments produced.
@@ -100,9 +104,10 @@ pub enum SessionError {
     Corrupt { path: PathBuf, message: String },
     #[error("the session's prompt templates are invalid: {0}")]
     Prompts(#[from] PromptError),
-    #[error("run {run} of the session cannot be replayed: {why}")]
+    /// `run` is the run's index; it is said counting from 1, as `replay --check` lists them.
+    #[error("run {} of the session cannot be replayed: {why}", run + 1)]
     Diverged { run: usize, why: String },
-    #[error("run {run} of the session cannot be replayed: {source}")]
+    #[error("run {} of the session cannot be replayed: {source}", run + 1)]
     Engine { run: usize, source: EngineError },
 }
 
@@ -195,11 +200,13 @@ impl Session {
         Ok(registry.saved_prompts(&self.prompts)?)
     }
 
-    /// Starts recording a new run (a re-ask is a new run too).
-    pub fn begin(&mut self, question: &str, topics: Topics) {
+    /// Starts recording a new run asked with `settings` (a re-ask is a new run too). The run
+    /// keeps them when they are not the session's (a method switched in the UI).
+    pub fn begin(&mut self, question: &str, topics: Topics, settings: &Settings) {
         self.runs.push(RunRecord {
             question: question.into(),
             topics,
+            settings: (*settings != self.settings).then(|| settings.clone()),
             moments: Vec::new(),
             trace: Vec::new(),
             answer: None,
@@ -228,12 +235,32 @@ impl Session {
             registry,
             &record.question,
             record.topics.clone(),
-            self.settings.clone(),
+            self.settings_of(index).clone(),
             prompts,
             self.profile.clone(),
             &self.kg,
         )
         .map_err(|source| SessionError::Engine { run: index, source })
+    }
+
+    /// The settings run `index` was asked with.
+    pub fn settings_of(&self, index: usize) -> &Settings {
+        self.runs.get(index).and_then(|r| r.settings.as_ref()).unwrap_or(&self.settings)
+    }
+
+    /// Checks that every run replays to its saved trace, as `replay --check` will: a session
+    /// that fails it is not worth saving as if it would.
+    pub fn check_replays(&self, registry: &Registry) -> Result<(), SessionError> {
+        for (index, record) in self.runs.iter().enumerate() {
+            let run = self.replay_in(registry, index)?;
+            if run.trace() != record.trace.as_slice() {
+                return Err(SessionError::Diverged {
+                    run: index,
+                    why: "its replay does not reproduce the steps shown (please report this)".into(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Replays run `index` to its end from the recording alone: no network, no model. Fails
@@ -245,8 +272,9 @@ impl Session {
     /// As [`Session::replay`], for a method `registry` knows.
     pub fn replay_in(&self, registry: &Registry, index: usize) -> Result<Run, SessionError> {
         // An unknown method is said as such, before its templates are found unknown too.
-        if registry.get(&self.settings.method).is_none() {
-            let source = EngineError::UnknownMethod { name: self.settings.method.to_string(), known: registry.names() };
+        let method = self.settings_of(index).method;
+        if registry.get(&method).is_none() {
+            let source = EngineError::UnknownMethod { name: method.to_string(), known: registry.names() };
             return Err(SessionError::Engine { run: index, source });
         }
         let mut run = self.start_in(registry, index, Arc::new(self.prompts_in(registry)?))?;

@@ -674,3 +674,47 @@ fn the_demo_off_its_recording_names_the_config_in_use_and_its_endpoints() {
     let said = format!("To go on, run with --llm qwen (configured in {}), or connect another model", config.display());
     assert_one_line_error(&out, &said);
 }
+
+/// Issue 36: a model that judges the paths sufficient and then names something no path shows
+/// (a hallucination, scripted here as a fault) answered from its own knowledge, and `ask` says
+/// so, not "from knowledge-graph paths"; the same answer named by a path keeps that source.
+#[test]
+fn an_answer_no_path_names_is_not_said_to_come_from_kg_paths() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path();
+    std::fs::write(dir.join("kb.txt"), "alice\tspouse\tbob\nbob\tplace_of_birth\tparis\n").unwrap();
+    let kb = dir.join("kb.txt");
+    for (answer, source) in [
+        ("carol", "Source: from the LLM's own knowledge (no path the model was shown names its answer)"),
+        ("bob", "Source: from knowledge-graph paths"),
+    ] {
+        std::fs::write(
+            dir.join("script.toml"),
+            format!(
+                "[[reply]]\nstep = \"relation_prune\"\ncontains = [\"Topic Entity: alice\\n\"]\ntext = \"{{spouse (Score: 1.0)}}\"\n\n\
+                 [[reply]]\nstep = \"reasoning\"\ncontains = [\"alice, spouse, bob\"]\ntext = \"{{Yes}}. The answer is {{{answer}}}.\"\n"
+            ),
+        )
+        .unwrap();
+        let script = format!("scripted:{}", dir.join("script.toml").display());
+        let out = ongraph(
+            dir,
+            &[
+                "ask",
+                "who is alice 's spouse ?",
+                "--topic",
+                "alice",
+                "--kg",
+                kb.to_str().unwrap(),
+                "--llm",
+                &script,
+                "--structured",
+                "off",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = stdout(&out);
+        assert!(text.contains(&format!("Answer: {answer}\n")), "{text}");
+        assert!(text.contains(&format!("{source}\n")), "{text}");
+    }
+}

@@ -278,8 +278,8 @@ async fn runs_is_recorded_and_replays(structured: bool) {
         Run::new_in(&registry, QUESTION, topics(), settings.clone(), prompts.clone(), profile.clone(), "demo").unwrap();
     let model = Arc::new(TimeZoneReader::default());
     let driver = Driver::new(kg, model.clone());
-    let mut session = Session::new("demo", "time-zone reader", settings, profile, &prompts);
-    session.begin(QUESTION, topics());
+    let mut session = Session::new("demo", "time-zone reader", settings.clone(), profile, &prompts);
+    session.begin(QUESTION, topics(), &settings);
     driver.run_recorded(&mut run, &mut session).await.unwrap();
 
     // The one call rendered the method's own template and asked for its own shape.
@@ -397,7 +397,7 @@ async fn a_run_cut_short_is_taken_up_again_without_repeating_a_call() {
     // The first try fails at its fourth call; the session keeps what was answered.
     let mut first = start().unwrap();
     let mut session = Session::new("demo", "demo", settings.clone(), kg.profile().clone(), &prompts);
-    session.begin(question, Topics::Extract);
+    session.begin(question, Topics::Extract, &settings);
     assert!(driver.run_recorded(&mut first, &mut session).await.is_err());
     assert_eq!(model.made.load(SeqCst), 3);
 

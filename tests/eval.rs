@@ -209,7 +209,7 @@ fn the_binary_runs_summarises_and_compares() {
     let o = run("tog", &tog, &["--limit", "10"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(stdout.contains("Strict       Hits@1 100.0% (10/10)"), "{stdout}");
+    assert!(stdout.contains("Strict       Hits@1 100.0% (10/10; 95% CI 72.2–100.0)"), "{stdout}");
     assert!(stdout.contains("not an LLM's accuracy"), "the simulation is labelled: {stdout}");
     assert!(!stdout.contains('\u{1b}'), "no progress bar when stdout is not a terminal");
 
@@ -504,4 +504,73 @@ fn a_resume_under_changed_corrections_says_so() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let (records, _) = record::read(&Path::new(&plain).join("records.jsonl")).unwrap();
     assert!(records.iter().all(|r| r.corrections.is_none()));
+}
+
+/// Issue 34: the fixed splits. A file of 40 questions is all dev (its dev split is a sample
+/// of 50), so it has no test split, and says so; the dev split runs, and is named in the
+/// summary.
+#[test]
+fn splits_run_and_a_file_too_small_for_a_test_split_says_so() {
+    let home = tempfile::tempdir().unwrap();
+    let dataset = Path::new(DIR).join("PQ-2H.txt").display().to_string();
+    let out = home.path().join("dev").display().to_string();
+    let o = ongraph(
+        home.path(),
+        &["eval", "--dataset", &dataset, "--llm", "gold-path", "--split", "dev", "--take", "5", "--out", &out],
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("(dev split)") && stdout.contains("(5/5; 95% CI"), "{stdout}");
+    assert_eq!(indices(&Path::new(&out).join("records.jsonl")).len(), 5);
+    let o = ongraph(home.path(), &["eval", "--dataset", &dataset, "--llm", "gold-path", "--split", "test"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("has 40 question(s): its dev split takes them all and leaves no test split"), "{stderr}");
+    let o =
+        ongraph(home.path(), &["eval", "--dataset", &dataset, "--llm", "gold-path", "--split", "dev", "--sample", "3"]);
+    assert_eq!(o.status.code(), Some(2), "--split and --sample conflict");
+}
+
+/// Issue 34: an eval whose model endpoint goes away stops after three questions in a row fail
+/// on it, with one line naming the question and the command that goes on; it does not count
+/// the rest wrong.
+#[test]
+fn an_endpoint_that_goes_away_stops_the_run_with_the_command_that_resumes_it() {
+    let home = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let config = home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[llm.gone]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"m\"\ntimeout_secs = 5\nmax_retries = 0\n"
+        ),
+    )
+    .unwrap();
+    let dataset = Path::new(DIR).join("PQ-2H.txt").display().to_string();
+    let out = home.path().join("gone").display().to_string();
+    let o = ongraph(
+        home.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "eval",
+            "--dataset",
+            &dataset,
+            "--llm",
+            "gone",
+            "--concurrency",
+            "1",
+            "--out",
+            &out,
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let line = stderr.lines().find(|l| l.starts_with("stopped:")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        line.starts_with("stopped: the model's endpoint failed on 3 questions in a row, from question 1 (line 1) on: cannot reach the LLM endpoint"),
+        "{line}"
+    );
+    assert!(line.ends_with(&format!("--out {out} --resume")), "{line}");
+    assert_eq!(indices(&Path::new(&out).join("records.jsonl")).len(), 3, "the rest were not asked");
 }

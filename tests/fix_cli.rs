@@ -472,3 +472,57 @@ fn a_typed_reason_does_not_make_a_triple_llm_generated() {
         ok(h, &["fix", "undo", "--kg", kb, &id.to_string()]);
     }
 }
+
+/// Issue 36: a `[kg.NAME]` file entry without `profile` is read as `--kg FILE` reads the file
+/// (auto: a file of bare ids is `named-ids`), `--kg-profile` wins over an entry's profile, and
+/// names that all come out empty say which profile the KG was read with.
+#[test]
+fn a_config_kg_file_is_read_as_the_file_is() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let kb = std::fs::canonicalize("tests/fixtures/pathquestion/eval/2H-kb.txt").unwrap();
+    let config = h.join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[kg.pq]\npath = {:?}\n\n[kg.pqfb]\npath = {:?}\nprofile = \"freebase\"\n", kb.display(), kb.display()),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let by_entry =
+        ok(h, &["--config", config, "kg", "neighbors", "nathan_mayer_rothschild", "nationality", "--kg", "pq"]);
+    assert_eq!(by_entry.trim(), "united_kingdom\tunited kingdom", "{by_entry}");
+    let by_file = ok(h, &["kg", "neighbors", "nathan_mayer_rothschild", "nationality", "--kg", kb.to_str().unwrap()]);
+    assert_eq!(by_entry, by_file);
+    // Read as Freebase: no names, and the command says why.
+    let o = run(h, &["--config", config, "kg", "neighbors", "nathan_mayer_rothschild", "nationality", "--kg", "pqfb"]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("(unnamed)"), "{stdout}");
+    assert!(
+        stderr.contains("is read with the freebase profile") && stderr.contains("--kg-profile named-ids"),
+        "{stderr}"
+    );
+    // The flag wins over the entry.
+    let flagged = ok(
+        h,
+        &[
+            "--config",
+            config,
+            "kg",
+            "neighbors",
+            "nathan_mayer_rothschild",
+            "nationality",
+            "--kg",
+            "pqfb",
+            "--kg-profile",
+            "named-ids",
+        ],
+    );
+    assert_eq!(flagged, by_file);
+    // An unknown profile in the config names its line and the profiles there are, auto among them.
+    std::fs::write(h.join("bad.toml"), "[kg.pq]\npath = \"x\"\nprofile = \"freebsae\"\n").unwrap();
+    fails(
+        h,
+        &["--config", h.join("bad.toml").to_str().unwrap(), "kg", "search", "x"],
+        "bad.toml:3: unknown KG profile \"freebsae\" (known: auto, freebase, named-ids, rdf, wikidata)",
+    );
+}

@@ -359,7 +359,7 @@ fn structured_request() -> ChatRequest {
         schema: Some(ongraph::llm::ReplySchema {
             name: "verdict".into(),
             schema: json!({"type": "object", "properties": {"sufficient": {"type": "boolean"}}, "required": ["sufficient"]}),
-            labels: Vec::new(),
+            ..Default::default()
         }),
         ..request()
     }

@@ -209,7 +209,106 @@ fn every_method_runs_on_a_real_small_model_without_breaking() {
     let said: Vec<&str> = stdout.lines().filter(|l| l.starts_with("Endpoint: ")).collect();
     assert_eq!(
         said,
-        ["Endpoint: the endpoint refused structured replies as json_schema (HTTP 500); asked again as json_object"],
+        ["Endpoint: the endpoint refused structured replies as json_schema (HTTP 500); asked again as json_object \
+             (structured = \"json_object\" in the endpoint's [llm] entry asks so at once)"],
         "{stdout}"
     );
+}
+
+/// Whether the server still answers (its process alive and `/v1/models` 200).
+fn alive(server: &mut LlamaServer) -> bool {
+    use std::io::{Read, Write};
+    if !matches!(server.child.try_wait(), Ok(None)) {
+        return false;
+    }
+    let port = server.base_url.trim_end_matches("/v1").rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
+    let Some(Ok(mut s)) = port.map(|p| std::net::TcpStream::connect(("127.0.0.1", p))) else { return false };
+    let _ = s.write_all(b"GET /v1/models HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    let mut reply = String::new();
+    let _ = s.read_to_string(&mut reply);
+    reply.starts_with("HTTP/1.1 200") || reply.starts_with("HTTP/1.0 200")
+}
+
+/// Issue 34: names with quotes, backslashes, braces, a newline, a control character, non-ASCII
+/// and 300 characters (tests/data/hostile-names.nt) in every structured prompt that offers
+/// names. llama-cpp-python 0.3.36 compiles a schema's enum into a grammar: a `"` in one killed
+/// the server, a `\` came back as JSON no parser reads. The server must stay up after every
+/// run, every constrained reply must be read as JSON, and an answer read as a KG name.
+#[test]
+fn names_that_break_naive_grammars_never_break_the_server() {
+    let mut server = LlamaServer::start();
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[llm.smol]\nbase_url = \"{}\"\nmodel = \"smollm2\"\ntimeout_secs = 120\nmax_retries = 0\n",
+            server.base_url
+        ),
+    )
+    .unwrap();
+    let kg = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hostile-names.nt");
+    let text = std::fs::read_to_string(&kg).unwrap();
+    let names: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains("type.object.name"))
+        .filter_map(|l| {
+            let literal = l.split_once("> \"")?.1.rsplit_once("\"@en")?.0;
+            serde_json::from_str::<String>(&format!("\"{literal}\"")).ok()
+        })
+        .collect();
+    assert_eq!(names.len(), 9, "{names:?}");
+    let mut hostile_calls = 0;
+    for method in ["tog", "tog-r", "pog", "gog"] {
+        let out = common::ongraph_cmd(
+            home.path(),
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "ask",
+                "What does Quoteville contain?",
+                "--kg",
+                kg.to_str().unwrap(),
+                "--topic",
+                "Quoteville",
+                "--llm",
+                "smol",
+                "--method",
+                method,
+                "--depth",
+                "1",
+                "--structured",
+                "auto",
+                "--json",
+            ],
+        )
+        .output()
+        .expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(alive(&mut server), "{method}: the llama.cpp server died: {stderr}");
+        assert!(matches!(out.status.code(), Some(0) | Some(3)), "{method}: exit {:?}: {stderr}", out.status.code());
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{method}: not JSON ({e})"));
+        for call in
+            json["trace"].as_array().into_iter().flatten().flat_map(|e| e["calls"].as_array().into_iter().flatten())
+        {
+            let step = call["step"].as_str().unwrap_or_default();
+            let prompt = call["prompt"].as_str().unwrap_or_default();
+            if call["mode"] != "json_object" || REASONS_FIRST.contains(&step) {
+                continue;
+            }
+            // Constrained by a grammar: the reply is JSON the reader took as such.
+            assert_eq!(call["read"], "json", "{method}: {step} not read as JSON: {call}");
+            if prompt.contains("David \"Buck\" Wheat") || prompt.contains("back\\slash") {
+                hostile_calls += 1;
+            }
+        }
+        // An answer taken from the graph is one of its names, exactly.
+        if json["answer"]["source"] == "kg_paths" {
+            for answer in json["answer"]["answers"].as_array().into_iter().flatten() {
+                let answer = answer.as_str().unwrap_or_default();
+                assert!(names.iter().any(|n| n == answer), "{method}: {answer:?} is not a KG name");
+            }
+        }
+    }
+    assert!(hostile_calls >= 3, "only {hostile_calls} constrained calls offered the hostile names");
 }

@@ -737,6 +737,44 @@ async fn save_load_and_replay_give_the_same_trace() {
     assert!(!app.replay.as_ref().unwrap().player.as_ref().unwrap().on_track());
 }
 
+/// Issue 36: a sitting that switches method between questions saves each run with its own
+/// method, and every run replays (it used to replay the ToG run as ToG-R); a session that would
+/// not replay is refused with the reason.
+#[tokio::test]
+async fn a_session_with_a_method_switch_saves_and_replays() {
+    let mut ui = Ui::new();
+    ui.ask(CANBERRA).await;
+    ui.press(KeyCode::Char('r')).await;
+    ui.press(KeyCode::Char(':')).await;
+    ui.typed("method tog-r").await;
+    ui.press(KeyCode::Enter).await;
+    ui.press(KeyCode::Char('i')).await;
+    ui.press_with(KeyCode::Char('u'), KeyModifiers::CONTROL).await;
+    ui.ask(APPLE).await;
+    ui.press(KeyCode::Char('r')).await;
+    assert_eq!(ui.run().question(), APPLE);
+    let path = ui._dir.path().join("switch.json");
+    ui.press(KeyCode::Char(':')).await;
+    ui.typed(&format!("save-as {}", path.display())).await;
+    ui.press(KeyCode::Enter).await;
+    assert!(ui.app.message.as_deref().unwrap().starts_with("session saved"), "{:?}", ui.app.message);
+
+    let session = Session::load(&path).unwrap();
+    assert_eq!(session.runs.len(), 2);
+    assert_eq!(session.settings_of(0).method, ongraph::engine::MethodId::TOG);
+    assert_eq!(session.settings_of(1).method, ongraph::engine::MethodId::TOG_R);
+    for (i, run) in session.runs.iter().enumerate() {
+        assert_eq!(session.replay(i).unwrap().trace(), &run.trace[..], "run {}", i + 1);
+    }
+    session.check_replays(ongraph::engine::Registry::builtin()).unwrap();
+
+    // A run recorded under one method cannot be replayed as another: the check says which run.
+    let mut broken = session.clone();
+    broken.runs[0].settings = Some(session.settings_of(1).clone());
+    let err = broken.check_replays(ongraph::engine::Registry::builtin()).unwrap_err().to_string();
+    assert!(err.starts_with("run 1 of the session cannot be replayed"), "{err}");
+}
+
 /// `ongraph replay FILE --live`: the recording is followed, and what it never recorded (here `c`
 /// after the answer: the demo's depth-3 branch) is performed on the KG and model at hand.
 #[tokio::test]

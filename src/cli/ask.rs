@@ -24,8 +24,8 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
     let mut run =
         Run::new(&args.question, topics.clone(), settings.clone(), prompts.clone(), kg.profile().clone(), kg.name())?;
     let mut session = args.save_session.as_ref().map(|_| {
-        let mut session = Session::new(kg.name(), &llm.describe(), settings, kg.profile().clone(), &prompts);
-        session.begin(run.question(), topics);
+        let mut session = Session::new(kg.name(), &llm.describe(), settings.clone(), kg.profile().clone(), &prompts);
+        session.begin(run.question(), topics, &settings);
         session
     });
     let mut earlier = match &args.resume {

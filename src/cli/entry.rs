@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 /// Runs the `ongraph` command with the process's arguments, as the binary does.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(asking_by_default(std::env::args_os().collect()));
     let config = match Config::load(cli.config.as_deref()) {
         Ok(c) => c,
         Err(e) => return fail(&anyhow::Error::new(e)),
@@ -24,6 +24,21 @@ pub fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(e) => fail(&e),
     }
+}
+
+/// `ongraph "a question?"` is `ongraph ask "a question?"`: a first argument that is no command
+/// and holds a space is a question (a one-word typo of a command still gets clap's error).
+fn asking_by_default(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory as _;
+    let Some(first) = args.get(1).and_then(|a| a.to_str()) else { return args };
+    let command = Cli::command();
+    let is_command =
+        command.get_subcommands().any(|c| c.get_name() == first || c.get_all_aliases().any(|a| a == first))
+            || first == "help";
+    if !is_command && !first.starts_with('-') && first.contains(char::is_whitespace) {
+        args.insert(1, "ask".into());
+    }
+    args
 }
 
 /// One line on stderr: the error and its causes, joined. A reader that stopped reading
@@ -51,4 +66,25 @@ fn init_logging(path: Option<PathBuf>) -> Option<tracing_appender::non_blocking:
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt().with_writer(writer).with_ansi(false).with_env_filter(filter).init();
     Some(guard)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::asking_by_default;
+
+    fn words(args: &[&str]) -> Vec<String> {
+        let args = args.iter().map(std::ffi::OsString::from).collect();
+        asking_by_default(args).into_iter().map(|a| a.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn a_bare_question_is_asked() {
+        assert_eq!(words(&["ongraph", "Where is Canberra?"]), ["ongraph", "ask", "Where is Canberra?"]);
+        // Commands, options and one-word typos are left to the parser.
+        assert_eq!(words(&["ongraph", "ask", "Where?"]), ["ongraph", "ask", "Where?"]);
+        assert_eq!(words(&["ongraph", "--config", "a b.toml"]), ["ongraph", "--config", "a b.toml"]);
+        assert_eq!(words(&["ongraph", "tui"]), ["ongraph", "tui"]);
+        assert_eq!(words(&["ongraph", "akс"]), ["ongraph", "akс"]);
+        assert_eq!(words(&["ongraph"]), ["ongraph"]);
+    }
 }

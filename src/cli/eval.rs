@@ -8,7 +8,7 @@ use crate::dataset::{Format, Item, gold_paths, pathquestion};
 use crate::engine::Settings;
 use crate::eval::gold_path::GoldPathModel;
 use crate::eval::record::{self, CorrectionsSeen, Record, RecordWriter};
-use crate::eval::runner::{Evaluator, Finished, select};
+use crate::eval::runner::{ENDPOINT_FAILURES, Evaluator, Finished, Split, select, split};
 use crate::eval::summary::{Summary, summarise};
 use crate::llm::openai::{OpenAiClient, OpenAiConfig};
 use crate::llm::serve::LoopbackServer;
@@ -47,8 +47,14 @@ pub struct EvalArgs {
     /// A random N of them (seeded by --seed), kept in file order.
     #[arg(long, value_parser = whole_number::<usize>, value_name = "N")]
     pub sample: Option<usize>,
+    /// A fixed split of the file: dev (the seeded sample of 50 designs are chosen on; what
+    /// `--sample 50 --seed 7` selected) or test (every other question, in a fixed random order,
+    /// for reporting a design chosen on dev; its first N with --take N).
+    #[arg(long, value_enum, conflicts_with_all = ["limit", "sample"])]
+    pub split: Option<Split>,
     /// Only the first N of those selected (e.g. the first 30 of a seeded sample of 50, so a
-    /// slower method runs on a prefix of the same questions).
+    /// slower method runs on a prefix of the same questions; of the test split, N of its
+    /// fixed random order).
     #[arg(long, value_parser = whole_number::<usize>, value_name = "N")]
     pub take: Option<usize>,
     /// Where the records and the summary go (default: eval-runs/DATASET.METHOD.LLM).
@@ -115,6 +121,10 @@ struct RunMeta {
     /// Questions selected by the latest invocation (--limit/--sample may grow on resume).
     #[serde(default)]
     selected: usize,
+    /// The split the questions were taken from (`None`: --limit/--sample, or a run made before
+    /// splits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    split: Option<Split>,
 }
 
 pub async fn eval(args: EvalArgs, config: &Config) -> Result<i32> {
@@ -164,7 +174,8 @@ fn print_summary(summary: &Summary, meta: Option<&RunMeta>, json: bool) -> Resul
     }
     let mut out = super::printable::Printable::new(std::io::stdout().lock());
     if let Some(m) = meta {
-        writeln!(out, "{} on {} · KG {} · LLM {}", m.settings.method.label(), m.dataset, m.kg, m.llm)?;
+        let split = m.split.map(|s| format!(" ({} split)", s.label())).unwrap_or_default();
+        writeln!(out, "{} on {}{split} · KG {} · LLM {}", m.settings.method.label(), m.dataset, m.kg, m.llm)?;
         if m.simulation {
             writeln!(out, "(a simulation model: these figures measure the engine, not an LLM's accuracy)")?;
         }
@@ -221,8 +232,24 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         None => TopicIds::Freebase,
     };
     let items = crate::dataset::load(&dataset, format, ids)?;
-    let mut chosen = select(items.len(), args.limit, args.sample, settings.seed);
-    chosen.truncate(args.take.unwrap_or(usize::MAX));
+    let chosen = match args.split {
+        Some(which) => {
+            let chosen = split(items.len(), which, args.take);
+            if chosen.is_empty() {
+                bail!(
+                    "{} has {} question(s): its dev split takes them all and leaves no test split",
+                    dataset.display(),
+                    items.len()
+                );
+            }
+            chosen
+        }
+        None => {
+            let mut chosen = select(items.len(), args.limit, args.sample, settings.seed);
+            chosen.truncate(args.take.unwrap_or(usize::MAX));
+            chosen
+        }
+    };
     // With --with-corrections each question sees the corrections as they are when it starts
     // (another process may change them during a long run).
     if args.with_corrections {
@@ -248,6 +275,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         with_corrections: Some(args.with_corrections),
         settings: settings.clone(),
         selected: chosen.len(),
+        split: args.split,
     };
     let out = args.out.clone().unwrap_or_else(|| {
         let stem = dataset.file_stem().and_then(|s| s.to_str()).unwrap_or("dataset");
@@ -320,7 +348,35 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
             writeln!(std::io::stderr(), "interrupted: {} recorded; run again with --resume to finish", records.len())?;
             130
         }
+        Finished::EndpointGone { index, error } => {
+            let mut err = super::printable::Printable::new(std::io::stderr().lock());
+            writeln!(
+                err,
+                "stopped: the model's endpoint failed on {ENDPOINT_FAILURES} questions in a row, from question {} ({}) on: {error}; \
+                 {} recorded (the failed ones are asked again): when it is back, go on with: {}",
+                index + 1,
+                items[index].id,
+                records.iter().filter(|r| r.error.is_none()).count(),
+                resume_command(std::env::args())
+            )?;
+            1
+        }
     })
+}
+
+/// The command line that goes on with this run: the one given, with `--resume`.
+fn resume_command(args: impl Iterator<Item = String>) -> String {
+    let mut words: Vec<String> = args.collect();
+    if !words.iter().any(|w| w == "--resume") {
+        words.push("--resume".into());
+    }
+    words.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" ")
+}
+
+/// A word as a POSIX shell reads it back: as it is when it is plain, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
+    if plain { word.to_string() } else { format!("'{}'", word.replace('\'', r"'\''")) }
 }
 
 /// The model `--llm` names (`gold-path` built from the dataset's gold paths), its description,
@@ -427,7 +483,9 @@ fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
             (&a.dataset, a.format, &a.kg, without_loopback_port(&a.llm), &a.settings)
                 == (&b.dataset, b.format, &b.kg, without_loopback_port(&b.llm), &b.settings)
         };
-        if !(same(&before, meta) && with_corrections) {
+        // A run of one split never takes questions of the other.
+        let same_split = before.split.is_none() || before.split == meta.split;
+        if !(same(&before, meta) && with_corrections && same_split) {
             bail!(
                 "{} was run with different settings, so --resume would mix two runs:\n  then: {}\n  now:  {}",
                 out.display(),
@@ -502,6 +560,17 @@ mod tests {
     use super::without_loopback_port;
 
     #[test]
+    fn the_resume_command_is_the_given_one_with_resume_quoted_for_a_shell() {
+        let args = ["ongraph", "eval", "--dataset", "my data/PQ-2H.txt", "--llm", "it's"].map(String::from);
+        assert_eq!(
+            super::resume_command(args.into_iter()),
+            r"ongraph eval --dataset 'my data/PQ-2H.txt' --llm 'it'\''s' --resume"
+        );
+        let again = ["ongraph", "eval", "--resume"].map(String::from);
+        assert_eq!(super::resume_command(again.into_iter()), "ongraph eval --resume");
+    }
+
+    #[test]
     fn a_loopback_server_on_another_port_is_the_same_model() {
         let a = without_loopback_port("qwen at http://127.0.0.1:44903/v1");
         assert_eq!(a, without_loopback_port("qwen at http://127.0.0.1:54121/v1"));
@@ -522,6 +591,7 @@ mod tests {
             with_corrections,
             settings: Default::default(),
             selected: 1,
+            split: None,
         }
     }
 

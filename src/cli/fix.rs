@@ -312,6 +312,14 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         };
         drop(store);
         writeln!(out, "correction {}: {}", c.id, c.op.describe())?;
+        if c.author == crate::overlay::NO_AUTHOR {
+            let file = config.file.clone().or_else(Config::default_path).unwrap_or_else(|| "config.toml".into());
+            writeln!(
+                std::io::stderr(),
+                "note: stored without an author's name ($USER is not set): add author = \"NAME\" under [defaults] in {}",
+                file.display()
+            )?;
+        }
     }
     // Sent at once when it can be; said when it cannot (it is stored all the same).
     let changed = made_any

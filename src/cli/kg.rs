@@ -68,6 +68,10 @@ pub async fn kg(args: KgArgs, config: &Config) -> Result<i32> {
                     r.relation
                 );
             }
+            if !found.is_empty() && found.iter().all(|n| n.label.is_none()) {
+                // Names that all come out empty are usually the wrong profile, not the data.
+                writeln!(std::io::stderr(), "{}", unnamed_note(kg.as_ref()))?;
+            }
             for n in found {
                 let label = n.label.as_deref().unwrap_or("(unnamed)");
                 let mark = n.correction.map(|id| format!("  [correction {id}]")).unwrap_or_default();
@@ -79,7 +83,11 @@ pub async fn kg(args: KgArgs, config: &Config) -> Result<i32> {
             if found.is_empty() {
                 // Silence would read as "the command did nothing".
                 let hint = if args.no_overlay { "" } else { " (--no-overlay searches the names before corrections)" };
-                anyhow::bail!("{} has no entity named like {label:?}{hint}", kg.name());
+                anyhow::bail!(
+                    "{} has no entity named like {label:?}{hint}; it is read with the {} profile",
+                    kg.name(),
+                    kg.profile().name()
+                );
             }
             for m in found {
                 let how = if m.exact { "exact".to_string() } else { format!("{:.2}", m.score) };
@@ -88,4 +96,21 @@ pub async fn kg(args: KgArgs, config: &Config) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// Why every neighbour came out unnamed: the profile the KG was read with, and the one that
+/// takes ids as names.
+fn unnamed_note(kg: &dyn crate::kg::KnowledgeGraph) -> String {
+    let profile = kg.profile();
+    let names = profile.label_predicates.first().map(String::as_str).unwrap_or("no predicate");
+    if profile.label_from_id {
+        format!("note: none of these has a name (read with the {} profile)", profile.name())
+    } else {
+        format!(
+            "note: none of these has a name: {} is read with the {} profile, which takes names from {names}; \
+             a KG whose ids are names (PathQuestion, MetaQA) wants --kg-profile named-ids (or profile = \"named-ids\" in its [kg] entry)",
+            kg.name(),
+            profile.name()
+        )
+    }
 }

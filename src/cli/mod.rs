@@ -154,10 +154,11 @@ pub struct SetupArgs {
     /// `demo`, a name from [kg.*] in the config, or a .nt / tab-separated triples file.
     #[arg(long, env = "ONGRAPH_KG", global = true)]
     pub kg: Option<String>,
-    /// How to read a KG file: freebase, named-ids, or auto (named-ids when the file has no
-    /// name triples).
-    #[arg(long, default_value = "auto", global = true)]
-    pub kg_profile: String,
+    /// How to read the KG: auto (files: named-ids when the file has no name triples, else
+    /// freebase; endpoints: rdf), freebase, named-ids, rdf or wikidata. Wins over a config
+    /// entry's `profile`. Default: auto.
+    #[arg(long, global = true, value_name = "PROFILE")]
+    pub kg_profile: Option<String>,
     /// Skip malformed KG lines (and count them) instead of stopping at the first.
     #[arg(long, global = true)]
     pub lenient: bool,
@@ -250,7 +251,7 @@ pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeG
         return Ok((Arc::new(g), report));
     }
     if name.starts_with("http://") || name.starts_with("https://") {
-        let profile = if setup.kg_profile == "auto" { "rdf" } else { setup.kg_profile.as_str() };
+        let profile = setup.kg_profile.as_deref().filter(|p| *p != "auto").unwrap_or("rdf");
         let endpoint = Endpoint {
             namespace: None,
             prefixes: Default::default(),
@@ -274,9 +275,20 @@ pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeG
                     batch: entry.batch,
                     graph: entry.graph.clone(),
                 };
-                return open_endpoint(&name, endpoint, &entry.profile, settings, query_cache(setup, config));
+                // The flag, else the entry's (auto: rdf, as for an endpoint's URL), else
+                // Freebase's (what ToG's servers hold).
+                let profile = match setup.kg_profile.as_deref().or(entry.profile.as_deref()) {
+                    Some("auto") => "rdf",
+                    Some(profile) => profile,
+                    None => "freebase",
+                };
+                return open_endpoint(&name, endpoint, profile, settings, query_cache(setup, config));
             }
-            (Some(path), None) => (path.clone(), entry.profile.clone(), entry.lenient || setup.lenient),
+            (Some(path), None) => {
+                let profile =
+                    setup.kg_profile.clone().or_else(|| entry.profile.clone()).unwrap_or_else(|| "auto".into());
+                (path.clone(), profile, entry.lenient || setup.lenient)
+            }
             (None, None) => bail!("[kg.{name}] needs a `path` (a triples file) or an `endpoint` (SPARQL)"),
         },
         None => {
@@ -285,7 +297,7 @@ pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeG
                 let known: Vec<&str> = std::iter::once("demo").chain(config.kg.keys().map(String::as_str)).collect();
                 bail!("no knowledge graph {name:?}: not a file, and not one of: {}", known.join(", "));
             }
-            (path, setup.kg_profile.clone(), setup.lenient)
+            (path, setup.kg_profile.clone().unwrap_or_else(|| "auto".into()), setup.lenient)
         }
     };
     load_kg(&path, &profile, lenient)

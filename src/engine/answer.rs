@@ -23,6 +23,17 @@ impl Run {
         // that print alike stay apart; so do unnamed nodes that print alike).
         let mut seen = std::collections::HashSet::new();
         answer.paths.retain(|p| seen.insert(route_key(beam, p.leaf)));
+        // A source claims knowledge-graph paths only when a path names the answer: a model
+        // that judged the paths sufficient and then named something none of them shows (or an
+        // answer the user forced early) answered from its own knowledge, and says so
+        // everywhere the source goes (ask, the UI, eval records, sessions).
+        if answer.source == AnswerSource::KgPaths
+            && !answer.answers.is_empty()
+            && answer.paths.iter().all(|p| path_answer_node(beam, p.leaf, &names).is_none())
+        {
+            answer.source = AnswerSource::OwnKnowledge;
+            answer.why = Some("no path the model was shown names its answer".into());
+        }
     }
 
     /// Where the answer's paths that name no answer begin among those on the beam (before the

@@ -82,6 +82,8 @@ pub enum Provenance {
     Kg { graph: String },
     /// Named by the model (topic extraction) and linked to the graph.
     Linked { name: String },
+    /// A span of the question that is a KG label (tried when no name the model gave links).
+    InQuestion { span: String },
     /// Given by the user (topic entity, or added by an override).
     User,
     /// Asserted by a correction in the overlay.

@@ -328,7 +328,7 @@ impl TopicLinker {
             let node = cx.beam.add(
                 None,
                 NodeKind::Entity { term: Term::Entity(m.id.clone()), label: Some(m.label.clone()) },
-                Provenance::Linked { name: span.clone() },
+                Provenance::InQuestion { span: span.clone() },
             );
             cx.beam.set_status(node, Status::Kept, Some("topic entity (a KG label in the question)"), ev.index);
             let how = if m.exact { "exact" } else { "close" };

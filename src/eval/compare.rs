@@ -106,9 +106,14 @@ impl Comparison {
         )?;
         writeln!(out, "{:<22} {:>22} {:>22}", "method", self.a_method, self.b_method)?;
         let pct = |x: f64| format!("{x:.1}%");
-        let rows: [(&str, String, String); 10] = [
+        let interval = |r: super::summary::Rate| {
+            let (low, high) = r.interval();
+            format!("{low:.1}–{high:.1}%")
+        };
+        let rows: [(&str, String, String); 11] = [
             ("questions", a.questions.to_string(), b.questions.to_string()),
             ("strict Hits@1", pct(a.strict.percent()), pct(b.strict.percent())),
+            ("  95% CI (Wilson)", interval(a.strict), interval(b.strict)),
             ("strict F1", format!("{:.3}", a.f1), format!("{:.3}", b.f1)),
             ("lenient (papers')", pct(a.lenient.percent()), pct(b.lenient.percent())),
             ("errors", a.errors.to_string(), b.errors.to_string()),

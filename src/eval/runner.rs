@@ -44,13 +44,20 @@ pub struct Evaluator {
 }
 
 /// How a run over the questions ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Finished {
     /// Every question given has a record.
     All,
     /// Stopped (Ctrl-C) with questions still to do; those in flight were dropped, unwritten.
     Interrupted,
+    /// Stopped because the model's endpoint failed on [`ENDPOINT_FAILURES`] questions in a
+    /// row: it went away, and every question left would only be counted wrong. `index` and
+    /// `error` are the first of those questions and its error.
+    EndpointGone { index: usize, error: String },
 }
+
+/// Questions in a row whose model endpoint failed before `eval` stops.
+pub const ENDPOINT_FAILURES: usize = 3;
 
 impl Evaluator {
     pub fn new(
@@ -81,6 +88,11 @@ impl Evaluator {
 
     /// Answers one question; a failure becomes the record's error (and counts as wrong).
     pub async fn answer(&self, index: usize, item: &Item) -> Record {
+        self.answer_telling(index, item).await.0
+    }
+
+    /// [`Evaluator::answer`], and whether the question failed because the model's endpoint did.
+    async fn answer_telling(&self, index: usize, item: &Item) -> (Record, bool) {
         let started = Instant::now();
         let (kg, corrections): (Arc<dyn KnowledgeGraph>, _) = match &self.source {
             Some(source) => source.current(&item.hidden),
@@ -120,7 +132,7 @@ impl Evaluator {
         if item.answers.is_empty() {
             // Nothing to score against: counted, and wrong, without spending calls on it.
             record.error = Some("the dataset gives no gold answer for this question".into());
-            return record;
+            return (record, false);
         }
         let run = Run::new(
             &item.question,
@@ -135,7 +147,7 @@ impl Evaluator {
             Err(e) => {
                 record.error = Some(e.to_string());
                 record.wall_ms = started.elapsed().as_millis() as u64;
-                return record;
+                return (record, false);
             }
         };
         let outcome = driver.run(&mut run, |_, _| {}).await;
@@ -155,6 +167,7 @@ impl Evaluator {
             tally.extracted += u64::from(call.read == crate::engine::events::ReadAs::Extracted);
             tally.fallback += u64::from(call.fell_back);
         }
+        let endpoint_failed = matches!(&outcome, Err(crate::driver::DriverError::Llm(e)) if e.is_endpoint_failure());
         match outcome {
             Err(e) => record.error = Some(e.to_string()),
             Ok(()) => match run.answer() {
@@ -174,7 +187,7 @@ impl Evaluator {
             .map(|g| format!("{}, {}, {}", g.head, g.relation, g.tail))
             .collect();
         record.wall_ms = started.elapsed().as_millis() as u64;
-        record
+        (record, endpoint_failed)
     }
 
     /// Answers `todo` (dataset index and question), `at_once` questions at a time, appending
@@ -188,9 +201,12 @@ impl Evaluator {
         stop: impl std::future::Future<Output = ()>,
         mut on_record: impl FnMut(&Record),
     ) -> Result<Finished, RecordError> {
-        let mut answers =
-            futures::stream::iter(todo).map(|(index, item)| self.answer(index, item)).buffer_unordered(at_once.max(1));
+        let mut answers = futures::stream::iter(todo)
+            .map(|(index, item)| self.answer_telling(index, item))
+            .buffer_unordered(at_once.max(1));
         tokio::pin!(stop);
+        // The questions whose endpoint failed since the last that did not.
+        let mut failing: Vec<(usize, String)> = Vec::new();
         loop {
             tokio::select! {
                 // The stop first: a fast model always has an answer ready, and Ctrl-C must
@@ -201,9 +217,19 @@ impl Evaluator {
                     return Ok(Finished::Interrupted);
                 }
                 next = answers.next() => match next {
-                    Some(record) => {
+                    Some((record, endpoint_failed)) => {
                         writer.append(&record)?;
                         on_record(&record);
+                        if !endpoint_failed {
+                            failing.clear();
+                            continue;
+                        }
+                        failing.push((record.index, record.error.clone().unwrap_or_default()));
+                        if failing.len() >= ENDPOINT_FAILURES {
+                            writer.sync()?;
+                            let (index, error) = failing.swap_remove(0);
+                            return Ok(Finished::EndpointGone { index, error });
+                        }
                     }
                     None => break,
                 },
@@ -212,6 +238,54 @@ impl Evaluator {
         writer.sync()?;
         Ok(Finished::All)
     }
+}
+
+/// A dataset's two fixed splits. Designs are tried and chosen on `Dev`; a frozen design is
+/// reported on `Test`, which no design choice looks at (issue 34: a figure measured on the
+/// questions a design was tuned on says little about the next ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Split {
+    /// The seeded sample of [`DEV_SIZE`] every earlier benchmark ran (`--sample 50 --seed 7`),
+    /// in file order.
+    Dev,
+    /// Every other question, in a fixed shuffled order: its first N (`--take N`) are a random
+    /// sample of the rest, and a longer run keeps a shorter one's questions.
+    Test,
+}
+
+/// Questions in a dataset's dev split.
+pub const DEV_SIZE: usize = 50;
+/// The seed of the dev sample (the one the first benchmarks used).
+const DEV_SEED: u64 = 7;
+/// The seed of the test split's order: fixed, and never an engine seed.
+const TEST_SEED: u64 = 0x7e57_5e1d;
+
+impl Split {
+    pub fn label(self) -> &'static str {
+        match self {
+            Split::Dev => "dev",
+            Split::Test => "test",
+        }
+    }
+}
+
+/// The dataset positions of `split` of a file of `total` questions, the first `take` of them
+/// (in the split's order), returned in file order.
+pub fn split(total: usize, split: Split, take: Option<usize>) -> Vec<usize> {
+    let dev = select(total, None, Some(DEV_SIZE), DEV_SEED);
+    let mut chosen = match split {
+        Split::Dev => dev,
+        Split::Test => {
+            let mut rest: Vec<usize> = (0..total).filter(|i| dev.binary_search(i).is_err()).collect();
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(TEST_SEED);
+            rand::seq::SliceRandom::shuffle(rest.as_mut_slice(), &mut rng);
+            rest
+        }
+    };
+    chosen.truncate(take.unwrap_or(usize::MAX));
+    chosen.sort_unstable();
+    chosen
 }
 
 /// Which dataset positions to run: the first `limit`, then a seeded random `sample` of those,
@@ -243,5 +317,27 @@ mod tests {
         assert!(a.windows(2).all(|w| w[0] < w[1]) && a.len() == 20);
         assert!(select(1000, Some(50), Some(20), 7).iter().all(|&i| i < 50));
         assert_eq!(select(5, None, Some(9), 1), [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn the_splits_are_fixed_disjoint_and_cover_the_file() {
+        let dev = split(1000, Split::Dev, None);
+        // The dev split is the sample every earlier benchmark ran.
+        assert_eq!(dev, select(1000, None, Some(50), 7));
+        let test = split(1000, Split::Test, None);
+        assert_eq!(test.len(), 950);
+        assert!(test.iter().all(|i| dev.binary_search(i).is_err()), "disjoint");
+        assert_eq!(test, split(1000, Split::Test, None), "fixed");
+        // A shorter test run is a subset of a longer one, and a random one (not the file's
+        // first lines).
+        let hundred = split(1000, Split::Test, Some(100));
+        let fifty = split(1000, Split::Test, Some(50));
+        assert_eq!(hundred.len(), 100);
+        assert!(fifty.iter().all(|i| hundred.binary_search(i).is_ok()));
+        assert!(hundred.windows(2).all(|w| w[0] < w[1]));
+        assert!(hundred.iter().any(|&i| i > 500), "{hundred:?}");
+        // A file of at most 50 questions is all dev.
+        assert!(split(40, Split::Test, None).is_empty());
+        assert_eq!(split(40, Split::Dev, Some(10)).len(), 10);
     }
 }

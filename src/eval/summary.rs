@@ -84,7 +84,7 @@ fn corrections_groups(records: &[Record]) -> Vec<CorrectionsGroup> {
     groups
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Rate {
     pub hits: usize,
     pub of: usize,
@@ -93,6 +93,41 @@ pub struct Rate {
 impl Rate {
     pub fn percent(self) -> f64 {
         if self.of == 0 { 0.0 } else { 100.0 * self.hits as f64 / self.of as f64 }
+    }
+
+    /// The 95% Wilson score interval of the rate, in percent: where the true rate plausibly
+    /// lies given this many questions (it stays inside 0–100 and is honest at 0 or all hits,
+    /// where the normal approximation is not). `(0, 100)` for no questions.
+    pub fn interval(self) -> (f64, f64) {
+        if self.of == 0 {
+            return (0.0, 100.0);
+        }
+        const Z: f64 = 1.959_963_984_540_054;
+        let (n, p) = (self.of as f64, self.hits as f64 / self.of as f64);
+        let z2 = Z * Z;
+        let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+        let half = Z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
+        (100.0 * (centre - half).max(0.0), 100.0 * (centre + half).min(1.0))
+    }
+
+    /// `68.0% (34/50; 95% CI 54.2–79.2)`.
+    pub fn with_interval(self) -> String {
+        let (low, high) = self.interval();
+        format!("{:5.1}% ({}/{}; 95% CI {low:.1}–{high:.1})", self.percent(), self.hits, self.of)
+    }
+}
+
+/// Serialised with its percentage and interval, so a script needs no statistics of its own.
+impl Serialize for Rate {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let (low, high) = self.interval();
+        let mut s = serializer.serialize_struct("Rate", 4)?;
+        s.serialize_field("hits", &self.hits)?;
+        s.serialize_field("of", &self.of)?;
+        s.serialize_field("percent", &self.percent())?;
+        s.serialize_field("ci95", &[low, high])?;
+        s.end()
     }
 }
 
@@ -219,20 +254,11 @@ impl Summary {
             "{}",
             if self.errors > 0 { format!(", {} failed (counted wrong)", self.errors) } else { String::new() }
         )?;
+        writeln!(out, "Strict       Hits@1 {}   F1 {:.3}", self.strict.with_interval(), self.f1)?;
         writeln!(
             out,
-            "Strict       Hits@1 {:5.1}% ({}/{})   F1 {:.3}",
-            self.strict.percent(),
-            self.strict.hits,
-            self.strict.of,
-            self.f1
-        )?;
-        writeln!(
-            out,
-            "Lenient      {:5.1}% ({}/{})   substring match, as the ToG papers count: for comparison only",
-            self.lenient.percent(),
-            self.lenient.hits,
-            self.lenient.of
+            "Lenient      {}   substring match, as the ToG papers count: for comparison only",
+            self.lenient.with_interval()
         )?;
         let shares: Vec<String> = self
             .sources
@@ -325,6 +351,22 @@ mod tests {
         assert_eq!(Stat::of([7, 1, 3]).median, 3.0);
         assert_eq!(Stat::of([]), Stat::default());
         assert_eq!(Rate { hits: 0, of: 0 }.percent(), 0.0);
+    }
+
+    #[test]
+    fn wilson_intervals_match_published_values() {
+        // 34 of 50 (the committed ToG figure): 54.2–79.2 by the Wilson formula.
+        let (low, high) = Rate { hits: 34, of: 50 }.interval();
+        assert!((low - 54.19).abs() < 0.05 && (high - 79.24).abs() < 0.05, "{low} {high}");
+        // At the ends it stays inside 0–100 and is not empty.
+        let (low, high) = Rate { hits: 0, of: 20 }.interval();
+        assert!(low == 0.0 && (high - 16.11).abs() < 0.05, "{low} {high}");
+        let (low, high) = Rate { hits: 20, of: 20 }.interval();
+        assert!((low - 83.89).abs() < 0.05 && high == 100.0, "{low} {high}");
+        assert_eq!(Rate { hits: 34, of: 50 }.with_interval(), " 68.0% (34/50; 95% CI 54.2–79.2)");
+        let json = serde_json::to_value(Rate { hits: 1, of: 2 }).unwrap();
+        assert_eq!(json["percent"], 50.0);
+        assert_eq!(json["ci95"].as_array().map(Vec::len), Some(2));
     }
 
     #[test]

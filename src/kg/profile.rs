@@ -91,6 +91,20 @@ impl KgProfile {
         Self { label_from_id: true, dunder_relations: true, ..Self::freebase() }
     }
 
+    /// The built-in profile this is, by name (`custom` for one changed by a config, e.g. its
+    /// `label_predicates`).
+    pub fn name(&self) -> &'static str {
+        [
+            ("freebase", Self::freebase()),
+            ("named-ids", Self::named_ids()),
+            ("rdf", Self::rdf()),
+            ("wikidata", Self::wikidata()),
+        ]
+        .into_iter()
+        .find(|(_, p)| p == self)
+        .map_or("custom", |(name, _)| name)
+    }
+
     /// Whether relation search should offer this relation to the model.
     pub fn is_informative(&self, relation: &str) -> bool {
         if !self.keep_prefixes.is_empty() && !self.keep_prefixes.iter().any(|p| relation.starts_with(p.as_str())) {

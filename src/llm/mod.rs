@@ -72,6 +72,11 @@ pub struct ReplySchema {
     /// (never sent).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub labels: Vec<String>,
+    /// Names the schema's enums hold in another form, as (the form sent, the name): a name with
+    /// a character that breaks a server's grammar is sent without it, and a reply's choice is
+    /// read back as the name (never sent).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub renamed: Vec<(String, String)>,
 }
 
 /// How a reply was asked for: as free text, or constrained by a JSON schema through the
@@ -369,6 +374,16 @@ pub enum LlmError {
 }
 
 impl LlmError {
+    /// Whether the endpoint itself failed (unreachable, timed out, a server error), as opposed
+    /// to a reply or request this call alone got wrong: several in a row mean it went away.
+    pub fn is_endpoint_failure(&self) -> bool {
+        match self {
+            LlmError::Unreachable { .. } | LlmError::Timeout { .. } => true,
+            LlmError::Status { status, .. } => *status >= 500,
+            _ => false,
+        }
+    }
+
     /// The error as the user's method says it: `method` (its label) asked the failed call. A
     /// model sees only the call, whose step name may be another method's (SC's samples are
     /// `cot` steps).

@@ -487,8 +487,16 @@ impl LanguageModel for OpenAiClient {
                     let Some(next) = self.learn_reply_mode(status, &body, learned.structured) else {
                         return Err(LlmError::Status { url, status, body });
                     };
+                    // The setting that asks so at once, where there is one.
+                    let hint = match next {
+                        ReplyMode::FreeText => String::new(),
+                        mode => format!(
+                            " (structured = \"{}\" in the endpoint's [llm] entry asks so at once)",
+                            mode.label()
+                        ),
+                    };
                     notes.push(format!(
-                        "the endpoint refused structured replies as {} (HTTP {status}); asked again as {}",
+                        "the endpoint refused structured replies as {} (HTTP {status}); asked again as {}{hint}",
                         learned.structured.label(),
                         next.label()
                     ));

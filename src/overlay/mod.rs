@@ -303,13 +303,20 @@ pub(crate) fn now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
-/// The author recorded on corrections: the configured one, else `$USER`, else "unknown".
+/// The author recorded on corrections: the configured one, else `$USER` (or `$LOGNAME`), else
+/// [`NO_AUTHOR`].
 pub fn default_author(configured: Option<&str>) -> String {
     configured
         .map(str::to_string)
-        .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
-        .unwrap_or_else(|| "unknown".into())
+        .or_else(|| {
+            ["USER", "LOGNAME"].into_iter().find_map(|v| std::env::var(v).ok().filter(|u| !u.trim().is_empty()))
+        })
+        .unwrap_or_else(|| NO_AUTHOR.into())
 }
+
+/// The author of a correction made where no name was known: it reads as what it is beside a
+/// reason ("unknown" read as an unknown reason).
+pub const NO_AUTHOR: &str = "(no author set)";
 
 /// What the reason of a correction starts with when it stores a triple the LLM generated and a
 /// user accepted (GoG's `A` in the terminal UI). The correction's `generated` mark says so;

@@ -144,7 +144,13 @@ impl Executor {
             Effect::Save { path, session } => {
                 let path =
                     path.unwrap_or_else(|| crate::session::default_dir().join(crate::session::file_name(&session)));
-                let result = session.save(&path).map(|()| path).map_err(|e| e.to_string());
+                // A session that would not replay is refused now, with the reason, rather
+                // than reported saved and found broken at `replay --check`.
+                let result = session
+                    .check_replays(crate::engine::Registry::builtin())
+                    .and_then(|()| session.save(&path))
+                    .map(|()| path)
+                    .map_err(|e| e.to_string());
                 let _ = tx.send(Action::Saved(result));
             }
             Effect::Open { path } => {

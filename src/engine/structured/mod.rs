@@ -43,6 +43,88 @@ mod tests {
         assert!(parsed.notes.is_empty(), "{:?}", parsed.notes);
     }
 
+    /// Every string in a schema's enums, wherever they stand.
+    fn enum_strings(schema: &serde_json::Value, out: &mut Vec<String>) {
+        match schema {
+            serde_json::Value::Object(fields) => {
+                if let Some(values) = fields.get("enum").and_then(|e| e.as_array()) {
+                    out.extend(values.iter().filter_map(|v| v.as_str().map(String::from)));
+                }
+                fields.values().for_each(|v| enum_strings(v, out));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| enum_strings(v, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn names_that_break_a_servers_grammar_are_never_sent_and_read_back_as_themselves() {
+        let names: Vec<String> = [
+            "David \"Buck\" Wheat",
+            "David 'Buck' Wheat",
+            "back\\slash",
+            "Line\nBreak",
+            "Bell\u{7}Ringer",
+            "Brace {d}",
+            "Zürich 東京 😀",
+        ]
+        .map(String::from)
+        .to_vec();
+        let groups = vec![names.clone(), vec!["x\"y".to_string()]];
+        let unified = vec![("Quote\"ville".to_string(), names.clone())];
+        let shapes = [
+            Shape::Relations { candidates: &names, width: 3 },
+            Shape::Choice { candidates: &names, keep: 3 },
+            Shape::EntityScores { candidates: &names },
+            Shape::EntityGroups { groups: &groups },
+            Shape::UnifiedRelations { entities: &unified, width: 2 },
+            Shape::Judgment { options: &names },
+        ];
+        for shape in &shapes {
+            let mut sent = Vec::new();
+            enum_strings(&shape.schema(), &mut sent);
+            assert!(!sent.is_empty(), "{}", shape.name());
+            for value in &sent {
+                assert!(
+                    !value.contains(['"', '\\']) && !value.chars().any(char::is_control),
+                    "{}: {value:?}",
+                    shape.name()
+                );
+            }
+            // Distinct names stay distinct: the quoted name's form does not take the name
+            // written with single quotes.
+            let mut unique = sent.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), sent.len(), "{}: {sent:?}", shape.name());
+        }
+        // A reply choosing by the forms sent reads back as the names.
+        let shape = Shape::EntityScores { candidates: &names };
+        let schema = shape.reply_schema();
+        let form = |name: &str| schema.renamed.iter().find(|(_, n)| n == name).map(|(s, _)| s.clone()).unwrap();
+        assert_eq!(form("David \"Buck\" Wheat"), "David 'Buck' Wheat (2)");
+        assert_eq!(form("back\\slash"), "back/slash");
+        let reply = json!({"scores": [{"entity": form("David \"Buck\" Wheat"), "score": 0.6},
+                                      {"entity": form("back\\slash"), "score": 0.3},
+                                      {"entity": "David 'Buck' Wheat", "score": 0.1}]});
+        let text = read(&schema, &reply.to_string()).unwrap().text;
+        let (scores, _) = parse::parse_score_list(&text, &names).unwrap();
+        assert_eq!(scores, vec![0.6, 0.1, 0.3, 0.0, 0.0, 0.0, 0.0]);
+        let shape = Shape::Judgment { options: &names };
+        let schema = shape.reply_schema();
+        let reply = json!({"reason": "r", "answer": [form("David \"Buck\" Wheat"), "back/slash", "Zürich 東京 😀", "Brace {d}", form("Line\nBreak")]});
+        let mut notes = Vec::new();
+        let text = read(&schema, &reply.to_string()).unwrap().text;
+        assert_eq!(parse::parse_yes_no(&text), Some(true), "{text}");
+        let answers = parse::parse_answers(&text).unwrap();
+        let taken = reachable_answers(&names, &answers, &mut notes);
+        assert_eq!(
+            taken,
+            ["David \"Buck\" Wheat", "back\\slash", "Zürich 東京 😀", "Brace {d}", "Line\nBreak"],
+            "{text} {notes:?}"
+        );
+    }
+
     #[test]
     fn entity_scores_follow_the_prompt_order() {
         let cands = vec!["Paris".to_string(), "Lyon".to_string(), "Nice".to_string()];

@@ -30,7 +30,7 @@ pub(crate) struct Reading {
 /// it is not JSON of the shape (the parser then reads the reply as it is).
 pub(crate) fn read(schema: &ReplySchema, reply: &str) -> Option<Reading> {
     let body = json_body(reply)?;
-    let (value, mut notes) = match serde_json::from_str::<Value>(body) {
+    let (mut value, mut notes) = match serde_json::from_str::<Value>(body) {
         Ok(v) => (v, Vec::new()),
         // Cut off at the token limit: closed where it stopped, and read if that parses.
         Err(e) if e.is_eof() => (
@@ -42,8 +42,27 @@ pub(crate) fn read(schema: &ReplySchema, reply: &str) -> Option<Reading> {
     if !Shape::BUILTIN_NAMES.contains(&schema.name.as_str()) {
         return read_own(schema, &value, notes);
     }
+    restore_names(&mut value, &schema.renamed);
     let text = render(&schema.name, &schema.labels, value, &mut notes)?;
     Some(Reading { text, notes })
+}
+
+/// Every string of `value` that is a name's form in the schema's enums (see
+/// [`super::shape::enum_form`]) becomes the name again.
+fn restore_names(value: &mut Value, renamed: &[(String, String)]) {
+    if renamed.is_empty() {
+        return;
+    }
+    match value {
+        Value::String(s) => {
+            if let Some((_, name)) = renamed.iter().find(|(sent, _)| sent == s) {
+                *s = name.clone();
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| restore_names(v, renamed)),
+        Value::Object(fields) => fields.values_mut().for_each(|v| restore_names(v, renamed)),
+        _ => {}
+    }
 }
 
 /// A reply of a method's own shape: its JSON text, when it fits the schema (the method reads
@@ -143,11 +162,15 @@ fn is_name_like(answer: &str) -> bool {
     words > 0 && words <= 8 && answer.chars().count() <= 80 && !(words > 4 && answer.ends_with(['.', '?', '!']))
 }
 
+/// One answer as [`braced_answers`] writes it.
+fn as_braced(answer: &str) -> String {
+    clean(answer).replace(" | ", " / ")
+}
+
 /// A list of answers as the parsers read it: `{A | B}`. A sentence in the list is not an answer
 /// (small models put their prose there).
 fn braced_answers(answers: &[String]) -> String {
-    let kept: Vec<String> =
-        answers.iter().map(|a| clean(a).replace(" | ", " / ")).filter(|a| is_name_like(a)).collect();
+    let kept: Vec<String> = answers.iter().map(|a| as_braced(a)).filter(|a| is_name_like(a)).collect();
     if kept.is_empty() { String::new() } else { format!("{{{}}}", kept.join(" | ")) }
 }
 
@@ -423,7 +446,12 @@ pub(super) fn render(name: &str, labels: &[String], value: Value, notes: &mut Ve
 /// and said.
 pub(super) fn judgment(options: &[String], reason: &str, answers: Vec<String>, notes: &mut Vec<String>) -> String {
     let taken = reachable_answers(options, &answers, notes);
-    let answer = braced_answers(&taken);
+    // Options, not prose: a long name is still a name.
+    let answer = if taken.is_empty() {
+        String::new()
+    } else {
+        format!("{{{}}}", taken.iter().map(|a| as_braced(a)).collect::<Vec<_>>().join(" | "))
+    };
     let mut text = if answer.is_empty() { "{No}".to_string() } else { format!("{{Yes}}\nanswer: {answer}") };
     if !reason.trim().is_empty() {
         text.push_str(&format!("\nreason: {}", clean(reason)));
@@ -443,10 +471,13 @@ pub(crate) fn reachable_answers(options: &[String], answers: &[String], notes: &
         if clean(answer).is_empty() || answer.eq_ignore_ascii_case(UNKNOWN) {
             continue;
         }
+        // Last, as the brace text wrote it: a name with braces, a line break or ` | ` reaches
+        // the parser changed (`Brace {d}` as `Brace (d)`), and is still that name.
         let option = options
             .iter()
             .find(|o| o.trim() == answer)
-            .or_else(|| options.iter().find(|o| o.trim().eq_ignore_ascii_case(answer)));
+            .or_else(|| options.iter().find(|o| o.trim().eq_ignore_ascii_case(answer)))
+            .or_else(|| options.iter().find(|o| as_braced(o).eq_ignore_ascii_case(&as_braced(answer))));
         match option {
             Some(option) if !taken.contains(option) => taken.push(option.clone()),
             Some(_) => {}

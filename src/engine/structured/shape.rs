@@ -76,15 +76,55 @@ pub(crate) const UNKNOWN: &str = "unknown";
 /// The most characters a judgment's reason may take (one short line).
 pub(super) const REASON_CHARS: usize = 200;
 
-/// Strings, deduplicated in order (a JSON schema's `enum` lists each value once).
-fn distinct(items: &[String]) -> Vec<&str> {
-    let mut out: Vec<&str> = Vec::new();
+/// Names as a schema's `enum` holds them, deduplicated in order (an `enum` lists each value
+/// once): each name with its form in the enum, which differs from it only where the name holds a
+/// character no enum may (see [`enum_form`]).
+fn distinct(items: &[String]) -> Vec<(String, &str)> {
+    let mut out: Vec<(String, &str)> = Vec::new();
     for item in items {
-        if !out.contains(&item.as_str()) {
-            out.push(item);
+        if out.iter().any(|(_, name)| *name == item.as_str()) {
+            continue;
         }
+        let mut sent = enum_form(item).into_owned();
+        // A changed form that another name already is (or takes) gets a number.
+        if sent != *item {
+            let base = sent.clone();
+            let mut k = 2;
+            while items.iter().any(|other| *other == sent) || out.iter().any(|(s, _)| *s == sent) {
+                sent = format!("{base} ({k})");
+                k += 1;
+            }
+        }
+        out.push((sent, item));
     }
     out
+}
+
+/// The enum's values of `distinct` names.
+fn enum_of(names: &[(String, &str)]) -> Value {
+    json!({"enum": names.iter().map(|(sent, _)| sent.as_str()).collect::<Vec<_>>()})
+}
+
+/// A name as an `enum` may hold it. Grammar-based servers compile an enum into a grammar, and
+/// llama-cpp-python 0.3.36 does it wrongly: a `"` makes a grammar it cannot parse, and its server
+/// then dies (a segmentation fault); a `\` comes back unescaped, so the reply is not JSON. Real
+/// KGs are full of such names (`David "Buck" Wheat`), and a user's server is not ongraph's to
+/// crash: so an enum holds `'` for `"`, `/` for `\` and a space for a control character, and a
+/// reply's choice is read back as the name ([`ReplySchema::renamed`]).
+pub(crate) fn enum_form(name: &str) -> std::borrow::Cow<'_, str> {
+    if !name.chars().any(|c| c == '"' || c == '\\' || c.is_control()) {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    std::borrow::Cow::Owned(
+        name.chars()
+            .map(|c| match c {
+                '"' => '\'',
+                '\\' => '/',
+                c if c.is_control() => ' ',
+                c => c,
+            })
+            .collect(),
+    )
 }
 
 /// An object schema with every property required and nothing else allowed (what OpenAI's
@@ -170,18 +210,15 @@ impl Shape<'_> {
             Shape::Topics => object(&[("entities", array(string(), Some(8)))]),
             Shape::Relations { candidates, width } => object(&[(
                 "relations",
-                array(
-                    object(&[("relation", json!({"enum": distinct(candidates)})), ("score", number())]),
-                    Some(*width),
-                ),
+                array(object(&[("relation", enum_of(&distinct(candidates))), ("score", number())]), Some(*width)),
             )]),
             Shape::UnifiedRelations { entities, width } => {
                 let choices: Vec<Value> = entities
                     .iter()
                     .map(|(entity, relations)| {
                         object(&[
-                            ("entity", json!({"enum": [entity]})),
-                            ("relation", json!({"enum": distinct(relations)})),
+                            ("entity", enum_of(&distinct(std::slice::from_ref(entity)))),
+                            ("relation", enum_of(&distinct(relations))),
                             ("score", number()),
                         ])
                     })
@@ -191,7 +228,7 @@ impl Shape<'_> {
             Shape::EntityScores { candidates } => object(&[(
                 "scores",
                 array(
-                    object(&[("entity", json!({"enum": distinct(candidates)})), ("score", number())]),
+                    object(&[("entity", enum_of(&distinct(candidates))), ("score", number())]),
                     Some(candidates.len()),
                 ),
             )]),
@@ -205,7 +242,7 @@ impl Shape<'_> {
                             (
                                 "scores",
                                 array(
-                                    object(&[("entity", json!({"enum": distinct(names)})), ("score", number())]),
+                                    object(&[("entity", enum_of(&distinct(names))), ("score", number())]),
                                     Some(names.len()),
                                 ),
                             ),
@@ -223,9 +260,12 @@ impl Shape<'_> {
             // commits to an answer (llama.cpp's grammars keep the schema's order of properties);
             // capped, so it stays one short line.
             Shape::Judgment { options } => {
-                let mut choices = distinct(options);
-                choices.retain(|c| !c.eq_ignore_ascii_case(UNKNOWN));
-                choices.push(UNKNOWN);
+                let mut choices: Vec<String> = distinct(options)
+                    .into_iter()
+                    .filter(|(_, name)| !name.eq_ignore_ascii_case(UNKNOWN))
+                    .map(|(sent, _)| sent)
+                    .collect();
+                choices.push(UNKNOWN.to_string());
                 object(&[
                     ("reason", json!({"type": "string", "maxLength": REASON_CHARS})),
                     ("answer", json!({"type": "array", "items": {"enum": choices}, "minItems": 1, "maxItems": 8})),
@@ -245,7 +285,7 @@ impl Shape<'_> {
                 ("arguments", array(string(), Some(6))),
             ]),
             Shape::Choice { candidates, keep } => {
-                object(&[("relations", array(json!({"enum": distinct(candidates)}), Some(*keep)))])
+                object(&[("relations", array(enum_of(&distinct(candidates)), Some(*keep)))])
             }
             Shape::Triples => object(&[(
                 "triples",
@@ -280,7 +320,29 @@ impl Shape<'_> {
             Shape::Judgment { options } => options.to_vec(),
             _ => Vec::new(),
         };
-        ReplySchema { name: self.name().into(), schema: self.schema(), labels }
+        ReplySchema { name: self.name().into(), schema: self.schema(), labels, renamed: self.renamed() }
+    }
+
+    /// The names its enums hold in another form (see [`enum_form`]): (form sent, name).
+    fn renamed(&self) -> Vec<(String, String)> {
+        let lists: Vec<&[String]> = match self {
+            Shape::Relations { candidates, .. } | Shape::Choice { candidates, .. } => vec![candidates],
+            Shape::EntityScores { candidates } => vec![candidates],
+            Shape::Judgment { options } => vec![options],
+            Shape::EntityGroups { groups } => groups.iter().map(Vec::as_slice).collect(),
+            Shape::UnifiedRelations { entities, .. } => entities
+                .iter()
+                .flat_map(|(entity, relations)| [std::slice::from_ref(entity), relations.as_slice()])
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut renamed: Vec<(String, String)> = Vec::new();
+        for (sent, name) in lists.into_iter().flat_map(|list| distinct(list)) {
+            if sent != name && !renamed.iter().any(|(s, _)| *s == sent) {
+                renamed.push((sent, name.to_string()));
+            }
+        }
+        renamed
     }
 
     /// The line appended to the prompt in structured mode: the reply's JSON shape, which takes

@@ -232,8 +232,9 @@ impl Method for TogMachine {
                     }
                 }
                 ev.summary = format!(
-                    "depth {}: {found} relations around {} entit{}",
+                    "depth {}: {found} relation{} around {} entit{}",
                     self.depth,
+                    plural_s(found),
                     frontier.len(),
                     plural_y(frontier.len())
                 );
@@ -261,7 +262,7 @@ impl Method for TogMachine {
                     });
                     found += self.add_candidates(cx, rel, neighbours, &mut ev);
                 }
-                ev.summary = format!("depth {}: {found} candidate entities", self.depth);
+                ev.summary = format!("depth {}: {found} candidate entit{}", self.depth, plural_y(found));
                 self.phase = if found == 0 { self.dry(&mut ev) } else { Phase::EntityPrune };
             }
             Phase::EntityPrune => {

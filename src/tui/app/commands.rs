@@ -336,8 +336,8 @@ impl App {
                 match chosen {
                     Some(entry) => {
                         let method = MethodId::named(entry.id);
+                        // The recording takes it with the next run (each run keeps its own).
                         self.settings.method = method;
-                        self.recording.settings.method = method;
                         self.say(format!("method for the next question: {}", entry.label));
                     }
                     None => self.say(format!(

@@ -142,7 +142,7 @@ impl App {
                     self.earlier = None;
                 }
                 self.sync_record();
-                self.recording.begin(&question, Topics::Extract);
+                self.recording.begin(&question, Topics::Extract, &self.settings);
                 if let Some(replay) = &mut self.replay {
                     // The next recorded run with this question (a re-ask is the next run).
                     let from = replay.run.map_or(0, |i| i + 1);
