@@ -93,7 +93,7 @@ pub mod eval {
 /// The terminal UI: its state, update, effects and drawing.
 pub mod tui {
     pub use crate::cli::StoreCorrections;
-    pub use crate::tui::app::{Action, App, Bottom, Effect, Focus, update};
+    pub use crate::tui::app::{Action, App, Bottom, Effect, Focus, suggestion_from, update};
     pub use crate::tui::keymap::Keymap;
     pub use crate::tui::modal::{FormKind, PickValue};
     pub use crate::tui::{Corrections, Executor, load_history};

@@ -574,3 +574,17 @@ fn an_endpoint_that_goes_away_stops_the_run_with_the_command_that_resumes_it() {
     assert!(line.ends_with(&format!("--out {out} --resume")), "{line}");
     assert_eq!(indices(&Path::new(&out).join("records.jsonl")).len(), 3, "the rest were not asked");
 }
+
+/// Issue 36: off the demo, the UI's first screen suggests a question the KG can answer, made of
+/// one of its own named entities and relations.
+#[test]
+fn a_kg_suggests_a_question_about_its_own_entities() {
+    let (kg, _) = pq();
+    let (entity, relation) = kg.example_fact().expect("a named entity with a relation");
+    assert_eq!((entity.as_str(), relation.as_str()), ("philippe ii duke of orleans", "gender"));
+    assert_eq!(
+        ongraph::testing::tui::suggestion_from(&entity, &relation),
+        "What is the gender of philippe ii duke of orleans?"
+    );
+    assert_eq!(ongraph::testing::tui::suggestion_from("Canberra", "location.location.containedby"), "What is the containedby of Canberra?");
+}

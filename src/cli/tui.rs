@@ -74,6 +74,13 @@ pub async fn tui(args: TuiArgs, config: &Config) -> Result<i32> {
     let driver = corrections.driver();
     let kg = driver.kg().clone();
     let mut app = configure(App::new(settings, prompts, kg.profile().clone(), kg.name(), &llm.describe()), config)?;
+    // Off the demo, the first screen suggests a question this KG can answer.
+    if kg.name() != "demo" {
+        app.suggestion = match kg.example_fact() {
+            Some((entity, relation)) => crate::tui::app::suggestion_from(&entity, &relation),
+            None => "a question about an entity of this KG (ongraph kg search NAME finds them)".to_string(),
+        };
+    }
     // A theme that did not load stays the first thing said. Short enough to be read whole in
     // an 80-column status bar (the beam pane shows a question to try).
     let hint = if kg.name() == "demo" && llm.describe().contains("scripted") {

@@ -242,6 +242,18 @@ impl KnowledgeGraph for LocalGraph {
         &self.profile
     }
 
+    /// The first named entity with an informative relation to another named node.
+    fn example_fact(&self) -> Option<(String, String)> {
+        (0..self.terms.len() as u32).filter(|&n| !self.is_literal(n)).find_map(|node| {
+            let label = self.label_of(node)?;
+            let &(rel, _) = self
+                .row(node, Direction::Out)
+                .iter()
+                .find(|&&(rel, to)| self.informative[rel as usize] && !self.is_literal(to) && self.label_of(to).is_some())?;
+            Some((label, self.profile.display_relation(self.relations.get(rel))))
+        })
+    }
+
     async fn relations(&self, entity: &str) -> Result<Vec<RelationRef>, KgError> {
         let Some(node) = self.terms.lookup(entity) else { return Ok(Vec::new()) };
         let mut out = Vec::new();

@@ -181,6 +181,12 @@ pub trait KnowledgeGraph: Send + Sync {
     /// Entities whose label matches `name`: exact (case-insensitive) matches first, then fuzzy
     /// ones, best first, at most `limit`.
     async fn find_entities(&self, name: &str, limit: usize) -> Result<Vec<EntityMatch>, KgError>;
+    /// A named entity and one of its relations (as shown to the model), for suggesting a
+    /// question this graph can answer; `None` where the graph cannot tell cheaply (endpoints).
+    fn example_fact(&self) -> Option<(String, String)> {
+        None
+    }
+
     /// Queries sent to a remote endpoint, and answers taken from the query cache instead.
     fn network(&self) -> NetworkStats {
         NetworkStats::default()

@@ -594,6 +594,9 @@ impl KnowledgeGraph for OverlayKg {
     fn profile(&self) -> &KgProfile {
         self.inner.profile()
     }
+    fn example_fact(&self) -> Option<(String, String)> {
+        self.inner.example_fact()
+    }
 
     async fn relations(&self, entity: &str) -> Result<Vec<RelationRef>, KgError> {
         let base = self.inner.relations(entity).await?;

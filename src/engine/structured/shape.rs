@@ -77,27 +77,52 @@ pub(crate) const UNKNOWN: &str = "unknown";
 pub(super) const REASON_CHARS: usize = 200;
 
 /// Names as a schema's `enum` holds them, deduplicated in order (an `enum` lists each value
-/// once): each name with its form in the enum, which differs from it only where the name holds a
-/// character no enum may (see [`enum_form`]).
+/// once): each name with its form in the enum (see [`Forms`]).
 fn distinct(items: &[String]) -> Vec<(String, &str)> {
-    let mut out: Vec<(String, &str)> = Vec::new();
-    for item in items {
-        if out.iter().any(|(_, name)| *name == item.as_str()) {
-            continue;
-        }
-        let mut sent = enum_form(item).into_owned();
-        // A changed form that another name already is (or takes) gets a number.
-        if sent != *item {
-            let base = sent.clone();
-            let mut k = 2;
-            while items.iter().any(|other| *other == sent) || out.iter().any(|(s, _)| *s == sent) {
-                sent = format!("{base} ({k})");
+    Forms::of(&[items]).list(items)
+}
+
+/// The form each name of a schema takes in its enums: the name itself, or where it holds a
+/// character no enum may, [`enum_form`]'s, numbered when another name of the schema already
+/// is (or takes) that form. One map for every list of the schema, so a form reads back as one
+/// name wherever it stands.
+struct Forms<'a> {
+    changed: Vec<(&'a str, String)>,
+}
+
+impl<'a> Forms<'a> {
+    fn of(lists: &[&'a [String]]) -> Self {
+        let names: Vec<&str> = lists.iter().flat_map(|list| list.iter()).map(String::as_str).collect();
+        let mut changed: Vec<(&str, String)> = Vec::new();
+        for &name in &names {
+            let form = enum_form(name);
+            if form == name || changed.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
+            let (base, mut sent, mut k) = (form.to_string(), form.into_owned(), 1);
+            while names.contains(&sent.as_str()) || changed.iter().any(|(_, f)| *f == sent) {
                 k += 1;
+                sent = format!("{base} ({k})");
+            }
+            changed.push((name, sent));
+        }
+        Self { changed }
+    }
+
+    fn form(&self, name: &str) -> String {
+        self.changed.iter().find(|(n, _)| *n == name).map_or_else(|| name.to_string(), |(_, f)| f.clone())
+    }
+
+    /// `items` deduplicated in order, each with its form.
+    fn list<'b>(&self, items: &'b [String]) -> Vec<(String, &'b str)> {
+        let mut out: Vec<(String, &str)> = Vec::new();
+        for item in items {
+            if !out.iter().any(|(_, name)| *name == item.as_str()) {
+                out.push((self.form(item), item));
             }
         }
-        out.push((sent, item));
+        out
     }
-    out
 }
 
 /// The enum's values of `distinct` names.
@@ -213,12 +238,13 @@ impl Shape<'_> {
                 array(object(&[("relation", enum_of(&distinct(candidates))), ("score", number())]), Some(*width)),
             )]),
             Shape::UnifiedRelations { entities, width } => {
+                let forms = Forms::of(&self.name_lists());
                 let choices: Vec<Value> = entities
                     .iter()
                     .map(|(entity, relations)| {
                         object(&[
-                            ("entity", enum_of(&distinct(std::slice::from_ref(entity)))),
-                            ("relation", enum_of(&distinct(relations))),
+                            ("entity", enum_of(&forms.list(std::slice::from_ref(entity)))),
+                            ("relation", enum_of(&forms.list(relations))),
                             ("score", number()),
                         ])
                     })
@@ -233,6 +259,7 @@ impl Shape<'_> {
                 ),
             )]),
             Shape::EntityGroups { groups } => {
+                let forms = Forms::of(&self.name_lists());
                 let per_group: Vec<Value> = groups
                     .iter()
                     .enumerate()
@@ -242,7 +269,7 @@ impl Shape<'_> {
                             (
                                 "scores",
                                 array(
-                                    object(&[("entity", enum_of(&distinct(names))), ("score", number())]),
+                                    object(&[("entity", enum_of(&forms.list(names))), ("score", number())]),
                                     Some(names.len()),
                                 ),
                             ),
@@ -325,7 +352,12 @@ impl Shape<'_> {
 
     /// The names its enums hold in another form (see [`enum_form`]): (form sent, name).
     fn renamed(&self) -> Vec<(String, String)> {
-        let lists: Vec<&[String]> = match self {
+        Forms::of(&self.name_lists()).changed.into_iter().map(|(name, form)| (form, name.to_string())).collect()
+    }
+
+    /// The lists of names its enums offer.
+    fn name_lists(&self) -> Vec<&[String]> {
+        match self {
             Shape::Relations { candidates, .. } | Shape::Choice { candidates, .. } => vec![candidates],
             Shape::EntityScores { candidates } => vec![candidates],
             Shape::Judgment { options } => vec![options],
@@ -335,14 +367,7 @@ impl Shape<'_> {
                 .flat_map(|(entity, relations)| [std::slice::from_ref(entity), relations.as_slice()])
                 .collect(),
             _ => Vec::new(),
-        };
-        let mut renamed: Vec<(String, String)> = Vec::new();
-        for (sent, name) in lists.into_iter().flat_map(|list| distinct(list)) {
-            if sent != name && !renamed.iter().any(|(s, _)| *s == sent) {
-                renamed.push((sent, name.to_string()));
-            }
         }
-        renamed
     }
 
     /// The line appended to the prompt in structured mode: the reply's JSON shape, which takes

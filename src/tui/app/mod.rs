@@ -241,6 +241,16 @@ pub struct Areas {
     pub status: Rect,
 }
 
+/// The question the empty beam pane suggests on the demo KG.
+pub const DEMO_SUGGESTION: &str = "What is the majority party now in the country where Canberra is located?";
+
+/// A question about `entity` through `relation` (as a KG shows it: `people.person.spouse`,
+/// `spouse`), to suggest on a KG other than the demo's.
+pub fn suggestion_from(entity: &str, relation: &str) -> String {
+    let last = relation.rsplit(['.', '/', '#', ':']).next().unwrap_or(relation);
+    format!("What is the {} of {entity}?", last.replace('_', " "))
+}
+
 pub struct App {
     pub input: TextArea<'static>,
     /// Questions asked before, oldest first; `history_at` browses them.
@@ -289,6 +299,8 @@ pub struct App {
     pub prompts: Arc<Prompts>,
     pub profile: KgProfile,
     pub kg_name: String,
+    /// The question the empty beam pane suggests: the demo's, or one the KG can answer.
+    pub suggestion: String,
     pub llm_name: String,
     pub keymap: Keymap,
     pub themes: Vec<Theme>,
@@ -364,6 +376,7 @@ impl App {
             prompts,
             profile,
             kg_name: kg_name.to_string(),
+            suggestion: DEMO_SUGGESTION.to_string(),
             llm_name: llm_name.to_string(),
             keymap: Keymap::default(),
             themes: Vec::new(),

@@ -203,6 +203,7 @@ impl App {
             replay: self.replay.is_some(),
             step_key: self.keymap.hint(super::keymap::Command::Step),
             failed: self.messages.last().is_some_and(|n| n.error),
+            suggestion: &self.suggestion,
         }
     }
 

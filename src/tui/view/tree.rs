@@ -56,6 +56,8 @@ pub(super) struct TreeShown<'a> {
     /// The last thing said was an error (the first step failed: a question the demo does not
     /// know, an endpoint down).
     pub failed: bool,
+    /// The question suggested before the first one.
+    pub suggestion: &'a str,
 }
 
 pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>, look: Look<'_>) {
@@ -72,10 +74,7 @@ pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>
             vec![
                 Line::from("No question yet: type one above and press enter."),
                 Line::from(""),
-                Line::from(Span::styled(
-                    "Try: What is the majority party now in the country where Canberra is located?",
-                    faint,
-                )),
+                Line::from(Span::styled(format!("Try: {}", shown.suggestion), faint)),
                 Line::from(Span::styled("?: keys · q: quit · Esc: leave the box · :: commands", faint)),
             ]
         };
