@@ -206,7 +206,13 @@ impl<'de> DeserializeSeed<'de> for CheckedValue<'_> {
     type Value = toml::Value;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<toml::Value, D::Error> {
-        let value = toml::Value::deserialize(d)?;
+        let limit = crate::settings::limit(self.key);
+        let too_large = |max| D::Error::custom(format!("`{}` is at most {max}", self.key));
+        // A count past TOML's integer range: its limit says more than "u64 value was too large".
+        let value = toml::Value::deserialize(d).map_err(|e| match limit {
+            Some(max) if e.to_string().contains("too large") => too_large(max),
+            _ => e,
+        })?;
         let alone = toml::Table::from_iter([(self.key.to_string(), value.clone())]);
         let checked = if self.keys.is_engine(self.key) {
             alone.try_into::<SettingsPatch>().map(drop)
@@ -214,6 +220,12 @@ impl<'de> DeserializeSeed<'de> for CheckedValue<'_> {
             alone.try_into::<Defaults>().map(drop)
         };
         checked.map_err(|e| D::Error::custom(e.message()))?;
+        // A count's limit, as its flag has (see `crate::settings::limit`).
+        if let (Some(max), Some(n)) = (limit, value.as_integer())
+            && u64::try_from(n).is_ok_and(|n| n > max)
+        {
+            return Err(too_large(max));
+        }
         Ok(value)
     }
 }

@@ -674,3 +674,26 @@ fn the_demo_off_its_recording_names_the_config_in_use_and_its_endpoints() {
     let said = format!("To go on, run with --llm qwen (configured in {}), or connect another model", config.display());
     assert_one_line_error(&out, &said);
 }
+
+/// `ask --method sc --samples 4294967295` aborted the process asking for 900 GB; a count over
+/// its limit is now refused before anything runs, by flag or by config key.
+#[test]
+fn a_huge_count_is_refused_at_once_by_flag_or_config() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path();
+    let started = std::time::Instant::now();
+    let out = ongraph(dir, &["ask", "--method", "sc", "--samples", "4294967295", CANBERRA]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "a usage error: {err}");
+    assert!(err.contains("'--samples <K>': 4294967295 is too large: at most 1000"), "{err}");
+    let out = ongraph(dir, &["ask", "--concurrency", "18446744073709551615", CANBERRA]);
+    assert!(stderr(&out).contains("is too large: at most 1000"), "{}", stderr(&out));
+    for (key, value) in [("samples", "4294967295"), ("gog_steps", "4294967295"), ("concurrency", "100000")] {
+        let config = dir.join(format!("{key}.toml"));
+        std::fs::write(&config, format!("[defaults]\n{key} = {value}\n")).unwrap();
+        let out = ongraph(dir, &["--config", config.to_str().unwrap(), "ask", CANBERRA]);
+        assert_one_line_error(&out, &format!("`{key}` is at most"));
+        assert!(stderr(&out).contains(".toml:2: "), "the line: {}", stderr(&out));
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "refused at once");
+}
