@@ -388,6 +388,9 @@ impl Config {
                 message,
             }
         })?;
+        if let Err(message) = config.check_endpoints() {
+            return Err(ConfigError::Parse { path: path.to_string(), message });
+        }
         if let Some(name) = &config.defaults.shared
             && !config.shared.contains_key(name)
         {
@@ -399,6 +402,55 @@ impl Config {
             });
         }
         Ok(config)
+    }
+}
+
+impl Config {
+    /// Each `[llm.*]`, `[embedding]` and `[kg.*]` endpoint is an absolute http(s) URL, and its
+    /// waits and sizes are within reason: said at once, naming the entry, rather than after
+    /// the retries of a first request (`file:///…`), or as a hang (`backoff_ms` of 584 million
+    /// years). The URL itself is not shown: it may hold a secret.
+    fn check_endpoints(&self) -> Result<(), String> {
+        let llms = self
+            .llm
+            .iter()
+            .map(|(n, e)| (format!("[llm.{n}]"), e))
+            .chain(self.embedding.iter().map(|e| ("[embedding]".to_string(), e)));
+        for (entry, llm) in llms {
+            check_url(&entry, "base_url", &llm.base_url)?;
+            let counts = [
+                ("timeout_secs", Some(llm.timeout_secs), 86_400),
+                ("max_retries", Some(u64::from(llm.max_retries)), 100),
+                ("backoff_ms", llm.backoff_ms, 600_000),
+                ("max_retry_after_secs", llm.max_retry_after_secs, 86_400),
+                ("max_reply_kb", llm.max_reply_kb.map(|kb| kb as u64), 1_048_576),
+                ("reasoning_max_tokens", llm.reasoning_max_tokens.map(u64::from), 1_000_000),
+            ];
+            for (key, value, max) in counts {
+                if value.is_some_and(|v| v > max) {
+                    return Err(format!("{entry} {key} is at most {max}"));
+                }
+            }
+        }
+        for (name, kg) in &self.kg {
+            let entry = format!("[kg.{name}]");
+            if let Some(endpoint) = &kg.endpoint {
+                check_url(&entry, "endpoint", endpoint)?;
+            }
+            if kg.timeout_secs > 86_400 {
+                return Err(format!("{entry} timeout_secs is at most 86400"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `url` is an absolute http:// or https:// URL with a host.
+fn check_url(entry: &str, key: &str, url: &str) -> Result<(), String> {
+    match reqwest::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
+        Ok(u) => Err(format!("{entry} {key} must be an http:// or https:// URL, not {}:", u.scheme())),
+        Err(e) => Err(format!("{entry} {key} is not an absolute http(s) URL ({e})")),
     }
 }
 

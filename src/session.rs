@@ -99,11 +99,20 @@ pub enum SessionError {
     #[error("{path} is corrupt: {message}")]
     Corrupt { path: PathBuf, message: String },
     #[error("the session's prompt templates are invalid: {0}")]
-    Prompts(#[from] PromptError),
+    Prompts(PromptError),
     #[error("run {run} of the session cannot be replayed: {why}")]
     Diverged { run: usize, why: String },
-    #[error("run {run} of the session cannot be replayed: {source}")]
-    Engine { run: usize, source: EngineError },
+    // Its text is in the message, so it is no `source` (a field so named would be): anyhow's
+    // chain would print it a second time.
+    #[error("run {run} of the session cannot be replayed: {error}")]
+    Engine { run: usize, error: EngineError },
+}
+
+/// Not `#[from]`, which would make it the error's source as well as its message's end.
+impl From<PromptError> for SessionError {
+    fn from(e: PromptError) -> Self {
+        Self::Prompts(e)
+    }
 }
 
 impl Session {
@@ -233,7 +242,7 @@ impl Session {
             self.profile.clone(),
             &self.kg,
         )
-        .map_err(|source| SessionError::Engine { run: index, source })
+        .map_err(|source| SessionError::Engine { run: index, error: source })
     }
 
     /// Replays run `index` to its end from the recording alone: no network, no model. Fails
@@ -247,11 +256,11 @@ impl Session {
         // An unknown method is said as such, before its templates are found unknown too.
         if registry.get(&self.settings.method).is_none() {
             let source = EngineError::UnknownMethod { name: self.settings.method.to_string(), known: registry.names() };
-            return Err(SessionError::Engine { run: index, source });
+            return Err(SessionError::Engine { run: index, error: source });
         }
         let mut run = self.start_in(registry, index, Arc::new(self.prompts_in(registry)?))?;
         let mut player = Player::new(&self.runs[index]);
-        let engine = |source| SessionError::Engine { run: index, source };
+        let engine = |error| SessionError::Engine { run: index, error };
         let diverged = |why: String| SessionError::Diverged { run: index, why };
         while !player.at_end() {
             let at = player.position();
