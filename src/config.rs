@@ -220,11 +220,13 @@ impl<'de> DeserializeSeed<'de> for CheckedValue<'_> {
             alone.try_into::<Defaults>().map(drop)
         };
         checked.map_err(|e| D::Error::custom(e.message()))?;
-        // A count's limit, as its flag has (see `crate::settings::limit`).
-        if let (Some(max), Some(n)) = (limit, value.as_integer())
-            && u64::try_from(n).is_ok_and(|n| n > max)
+        // A count's limits, as its flag has (see `crate::settings::limit`).
+        if let Some(why) = value
+            .as_integer()
+            .and_then(|n| u64::try_from(n).ok())
+            .and_then(|n| crate::settings::out_of_range(self.key, n))
         {
-            return Err(too_large(max));
+            return Err(D::Error::custom(format!("`{}` {why}", self.key)));
         }
         Ok(value)
     }

@@ -279,6 +279,19 @@ const LIMITS: &[(&str, u64)] = &[
     ("concurrency", 1_000),
 ];
 
+/// Counts whose 0 is refused with the limits (the engine's settings refuse theirs in `check`,
+/// in words scripts already match).
+const AT_LEAST_ONE: &[&str] = &["concurrency"];
+
+/// Why `n` cannot be the count under config key `key` (said after the flag or the key), if so.
+pub(crate) fn out_of_range(key: &str, n: u64) -> Option<String> {
+    match limit(key) {
+        Some(max) if n > max => Some(format!("is at most {max}")),
+        _ if n == 0 && AT_LEAST_ONE.contains(&key) => Some("is at least 1".into()),
+        _ => None,
+    }
+}
+
 /// The most the count under config key `key` can be, if it is one.
 pub(crate) fn limit(key: &str) -> Option<u64> {
     LIMITS.iter().find(|(k, _)| *k == key).map(|&(_, max)| max)
@@ -288,8 +301,9 @@ pub(crate) fn limit(key: &str) -> Option<u64> {
 pub(crate) fn count<T: TryFrom<u64>>(key: &'static str) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync {
     move |text| {
         let n: u64 = whole_number(text)?;
-        match limit(key) {
-            Some(max) if n > max => Err(format!("{text} is too large: at most {max}")),
+        match (limit(key), out_of_range(key, n)) {
+            (Some(max), Some(_)) if n > max => Err(format!("{text} is too large: at most {max}")),
+            (_, Some(_)) => Err(format!("{text} is too small: at least 1")),
             _ => T::try_from(n).map_err(|_| format!("{text} is too large")),
         }
     }
@@ -519,6 +533,8 @@ mod tests {
             let at_most = build(&[&flags(&[&format!("{flag}={max}")])]);
             assert!(at_most.is_ok(), "{flag} {max}: {at_most:?}");
         }
+        let zero = Config::parse("c.toml", "[defaults]\nconcurrency = 0\n");
+        assert_eq!(zero.map(drop).unwrap_err().to_string(), "c.toml:2: `concurrency` is at least 1");
         let past_toml = Config::parse("c.toml", "[defaults]\nwidth = 18446744073709551615\n");
         assert_eq!(past_toml.map(drop).unwrap_err().to_string(), "c.toml:2: `width` is at most 1000");
         // Settings that reach `build` otherwise meet the same limits.

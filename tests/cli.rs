@@ -688,6 +688,8 @@ fn a_huge_count_is_refused_at_once_by_flag_or_config() {
     assert!(err.contains("'--samples <K>': 4294967295 is too large: at most 1000"), "{err}");
     let out = ongraph(dir, &["ask", "--concurrency", "18446744073709551615", CANBERRA]);
     assert!(stderr(&out).contains("is too large: at most 1000"), "{}", stderr(&out));
+    let out = ongraph(dir, &["ask", "--concurrency", "0", CANBERRA]);
+    assert!(stderr(&out).contains("'--concurrency <CONCURRENCY>': 0 is too small: at least 1"), "{}", stderr(&out));
     for (key, value) in [("samples", "4294967295"), ("gog_steps", "4294967295"), ("concurrency", "100000")] {
         let config = dir.join(format!("{key}.toml"));
         std::fs::write(&config, format!("[defaults]\n{key} = {value}\n")).unwrap();

@@ -210,6 +210,8 @@ impl SledStore {
             Ok(mut store) => {
                 store.path = path.to_path_buf();
                 store.copy = Some(copy);
+                // What was set aside was the copy's: the store itself is untouched.
+                store.set_aside.clear();
                 Ok(store)
             }
             Err(e) => {
