@@ -206,7 +206,13 @@ impl<'de> DeserializeSeed<'de> for CheckedValue<'_> {
     type Value = toml::Value;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<toml::Value, D::Error> {
-        let value = toml::Value::deserialize(d)?;
+        let limit = crate::settings::limit(self.key);
+        let too_large = |max| D::Error::custom(format!("`{}` is at most {max}", self.key));
+        // A count past TOML's integer range: its limit says more than "u64 value was too large".
+        let value = toml::Value::deserialize(d).map_err(|e| match limit {
+            Some(max) if e.to_string().contains("too large") => too_large(max),
+            _ => e,
+        })?;
         let alone = toml::Table::from_iter([(self.key.to_string(), value.clone())]);
         let checked = if self.keys.is_engine(self.key) {
             alone.try_into::<SettingsPatch>().map(drop)
@@ -214,6 +220,14 @@ impl<'de> DeserializeSeed<'de> for CheckedValue<'_> {
             alone.try_into::<Defaults>().map(drop)
         };
         checked.map_err(|e| D::Error::custom(e.message()))?;
+        // A count's limits, as its flag has (see `crate::settings::limit`).
+        if let Some(why) = value
+            .as_integer()
+            .and_then(|n| u64::try_from(n).ok())
+            .and_then(|n| crate::settings::out_of_range(self.key, n))
+        {
+            return Err(D::Error::custom(format!("`{}` {why}", self.key)));
+        }
         Ok(value)
     }
 }
@@ -383,6 +397,9 @@ impl Config {
                 message,
             }
         })?;
+        if let Err(message) = config.check_endpoints() {
+            return Err(ConfigError::Parse { path: path.to_string(), message });
+        }
         if let Some(name) = &config.defaults.shared
             && !config.shared.contains_key(name)
         {
@@ -394,6 +411,55 @@ impl Config {
             });
         }
         Ok(config)
+    }
+}
+
+impl Config {
+    /// Each `[llm.*]`, `[embedding]` and `[kg.*]` endpoint is an absolute http(s) URL, and its
+    /// waits and sizes are within reason: said at once, naming the entry, rather than after
+    /// the retries of a first request (`file:///…`), or as a hang (`backoff_ms` of 584 million
+    /// years). The URL itself is not shown: it may hold a secret.
+    fn check_endpoints(&self) -> Result<(), String> {
+        let llms = self
+            .llm
+            .iter()
+            .map(|(n, e)| (format!("[llm.{n}]"), e))
+            .chain(self.embedding.iter().map(|e| ("[embedding]".to_string(), e)));
+        for (entry, llm) in llms {
+            check_url(&entry, "base_url", &llm.base_url)?;
+            let counts = [
+                ("timeout_secs", Some(llm.timeout_secs), 86_400),
+                ("max_retries", Some(u64::from(llm.max_retries)), 100),
+                ("backoff_ms", llm.backoff_ms, 600_000),
+                ("max_retry_after_secs", llm.max_retry_after_secs, 86_400),
+                ("max_reply_kb", llm.max_reply_kb.map(|kb| kb as u64), 1_048_576),
+                ("reasoning_max_tokens", llm.reasoning_max_tokens.map(u64::from), 1_000_000),
+            ];
+            for (key, value, max) in counts {
+                if value.is_some_and(|v| v > max) {
+                    return Err(format!("{entry} {key} is at most {max}"));
+                }
+            }
+        }
+        for (name, kg) in &self.kg {
+            let entry = format!("[kg.{name}]");
+            if let Some(endpoint) = &kg.endpoint {
+                check_url(&entry, "endpoint", endpoint)?;
+            }
+            if kg.timeout_secs > 86_400 {
+                return Err(format!("{entry} timeout_secs is at most 86400"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `url` is an absolute http:// or https:// URL with a host.
+fn check_url(entry: &str, key: &str, url: &str) -> Result<(), String> {
+    match reqwest::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
+        Ok(u) => Err(format!("{entry} {key} must be an http:// or https:// URL, not {}:", u.scheme())),
+        Err(e) => Err(format!("{entry} {key} is not an absolute http(s) URL ({e})")),
     }
 }
 

@@ -103,12 +103,21 @@ pub enum SessionError {
     #[error("{path} is corrupt: {message}")]
     Corrupt { path: PathBuf, message: String },
     #[error("the session's prompt templates are invalid: {0}")]
-    Prompts(#[from] PromptError),
+    Prompts(PromptError),
     /// `run` is the run's index; it is said counting from 1, as `replay --check` lists them.
     #[error("run {} of the session cannot be replayed: {why}", run + 1)]
     Diverged { run: usize, why: String },
-    #[error("run {} of the session cannot be replayed: {source}", run + 1)]
-    Engine { run: usize, source: EngineError },
+    // Its text is in the message, so it is no `source` (a field so named would be): anyhow's
+    // chain would print it a second time.
+    #[error("run {} of the session cannot be replayed: {error}", run + 1)]
+    Engine { run: usize, error: EngineError },
+}
+
+/// Not `#[from]`, which would make it the error's source as well as its message's end.
+impl From<PromptError> for SessionError {
+    fn from(e: PromptError) -> Self {
+        Self::Prompts(e)
+    }
 }
 
 impl Session {
@@ -240,7 +249,7 @@ impl Session {
             self.profile.clone(),
             &self.kg,
         )
-        .map_err(|source| SessionError::Engine { run: index, source })
+        .map_err(|source| SessionError::Engine { run: index, error: source })
     }
 
     /// The settings run `index` was asked with.
@@ -274,12 +283,12 @@ impl Session {
         // An unknown method is said as such, before its templates are found unknown too.
         let method = self.settings_of(index).method;
         if registry.get(&method).is_none() {
-            let source = EngineError::UnknownMethod { name: method.to_string(), known: registry.names() };
-            return Err(SessionError::Engine { run: index, source });
+            let error = EngineError::UnknownMethod { name: method.to_string(), known: registry.names() };
+            return Err(SessionError::Engine { run: index, error });
         }
         let mut run = self.start_in(registry, index, Arc::new(self.prompts_in(registry)?))?;
         let mut player = Player::new(&self.runs[index]);
-        let engine = |source| SessionError::Engine { run: index, source };
+        let engine = |error| SessionError::Engine { run: index, error };
         let diverged = |why: String| SessionError::Diverged { run: index, why };
         while !player.at_end() {
             let at = player.position();

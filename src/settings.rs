@@ -20,11 +20,11 @@ pub struct SettingsPatch {
     #[serde(deserialize_with = "known_method")]
     pub method: Option<MethodId>,
     /// Beam width N: candidates kept per prune step (default 3).
-    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "N")]
+    #[arg(long, value_parser = count::<usize>("width"), global = true, value_name = "N")]
     pub width: Option<usize>,
     /// Maximum depth Dmax (default 3): hops explored before answering without a sufficient
     /// path, from the paths collected or the model's own knowledge (see --fallback).
-    #[arg(long, value_parser = whole_number::<u32>, global = true, value_name = "D")]
+    #[arg(long, value_parser = count::<u32>("depth"), global = true, value_name = "D")]
     pub depth: Option<u32>,
     /// What scores candidates (default llm).
     #[arg(long, value_enum, global = true)]
@@ -52,14 +52,14 @@ pub struct SettingsPatch {
     pub reason_temperature: Option<f64>,
     /// The most tokens a reply may take; a reasoning model gets at least its endpoint's
     /// `reasoning_max_tokens` (default 256).
-    #[arg(long, value_parser = whole_number::<u32>, global = true, value_name = "N")]
+    #[arg(long, value_parser = count::<u32>("max_tokens"), global = true, value_name = "N")]
     pub max_tokens: Option<u32>,
     /// A relation reaching this many entities or more has them sampled (seeded) before
     /// scoring; PoG samples a node's neighbours down to it (default 20).
-    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "N")]
+    #[arg(long, value_parser = count::<usize>("sample_threshold"), global = true, value_name = "N")]
     pub sample_threshold: Option<usize>,
     /// How many entities such a relation is sampled down to (default 5).
-    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "N")]
+    #[arg(long, value_parser = count::<usize>("sample_size"), global = true, value_name = "N")]
     pub sample_size: Option<usize>,
     /// `--method tog|tog-r`: what to answer from at the maximum depth without a sufficient
     /// path: the paths collected so far, then the model's own knowledge if they give no answer
@@ -83,7 +83,7 @@ pub struct SettingsPatch {
 #[serde(default)]
 pub struct ScPatch {
     /// `--method sc`: how many chain-of-thought samples vote (default 5).
-    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "K")]
+    #[arg(long, value_parser = count::<usize>("samples"), global = true, value_name = "K")]
     pub samples: Option<usize>,
     /// `--method sc`: the samples' temperature; GoG makes its steps' calls at it too
     /// (default 0.7).
@@ -96,7 +96,7 @@ pub struct ScPatch {
 #[serde(default)]
 pub struct PogPatch {
     /// `--method pog|pog-e`: paths fuzzy selection keeps, W1 (default 80).
-    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "W1")]
+    #[arg(long, value_parser = count::<usize>("fuzzy_width"), global = true, value_name = "W1")]
     pub fuzzy_width: Option<usize>,
     /// `--method pog|pog-e`: which pruning steps run (default fuzzy-precise, the paper's).
     #[arg(long, value_enum, global = true)]
@@ -113,15 +113,15 @@ pub struct PogPatch {
 #[serde(default)]
 pub struct GogPatch {
     /// `--method gog`: most Thought/Action/Observation steps (default 6).
-    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "N")]
+    #[arg(long, value_parser = count::<usize>("gog_steps"), global = true, value_name = "N")]
     pub gog_steps: Option<usize>,
     /// `--method gog`: samples per Generate action; verification runs when more than 1
     /// (default 3).
-    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "N")]
+    #[arg(long, value_parser = count::<usize>("generate_samples"), global = true, value_name = "N")]
     pub generate_samples: Option<usize>,
     /// `--method gog`: how many times `Finish[unknown]` may roll back and search the last
     /// search's new neighbours (default 2).
-    #[arg(long, value_parser = whole_number::<usize>, global = true, value_name = "N")]
+    #[arg(long, value_parser = count::<usize>("rollbacks"), global = true, value_name = "N")]
     pub rollbacks: Option<usize>,
 }
 
@@ -198,6 +198,8 @@ pub(crate) enum SettingsError {
     Zero(&'static str),
     #[error("{0} must be a number of at least 0")]
     Temperature(&'static str),
+    #[error("--{flag} (config: {key}) must be at most {max}")]
+    TooLarge { flag: String, key: &'static str, max: u64 },
 }
 
 /// The defaults, then each patch in turn (the config's, then the command line's), checked.
@@ -229,6 +231,25 @@ fn check(s: &Settings) -> Result<(), SettingsError> {
     if s.sample_threshold == 0 || s.sample_size == 0 {
         return Err(Zero("--sample-threshold and --sample-size"));
     }
+    // What the flags and the config were checked against already; settings built otherwise
+    // (a test, a future source) meet the same limits.
+    let counts = [
+        ("width", s.width as u64),
+        ("depth", u64::from(s.depth)),
+        ("max_tokens", u64::from(s.max_tokens)),
+        ("sample_threshold", s.sample_threshold as u64),
+        ("sample_size", s.sample_size as u64),
+        ("samples", s.sc.samples as u64),
+        ("fuzzy_width", s.pog.fuzzy_width as u64),
+        ("gog_steps", s.gog.gog_steps as u64),
+        ("generate_samples", s.gog.generate_samples as u64),
+        ("rollbacks", s.gog.rollbacks as u64),
+    ];
+    for (key, n) in counts {
+        if let Some(max) = limit(key).filter(|max| n > *max) {
+            return Err(SettingsError::TooLarge { flag: key.replace('_', "-"), key, max });
+        }
+    }
     let temperatures = [
         ("--prune-temperature", s.prune_temperature),
         ("--reason-temperature", s.reason_temperature),
@@ -237,6 +258,54 @@ fn check(s: &Settings) -> Result<(), SettingsError> {
     match temperatures.into_iter().find(|(_, t)| !(t.is_finite() && *t >= 0.0)) {
         Some((flag, _)) => Err(Temperature(flag)),
         None => Ok(()),
+    }
+}
+
+/// The most each count a user gives can be, by its config key (its flag is the same name in
+/// kebab case): far beyond any run (the papers use 3 to 80), and low enough that nothing sized
+/// from a count can take the machine's memory (`--samples 4294967295` asked for 900 GB). Flags
+/// ([`count`]), the config's `[defaults]` (`crate::config`) and [`build`] all check by it.
+const LIMITS: &[(&str, u64)] = &[
+    ("width", 1_000),
+    ("depth", 100),
+    ("max_tokens", 1_000_000),
+    ("sample_threshold", 1_000_000),
+    ("sample_size", 10_000),
+    ("samples", 1_000),
+    ("fuzzy_width", 10_000),
+    ("gog_steps", 1_000),
+    ("generate_samples", 100),
+    ("rollbacks", 100),
+    ("concurrency", 1_000),
+];
+
+/// Counts whose 0 is refused with the limits (the engine's settings refuse theirs in `check`,
+/// in words scripts already match).
+const AT_LEAST_ONE: &[&str] = &["concurrency"];
+
+/// Why `n` cannot be the count under config key `key` (said after the flag or the key), if so.
+pub(crate) fn out_of_range(key: &str, n: u64) -> Option<String> {
+    match limit(key) {
+        Some(max) if n > max => Some(format!("is at most {max}")),
+        _ if n == 0 && AT_LEAST_ONE.contains(&key) => Some("is at least 1".into()),
+        _ => None,
+    }
+}
+
+/// The most the count under config key `key` can be, if it is one.
+pub(crate) fn limit(key: &str) -> Option<u64> {
+    LIMITS.iter().find(|(k, _)| *k == key).map(|&(_, max)| max)
+}
+
+/// The parser of the flag for the count `key`: a whole number no larger than its limit.
+pub(crate) fn count<T: TryFrom<u64>>(key: &'static str) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync {
+    move |text| {
+        let n: u64 = whole_number(text)?;
+        match (limit(key), out_of_range(key, n)) {
+            (Some(max), Some(_)) if n > max => Err(format!("{text} is too large: at most {max}")),
+            (_, Some(_)) => Err(format!("{text} is too small: at least 1")),
+            _ => T::try_from(n).map_err(|_| format!("{text} is too large")),
+        }
     }
 }
 
@@ -422,7 +491,7 @@ mod tests {
         };
         assert_eq!(
             error(&["--depth", "99999999999"]),
-            "error: invalid value '99999999999' for '--depth <D>': 99999999999 is too large"
+            "error: invalid value '99999999999' for '--depth <D>': 99999999999 is too large: at most 100"
         );
         assert_eq!(
             error(&["--width=1e3"]),
@@ -433,6 +502,44 @@ mod tests {
             "error: invalid value '-2' for '--samples <K>': '-2' is not a whole number"
         );
         assert_eq!(flags(&["--seed", "18446744073709551615"]).seed, Some(u64::MAX), "the whole range is taken");
+    }
+
+    /// `--samples 4294967295` once asked for 900 GB and aborted: every count has a limit, the
+    /// same from a flag, from the config and for settings built otherwise, each error naming it.
+    #[test]
+    fn every_count_has_a_limit_named_where_it_is_given() {
+        let flag_error = |args: &[String]| {
+            let e =
+                Flags::try_parse_from(std::iter::once("ongraph".to_string()).chain(args.iter().cloned())).unwrap_err();
+            e.to_string().lines().next().unwrap_or_default().to_string()
+        };
+        assert_eq!(
+            flag_error(&["--samples".into(), "4294967295".into()]),
+            "error: invalid value '4294967295' for '--samples <K>': 4294967295 is too large: at most 1000"
+        );
+        let settings_keys = SettingsPatch::keys();
+        for &(key, max) in LIMITS {
+            let text = |n: u64| format!("[defaults]\n{key} = {n}\n");
+            let parsed = Config::parse("c.toml", &text(max + 1));
+            let error = parsed.map(drop).unwrap_err().to_string();
+            assert!(error == format!("c.toml:2: `{key}` is at most {max}"), "{error}");
+            assert!(Config::parse("c.toml", &text(max)).is_ok(), "{key} = {max} is allowed");
+            if !settings_keys.iter().any(|k| k == key) {
+                continue; // `concurrency`: not an engine setting, its flag is checked in `cli`
+            }
+            let flag = format!("--{}", key.replace('_', "-"));
+            let error = flag_error(&[flag.clone(), (max + 1).to_string()]);
+            assert!(error.ends_with(&format!("is too large: at most {max}")) && error.contains(&flag), "{error}");
+            let at_most = build(&[&flags(&[&format!("{flag}={max}")])]);
+            assert!(at_most.is_ok(), "{flag} {max}: {at_most:?}");
+        }
+        let zero = Config::parse("c.toml", "[defaults]\nconcurrency = 0\n");
+        assert_eq!(zero.map(drop).unwrap_err().to_string(), "c.toml:2: `concurrency` is at least 1");
+        let past_toml = Config::parse("c.toml", "[defaults]\nwidth = 18446744073709551615\n");
+        assert_eq!(past_toml.map(drop).unwrap_err().to_string(), "c.toml:2: `width` is at most 1000");
+        // Settings that reach `build` otherwise meet the same limits.
+        let patch = SettingsPatch { sc: ScPatch { samples: Some(1_001), ..ScPatch::default() }, ..Default::default() };
+        assert_eq!(build(&[&patch]).unwrap_err().to_string(), "--samples (config: samples) must be at most 1000");
     }
 
     #[test]

@@ -717,4 +717,99 @@ fn an_answer_no_path_names_is_not_said_to_come_from_kg_paths() {
         assert!(text.contains(&format!("Answer: {answer}\n")), "{text}");
         assert!(text.contains(&format!("{source}\n")), "{text}");
     }
+
+/// `ask --method sc --samples 4294967295` aborted the process asking for 900 GB; a count over
+/// its limit is now refused before anything runs, by flag or by config key.
+#[test]
+fn a_huge_count_is_refused_at_once_by_flag_or_config() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path();
+    let started = std::time::Instant::now();
+    let out = ongraph(dir, &["ask", "--method", "sc", "--samples", "4294967295", CANBERRA]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "a usage error: {err}");
+    assert!(err.contains("'--samples <K>': 4294967295 is too large: at most 1000"), "{err}");
+    let out = ongraph(dir, &["ask", "--concurrency", "18446744073709551615", CANBERRA]);
+    assert!(stderr(&out).contains("is too large: at most 1000"), "{}", stderr(&out));
+    let out = ongraph(dir, &["ask", "--concurrency", "0", CANBERRA]);
+    assert!(stderr(&out).contains("'--concurrency <CONCURRENCY>': 0 is too small: at least 1"), "{}", stderr(&out));
+    for (key, value) in [("samples", "4294967295"), ("gog_steps", "4294967295"), ("concurrency", "100000")] {
+        let config = dir.join(format!("{key}.toml"));
+        std::fs::write(&config, format!("[defaults]\n{key} = {value}\n")).unwrap();
+        let out = ongraph(dir, &["--config", config.to_str().unwrap(), "ask", CANBERRA]);
+        assert_one_line_error(&out, &format!("`{key}` is at most"));
+        assert!(stderr(&out).contains(".toml:2: "), "the line: {}", stderr(&out));
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "refused at once");
+}
+
+/// The first segment of an error line (split at ": ") that the line says again, if any: an
+/// error whose message ends with its source's text, printed by anyhow with its chain, said it
+/// twice ("no step 9 to rewind to: no step 9 to rewind to").
+fn repeated_segment(line: &str) -> Option<&str> {
+    let segments: Vec<&str> = line.trim().split(": ").filter(|s| s.len() > 3).collect();
+    segments.iter().enumerate().find(|(i, s)| segments[i + 1..].contains(s)).map(|(_, s)| *s)
+}
+
+#[test]
+fn errors_say_where_once_and_repeat_nothing() {
+    assert_eq!(repeated_segment("error: a: no step 9 to go: no step 9 to go"), Some("no step 9 to go"));
+    assert_eq!(repeated_segment("error: cannot read x: No such file"), None);
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path();
+    let once = |out: &Output, needle: &str| {
+        assert_one_line_error(out, needle);
+        let err = stderr(out);
+        assert_eq!(repeated_segment(&err), None, "said twice: {err}");
+    };
+    let config = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+
+    // Endpoints that are no http(s) URL are refused as the config is read, naming the entry
+    // (not after the retries of a first request), without showing the URL.
+    let started = std::time::Instant::now();
+    let file = config("llm_file.toml", "[llm.x]\nbase_url = \"file:///etc/passwd\"\nmodel = \"m\"\n");
+    let out = ongraph(dir, &["--config", &file, "ask", CANBERRA, "--llm", "x"]);
+    once(&out, "[llm.x] base_url must be an http:// or https:// URL, not file:");
+    assert!(!stderr(&out).contains("/etc/passwd"), "{}", stderr(&out));
+    let relative = config("kg_rel.toml", "[kg.x]\nendpoint = \"sparql\"\n");
+    let out = ongraph(dir, &["--config", &relative, "kg", "search", "x", "--kg", "x"]);
+    once(&out, "[kg.x] endpoint is not an absolute http(s) URL");
+    let hang = config(
+        "backoff.toml",
+        "[llm.x]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\nbackoff_ms = 18446744073709551615\n",
+    );
+    once(&ongraph(dir, &["--config", &hang, "ask", CANBERRA, "--llm", "x"]), "[llm.x] backoff_ms is at most 600000");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "at once: {:?}", started.elapsed());
+
+    // A missing file: the OS's words once.
+    let missing = config("missing.toml", "[kg.m]\npath = \"/nonexistent/kb.nt\"\n");
+    once(&ongraph(dir, &["--config", &missing, "kg", "search", "x", "--kg", "m"]), "No such file or directory");
+
+    // A literal longer than the parser's buffer: its file and line, once, strict or lenient.
+    let big = dir.join("big.nt");
+    let mut text =
+        String::from("<http://e/a> <http://e/r> <http://e/b> .\n# a comment\n<http://e/a> <http://e/name> \"");
+    text.push_str(&"x".repeat(17 << 20));
+    text.push_str("\" .\n<http://e/b> <http://e/r> <http://e/c> .\n");
+    std::fs::write(&big, text).unwrap();
+    let shown = big.display().to_string();
+    for lenient in [false, true] {
+        let kg = config("big.toml", &format!("[kg.big]\npath = \"{shown}\"\nlenient = {lenient}\n"));
+        let out = ongraph(dir, &["--config", &kg, "kg", "search", "a", "--kg", "big"]);
+        once(&out, &format!("{shown}:3: a term on this line is too long to read"));
+    }
+
+    // A session whose rewind names no step: the engine's words once.
+    let mut session: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("sessions/phillie-phanatic.json").unwrap()).unwrap();
+    let moments = session["runs"][0]["moments"].as_array_mut().unwrap();
+    moments.insert(5, serde_json::json!({"moment": "rewind", "to": 999999}));
+    let path = dir.join("rewind.json");
+    std::fs::write(&path, session.to_string()).unwrap();
+    let out = ongraph(dir, &["replay", "--check", path.to_str().unwrap()]);
+    once(&out, "no step 999999 to rewind to");
 }

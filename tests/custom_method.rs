@@ -329,7 +329,7 @@ async fn runs_is_recorded_and_replays(structured: bool) {
 
     // Without its registry line, the method is unknown, by name.
     match loaded.replay(0) {
-        Err(SessionError::Engine { source: EngineError::UnknownMethod { name, known }, .. }) => {
+        Err(SessionError::Engine { error: EngineError::UnknownMethod { name, known }, .. }) => {
             assert_eq!(name, "bfs");
             assert!(known.contains("tog-r"), "{known}");
         }

@@ -525,4 +525,112 @@ fn a_config_kg_file_is_read_as_the_file_is() {
         &["--config", h.join("bad.toml").to_str().unwrap(), "kg", "search", "x"],
         "bad.toml:3: unknown KG profile \"freebsae\" (known: auto, freebase, named-ids, rdf, wikidata)",
     );
+
+fn store_dir(home: &Path) -> std::path::PathBuf {
+    home.join("data").join("ongraph").join("overlay")
+}
+
+/// Three corrections, the second undone.
+fn three_corrections(h: &Path) {
+    for (entity, label) in [("m.apple", "Apple Computer"), ("m.phillies", "The Phils"), ("m.bright_house_field", "BHF")]
+    {
+        ok(h, &["fix", "relabel", entity, label, "--reason", "names"]);
+    }
+    ok(h, &["fix", "undo", "2"]);
+}
+
+/// (id, active) of each correction in JSON lines or a JSON list.
+fn ids_and_states(json: &[serde_json::Value]) -> Vec<(u64, bool)> {
+    json.iter().map(|c| (c["id"].as_u64().unwrap(), c["active"].as_bool().unwrap())).collect()
+}
+
+fn jsonl(text: &str) -> Vec<serde_json::Value> {
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// A kill while sled writes a snapshot leaves an empty `snap.*.generating`, which sled then
+/// reads as the newest snapshot and calls corruption: it is set aside (kept, renamed), said in
+/// one line, and every correction reads back.
+#[test]
+fn a_snapshot_a_crash_left_unfinished_is_set_aside_and_every_correction_kept() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    three_corrections(h);
+    let store = store_dir(h);
+    std::fs::write(store.join("snap.00000000FFFFFFFF.generating"), b"").unwrap();
+
+    let out = run(h, &["fix", "list", "--json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let list: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ids_and_states(&list), [(1, true), (2, false), (3, true)]);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("note: ") && err.contains("unfinished-snap.00000000FFFFFFFF.generating"), "{err}");
+    assert!(store.join("unfinished-snap.00000000FFFFFFFF.generating").exists(), "kept, not deleted");
+    assert!(!store.join("snap.00000000FFFFFFFF.generating").exists());
+
+    // Said once: the next command opens the store as usual.
+    let out = run(h, &["fix", "export", "--format", "jsonl"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(ids_and_states(&jsonl(&String::from_utf8_lossy(&out.stdout))), [(1, true), (2, false), (3, true)]);
+    ok(h, &["fix", "relabel", "m.apple", "Apple", "--reason", "after the crash"]);
+}
+
+/// A store sled cannot recover is left as it is; the error says how to save its corrections
+/// (never to move the store aside first), and `fix export --salvage` reads every record still
+/// there: through sled on a copy, or from the files' bytes when no copy opens.
+#[test]
+fn a_damaged_store_is_salvaged_never_thrown_away() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    three_corrections(h);
+    let store = store_dir(h);
+    // A damaged snapshot (not an unfinished one): sled refuses the store.
+    std::fs::write(store.join("snap.00000000FFFFFFFF"), b"not a snapshot at all").unwrap();
+    let files = |dir: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut all: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_file())
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        all.sort();
+        all
+    };
+    let before = files(&store);
+
+    let out = run(h, &["fix", "list"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("is damaged") && err.contains("left as it is"), "{err}");
+    let salvage = err.find("fix export --salvage").unwrap_or_else(|| panic!("no salvage advice: {err}"));
+    let aside = err.find("move the store aside").unwrap_or_else(|| panic!("{err}"));
+    assert!(salvage < aside, "salvage first, then move it: {err}");
+    assert!(!err.contains("start afresh"), "{err}");
+
+    let salvaged = |h: &Path| {
+        let out = run(h, &["fix", "export", "--salvage"]);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        (jsonl(&String::from_utf8_lossy(&out.stdout)), err)
+    };
+    let (saved, err) = salvaged(h);
+    assert_eq!(ids_and_states(&saved), [(1, true), (2, false), (3, true)], "the undo is kept");
+    assert!(err.starts_with("salvaged 3 correction(s) of demo") && !err.contains("raw files"), "{err}");
+    assert_eq!(files(&store), before, "the store is not written");
+
+    // sled cannot open even a copy: the records are read from the bytes of its log.
+    std::fs::write(store.join("conf"), b"this is not sled's conf\n").unwrap();
+    let (saved, err) = salvaged(h);
+    assert_eq!(ids_and_states(&saved), [(1, true), (2, false), (3, true)], "the latest versions: {saved:?}");
+    assert!(err.contains("raw files"), "{err}");
+
+    // The way out the error gives: the active corrections come back in a fresh store.
+    let file = h.join("saved.jsonl");
+    std::fs::write(&file, saved.iter().map(|c| format!("{c}\n")).collect::<String>()).unwrap();
+    std::fs::rename(&store, h.join("overlay.damaged")).unwrap();
+    let imported = ok(h, &["fix", "import", file.to_str().unwrap()]);
+    assert!(imported.ends_with("2 correction(s) imported into demo\n"), "{imported}");
 }

@@ -182,7 +182,8 @@ fn a_corrupt_store_is_a_clear_error() {
     std::fs::write(&db, bytes).unwrap();
     // sled alone would open this and list nothing: the acknowledged-writes check refuses it.
     let err = SledStore::open(&path).and_then(|s| s.list("demo")).expect_err("damage is detected");
-    assert!(err.to_string().contains("is corrupt"), "{err}");
+    assert!(err.to_string().contains("is damaged"), "{err}");
+    assert!(err.to_string().contains("fix export --salvage"), "the way to save what is left: {err}");
     assert!(!err.to_string().contains("panicked"));
 }
 

@@ -100,12 +100,17 @@ pub enum FixAction {
     },
     /// Print the active corrections as a patch (nt, sparql-update) or all as JSON lines.
     Export {
-        #[arg(long, value_enum, default_value = "sparql-update")]
-        format: ExportFormat,
+        /// [default: sparql-update; jsonl with --salvage]
+        #[arg(long, value_enum)]
+        format: Option<ExportFormat>,
         /// Only teammates' corrections whose latest review approves them (of the shared set in
         /// use, else of every set): the patch for the KG's maintainers.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "salvage")]
         approved: bool,
+        /// From a damaged store: every correction that can still be read (the store is left
+        /// as it is), as JSON lines that `fix import` takes into a fresh store.
+        #[arg(long)]
+        salvage: bool,
     },
     /// Add the corrections in a JSON-lines export to this KG's overlay.
     Import { file: PathBuf },
@@ -161,6 +166,9 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         context: why.question.clone().map(|q| CorrectionContext { question: Some(q), ..Default::default() }),
         origin: None,
     };
+    if let FixAction::Export { format, salvage: true, .. } = &args.action {
+        return salvage(&args.setup, config, &scope, format.unwrap_or(ExportFormat::Jsonl));
+    }
     let team = open_team(&args.setup, config)?;
     // What teammates did first: a correction is checked against, and based on, the KG as they
     // left it. `fix sync` says what it did itself.
@@ -276,7 +284,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             writeln!(out, "correction {} by {} {verdict}: {}", c.id, c.author, c.op.describe())?;
             None
         }
-        FixAction::Export { format, approved: true } => {
+        FixAction::Export { format, approved: true, .. } => {
             let set = team.as_ref().map(|t| t.graph().to_string());
             let mut list = super::overlay::corrections_for(config, &scope)?;
             list.retain(|c| {
@@ -285,14 +293,14 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
                     .is_some_and(|t| set.as_deref().is_none_or(|s| s == t.set) && verdict(t).is_some_and(|r| r.approve))
             });
             let (kg, _) = open_kg(&args.setup, config)?;
-            write!(out, "{}", export(&list, *format, kg.profile()))?;
+            write!(out, "{}", export(&list, format.unwrap_or(ExportFormat::SparqlUpdate), kg.profile()))?;
             None
         }
-        FixAction::Export { format, approved: false } => {
+        FixAction::Export { format, approved: false, .. } => {
             // Never a teammate's correction that waits for approval.
             let list = super::overlay::applicable_corrections(config, &scope)?;
             let (kg, _) = open_kg(&args.setup, config)?;
-            write!(out, "{}", export(&list, *format, kg.profile()))?;
+            write!(out, "{}", export(&list, format.unwrap_or(ExportFormat::SparqlUpdate), kg.profile()))?;
             None
         }
         FixAction::Import { file } => {
@@ -447,6 +455,30 @@ fn list_unreviewed(out: &mut impl Write, list: &[Correction], scope: &str, confi
 
 /// `fix import`: the active corrections of a JSON-lines export, added one by one (each printed
 /// once it is on disk).
+/// `fix export --salvage`: what a damaged store still holds for `scope`, exported; on stderr,
+/// how much was found. Nothing is synced and the store is not written.
+fn salvage(setup: &SetupArgs, config: &Config, scope: &str, format: ExportFormat) -> Result<i32> {
+    let path = super::overlay::store_path(config);
+    let found = crate::overlay::store::salvage(&path, scope)?;
+    let (kg, _) = open_kg(setup, config)?;
+    let mut out = std::io::stdout().lock();
+    write!(out, "{}", export(&found.corrections, format, kg.profile()))?;
+    out.flush()?;
+    let how = if found.opened { "" } else { " (sled could not open it: read from its raw files)" };
+    let unreadable = match found.unreadable {
+        0 => String::new(),
+        n => format!("; {n} record(s) could not be decoded"),
+    };
+    let mut err = super::printable::Printable::new(std::io::stderr().lock());
+    writeln!(
+        err,
+        "salvaged {} correction(s) of {scope} from {}{how}{unreadable}; the store was left as it is",
+        found.corrections.len(),
+        path.display()
+    )?;
+    Ok(0)
+}
+
 fn import(out: &mut impl Write, file: &std::path::Path, config: &Config, scope: &str) -> Result<()> {
     let reader =
         std::io::BufReader::new(std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?);

@@ -175,7 +175,7 @@ pub struct SetupArgs {
     #[arg(long, global = true, value_enum, value_name = "MODE")]
     pub structured: Option<StructuredMode>,
     /// Requests in flight at once (`eval`: questions answered at once).
-    #[arg(long, global = true, value_parser = crate::settings::whole_number::<usize>)]
+    #[arg(long, global = true, value_parser = crate::settings::count::<usize>("concurrency"))]
     pub concurrency: Option<usize>,
     /// A directory of prompt templates overriding the built-in ones.
     #[arg(long, global = true)]

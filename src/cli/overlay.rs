@@ -24,8 +24,16 @@ pub fn store_path(config: &Config) -> PathBuf {
 
 /// Opens the store (waiting up to two seconds for another ongraph process to let go of it:
 /// readers hold it only for milliseconds), its corrections signed by the configured author.
+/// What the user should know of the opening (an unfinished snapshot set aside) is said on
+/// stderr, once: the file is out of the way after.
 pub fn open_store(config: &Config) -> Result<SledStore, StoreError> {
-    SledStore::open(&store_path(config)).map(|s| s.with_author(default_author(config.defaults.author.as_deref())))
+    let store = SledStore::open(&store_path(config))?;
+    if let Some(notice) = store.notice() {
+        use std::io::Write as _;
+        let mut err = super::printable::Printable::new(std::io::stderr().lock());
+        let _ = writeln!(err, "{notice}");
+    }
+    Ok(store.with_author(default_author(config.defaults.author.as_deref())))
 }
 
 /// The shared set a command uses: `--shared NAME`, else `[defaults] shared`; none with

@@ -131,7 +131,7 @@ pub fn load(path: &Path, format: Format, ids: tog::TopicIds) -> Result<Vec<Item>
 /// A dataset file's text, without the UTF-8 byte-order mark some editors write (it would
 /// otherwise start the first question or break the JSON).
 fn read_text(path: &Path) -> Result<String, DatasetError> {
-    crate::text_file::read(path).map_err(|source| DatasetError::Io { path: path.display().to_string(), source })
+    crate::text_file::read(path).map_err(|source| DatasetError::Io { path: path.display().to_string(), error: source })
 }
 
 /// A file holding a JSON array of records (ToG's and GoG's files), each read by `item` (given
@@ -156,8 +156,10 @@ fn load_json_array(
 
 #[derive(Debug, thiserror::Error)]
 pub enum DatasetError {
-    #[error("cannot read {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    // Its text is in the message, so it is no `source` (a field so named would be): anyhow's
+    // chain would print it a second time.
+    #[error("cannot read {path}: {error}")]
+    Io { path: String, error: std::io::Error },
     #[error("{path}:{line}: {message}")]
     Line { path: String, line: usize, message: String },
     #[error("{path}, record {}: {message}", index + 1)]

@@ -181,8 +181,10 @@ impl Record {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    #[error("cannot read or write {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    // Its text is in the message, so it is no `source` (a field so named would be): anyhow's
+    // chain would print it a second time.
+    #[error("cannot read or write {path}: {error}")]
+    Io { path: String, error: std::io::Error },
     #[error(
         "{path}:{line}: not a question record ({message}); the file was not written by `ongraph eval`, or was edited"
     )]
@@ -193,7 +195,7 @@ pub enum RecordError {
 /// not finish (a crash): it is reported as `torn` rather than as an error.
 pub fn read(path: &Path) -> Result<(Vec<Record>, Option<u64>), RecordError> {
     let shown = path.display().to_string();
-    let io = |source| RecordError::Io { path: shown.clone(), source };
+    let io = |source| RecordError::Io { path: shown.clone(), error: source };
     let file = File::open(path).map_err(io)?;
     let mut reader = BufReader::new(file);
     let (mut records, mut offset, mut number) = (Vec::new(), 0u64, 0usize);
@@ -234,7 +236,7 @@ impl RecordWriter {
     /// the records already there.
     pub fn open(path: &Path) -> Result<(Self, Vec<Record>), RecordError> {
         let shown = path.display().to_string();
-        let io = |source| RecordError::Io { path: shown.clone(), source };
+        let io = |source| RecordError::Io { path: shown.clone(), error: source };
         let existing = if path.exists() {
             let (records, torn) = read(path)?;
             if let Some(whole) = torn {
@@ -260,7 +262,7 @@ impl RecordWriter {
         if failed.is_empty() {
             return Ok((kept, 0));
         }
-        let io = |source| RecordError::Io { path: self.path.display().to_string(), source };
+        let io = |source| RecordError::Io { path: self.path.display().to_string(), error: source };
         let fresh = self.path.with_extension("jsonl.rewrite");
         {
             let mut file = File::create(&fresh).map_err(io)?;
@@ -277,7 +279,7 @@ impl RecordWriter {
     }
 
     pub fn append(&mut self, record: &Record) -> Result<(), RecordError> {
-        let io = |source| RecordError::Io { path: self.path.display().to_string(), source };
+        let io = |source| RecordError::Io { path: self.path.display().to_string(), error: source };
         let mut line = serde_json::to_string(record).map_err(|e| io(std::io::Error::other(e)))?;
         line.push('\n');
         self.file.write_all(line.as_bytes()).map_err(io)
@@ -285,7 +287,7 @@ impl RecordWriter {
 
     /// Syncs to disk (at the end of a run: per record it would cost more than a question).
     pub fn sync(&self) -> Result<(), RecordError> {
-        self.file.sync_data().map_err(|source| RecordError::Io { path: self.path.display().to_string(), source })
+        self.file.sync_data().map_err(|source| RecordError::Io { path: self.path.display().to_string(), error: source })
     }
 }
 

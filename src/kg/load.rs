@@ -51,10 +51,10 @@ impl LoadReport {
 /// lenient mode skips and counts such lines.
 pub fn load_file(path: &Path, profile: KgProfile, lenient: bool) -> Result<(LocalGraph, LoadReport), KgError> {
     let shown = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|source| KgError::Io { path: shown.clone(), source })?;
+    let file = std::fs::File::open(path).map_err(|source| KgError::Io { path: shown.clone(), error: source })?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| shown.clone());
     let mut reader = BufReader::new(file);
-    skip_bom(&mut reader).map_err(|source| KgError::Io { path: shown.clone(), source })?;
+    skip_bom(&mut reader).map_err(|source| KgError::Io { path: shown.clone(), error: source })?;
     let mut builder = GraphBuilder::new();
     let report = match KgFormat::from_path(path) {
         KgFormat::NTriples => read_ntriples(reader, &shown, lenient, &mut builder)?,
@@ -154,10 +154,14 @@ pub fn read_ntriples(
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(8);
         scope.spawn(move || {
             let mut batch = Vec::with_capacity(BATCH);
+            let newlines = std::rc::Rc::new(std::cell::Cell::new(0));
+            let reader = LineCounter { inner: reader, newlines: newlines.clone() };
             for item in NTriplesParser::new().for_reader(reader) {
                 let failed = item.is_err();
-                batch.push(convert(item, path));
-                if failed && !lenient {
+                // The parser cannot go on past a read error (it would return it again).
+                let fatal = matches!(item, Err(TurtleParseError::Io(_)));
+                batch.push(convert(item, path, newlines.get()));
+                if fatal || (failed && !lenient) {
                     break; // strict mode stops at the first error
                 }
                 if batch.len() == BATCH && tx.send(std::mem::take(&mut batch)).is_err() {
@@ -182,8 +186,29 @@ pub fn read_ntriples(
     })
 }
 
+/// A reader that counts the newlines read through it: where the parser was when it gave up
+/// on a line too long for its buffer (an error without a position of its own).
+struct LineCounter<R> {
+    inner: R,
+    newlines: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R: Read> Read for LineCounter<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let seen = buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        self.newlines.set(self.newlines.get() + seen);
+        Ok(n)
+    }
+}
+
 /// One parsed N-Triples item as (head, relation, tail), or the error with its line.
-fn convert(item: Result<oxrdf::Triple, TurtleParseError>, path: &str) -> Result<(String, String, Term), KgError> {
+/// `newlines` is how many the parser has read so far.
+fn convert(
+    item: Result<oxrdf::Triple, TurtleParseError>,
+    path: &str,
+    newlines: u64,
+) -> Result<(String, String, Term), KgError> {
     match item {
         Ok(triple) => {
             let head = match triple.subject {
@@ -206,7 +231,14 @@ fn convert(item: Result<oxrdf::Triple, TurtleParseError>, path: &str) -> Result<
             line: e.location().start.line + 1,
             message: e.message().to_string(),
         }),
-        Err(TurtleParseError::Io(source)) => Err(KgError::Io { path: path.into(), source }),
+        // oxttl's buffer is full: one term (a literal, most likely) fills it. Its buffer holds
+        // what follows the last complete token, and a term holds no raw newline, so the line
+        // is the one after those read. Fatal even when lenient: the parser cannot skip it.
+        Err(TurtleParseError::Io(e)) if e.kind() == std::io::ErrorKind::OutOfMemory => Err(KgError::Other(format!(
+            "{path}:{}: a term on this line is too long to read ({e}); the file cannot be read past it",
+            newlines + 1
+        ))),
+        Err(TurtleParseError::Io(source)) => Err(KgError::Io { path: path.into(), error: source }),
     }
 }
 

@@ -128,8 +128,10 @@ pub struct EntityMatch {
 pub enum KgError {
     #[error("{path}:{line}: {message}")]
     Syntax { path: String, line: u64, message: String },
-    #[error("cannot read {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    // Its text is in the message, so it is no `source` (a field so named would be): anyhow's
+    // chain would print it a second time.
+    #[error("cannot read {path}: {error}")]
+    Io { path: String, error: std::io::Error },
     #[error("{0}")]
     Other(String),
     /// The server answered, and said no (its final HTTP status, after any retries).

@@ -3,8 +3,10 @@
 //! acknowledged survives a crash. Its side of team sharing (the queue, the records known from
 //! the server, reviews) is in `team`.
 
+mod salvage;
 mod team;
 
+pub use salvage::salvage;
 pub use team::Aside;
 
 use super::team::record::Record as TeamRecord;
@@ -17,8 +19,9 @@ use std::path::{Path, PathBuf};
 pub enum StoreError {
     #[error("the correction store at {path} is in use by another ongraph process; close it and retry")]
     Locked { path: String },
+    /// Nothing is changed: the advice saves what can be read before anything is moved.
     #[error(
-        "the correction store at {path} is corrupt ({detail}); move it aside to start afresh (your corrections can be re-imported from an export)"
+        "the correction store at {path} is damaged ({detail}); it was left as it is: save every correction that can still be read with `ongraph fix export --salvage > saved.jsonl` (per --kg), then move the store aside and `ongraph fix import saved.jsonl`"
     )]
     Corrupt { path: String, detail: String },
     #[error("the correction store at {path}: {detail}")]
@@ -87,6 +90,8 @@ pub struct SledStore {
     generation: std::sync::atomic::AtomicU64,
     /// Who writes: recorded on the undo and supersede records this store queues.
     author: String,
+    /// Unfinished snapshots set aside to open it (see [`set_aside_unfinished_snapshots`]).
+    set_aside: Vec<String>,
 }
 
 /// sled recovers a damaged log by stopping at the damage, silently: a store could lose
@@ -122,17 +127,26 @@ impl SledStore {
         // threads let go of the lock a moment after this process's last handle is dropped:
         // both are waited for, two seconds at most, before the store is said to be in use.
         let mut waited = 0;
+        let mut set_aside = Vec::new();
+        let mut tried_aside = false;
         let db = loop {
             let opened = open_contained(path)
-                .map_err(|()| StoreError::Corrupt {
-                    path: shown.clone(),
-                    detail: "the database cannot be read".into(),
-                })?
-                .map_err(|e| classify(&shown, e));
+                .map_err(|()| StoreError::Corrupt { path: shown.clone(), detail: "the database cannot be read".into() })
+                .and_then(|o| o.map_err(|e| classify(&shown, e)));
             match opened {
                 Err(StoreError::Locked { .. }) if waited < 80 => {
                     waited += 1;
                     std::thread::sleep(std::time::Duration::from_millis(25));
+                }
+                // sled took the lock before it read anything: no other process is writing a
+                // snapshot now, so one still being generated is a crashed run's leftover.
+                Err(e @ StoreError::Corrupt { .. }) if !tried_aside => {
+                    tried_aside = true;
+                    set_aside = set_aside_unfinished_snapshots(path)
+                        .map_err(|io| StoreError::Io { path: shown.clone(), detail: io.to_string() })?;
+                    if set_aside.is_empty() {
+                        return Err(e);
+                    }
                 }
                 other => break other?,
             }
@@ -160,6 +174,19 @@ impl SledStore {
             copy: None,
             generation: std::sync::atomic::AtomicU64::new(on_disk),
             author: super::default_author(None),
+            set_aside,
+        })
+    }
+
+    /// What the user should know of how the store was opened: one line, when an unfinished
+    /// snapshot (left by a crash) was set aside to open it.
+    pub fn notice(&self) -> Option<String> {
+        (!self.set_aside.is_empty()).then(|| {
+            format!(
+                "note: the correction store at {} held an unfinished snapshot left by an interrupted run; it was set aside as {} and every correction is intact",
+                self.path.display(),
+                self.set_aside.join(", ")
+            )
         })
     }
 
@@ -173,15 +200,8 @@ impl SledStore {
     /// too full for sled to open it (opening writes). The copy refuses writes.
     pub fn read_copy(path: &Path) -> Result<Self, StoreError> {
         let shown = path.display().to_string();
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let copy = std::env::temp_dir().join(format!("ongraph-overlay-{}-{nanos}", std::process::id()));
-        // A fresh directory only this user can read: corrections are not for a shared /tmp.
-        let mut dir = std::fs::DirBuilder::new();
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut dir, 0o700);
-        let opened = dir
-            .create(&copy)
-            .and_then(|()| copy_dir(path, &copy))
+        let copy = private_dir_name();
+        let opened = private_copy(path, &copy)
             // The temporary directory is often on the same full disk: then the first error says
             // what matters.
             .map_err(|_| StoreError::DiskFull { path: shown.clone() })
@@ -190,6 +210,8 @@ impl SledStore {
             Ok(mut store) => {
                 store.path = path.to_path_buf();
                 store.copy = Some(copy);
+                // What was set aside was the copy's: the store itself is untouched.
+                store.set_aside.clear();
                 Ok(store)
             }
             Err(e) => {
@@ -287,6 +309,32 @@ impl SledStore {
     }
 }
 
+/// Where sled writes a snapshot before renaming it into place: such a file is a snapshot whose
+/// writing never finished (the rename is what completes it), yet sled 0.34 reads the newest
+/// `snap.*` file whatever its ending, and calls an empty one corruption. The database is whole
+/// without it (sled recovers from the previous snapshot and the log), so it is renamed out of
+/// sled's way (kept, to look at, never deleted): the names it was given.
+fn set_aside_unfinished_snapshots(dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut moved = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !(name.starts_with("snap.") && name.ends_with(".generating")) {
+            continue;
+        }
+        let mut target = format!("unfinished-{name}");
+        let mut n = 1;
+        while dir.join(&target).exists() {
+            n += 1;
+            target = format!("unfinished-{name}.{n}");
+        }
+        std::fs::rename(dir.join(name), dir.join(&target))?;
+        tracing::warn!(store = %dir.display(), "set aside the unfinished snapshot {name} as {target}");
+        moved.push(target);
+    }
+    Ok(moved)
+}
+
 /// The counters' keys start with a byte no scope name (UTF-8) can start with.
 const NEXT_ID: &[u8] = b"\xffnext_id";
 const GENERATION: &[u8] = b"\xffgeneration";
@@ -318,6 +366,22 @@ fn key(kg: &str, id: u64) -> Vec<u8> {
     k
 }
 
+/// A new name in the temporary directory for a copy of the store.
+fn private_dir_name() -> PathBuf {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    std::env::temp_dir().join(format!("ongraph-overlay-{}-{nanos}", std::process::id()))
+}
+
+/// Copies the store at `from` to `to`, a fresh directory only this user can read:
+/// corrections are not for a shared /tmp.
+fn private_copy(from: &Path, to: &Path) -> std::io::Result<()> {
+    let mut dir = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut dir, 0o700);
+    dir.create(to)?;
+    copy_dir(from, to)
+}
+
 /// Copies a store's directory tree (files and subdirectories).
 fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
@@ -327,7 +391,14 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
         if entry.file_type()?.is_dir() {
             copy_dir(&entry.path(), &target)?;
         } else {
-            std::fs::copy(entry.path(), target)?;
+            std::fs::copy(entry.path(), &target)?;
+            // A read-only store (a backup, another user's) still gives a copy sled can open.
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt as _;
+                let mode = std::fs::metadata(&target)?.permissions().mode();
+                std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode | 0o600))?;
+            }
         }
     }
     Ok(())
@@ -349,8 +420,12 @@ fn classify(path: &str, e: sled::Error) -> StoreError {
         sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
             StoreError::Locked { path: path.to_string() }
         }
-        sled::Error::Corruption { at, .. } => {
-            StoreError::Corrupt { path: path.to_string(), detail: format!("damaged data at {at:?}") }
+        sled::Error::Corruption { at: Some(at), .. } => StoreError::Corrupt {
+            path: path.to_string(),
+            detail: format!("sled cannot recover its files: damaged data at {at}"),
+        },
+        sled::Error::Corruption { at: None, .. } => {
+            StoreError::Corrupt { path: path.to_string(), detail: "sled cannot recover its files".into() }
         }
         other => StoreError::Io { path: path.to_string(), detail: other.to_string() },
     }

@@ -33,8 +33,9 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 pub enum TeamError {
     #[error("[shared.{set}] {detail}")]
     Config { set: String, detail: String },
-    #[error("shared set {set}: {source}")]
-    Server { set: String, source: KgError },
+    // Not `source`: its text ends the message already (anyhow would print it twice).
+    #[error("shared set {set}: {error}")]
+    Server { set: String, error: KgError },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -62,7 +63,7 @@ impl Pushed {
     /// Whether sending stopped because the server could not be reached at all (then pulling
     /// from it is not tried either).
     pub fn unreachable(&self) -> bool {
-        matches!(&self.error, Some(TeamError::Server { source, .. }) if source.is_unreachable())
+        matches!(&self.error, Some(TeamError::Server { error, .. }) if error.is_unreachable())
     }
 }
 
@@ -111,7 +112,7 @@ impl Team {
             config.connect_timeout = Some(CONNECT_TIMEOUT.min(config.timeout));
             config.retry_unreachable = false;
             config.credentials = credentials.clone();
-            SparqlClient::new(config).map_err(|source| TeamError::Server { set: name.to_string(), source })
+            SparqlClient::new(config).map_err(|error| TeamError::Server { set: name.to_string(), error })
         };
         Ok(Self {
             name: name.to_string(),
@@ -131,7 +132,7 @@ impl Team {
     }
 
     fn server(&self, source: KgError) -> TeamError {
-        TeamError::Server { set: self.name.clone(), source }
+        TeamError::Server { set: self.name.clone(), error: source }
     }
 
     /// Sends this set's queued records, oldest first, each as one `INSERT DATA`, and takes
