@@ -526,7 +526,7 @@ mod tests {
         assert_eq!(c.defaults.settings.prune, Some(crate::engine::PruneTool::Bm25));
         assert_eq!((c.defaults.llm.as_str(), c.defaults.kg.as_str(), c.defaults.concurrency), ("local", "demo", 2));
         assert_eq!(c.llm["local"].timeout_secs, 120);
-        assert_eq!(c.kg["pq"].profile, "named-ids");
+        assert_eq!(c.kg["pq"].profile.as_deref(), Some("named-ids"));
         assert_eq!(c.kg["pq"].language, "en");
     }
 

@@ -438,6 +438,7 @@ mod tests {
         RunRecord {
             question: "q".into(),
             topics: Topics::Extract,
+            settings: None,
             moments: vec![
                 Moment::Exchange { requests: lookup("a"), responses: found(1), elapsed_ms: 5 },
                 Moment::Override { change: Override::ForceContinue },
