@@ -152,7 +152,7 @@ fn summary(run: &Path, json: bool) -> Result<i32> {
 }
 
 fn read_meta(path: &Path) -> Result<RunMeta> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = crate::text_file::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{} is not an eval run description", path.display()))
 }
 

@@ -440,8 +440,8 @@ fn list_unreviewed(out: &mut impl Write, list: &[Correction], scope: &str, confi
 /// `fix import`: the active corrections of a JSON-lines export, added one by one (each printed
 /// once it is on disk).
 fn import(out: &mut impl Write, file: &std::path::Path, config: &Config, scope: &str) -> Result<()> {
-    let reader =
-        std::io::BufReader::new(std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?);
+    let opened = std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let reader = std::io::BufReader::new(crate::text_file::BoundedLines::new(opened));
     let store = open_store(config)?;
     let mut count = 0;
     for (i, line) in reader.lines().enumerate() {

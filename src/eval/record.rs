@@ -195,7 +195,7 @@ pub fn read(path: &Path) -> Result<(Vec<Record>, Option<u64>), RecordError> {
     let shown = path.display().to_string();
     let io = |source| RecordError::Io { path: shown.clone(), source };
     let file = File::open(path).map_err(io)?;
-    let mut reader = BufReader::new(file);
+    let mut reader = BufReader::new(crate::text_file::BoundedLines::new(file));
     let (mut records, mut offset, mut number) = (Vec::new(), 0u64, 0usize);
     let mut line = String::new();
     loop {

@@ -53,7 +53,8 @@ pub fn load_file(path: &Path, profile: KgProfile, lenient: bool) -> Result<(Loca
     let shown = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|source| KgError::Io { path: shown.clone(), source })?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| shown.clone());
-    let mut reader = BufReader::new(file);
+    // A file without newlines (`/dev/zero`) is an error at its limit, not read whole.
+    let mut reader = BufReader::new(crate::text_file::BoundedLines::new(file));
     skip_bom(&mut reader).map_err(|source| KgError::Io { path: shown.clone(), source })?;
     let mut builder = GraphBuilder::new();
     let report = match KgFormat::from_path(path) {
@@ -90,7 +91,7 @@ pub fn read_tsv(
     let mut report = LoadReport::default();
     for (index, line) in reader.lines().enumerate() {
         let line_no = index as u64 + 1;
-        let line = line.map_err(|e| KgError::Syntax { path: path.into(), line: line_no, message: e.to_string() })?;
+        let line = line.map_err(|e| line_error(path, line_no, &e))?;
         match parse_tsv_line(&line) {
             Ok(None) => {}
             Ok(Some((h, r, t))) => {
@@ -156,8 +157,10 @@ pub fn read_ntriples(
             let mut batch = Vec::with_capacity(BATCH);
             for item in NTriplesParser::new().for_reader(reader) {
                 let failed = item.is_err();
+                // A read that failed (a line over the limit) fails again: no mode goes on.
+                let unreadable = matches!(item, Err(TurtleParseError::Io(_)));
                 batch.push(convert(item, path));
-                if failed && !lenient {
+                if unreadable || (failed && !lenient) {
                     break; // strict mode stops at the first error
                 }
                 if batch.len() == BATCH && tx.send(std::mem::take(&mut batch)).is_err() {
@@ -206,7 +209,22 @@ fn convert(item: Result<oxrdf::Triple, TurtleParseError>, path: &str) -> Result<
             line: e.location().start.line + 1,
             message: e.message().to_string(),
         }),
-        Err(TurtleParseError::Io(source)) => Err(KgError::Io { path: path.into(), source }),
+        Err(TurtleParseError::Io(source)) => match crate::text_file::too_long(&source) {
+            Some(line) => Err(line_error(path, line, &source)),
+            None => Err(KgError::Io { path: path.into(), source }),
+        },
+    }
+}
+
+/// A line that could not be read, as `file:line: why` (a line over the limit names it). Never
+/// a syntax error: lenient loading skips those, and the rest of the file cannot be read.
+fn line_error(path: &str, line: u64, e: &std::io::Error) -> KgError {
+    match crate::text_file::too_long(e) {
+        Some(_) => KgError::Other(format!(
+            "{path}:{line}: the line is longer than {} MB, the limit on a line",
+            crate::text_file::MAX_LINE_BYTES >> 20
+        )),
+        None => KgError::Other(format!("{path}:{line}: {e}")),
     }
 }
 
@@ -240,6 +258,21 @@ mod tests {
         let mut b = GraphBuilder::new();
         let err = read_tsv("a\tr\tb\nbroken line\n".as_bytes(), "kb.tsv", false, &mut b).unwrap_err();
         assert_eq!(err.to_string(), "kb.tsv:2: expected 3 tab-separated fields (head, relation, tail), found 1");
+    }
+
+    #[test]
+    fn a_file_without_newlines_stops_at_the_line_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["g.tsv", "g.nt"] {
+            let path = dir.path().join(name);
+            let big =
+                format!("a\tr\tb\n<http://x/a> <http://x/r> \"{}", "x".repeat(crate::text_file::MAX_LINE_BYTES + 10));
+            std::fs::write(&path, big).unwrap();
+            let Err(err) = load_file(&path, KgProfile::freebase(), true) else { panic!("{name} loaded") };
+            let err = err.to_string();
+            let shown = path.display().to_string();
+            assert!(err.starts_with(&format!("{shown}:2: the line is longer than 8 MB, the limit on a line")), "{err}");
+        }
     }
 
     #[test]

@@ -325,7 +325,7 @@ const HISTORY: usize = 200;
 /// The questions asked before, oldest first (one JSON string per line: questions may span
 /// lines). A missing or unreadable file is an empty history.
 pub fn load_history(path: &Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
+    let Ok(text) = crate::text_file::read(path) else { return Vec::new() };
     let all: Vec<String> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     all[all.len().saturating_sub(HISTORY)..].to_vec()
 }
