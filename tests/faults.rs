@@ -74,9 +74,14 @@ fn run_bounded(mut cmd: Command, limit: Duration) -> Outcome {
     }
 }
 
-/// A control character a terminal would act on (newline and tab aside).
+/// A control character a terminal would act on (newline and tab aside), or one that turns text
+/// around or breaks a line where a terminal shows none (bidi controls, line separators).
 fn has_control(text: &str) -> bool {
-    text.chars().any(|c| (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c))
+    text.chars().any(|c| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}')
+            || matches!(c, '\u{2028}' | '\u{2029}')
+    })
 }
 
 #[derive(Default)]
@@ -233,8 +238,8 @@ fn check_run(server: &FaultServer, seed: usize, method: &str, question: &str, ta
             problems.push(format!("the API key in {place}"));
         }
     }
-    let human = if json { vec![&outcome.stderr] } else { vec![&outcome.stdout, &outcome.stderr] };
-    if human.iter().any(|t| has_control(t)) {
+    // --json too: its strings carry C1 and bidi controls as \u escapes.
+    if [&outcome.stdout, &outcome.stderr].iter().any(|t| has_control(t)) {
         problems.push("a control character printed to the terminal".into());
     }
     if json && matches!(outcome.code, Some(0 | 3)) {

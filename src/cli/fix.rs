@@ -9,6 +9,7 @@ use crate::overlay::store::{Aside, CorrectionStore};
 use crate::overlay::team::Team;
 use crate::overlay::team::state::{Sharing, base_for, states, verdict};
 use crate::overlay::{Correction, CorrectionContext, Draft, Op, OverlayKg, check_relabel, default_author, validate_id};
+use crate::safe_text::OneLine;
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
 use std::io::{BufRead, Write};
@@ -236,12 +237,12 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         }
         FixAction::Undo { id } => {
             let c = open_store(config)?.undo(&scope, *id)?;
-            writeln!(out, "correction {} undone: {}", c.id, c.op.describe())?;
+            writeln!(out, "correction {} undone: {}", c.id, OneLine(&c.op.describe()))?;
             None
         }
         FixAction::Supersede { id, reason } => {
             let c = open_store(config)?.set_aside(&scope, *id, Aside::Supersede, reason.as_deref())?;
-            writeln!(out, "correction {} superseded: {}", c.id, c.op.describe())?;
+            writeln!(out, "correction {} superseded: {}", c.id, OneLine(&c.op.describe()))?;
             None
         }
         FixAction::Sync { full } => {
@@ -273,7 +274,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             };
             let c = open_store(config)?.review(&scope, id, approve, reason.as_deref())?;
             let verdict = if approve { "approved" } else { "rejected" };
-            writeln!(out, "correction {} by {} {verdict}: {}", c.id, c.author, c.op.describe())?;
+            writeln!(out, "correction {} by {} {verdict}: {}", c.id, OneLine(&c.author), OneLine(&c.op.describe()))?;
             None
         }
         FixAction::Export { format, approved: true } => {
@@ -311,7 +312,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             None => store.add(&scope, draft)?,
         };
         drop(store);
-        writeln!(out, "correction {}: {}", c.id, c.op.describe())?;
+        writeln!(out, "correction {}: {}", c.id, OneLine(&c.op.describe()))?;
     }
     // Sent at once when it can be; said when it cannot (it is stored all the same).
     let changed = made_any
@@ -326,7 +327,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
     if let Some(note) = last.and_then(|s| s.note()) {
         // On stderr, so `fix list --json` and `fix export` stay what they say they are.
         let mut err = super::printable::Printable::new(std::io::stderr().lock());
-        writeln!(err, "{note}")?;
+        writeln!(err, "{}", OneLine(&note))?;
     }
     Ok(0)
 }
@@ -372,7 +373,7 @@ fn list_corrections(
                 reviewed_by: c.team.as_ref().and_then(verdict).map(|r| r.author.as_str()),
             })
             .collect();
-        serde_json::to_writer_pretty(&mut *out, &listed).map_err(std::io::Error::from)?;
+        crate::safe_text::json::to_writer_pretty(&mut *out, &listed).map_err(std::io::Error::from)?;
         writeln!(out)?;
         return Ok(());
     }
@@ -396,24 +397,24 @@ fn list_corrections(
             .conflicts_with
             .iter()
             .filter_map(|id| list.iter().find(|o| o.id == *id))
-            .map(|o| format!("{} by {}", o.id, o.author))
+            .map(|o| format!("{} by {}", o.id, OneLine(&o.author)))
             .collect();
         let mut conflict =
             if conflict.is_empty() { String::new() } else { format!("  conflicts with {}", conflict.join(", ")) };
         if let Some(why) = c.team.as_ref().and_then(|t| t.rejected.as_deref()) {
-            conflict.push_str(&format!("  rejected: {why}"));
+            conflict.push_str(&format!("  rejected: {}", OneLine(why)));
         }
         if let Some(review) = c.team.as_ref().and_then(verdict) {
-            conflict.push_str(&format!("  {} by {}", review.verdict(), review.author));
+            conflict.push_str(&format!("  {} by {}", review.verdict(), OneLine(&review.author)));
         }
         writeln!(
             out,
             "{:>5}  {state:<6}  {sharing}{}  ({}; {} on {}){conflict}",
             c.id,
-            c.op.describe(),
-            c.reason_line(),
-            c.author,
-            c.created
+            OneLine(&c.op.describe()),
+            OneLine(&c.reason_line()),
+            OneLine(&c.author),
+            OneLine(&c.created)
         )?;
     }
     Ok(())
@@ -431,7 +432,15 @@ fn list_unreviewed(out: &mut impl Write, list: &[Correction], scope: &str, confi
     let mut out = super::printable::Printable::new(out);
     for c in waiting {
         let held = if super::overlay::unapproved(config, c) { "  (applies once approved)" } else { "" };
-        writeln!(out, "{:>5}  {}  ({}; {} on {}){held}", c.id, c.op.describe(), c.reason_line(), c.author, c.created)?;
+        writeln!(
+            out,
+            "{:>5}  {}  ({}; {} on {}){held}",
+            c.id,
+            OneLine(&c.op.describe()),
+            OneLine(&c.reason_line()),
+            OneLine(&c.author),
+            OneLine(&c.created)
+        )?;
     }
     writeln!(out, "fix review approve ID / fix review reject ID [--reason …] reviews one")?;
     Ok(())

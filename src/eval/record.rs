@@ -265,7 +265,7 @@ impl RecordWriter {
         {
             let mut file = File::create(&fresh).map_err(io)?;
             for record in &kept {
-                let mut line = serde_json::to_string(record).map_err(|e| io(std::io::Error::other(e)))?;
+                let mut line = crate::safe_text::json::to_string(record).map_err(|e| io(std::io::Error::other(e)))?;
                 line.push('\n');
                 file.write_all(line.as_bytes()).map_err(io)?;
             }
@@ -278,7 +278,7 @@ impl RecordWriter {
 
     pub fn append(&mut self, record: &Record) -> Result<(), RecordError> {
         let io = |source| RecordError::Io { path: self.path.display().to_string(), source };
-        let mut line = serde_json::to_string(record).map_err(|e| io(std::io::Error::other(e)))?;
+        let mut line = crate::safe_text::json::to_string(record).map_err(|e| io(std::io::Error::other(e)))?;
         line.push('\n');
         self.file.write_all(line.as_bytes()).map_err(io)
     }

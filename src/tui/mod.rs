@@ -336,7 +336,8 @@ fn remember(path: &Path, question: &str) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
     }
     let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-    writeln!(file, "{}", serde_json::Value::String(question.to_string()))
+    let line = crate::safe_text::json::to_string(question).map_err(std::io::Error::other)?;
+    writeln!(file, "{line}")
 }
 
 /// Runs the UI until the user quits. The terminal is restored on quit, on error, on panic

@@ -320,7 +320,10 @@ impl SparqlClient {
             Err(e) if e.is_timeout() => return Attempt::OutOfTime,
             // The body stopped short: asked again, like a lost connection.
             Err(e) => {
-                return Attempt::Retry(self.unreachable(format!("the reply stopped short ({})", e.without_url())), None);
+                return Attempt::Retry(
+                    self.unreachable(format!("the reply stopped short ({})", e.without_url())),
+                    None,
+                );
             }
         };
         if status.is_success() {
