@@ -252,7 +252,8 @@ async fn endpoint_failures_are_clear_errors() {
     let kg =
         SparqlKg::new("x", SparqlClient::new(config).unwrap(), KgProfile::freebase(), Namespaces::freebase(), "en")
             .unwrap();
-    assert!(kg.relations("m.x").await.unwrap_err().to_string().contains("HTTP 503"));
+    let err = kg.relations("m.x").await.unwrap_err().to_string();
+    assert!(err.contains("HTTP 503") && err.ends_with(" (3 attempts)"), "{err}");
 }
 
 /// Writes `toml` as the config file in `h` and returns its path.

@@ -251,7 +251,7 @@ impl SparqlClient {
                 return Err(error);
             }
             if attempts > self.config.max_retries {
-                return Err(error);
+                return Err(if attempts > 1 { error.noted(&format!(" ({})", attempts_text(attempts))) } else { error });
             }
             let wait = wait.unwrap_or_else(|| crate::llm::backoff(self.config.backoff, attempts - 1));
             // No attempt is begun that the time limit would cut short before it starts.
