@@ -315,9 +315,15 @@ pub struct KgEntry {
     /// Preferred language of names (endpoints).
     #[serde(default = "default_language")]
     pub language: String,
-    /// Seconds to wait for one query (endpoints).
+    /// Seconds one query may take, its retries included (endpoints).
     #[serde(default = "default_query_timeout")]
     pub timeout_secs: u64,
+    /// The largest reply read, in MB (endpoints; default 32): a larger one is an error.
+    #[serde(default)]
+    pub max_reply_mb: Option<usize>,
+    /// The most solutions a reply may hold (endpoints; default 100,000): more is an error.
+    #[serde(default)]
+    pub max_bindings: Option<usize>,
     /// Answer a step's lookups with one `VALUES` query (endpoints; false: one query each).
     #[serde(default = "default_true")]
     pub batch: bool,

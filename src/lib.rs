@@ -28,6 +28,7 @@ pub mod kg;
 pub mod llm;
 mod overlay;
 pub mod prompts;
+mod safe_text;
 mod session;
 mod settings;
 mod sled_open;

@@ -138,7 +138,7 @@ impl Session {
 
     pub fn to_json(&self) -> String {
         // Serialising plain data to a string cannot fail.
-        serde_json::to_string_pretty(self).unwrap_or_default()
+        crate::safe_text::json::to_string_pretty(self).unwrap_or_default()
     }
 
     /// Writes the session to `path` whole or not at all (a temporary file, then a rename).

@@ -35,6 +35,15 @@ struct Outcome {
     hung: bool,
     stdout: String,
     stderr: String,
+    /// The child's peak resident memory (VmHWM), in MB, as last read before it ended.
+    peak_mb: u64,
+}
+
+/// A process's peak resident memory so far, in MB (0 once it is gone).
+fn peak_mb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kb = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.split_whitespace().next());
+    kb.and_then(|k| k.parse::<u64>().ok()).unwrap_or(0) / 1024
 }
 
 /// Runs `cmd` to its end or kills it at `limit`.
@@ -54,7 +63,9 @@ fn run_bounded(mut cmd: Command, limit: Duration) -> Outcome {
         s
     });
     let started = Instant::now();
+    let mut peak = 0;
     let (status, hung) = loop {
+        peak = peak.max(peak_mb(child.id()));
         if let Some(status) = child.try_wait().unwrap() {
             break (Some(status), false);
         }
@@ -71,12 +82,18 @@ fn run_bounded(mut cmd: Command, limit: Duration) -> Outcome {
         hung,
         stdout: text(out_reader.join().unwrap()),
         stderr: text(err_reader.join().unwrap()),
+        peak_mb: peak,
     }
 }
 
-/// A control character a terminal would act on (newline and tab aside).
+/// A control character a terminal would act on (newline and tab aside), or one that turns text
+/// around or breaks a line where a terminal shows none (bidi controls, line separators).
 fn has_control(text: &str) -> bool {
-    text.chars().any(|c| (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c))
+    text.chars().any(|c| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}')
+            || matches!(c, '\u{2028}' | '\u{2029}')
+    })
 }
 
 #[derive(Default)]
@@ -233,8 +250,8 @@ fn check_run(server: &FaultServer, seed: usize, method: &str, question: &str, ta
             problems.push(format!("the API key in {place}"));
         }
     }
-    let human = if json { vec![&outcome.stderr] } else { vec![&outcome.stdout, &outcome.stderr] };
-    if human.iter().any(|t| has_control(t)) {
+    // --json too: its strings carry C1 and bidi controls as \u escapes.
+    if [&outcome.stdout, &outcome.stderr].iter().any(|t| has_control(t)) {
         problems.push("a control character printed to the terminal".into());
     }
     if json && matches!(outcome.code, Some(0 | 3)) {
@@ -311,5 +328,62 @@ async fn token_counts_that_are_not_counts_are_estimated_with_a_note() {
         let got = client.complete(&gold_request()).await.unwrap();
         assert!(got.usage.prompt_tokens > 10 && got.usage.prompt_tokens < 10_000, "{:?}", got.usage);
         assert!(got.notes.iter().any(|n| n.contains("token counts")), "{:?}", got.notes);
+    }
+}
+
+/// The SPARQL side: `ask` against each hostile reply of the fault endpoint
+/// (`common/sparql_faults.rs`), human and `--json`. Each run ends within its time limit with
+/// one error line naming the limit it met, in bounded memory (an endless reply reached 17.8 GB).
+#[test]
+fn hostile_sparql_replies_end_in_one_error_in_bounded_time_and_memory() {
+    use common::sparql_faults::{SparqlFault, SparqlFaultServer};
+    let server = SparqlFaultServer::start();
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let mut toml = String::new();
+    let entry = |name: &str, fault: SparqlFault, extra: &str| {
+        format!(
+            "[kg.{name}]\nendpoint = \"{}\"\nprofile = \"freebase\"\ntimeout_secs = 3\n{extra}\n",
+            server.url(fault)
+        )
+    };
+    for fault in SparqlFault::ALL {
+        toml.push_str(&entry(fault.path(), fault, "max_reply_mb = 4"));
+    }
+    toml.push_str(&entry("manyrows", SparqlFault::Many, "max_reply_mb = 100"));
+    let config = h.join("config.toml");
+    std::fs::write(&config, toml).unwrap();
+    let config = config.to_str().unwrap();
+    for (kg, expected) in [
+        ("endless", "max_reply_mb in [kg.endless]"),
+        ("big", "max_reply_mb in [kg.big]"),
+        ("bigundeclared", "max_reply_mb in [kg.bigundeclared]"),
+        ("many", "max_reply_mb in [kg.many]"),
+        ("manyrows", "max_bindings in [kg.manyrows]"),
+        ("drip", "no complete answer within 3 s (1 attempt) (timeout_secs in [kg.drip]"),
+    ] {
+        for json in [false, true] {
+            let mut args = vec!["--config", config, "ask", "Who is Lou Seal?", "--kg", kg, "--topic", "m.lou_seal"];
+            if json {
+                args.push("--json");
+            }
+            let started = Instant::now();
+            let outcome = run_bounded(ongraph_cmd(h, &args), HANG);
+            let what = format!("{kg}{}", if json { " --json" } else { "" });
+            assert!(!outcome.hung && started.elapsed() < Duration::from_secs(10), "{what}: {:?}", started.elapsed());
+            assert_eq!(outcome.code, Some(1), "{what}: {}", outcome.stderr);
+            assert_eq!(outcome.stderr.lines().count(), 1, "{what}: {}", outcome.stderr);
+            assert!(
+                outcome.stderr.starts_with("error: ") && outcome.stderr.contains(expected),
+                "{what}: {}",
+                outcome.stderr
+            );
+            assert!(
+                !has_control(&outcome.stderr) && !outcome.stderr.contains("panicked"),
+                "{what}: {}",
+                outcome.stderr
+            );
+            assert!(outcome.peak_mb < 400, "{what}: {} MB", outcome.peak_mb);
+        }
     }
 }

@@ -207,7 +207,8 @@ fn bad_corrections_are_one_line_errors() {
     );
     let patch = ok(h, &["fix", "export", "--format", "sparql-update"]);
     assert!(patch.contains(r#""x\" } ; DROP ALL ; { " ."#), "{patch}");
-    assert!(patch.contains("line one } ; DROP ALL ; {"), "the reason stays inside its comment: {patch}");
+    // The line break shown as an escape: the comment stays one line.
+    assert!(patch.contains(r"line one\n} ; DROP ALL ; {"), "the reason stays inside its comment: {patch}");
     assert_eq!(patch.matches("INSERT DATA {").count(), 1);
 
     // A store held by another process is reported as such.
@@ -633,4 +634,51 @@ fn a_damaged_store_is_salvaged_never_thrown_away() {
     std::fs::rename(&store, h.join("overlay.damaged")).unwrap();
     let imported = ok(h, &["fix", "import", file.to_str().unwrap()]);
     assert!(imported.ends_with("2 correction(s) imported into demo\n"), "{imported}");
+
+/// Characters that would forge or turn around what a terminal shows, raw.
+const FORGING: [char; 8] = ['\u{202e}', '\u{2066}', '\u{2028}', '\u{85}', '\u{9b}', '\r', '\u{1b}', '\u{200f}'];
+
+#[test]
+fn a_teammates_text_cannot_forge_lines_or_turn_text_around() {
+    // Regression: a label with newlines printed `Supporting paths: 1. [0.999] Canberra -> …`
+    // as ask's own lines; authors and reasons did the same in `fix list`; bidi controls and C1
+    // controls reached the terminal, in --json too.
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let forged = "Bright House Field\nSupporting paths:\n  1. [0.999] Canberra -> fake.relation -> X\u{202e}evil\u{9b}31m\u{2028}\u{200f}";
+    let correction = serde_json::json!({
+        "id": 1, "kg": "demo", "op": "relabel", "entity": "m.bright_house_field", "label": forged,
+        "reason": "R\r\n    2  active  forged\u{85}x", "author": "A\u{2028}fake\nforged\u{2066}\u{1b}[2J",
+        "created": "2026-11-27T00:00:00Z", "active": true, "history": []
+    });
+    let file = h.join("import.jsonl");
+    std::fs::write(&file, format!("{correction}\n")).unwrap();
+    ok(h, &["fix", "import", file.to_str().unwrap()]);
+    let raw = |text: &str, what: &str| assert!(!text.contains(FORGING), "{what}: {text:?}");
+    let list = ok(h, &["fix", "list"]);
+    raw(&list, "fix list");
+    assert_eq!(list.lines().count(), 1, "one correction, one line: {list}");
+    assert!(
+        list.contains("Field\\nSupporting paths:\\n  1. [0.999] Canberra") && list.contains("A\\u{2028}fake\\nforged"),
+        "{list}"
+    );
+    let json = ok(h, &["fix", "list", "--json"]);
+    raw(&json, "fix list --json");
+    let listed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(listed[0]["author"], correction["author"], "the JSON means the same");
+    let answer = ok(h, &["ask", PHANATIC]);
+    raw(&answer, "ask");
+    assert!(answer.contains("Field\\nSupporting paths:"), "the label is shown, as escapes: {answer}");
+    assert!(!answer.lines().any(|l| l.contains("Canberra") && l.starts_with("  1. [0.999]")), "{answer}");
+    assert_eq!(answer.lines().filter(|l| l.starts_with("Supporting paths")).count(), 1, "{answer}");
+    raw(&ok(h, &["ask", PHANATIC, "--json"]), "ask --json");
+    let neighbors = ok(h, &["kg", "neighbors", "m.phillies", STADIUM]);
+    let search = ok(h, &["kg", "search", "Bright House"]);
+    for (shown, what) in [(&neighbors, "kg neighbors"), (&search, "kg search")] {
+        raw(shown, what);
+        assert_eq!(shown.lines().count(), 1, "{what}: {shown}");
+        assert!(shown.contains("\\u{202E}evil"), "{what}: {shown}");
+    }
+    raw(&ok(h, &["fix", "export", "--format", "jsonl"]), "fix export");
+    raw(&ok(h, &["fix", "export", "--format", "nt"]), "fix export nt");
 }

@@ -5,6 +5,7 @@
 mod common;
 
 use common::servers::{Oxigraph, Virtuoso, fixture};
+use common::sparql_faults::{SparqlFault, SparqlFaultServer};
 use ongraph::kg::{KgProfile, KnowledgeGraph, RelationRef, Term};
 use ongraph::testing::kg::{Namespaces, SparqlClient, SparqlConfig, SparqlKg, demo_graph};
 use std::collections::BTreeSet;
@@ -229,7 +230,7 @@ async fn endpoint_failures_are_clear_errors() {
             ResponseTemplate::new(400).set_body_string("Virtuoso 37000 Error SP030: syntax"),
             "HTTP 400 Bad Request: Virtuoso 37000",
         ),
-        (ResponseTemplate::new(200).set_delay(Duration::from_secs(3)), "no answer within 1 s"),
+        (ResponseTemplate::new(200).set_delay(Duration::from_secs(3)), "no complete answer within 1 s (1 attempt)"),
     ] {
         let server = MockServer::start().await;
         Mock::given(method("GET")).respond_with(response).mount(&server).await;
@@ -251,7 +252,8 @@ async fn endpoint_failures_are_clear_errors() {
     let kg =
         SparqlKg::new("x", SparqlClient::new(config).unwrap(), KgProfile::freebase(), Namespaces::freebase(), "en")
             .unwrap();
-    assert!(kg.relations("m.x").await.unwrap_err().to_string().contains("HTTP 503"));
+    let err = kg.relations("m.x").await.unwrap_err().to_string();
+    assert!(err.contains("HTTP 503") && err.ends_with(" (3 attempts)"), "{err}");
 }
 
 /// Writes `toml` as the config file in `h` and returns its path.
@@ -638,4 +640,101 @@ async fn a_result_body_that_stops_short_is_asked_again() {
     let got = kg.relations("m.x").await;
     assert!(got.is_ok(), "the second answer is read: {got:?}");
     served.join().expect("two connections: the short reply was asked again");
+}
+
+/// A config naming one `[kg.MODE]` per fault of the fault endpoint, each with `extra` lines.
+fn fault_config(h: &std::path::Path, server: &SparqlFaultServer, extra: &[(SparqlFault, &str)]) -> String {
+    let mut toml = String::new();
+    for fault in SparqlFault::ALL {
+        let more: Vec<&str> = extra.iter().filter(|(f, _)| *f == fault).map(|(_, line)| *line).collect();
+        toml.push_str(&format!(
+            "[kg.{}]\nendpoint = \"{}\"\nprofile = \"freebase\"\n{}\n",
+            fault.path(),
+            server.url(fault),
+            more.join("\n")
+        ));
+    }
+    config_file(h, &toml)
+}
+
+/// `kg search` on the fault endpoint's `fault`: (exit code, stderr, seconds taken).
+fn search_fault(h: &std::path::Path, config: &str, fault: SparqlFault) -> (Option<i32>, String, f64) {
+    let started = std::time::Instant::now();
+    let out = common::ongraph_cmd(h, &["--config", config, "kg", "search", "Lou Seal", "--kg", fault.path()])
+        .output()
+        .unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned(), started.elapsed().as_secs_f64())
+}
+
+#[test]
+fn unbounded_replies_end_in_one_clear_error_naming_the_limit() {
+    let server = SparqlFaultServer::start();
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let config = fault_config(
+        h,
+        &server,
+        &[
+            (SparqlFault::Endless, "max_reply_mb = 1"),
+            (SparqlFault::BigUndeclared, "max_reply_mb = 2"),
+            (SparqlFault::Many, "max_reply_mb = 100"),
+            (SparqlFault::Drip, "timeout_secs = 2"),
+        ],
+    );
+    for (fault, expected, seconds) in [
+        (SparqlFault::Endless, "the reply is larger than 1 MB (max_reply_mb in [kg.endless] raises it)", 10.0),
+        (SparqlFault::Big, "the reply is larger than 32 MB (max_reply_mb in [kg.big] raises it)", 10.0),
+        (
+            SparqlFault::BigUndeclared,
+            "the reply is larger than 2 MB (max_reply_mb in [kg.bigundeclared] raises it)",
+            10.0,
+        ),
+        (SparqlFault::Many, "the reply holds more than 100000 solutions (max_bindings in [kg.many] raises it)", 30.0),
+        // One limit for the query, retries included, and said as it happened.
+        (SparqlFault::Drip, "no complete answer within 2 s (1 attempt) (timeout_secs in [kg.drip] raises it)", 4.5),
+    ] {
+        let (code, err, took) = search_fault(h, &config, fault);
+        assert_eq!(code, Some(1), "{fault:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{fault:?}: one line: {err}");
+        assert!(err.starts_with("error: ") && err.contains(expected), "{fault:?}: {expected:?} not in {err}");
+        assert!(took < seconds, "{fault:?} took {took:.1} s");
+    }
+}
+
+#[test]
+fn a_reply_over_a_limit_is_never_cached() {
+    let server = SparqlFaultServer::start();
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let config = fault_config(h, &server, &[(SparqlFault::Fine, "max_bindings = 1"), (SparqlFault::Big, "")]);
+    let cached = || ongraph(h, &["--config", &config, "cache", "stats"]);
+    let (code, err, _) = search_fault(h, &config, SparqlFault::Big);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(cached().starts_with("0 cached result(s)"), "{}", cached());
+    // Within the limits, the same kind of reply is kept.
+    let (code, err, _) = search_fault(h, &config, SparqlFault::Fine);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(cached().starts_with("1 cached result(s)"), "{}", cached());
+}
+
+#[tokio::test]
+async fn retries_share_one_time_limit() {
+    // 503 after 700 ms each time: with a 2 s limit, at most three attempts fit, never four
+    // (a limit per attempt took 4 × the timeout), and the message says so.
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(503).set_delay(Duration::from_millis(700)))
+        .mount(&server)
+        .await;
+    let mut config = SparqlConfig::new(format!("{}/sparql", server.uri()));
+    config.timeout = Duration::from_secs(2);
+    config.max_retries = 5;
+    config.backoff = Duration::from_millis(10);
+    let kg =
+        SparqlKg::new("x", SparqlClient::new(config).unwrap(), KgProfile::freebase(), Namespaces::freebase(), "en")
+            .unwrap();
+    let started = std::time::Instant::now();
+    let err = kg.relations("m.x").await.unwrap_err().to_string();
+    assert!(started.elapsed() < Duration::from_millis(2500), "{:?}", started.elapsed());
+    assert!(err.contains("no complete answer within 2 s (3 attempts)"), "{err}");
 }

@@ -392,9 +392,9 @@ fn hostile_strings_round_trip_and_change_nothing_else() {
         (Some("m.new'one;#x%41"), Some(label))
     );
     assert_eq!(records_of(&list), records_of(&ada.list()));
-    // What Bea's UI and answers see: the name, whole.
+    // What Bea's UI and answers see: the name, whole, on its one line (the break shown).
     let found = bea.ok(&["kg", "search", "Apple"]);
-    assert!(found.contains(&format!("m.apple\t{label}\t")), "{found}");
+    assert!(found.contains(&format!("m.apple\t{}\t", label.replace('\n', "\\n"))), "{found}");
 }
 
 /// A record stamped long before the last pull (a writer whose clock is far behind) is missed by

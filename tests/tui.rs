@@ -2500,3 +2500,30 @@ async fn a_flag_marks_the_flagged_triple_s_row_only() {
     assert!(marked.iter().any(|l| l.contains("Australian Capital Territory")), "{text}");
     assert!(marked.iter().all(|l| !l.contains("-> ") && !l.contains("<- ")), "relation rows unmarked: {marked:#?}");
 }
+
+#[tokio::test]
+async fn a_forged_label_shows_as_one_line_with_its_escapes() {
+    // A teammate's label with line breaks and a bidi override: shown on its one line, the
+    // breaks and the override as escapes (ratatui dropped them silently, gluing the text).
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(&dir.path().join("overlay")).unwrap();
+    let forged = "Bright House Field\nSupporting paths:\u{2028}1. Canberra\u{202e}evil";
+    let draft = ongraph::testing::overlay::Draft {
+        op: ongraph::testing::overlay::Op::Relabel { entity: "m.bright_house_field".into(), label: forged.into() },
+        reason: "teammate\nforged".into(),
+        generated: false,
+        author: "mallory\u{2066}".into(),
+        context: None,
+        origin: None,
+    };
+    store.add("demo", draft).unwrap();
+    let corrections = TempCorrections { store, hidden: Vec::new() };
+    let driver = corrections.driver().unwrap();
+    let mut ui = Ui::over(Settings::default(), Arc::new(corrections), driver, dir);
+    ui.ask(PHANATIC).await;
+    ui.press(KeyCode::Char('r')).await;
+    ui.select(forged);
+    let text = ui.screen(160, 40);
+    assert!(text.contains("Field\\nSupporting paths:\\u{2028}1. Canberra\\u{202E}evil"), "{text}");
+    assert!(!text.contains(['\u{202e}', '\u{2028}', '\u{2066}']), "{text}");
+}

@@ -162,20 +162,22 @@ fn summary(run: &Path, json: bool) -> Result<i32> {
 }
 
 fn read_meta(path: &Path) -> Result<RunMeta> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = crate::text_file::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{} is not an eval run description", path.display()))
 }
 
 fn print_summary(summary: &Summary, meta: Option<&RunMeta>, json: bool) -> Result<()> {
     if json {
         let value = serde_json::json!({ "run": meta, "summary": summary });
-        writeln!(std::io::stdout().lock(), "{}", serde_json::to_string_pretty(&value)?)?;
+        writeln!(std::io::stdout().lock(), "{}", crate::safe_text::json::to_string_pretty(&value)?)?;
         return Ok(());
     }
     let mut out = super::printable::Printable::new(std::io::stdout().lock());
     if let Some(m) = meta {
+        use crate::safe_text::OneLine;
+        let (dataset, kg, llm) = (OneLine(&m.dataset), OneLine(&m.kg), OneLine(&m.llm));
         let split = m.split.map(|s| format!(" ({} split)", s.label())).unwrap_or_default();
-        writeln!(out, "{} on {}{split} · KG {} · LLM {}", m.settings.method.label(), m.dataset, m.kg, m.llm)?;
+        writeln!(out, "{} on {dataset}{split} · KG {kg} · LLM {llm}", m.settings.method.label())?;
         if m.simulation {
             writeln!(out, "(a simulation model: these figures measure the engine, not an LLM's accuracy)")?;
         }
@@ -221,7 +223,8 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         // --lenient: say what the KG lost, as `ask` does.
         // The examples are the file's own text: through Printable, so no escape reaches the terminal.
         let mut err = super::printable::Printable::new(std::io::stderr().lock());
-        writeln!(err, "Skipped {} malformed KG line(s), e.g. {}", report.skipped, report.skipped_examples.join("; "))?;
+        let examples: Vec<_> = report.skipped_examples.iter().map(|e| crate::safe_text::one_line(e)).collect();
+        writeln!(err, "Skipped {} malformed KG line(s), e.g. {}", report.skipped, examples.join("; "))?;
     }
     let ids = match args.topic_ids {
         Some(TopicIdChoice::Wikidata) => TopicIds::Wikidata,
@@ -328,11 +331,11 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     let network = kg.network();
     let this_run = serde_json::json!({"questions": ran, "at_once": at_once, "elapsed_s": elapsed, "network": network});
     let json = serde_json::json!({"run": &meta, "summary": &summary, "this_run": this_run});
-    std::fs::write(out.join("summary.json"), serde_json::to_string_pretty(&json)?)
+    std::fs::write(out.join("summary.json"), crate::safe_text::json::to_string_pretty(&json)?)
         .context("cannot write summary.json")?;
     std::fs::write(out.join("summary.txt"), summary.render()).context("cannot write summary.txt")?;
     if args.json {
-        writeln!(std::io::stdout().lock(), "{}", serde_json::to_string_pretty(&json)?)?;
+        writeln!(std::io::stdout().lock(), "{}", crate::safe_text::json::to_string_pretty(&json)?)?;
     } else {
         print_summary(&summary, Some(&meta), false)?;
         let mut stdout = super::printable::Printable::new(std::io::stdout().lock());
@@ -489,14 +492,14 @@ fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
             bail!(
                 "{} was run with different settings, so --resume would mix two runs:\n  then: {}\n  now:  {}",
                 out.display(),
-                serde_json::to_string(&before)?,
-                serde_json::to_string(meta)?
+                crate::safe_text::json::to_string(&before)?,
+                crate::safe_text::json::to_string(meta)?
             );
         }
     }
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     // Written first, so an interrupted run can be resumed and summarised.
-    std::fs::write(out.join(META), serde_json::to_string_pretty(meta)?).context("cannot write run.json")?;
+    std::fs::write(out.join(META), crate::safe_text::json::to_string_pretty(meta)?).context("cannot write run.json")?;
     Ok(())
 }
 

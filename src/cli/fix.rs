@@ -9,6 +9,7 @@ use crate::overlay::store::{Aside, CorrectionStore};
 use crate::overlay::team::Team;
 use crate::overlay::team::state::{Sharing, base_for, states, verdict};
 use crate::overlay::{Correction, CorrectionContext, Draft, Op, OverlayKg, check_relabel, default_author, validate_id};
+use crate::safe_text::OneLine;
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
 use std::io::{BufRead, Write};
@@ -244,12 +245,12 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         }
         FixAction::Undo { id } => {
             let c = open_store(config)?.undo(&scope, *id)?;
-            writeln!(out, "correction {} undone: {}", c.id, c.op.describe())?;
+            writeln!(out, "correction {} undone: {}", c.id, OneLine(&c.op.describe()))?;
             None
         }
         FixAction::Supersede { id, reason } => {
             let c = open_store(config)?.set_aside(&scope, *id, Aside::Supersede, reason.as_deref())?;
-            writeln!(out, "correction {} superseded: {}", c.id, c.op.describe())?;
+            writeln!(out, "correction {} superseded: {}", c.id, OneLine(&c.op.describe()))?;
             None
         }
         FixAction::Sync { full } => {
@@ -281,7 +282,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             };
             let c = open_store(config)?.review(&scope, id, approve, reason.as_deref())?;
             let verdict = if approve { "approved" } else { "rejected" };
-            writeln!(out, "correction {} by {} {verdict}: {}", c.id, c.author, c.op.describe())?;
+            writeln!(out, "correction {} by {} {verdict}: {}", c.id, OneLine(&c.author), OneLine(&c.op.describe()))?;
             None
         }
         FixAction::Export { format, approved: true, .. } => {
@@ -319,7 +320,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             None => store.add(&scope, draft)?,
         };
         drop(store);
-        writeln!(out, "correction {}: {}", c.id, c.op.describe())?;
+        writeln!(out, "correction {}: {}", c.id, OneLine(&c.op.describe()))?;
         if c.author == crate::overlay::NO_AUTHOR {
             let file = config.file.clone().or_else(Config::default_path).unwrap_or_else(|| "config.toml".into());
             writeln!(
@@ -342,7 +343,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
     if let Some(note) = last.and_then(|s| s.note()) {
         // On stderr, so `fix list --json` and `fix export` stay what they say they are.
         let mut err = super::printable::Printable::new(std::io::stderr().lock());
-        writeln!(err, "{note}")?;
+        writeln!(err, "{}", OneLine(&note))?;
     }
     Ok(0)
 }
@@ -388,7 +389,7 @@ fn list_corrections(
                 reviewed_by: c.team.as_ref().and_then(verdict).map(|r| r.author.as_str()),
             })
             .collect();
-        serde_json::to_writer_pretty(&mut *out, &listed).map_err(std::io::Error::from)?;
+        crate::safe_text::json::to_writer_pretty(&mut *out, &listed).map_err(std::io::Error::from)?;
         writeln!(out)?;
         return Ok(());
     }
@@ -412,24 +413,24 @@ fn list_corrections(
             .conflicts_with
             .iter()
             .filter_map(|id| list.iter().find(|o| o.id == *id))
-            .map(|o| format!("{} by {}", o.id, o.author))
+            .map(|o| format!("{} by {}", o.id, OneLine(&o.author)))
             .collect();
         let mut conflict =
             if conflict.is_empty() { String::new() } else { format!("  conflicts with {}", conflict.join(", ")) };
         if let Some(why) = c.team.as_ref().and_then(|t| t.rejected.as_deref()) {
-            conflict.push_str(&format!("  rejected: {why}"));
+            conflict.push_str(&format!("  rejected: {}", OneLine(why)));
         }
         if let Some(review) = c.team.as_ref().and_then(verdict) {
-            conflict.push_str(&format!("  {} by {}", review.verdict(), review.author));
+            conflict.push_str(&format!("  {} by {}", review.verdict(), OneLine(&review.author)));
         }
         writeln!(
             out,
             "{:>5}  {state:<6}  {sharing}{}  ({}; {} on {}){conflict}",
             c.id,
-            c.op.describe(),
-            c.reason_line(),
-            c.author,
-            c.created
+            OneLine(&c.op.describe()),
+            OneLine(&c.reason_line()),
+            OneLine(&c.author),
+            OneLine(&c.created)
         )?;
     }
     Ok(())
@@ -447,7 +448,15 @@ fn list_unreviewed(out: &mut impl Write, list: &[Correction], scope: &str, confi
     let mut out = super::printable::Printable::new(out);
     for c in waiting {
         let held = if super::overlay::unapproved(config, c) { "  (applies once approved)" } else { "" };
-        writeln!(out, "{:>5}  {}  ({}; {} on {}){held}", c.id, c.op.describe(), c.reason_line(), c.author, c.created)?;
+        writeln!(
+            out,
+            "{:>5}  {}  ({}; {} on {}){held}",
+            c.id,
+            OneLine(&c.op.describe()),
+            OneLine(&c.reason_line()),
+            OneLine(&c.author),
+            OneLine(&c.created)
+        )?;
     }
     writeln!(out, "fix review approve ID / fix review reject ID [--reason …] reviews one")?;
     Ok(())
@@ -480,8 +489,8 @@ fn salvage(setup: &SetupArgs, config: &Config, scope: &str, format: ExportFormat
 }
 
 fn import(out: &mut impl Write, file: &std::path::Path, config: &Config, scope: &str) -> Result<()> {
-    let reader =
-        std::io::BufReader::new(std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?);
+    let opened = std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let reader = std::io::BufReader::new(crate::text_file::BoundedLines::new(opened));
     let store = open_store(config)?;
     let mut count = 0;
     for (i, line) in reader.lines().enumerate() {

@@ -4,6 +4,7 @@ use super::overlay::with_overlay;
 use super::{SetupArgs, open_kg};
 use crate::config::Config;
 use crate::kg::RelationRef;
+use crate::safe_text::OneLine;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use std::io::Write;
@@ -54,7 +55,7 @@ pub async fn kg(args: KgArgs, config: &Config) -> Result<i32> {
                 anyhow::bail!("{} has no entity {entity} (search by name with `ongraph kg search`)", kg.name());
             }
             for r in relations {
-                writeln!(out, "{} {}", r.direction.arrow(), r.relation)?;
+                writeln!(out, "{} {}", r.direction.arrow(), OneLine(&r.relation))?;
             }
         }
         KgAction::Neighbors { entity, relation, incoming } => {
@@ -75,7 +76,7 @@ pub async fn kg(args: KgArgs, config: &Config) -> Result<i32> {
             for n in found {
                 let label = n.label.as_deref().unwrap_or("(unnamed)");
                 let mark = n.correction.map(|id| format!("  [correction {id}]")).unwrap_or_default();
-                writeln!(out, "{}\t{label}{mark}", n.term)?;
+                writeln!(out, "{}\t{}{mark}", OneLine(&n.term.to_string()), OneLine(label))?;
             }
         }
         KgAction::Search { label, limit } => {
@@ -91,7 +92,7 @@ pub async fn kg(args: KgArgs, config: &Config) -> Result<i32> {
             }
             for m in found {
                 let how = if m.exact { "exact".to_string() } else { format!("{:.2}", m.score) };
-                writeln!(out, "{}\t{}\t{how}", m.id, m.label)?;
+                writeln!(out, "{}\t{}\t{how}", OneLine(&m.id), OneLine(&m.label))?;
             }
         }
     }

@@ -260,6 +260,8 @@ pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeG
             timeout_secs: 60,
             batch: true,
             graph: None,
+            max_reply_mb: None,
+            max_bindings: None,
         };
         return open_endpoint(&name, &name, profile, endpoint, query_cache(setup, config));
     }
@@ -274,6 +276,8 @@ pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeG
                     timeout_secs: entry.timeout_secs,
                     batch: entry.batch,
                     graph: entry.graph.clone(),
+                    max_reply_mb: entry.max_reply_mb,
+                    max_bindings: entry.max_bindings,
                 };
                 // The flag, else the entry's (auto: rdf, as for an endpoint's URL), else
                 // Freebase's (what ToG's servers hold).
@@ -322,6 +326,8 @@ struct Endpoint<'a> {
     timeout_secs: u64,
     batch: bool,
     graph: Option<String>,
+    max_reply_mb: Option<usize>,
+    max_bindings: Option<usize>,
 }
 
 /// A SPARQL endpoint as a knowledge graph.
@@ -353,6 +359,21 @@ fn open_endpoint(
     }
     let mut config = SparqlConfig::new(endpoint);
     config.timeout = Duration::from_secs(settings.timeout_secs);
+    if let Some(mb) = settings.max_reply_mb {
+        if mb == 0 {
+            bail!("[kg.{name}] max_reply_mb must be at least 1");
+        }
+        config.max_reply_bytes = mb.saturating_mul(1 << 20);
+    }
+    if let Some(n) = settings.max_bindings {
+        if n == 0 {
+            bail!("[kg.{name}] max_bindings must be at least 1");
+        }
+        config.max_bindings = n;
+    }
+    // A URL given as --kg has no entry of its own to raise the limits in.
+    config.limits_set_in =
+        Some(if name == endpoint { "a [kg.NAME] entry for this endpoint".to_string() } else { format!("[kg.{name}]") });
     let client = SparqlClient::new(config)?.with_cache(cache);
     let mut kg = SparqlKg::new(name, client, kg_profile, names, settings.language)?.with_batching(settings.batch);
     if let Some(graph) = &settings.graph {

@@ -149,7 +149,7 @@ pub async fn sync_and_say(setup: &SetupArgs, config: &Config) -> Result<()> {
     if let Some(note) = sync_before_reading(setup, config).await? {
         use std::io::Write as _;
         let mut err = super::printable::Printable::new(std::io::stderr().lock());
-        writeln!(err, "{note}")?;
+        writeln!(err, "{}", crate::safe_text::OneLine(&note))?;
     }
     Ok(())
 }

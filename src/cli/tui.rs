@@ -147,9 +147,10 @@ fn check(session: &Session, file: &Path) -> Result<i32> {
         let answer = run.answer().map(|a| a.answers.join(" | ")).unwrap_or_else(|| "(not answered)".into());
         writeln!(
             out,
-            "run {}: {} → {answer} · {} steps · {}",
+            "run {}: {} → {} · {} steps · {}",
             i + 1,
-            record.question,
+            crate::safe_text::OneLine(&record.question),
+            crate::safe_text::OneLine(&answer),
             run.trace().len(),
             if same { "same trace" } else { "TRACE DIFFERS" }
         )?;

@@ -78,7 +78,9 @@ fn prediction(r: &Record) -> String {
     shorten(&text, 40)
 }
 
+/// `text` in a table cell: one line, at most `max` characters.
 fn shorten(text: &str, max: usize) -> String {
+    let text = crate::safe_text::one_line(text);
     if text.chars().count() <= max {
         return text.to_string();
     }

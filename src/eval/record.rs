@@ -197,7 +197,7 @@ pub fn read(path: &Path) -> Result<(Vec<Record>, Option<u64>), RecordError> {
     let shown = path.display().to_string();
     let io = |source| RecordError::Io { path: shown.clone(), error: source };
     let file = File::open(path).map_err(io)?;
-    let mut reader = BufReader::new(file);
+    let mut reader = BufReader::new(crate::text_file::BoundedLines::new(file));
     let (mut records, mut offset, mut number) = (Vec::new(), 0u64, 0usize);
     let mut line = String::new();
     loop {
@@ -267,7 +267,7 @@ impl RecordWriter {
         {
             let mut file = File::create(&fresh).map_err(io)?;
             for record in &kept {
-                let mut line = serde_json::to_string(record).map_err(|e| io(std::io::Error::other(e)))?;
+                let mut line = crate::safe_text::json::to_string(record).map_err(|e| io(std::io::Error::other(e)))?;
                 line.push('\n');
                 file.write_all(line.as_bytes()).map_err(io)?;
             }
@@ -280,7 +280,7 @@ impl RecordWriter {
 
     pub fn append(&mut self, record: &Record) -> Result<(), RecordError> {
         let io = |source| RecordError::Io { path: self.path.display().to_string(), error: source };
-        let mut line = serde_json::to_string(record).map_err(|e| io(std::io::Error::other(e)))?;
+        let mut line = crate::safe_text::json::to_string(record).map_err(|e| io(std::io::Error::other(e)))?;
         line.push('\n');
         self.file.write_all(line.as_bytes()).map_err(io)
     }

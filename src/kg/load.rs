@@ -53,7 +53,8 @@ pub fn load_file(path: &Path, profile: KgProfile, lenient: bool) -> Result<(Loca
     let shown = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|source| KgError::Io { path: shown.clone(), error: source })?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| shown.clone());
-    let mut reader = BufReader::new(file);
+    // A file without newlines (`/dev/zero`) is an error at its limit, not read whole.
+    let mut reader = BufReader::new(crate::text_file::BoundedLines::new(file));
     skip_bom(&mut reader).map_err(|source| KgError::Io { path: shown.clone(), error: source })?;
     let mut builder = GraphBuilder::new();
     let report = match KgFormat::from_path(path) {
@@ -90,7 +91,7 @@ pub fn read_tsv(
     let mut report = LoadReport::default();
     for (index, line) in reader.lines().enumerate() {
         let line_no = index as u64 + 1;
-        let line = line.map_err(|e| KgError::Syntax { path: path.into(), line: line_no, message: e.to_string() })?;
+        let line = line.map_err(|e| line_error(path, line_no, &e))?;
         match parse_tsv_line(&line) {
             Ok(None) => {}
             Ok(Some((h, r, t))) => {
@@ -158,7 +159,8 @@ pub fn read_ntriples(
             let reader = LineCounter { inner: reader, newlines: newlines.clone() };
             for item in NTriplesParser::new().for_reader(reader) {
                 let failed = item.is_err();
-                // The parser cannot go on past a read error (it would return it again).
+                // The parser cannot go on past a read error (a line over the limit, a full
+                // buffer): it would return it again, so no mode goes on.
                 let fatal = matches!(item, Err(TurtleParseError::Io(_)));
                 batch.push(convert(item, path, newlines.get()));
                 if fatal || (failed && !lenient) {
@@ -231,14 +233,29 @@ fn convert(
             line: e.location().start.line + 1,
             message: e.message().to_string(),
         }),
-        // oxttl's buffer is full: one term (a literal, most likely) fills it. Its buffer holds
-        // what follows the last complete token, and a term holds no raw newline, so the line
-        // is the one after those read. Fatal even when lenient: the parser cannot skip it.
-        Err(TurtleParseError::Io(e)) if e.kind() == std::io::ErrorKind::OutOfMemory => Err(KgError::Other(format!(
-            "{path}:{}: a term on this line is too long to read ({e}); the file cannot be read past it",
-            newlines + 1
-        ))),
-        Err(TurtleParseError::Io(source)) => Err(KgError::Io { path: path.into(), error: source }),
+        Err(TurtleParseError::Io(source)) => match crate::text_file::too_long(&source) {
+            Some(line) => Err(line_error(path, line, &source)),
+            // oxttl's buffer is full: one term (a literal, most likely) fills it. Its buffer
+            // holds what follows the last complete token, and a term holds no raw newline, so
+            // the line is the one after those read. Fatal even when lenient.
+            None if source.kind() == std::io::ErrorKind::OutOfMemory => Err(KgError::Other(format!(
+                "{path}:{}: a term on this line is too long to read ({source}); the file cannot be read past it",
+                newlines + 1
+            ))),
+            None => Err(KgError::Io { path: path.into(), error: source }),
+        },
+    }
+}
+
+/// A line that could not be read, as `file:line: why` (a line over the limit names it). Never
+/// a syntax error: lenient loading skips those, and the rest of the file cannot be read.
+fn line_error(path: &str, line: u64, e: &std::io::Error) -> KgError {
+    match crate::text_file::too_long(e) {
+        Some(_) => KgError::Other(format!(
+            "{path}:{line}: the line is longer than {} MB, the limit on a line",
+            crate::text_file::MAX_LINE_BYTES >> 20
+        )),
+        None => KgError::Other(format!("{path}:{line}: {e}")),
     }
 }
 
@@ -272,6 +289,21 @@ mod tests {
         let mut b = GraphBuilder::new();
         let err = read_tsv("a\tr\tb\nbroken line\n".as_bytes(), "kb.tsv", false, &mut b).unwrap_err();
         assert_eq!(err.to_string(), "kb.tsv:2: expected 3 tab-separated fields (head, relation, tail), found 1");
+    }
+
+    #[test]
+    fn a_file_without_newlines_stops_at_the_line_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["g.tsv", "g.nt"] {
+            let path = dir.path().join(name);
+            let big =
+                format!("a\tr\tb\n<http://x/a> <http://x/r> \"{}", "x".repeat(crate::text_file::MAX_LINE_BYTES + 10));
+            std::fs::write(&path, big).unwrap();
+            let Err(err) = load_file(&path, KgProfile::freebase(), true) else { panic!("{name} loaded") };
+            let err = err.to_string();
+            let shown = path.display().to_string();
+            assert!(err.starts_with(&format!("{shown}:2: the line is longer than 8 MB, the limit on a line")), "{err}");
+        }
     }
 
     #[test]

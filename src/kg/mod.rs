@@ -154,6 +154,17 @@ impl KgError {
     pub fn is_unreachable(&self) -> bool {
         matches!(self, KgError::Unreachable(_))
     }
+
+    /// The same error, its message ending with `note`.
+    pub fn noted(self, note: &str) -> Self {
+        match self {
+            KgError::Syntax { path, line, message } => KgError::Syntax { path, line, message: message + note },
+            KgError::Io { path, source } => KgError::Other(format!("cannot read {path}: {source}{note}")),
+            KgError::Other(message) => KgError::Other(message + note),
+            KgError::Refused { status, message } => KgError::Refused { status, message: message + note },
+            KgError::Unreachable(message) => KgError::Unreachable(message + note),
+        }
+    }
 }
 
 /// Labels less similar than this to a searched name are not offered as close matches.

@@ -60,7 +60,7 @@ fn term(t: &Term, profile: &KgProfile) -> String {
 
 /// Text that can follow `#` on one line without ending the comment.
 fn comment(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+    crate::safe_text::one_line(text).into_owned()
 }
 
 /// The relation names are written through (the KG's first label predicate, else rdfs:label).
@@ -113,7 +113,7 @@ pub fn export(corrections: &[Correction], format: ExportFormat, profile: &KgProf
         ExportFormat::Jsonl => {
             for c in corrections {
                 // A correction always serialises: its fields are strings, numbers and enums.
-                out.push_str(&serde_json::to_string(c).unwrap_or_default());
+                out.push_str(&crate::safe_text::json::to_string(c).unwrap_or_default());
                 out.push('\n');
             }
         }
@@ -185,7 +185,7 @@ mod tests {
     #[test]
     fn literals_and_comments_cannot_break_out() {
         assert_eq!(literal("a\"} ; DROP ALL ; {\n"), "\"a\\\"} ; DROP ALL ; {\\n\"");
-        assert_eq!(comment("line\n} ; DROP ALL"), "line } ; DROP ALL");
+        assert_eq!(comment("line\n} ; DROP ALL\u{202e}"), "line\\n} ; DROP ALL\\u{202E}");
         assert_eq!(iri("m.0abc", &KgProfile::freebase()), "<http://rdf.freebase.com/ns/m.0abc>");
         assert_eq!(iri("http://ex.org/a", &KgProfile::freebase()), "<http://ex.org/a>");
     }

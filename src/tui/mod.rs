@@ -331,7 +331,7 @@ const HISTORY: usize = 200;
 /// The questions asked before, oldest first (one JSON string per line: questions may span
 /// lines). A missing or unreadable file is an empty history.
 pub fn load_history(path: &Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
+    let Ok(text) = crate::text_file::read(path) else { return Vec::new() };
     let all: Vec<String> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     all[all.len().saturating_sub(HISTORY)..].to_vec()
 }
@@ -342,7 +342,8 @@ fn remember(path: &Path, question: &str) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
     }
     let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-    writeln!(file, "{}", serde_json::Value::String(question.to_string()))
+    let line = crate::safe_text::json::to_string(question).map_err(std::io::Error::other)?;
+    writeln!(file, "{line}")
 }
 
 /// Runs the UI until the user quits. The terminal is restored on quit, on error, on panic

@@ -433,8 +433,8 @@ impl Component for Picker {
         for (row, &i) in shown.iter().enumerate().skip(offset).take(inner) {
             let item = &self.items[i];
             let line = Line::from(vec![
-                Span::raw(item.text.clone()),
-                Span::styled(format!("  {}", item.detail), theme.faint()),
+                Span::raw(crate::safe_text::one_line(&item.text).into_owned()),
+                Span::styled(format!("  {}", crate::safe_text::one_line(&item.detail)), theme.faint()),
             ]);
             lines.push(if row == self.selected { line.style(theme.selected()) } else { line });
         }

@@ -152,7 +152,7 @@ pub fn load_all(user_dir: Option<&Path>) -> (Vec<Theme>, Vec<String>) {
         entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "toml")).collect();
     paths.sort();
     for path in paths {
-        match std::fs::read_to_string(&path)
+        match crate::text_file::read(&path)
             .map_err(|e| format!("{}: {e}", path.display()))
             .and_then(|t| Theme::parse(&path.display().to_string(), &t))
         {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 pub mod faults;
 pub mod servers;
+pub mod sparql_faults;
 
 pub const DEMO_SCRIPT: &str = include_str!("../../sessions/demo-model.toml");
 

@@ -28,7 +28,18 @@ pub struct SparqlConfig {
     pub connect_timeout: Option<Duration>,
     /// Whether a request that could not connect, or got no answer in time, is tried again.
     pub retry_unreachable: bool,
+    /// The largest reply read, in bytes: a larger one is an error (and never cached).
+    pub max_reply_bytes: usize,
+    /// The most solutions (rows) a reply may hold: more is an error (and never cached).
+    pub max_bindings: usize,
+    /// Where the user sets the limits above, for the message that names them (`[kg.NAME]`).
+    pub limits_set_in: Option<String>,
 }
+
+/// The reply limits' defaults: a KG query asks for at most 10,000 rows (about 3 MB of JSON);
+/// 2 million tiny rows took 1.1 GB of memory.
+pub const DEFAULT_MAX_REPLY_MB: usize = 32;
+pub const DEFAULT_MAX_BINDINGS: usize = 100_000;
 
 /// What proves who is asking: `user:password` (HTTP basic) or a bearer token. Kept out of every
 /// message, log line and `Debug` output.
@@ -82,8 +93,22 @@ impl SparqlConfig {
             credentials: None,
             connect_timeout: None,
             retry_unreachable: true,
+            max_reply_bytes: DEFAULT_MAX_REPLY_MB << 20,
+            max_bindings: DEFAULT_MAX_BINDINGS,
+            limits_set_in: None,
         }
     }
+}
+
+/// How one attempt at a request ended.
+enum Attempt {
+    Answered(Vec<u8>),
+    /// The time limit passed before the reply was whole.
+    OutOfTime,
+    /// An error asking again cannot help.
+    Failed(KgError),
+    /// An error a later attempt may not meet, with the wait the server asked for.
+    Retry(KgError, Option<Duration>),
 }
 
 pub struct SparqlClient {
@@ -156,9 +181,15 @@ impl SparqlClient {
     /// Runs a SELECT query and returns its solutions (from the cache when it has them).
     pub async fn select(&self, query: &str) -> Result<Vec<QuerySolution>, KgError> {
         if let Some(body) = self.cache.as_ref().and_then(|c| c.get(&self.config.endpoint, query)) {
-            return self.parse(&body);
+            // One stored before the limits were lowered (or unreadable) is asked for again.
+            if body.len() <= self.config.max_reply_bytes
+                && let Ok(solutions) = self.parse(&body)
+            {
+                return Ok(solutions);
+            }
         }
         let body = self.fetch(Request::Query(query)).await?;
+        // Only a reply within both limits gets here, and only then into the cache.
         let solutions = self.parse(&body)?;
         if let Some(cache) = &self.cache {
             cache.put(&self.config.endpoint, query, &body);
@@ -172,7 +203,16 @@ impl SparqlClient {
         self.fetch(Request::Update(update)).await.map(drop)
     }
 
-    /// Sends a query or an update and returns the raw successful reply.
+    /// Where a limit is raised, as the end of a message: ` (max_reply_mb in [kg.x] raises it)`.
+    fn raise_hint(&self, setting: &str) -> String {
+        match &self.config.limits_set_in {
+            Some(place) => format!(" ({setting} in {place} raises it)"),
+            None => String::new(),
+        }
+    }
+
+    /// Sends a query or an update and returns the raw successful reply. `timeout` bounds the
+    /// whole request, retries and their waits included.
     async fn fetch(&self, what: Request<'_>) -> Result<Vec<u8>, KgError> {
         let _permit = self.in_flight.acquire().await.map_err(|e| self.unreachable(e))?;
         self.queries.fetch_add(1, Ordering::Relaxed);
@@ -186,83 +226,124 @@ impl SparqlClient {
                 false
             }
         };
-        let mut attempt = 0;
+        let limit = self.config.timeout;
+        let started = tokio::time::Instant::now();
+        let mut attempts: u32 = 0;
+        let attempts_text = |n: u32| if n == 1 { "1 attempt".to_string() } else { format!("{n} attempts") };
         loop {
-            let request = match what {
-                Request::Query(query) if use_get => self.http.get(&self.config.endpoint).query(&[("query", query)]),
-                Request::Query(query) => self.http.post(&self.config.endpoint).form(&[("query", query)]),
-                Request::Update(update) => self.http.post(&self.config.endpoint).form(&[("update", update)]),
-            };
-            let request = request.header(reqwest::header::ACCEPT, "application/sparql-results+json");
-            let request = match &self.config.credentials {
-                Some(credentials) => credentials.apply(request),
-                None => request,
-            };
-            let (error, wait) = match request.send().await {
-                Ok(response) => {
-                    let status = response.status();
-                    let retry_after = response
-                        .headers()
-                        .get(reqwest::header::RETRY_AFTER)
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.trim().parse::<f64>().ok())
-                        .filter(|s| s.is_finite() && *s >= 0.0)
-                        .map(|s| Duration::from_secs_f64(s.min(60.0)));
-                    if status.is_redirection() {
-                        let to = response
-                            .headers()
-                            .get(reqwest::header::LOCATION)
-                            .and_then(|v| v.to_str().ok())
-                            .and_then(|l| reqwest::Url::parse(&self.config.endpoint).ok()?.join(l).ok())
-                            .map_or_else(|| "an unknown place".to_string(), |u| redact(u.as_str()));
-                        let message = self.message(format!(
-                            "HTTP {status}: the endpoint redirected to {to} (redirects are not followed: \
-                             configure the address it redirects to)"
-                        ));
-                        return Err(KgError::Refused { status: status.as_u16(), message });
-                    }
-                    match response.bytes().await {
-                        Ok(body) if status.is_success() => return Ok(body.to_vec()),
-                        Ok(body) => {
-                            let excerpt: String = String::from_utf8_lossy(&body).chars().take(200).collect();
-                            let message = self.message(format!("HTTP {status}: {}", excerpt.trim()));
-                            let error = KgError::Refused { status: status.as_u16(), message };
-                            if !(status.as_u16() == 429 || status.is_server_error()) {
-                                return Err(error);
-                            }
-                            (error, retry_after)
-                        }
-                        // The body stalled or stopped short: asked again, like a lost connection.
-                        Err(e) if e.is_timeout() => {
-                            (self.unreachable(format!("no answer within {} s", self.config.timeout.as_secs())), None)
-                        }
-                        Err(e) => (self.unreachable(format!("the reply stopped short ({})", e.without_url())), None),
-                    }
-                }
-                Err(e) if e.is_timeout() && !e.is_connect() => {
-                    let error = KgError::Unreachable(
-                        self.message(format!("no answer within {} s", self.config.timeout.as_secs())),
-                    );
-                    (error, None)
-                }
-                Err(e) => {
-                    let mut cause: &dyn std::error::Error = &e;
-                    while let Some(next) = cause.source() {
-                        cause = next;
-                    }
-                    (KgError::Unreachable(self.message(format!("cannot connect ({cause})"))), None)
+            attempts += 1;
+            let left = limit.saturating_sub(started.elapsed());
+            let attempt = tokio::time::timeout(left, self.attempt(what, use_get)).await.unwrap_or(Attempt::OutOfTime);
+            let (error, wait) = match attempt {
+                Attempt::Answered(body) => return Ok(body),
+                Attempt::Failed(error) => return Err(error),
+                Attempt::Retry(error, wait) => (error, wait),
+                Attempt::OutOfTime => {
+                    return Err(KgError::Unreachable(self.message(format!(
+                        "no complete answer within {} s ({}){}",
+                        limit.as_secs(),
+                        attempts_text(attempts),
+                        self.raise_hint("timeout_secs")
+                    ))));
                 }
             };
             if error.is_unreachable() && !self.config.retry_unreachable {
                 return Err(error);
             }
-            if attempt >= self.config.max_retries {
-                return Err(error);
+            if attempts > self.config.max_retries {
+                return Err(if attempts > 1 { error.noted(&format!(" ({})", attempts_text(attempts))) } else { error });
             }
-            let wait = wait.unwrap_or_else(|| crate::llm::backoff(self.config.backoff, attempt));
-            tracing::warn!(endpoint = %redact(&self.config.endpoint), attempt, ?wait, %error, "SPARQL query failed; retrying");
+            let wait = wait.unwrap_or_else(|| crate::llm::backoff(self.config.backoff, attempts - 1));
+            // No attempt is begun that the time limit would cut short before it starts.
+            if started.elapsed() + wait >= limit {
+                let note = format!(
+                    "; not asked again: the {} s limit would pass first ({}){}",
+                    limit.as_secs(),
+                    attempts_text(attempts),
+                    self.raise_hint("timeout_secs")
+                );
+                return Err(error.noted(&note));
+            }
+            tracing::warn!(endpoint = %redact(&self.config.endpoint), attempts, ?wait, %error, "SPARQL query failed; retrying");
             tokio::time::sleep(wait).await;
-            attempt += 1;
+        }
+    }
+
+    /// One request, its reply read up to the size limit.
+    async fn attempt(&self, what: Request<'_>, use_get: bool) -> Attempt {
+        let request = match what {
+            Request::Query(query) if use_get => self.http.get(&self.config.endpoint).query(&[("query", query)]),
+            Request::Query(query) => self.http.post(&self.config.endpoint).form(&[("query", query)]),
+            Request::Update(update) => self.http.post(&self.config.endpoint).form(&[("update", update)]),
+        };
+        let request = request.header(reqwest::header::ACCEPT, "application/sparql-results+json");
+        let request = match &self.config.credentials {
+            Some(credentials) => credentials.apply(request),
+            None => request,
+        };
+        let mut response = match request.send().await {
+            Ok(response) => response,
+            Err(e) if e.is_timeout() && !e.is_connect() => return Attempt::OutOfTime,
+            Err(e) => {
+                let mut cause: &dyn std::error::Error = &e;
+                while let Some(next) = cause.source() {
+                    cause = next;
+                }
+                return Attempt::Retry(KgError::Unreachable(self.message(format!("cannot connect ({cause})"))), None);
+            }
+        };
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(|s| Duration::from_secs_f64(s.min(60.0)));
+        if status.is_redirection() {
+            let to = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|l| reqwest::Url::parse(&self.config.endpoint).ok()?.join(l).ok())
+                .map_or_else(|| "an unknown place".to_string(), |u| redact(u.as_str()));
+            let message = self.message(format!(
+                "HTTP {status}: the endpoint redirected to {to} (redirects are not followed: \
+                 configure the address it redirects to)"
+            ));
+            return Attempt::Failed(KgError::Refused { status: status.as_u16(), message });
+        }
+        // An error page is only quoted: its start is all that is read.
+        let cap = if status.is_success() { self.config.max_reply_bytes } else { ERROR_EXCERPT_BYTES };
+        let (body, whole) = match body_up_to(&mut response, cap).await {
+            Ok(read) => read,
+            Err(e) if e.is_timeout() => return Attempt::OutOfTime,
+            // The body stopped short: asked again, like a lost connection.
+            Err(e) => {
+                return Attempt::Retry(
+                    self.unreachable(format!("the reply stopped short ({})", e.without_url())),
+                    None,
+                );
+            }
+        };
+        if status.is_success() {
+            if !whole {
+                // The same query would bring the same reply: not asked again.
+                return Attempt::Failed(KgError::Other(self.message(format!(
+                    "the reply is larger than {}{}",
+                    shown_size(self.config.max_reply_bytes),
+                    self.raise_hint("max_reply_mb")
+                ))));
+            }
+            return Attempt::Answered(body);
+        }
+        let excerpt: String = String::from_utf8_lossy(&body).chars().take(200).collect();
+        let message = self.message(format!("HTTP {status}: {}", excerpt.trim()));
+        let error = KgError::Refused { status: status.as_u16(), message };
+        if status.as_u16() == 429 || status.is_server_error() {
+            Attempt::Retry(error, retry_after)
+        } else {
+            Attempt::Failed(error)
         }
     }
 
@@ -274,10 +355,52 @@ impl SparqlClient {
         let parser = QueryResultsParser::from_format(QueryResultsFormat::Json);
         match parser.for_reader(body).map_err(|e| bad(e.to_string()))? {
             ReaderQueryResultsParserOutput::Solutions(solutions) => {
-                solutions.collect::<Result<Vec<_>, _>>().map_err(|e| bad(e.to_string()))
+                let mut all = Vec::new();
+                for solution in solutions {
+                    if all.len() == self.config.max_bindings {
+                        return Err(KgError::Other(self.message(format!(
+                            "the reply holds more than {} solutions{}",
+                            self.config.max_bindings,
+                            self.raise_hint("max_bindings")
+                        ))));
+                    }
+                    all.push(solution.map_err(|e| bad(e.to_string()))?);
+                }
+                Ok(all)
             }
             ReaderQueryResultsParserOutput::Boolean(_) => Err(bad("a boolean, not solutions".into())),
         }
+    }
+}
+
+/// How much of an error page is read, to quote its start.
+const ERROR_EXCERPT_BYTES: usize = 4096;
+
+/// The body up to `cap` bytes, and whether that is all of it (the rest is never read: an
+/// endless reply costs `cap` bytes of memory).
+async fn body_up_to(response: &mut reqwest::Response, cap: usize) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    // A success that says it is too long is not read at all (an error page is quoted).
+    if response.status().is_success() && response.content_length().is_some_and(|n| n > cap as u64) {
+        return Ok((Vec::new(), false));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = cap - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, false));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, true))
+}
+
+/// A size limit in words: whole megabytes as MB, else KB.
+fn shown_size(bytes: usize) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MB", bytes >> 20)
+    } else {
+        format!("{} KB", bytes.div_ceil(1024))
     }
 }
 

@@ -34,7 +34,11 @@ pub fn literal(value: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            // Written as escapes also what would turn a patch's text around on a terminal.
+            c if c.is_control() || crate::safe_text::json::needs_escape(c) => match c as u32 {
+                n @ 0..=0xFFFF => out.push_str(&format!("\\u{n:04X}")),
+                n => out.push_str(&format!("\\U{n:08X}")),
+            },
             c => out.push(c),
         }
     }

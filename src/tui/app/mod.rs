@@ -17,6 +17,7 @@ use crate::engine::{MethodId, Override, Poll, Request, Response, Run, Settings, 
 use crate::kg::{KgProfile, Term};
 use crate::overlay::{Correction, CorrectionContext, Draft, Op};
 use crate::prompts::Prompts;
+use crate::safe_text::one_line;
 use crate::session::{Moment, Player, Session, SessionCorrection};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
@@ -720,9 +721,9 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
 /// What a node is, and its scores (`0.80 ████·  Σ0.560`) if it was scored.
 pub fn node_parts(node: &BeamNode) -> (String, Option<String>) {
     let what = match &node.kind {
-        NodeKind::Entity { term, .. } if !term.is_entity() => format!("\"{}\"", node.shown()),
-        NodeKind::Entity { .. } => node.shown().to_string(),
-        NodeKind::Relation { direction, shown, .. } => format!("{} {shown}", direction.arrow()),
+        NodeKind::Entity { term, .. } if !term.is_entity() => format!("\"{}\"", one_line(node.shown())),
+        NodeKind::Entity { .. } => one_line(node.shown()).into_owned(),
+        NodeKind::Relation { direction, shown, .. } => format!("{} {}", direction.arrow(), one_line(shown)),
     };
     (what, node.score.map(|s| format!("{s:.2} {}  Σ{:.3}", bar(s), node.path_score)))
 }

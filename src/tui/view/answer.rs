@@ -1,6 +1,7 @@
 //! The answer pane: the answer, what it rests on, and what changed since the last ask.
 
 use super::*;
+use crate::safe_text::one_line;
 
 /// What the answer pane shows.
 pub(super) struct AnswerShown<'a> {
@@ -33,19 +34,26 @@ pub(super) fn draw_answer(frame: &mut Frame<'_>, area: Rect, shown: &AnswerShown
     };
     let mut lines = vec![
         Line::from(Span::styled(
-            if answer.answers.is_empty() { "(no answer)".to_string() } else { answer.answers.join(" | ") },
+            if answer.answers.is_empty() {
+                "(no answer)".to_string()
+            } else {
+                one_line(&answer.answers.join(" | ")).into()
+            },
             theme.fg(theme.accent).add_modifier(Modifier::BOLD),
         )),
-        Line::from(shown.source.clone().unwrap_or_else(|| answer.source_words())),
+        Line::from(one_line(&shown.source.clone().unwrap_or_else(|| answer.source_words())).into_owned()),
     ];
     if let Some(earlier) = &shown.earlier {
         let now = &shown.texts;
-        lines.push(Line::from(Span::styled(format!("before: {}", earlier.answers.join(" | ")), theme.faint())));
+        lines.push(Line::from(Span::styled(
+            format!("before: {}", one_line(&earlier.answers.join(" | "))),
+            theme.faint(),
+        )));
         for gone in earlier.paths.iter().filter(|p| !now.contains(p)) {
-            lines.push(Line::from(Span::styled(format!("  − {gone}"), theme.fg(theme.flagged))));
+            lines.push(Line::from(Span::styled(format!("  − {}", one_line(gone)), theme.fg(theme.flagged))));
         }
         for new in now.iter().filter(|p| !earlier.paths.contains(p)) {
-            lines.push(Line::from(Span::styled(format!("  + {new}"), theme.fg(theme.kept))));
+            lines.push(Line::from(Span::styled(format!("  + {}", one_line(new)), theme.fg(theme.kept))));
         }
     }
     // The path to keep in view: the selected one while the pane has the focus, else the one
@@ -67,7 +75,7 @@ pub(super) fn draw_answer(frame: &mut Frame<'_>, area: Rect, shown: &AnswerShown
         let text = shown.texts.get(i).unwrap_or(&p.text);
         // A method that orders its paths otherwise does not score them: no score shown.
         let score = if shown.order.is_some() { String::new() } else { format!("[{:.3}] ", p.score) };
-        let line = Line::from(format!("{mark}{score}{text}"));
+        let line = Line::from(format!("{mark}{score}{}", one_line(text)));
         if Some(i) == kept_in_view {
             kept_line = lines.len();
         }

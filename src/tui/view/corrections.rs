@@ -26,12 +26,11 @@ pub(super) fn draw_corrections(
         let state = if c.active { "active" } else { "UNDONE" };
         let tag = tags.get(i).map(String::as_str).unwrap_or_default();
         let head = format!("#{:<3} {state} {tag}", c.id);
-        let tail = format!(" — {} ({})", c.reason_line(), c.author);
-        let text = if i == at {
-            format!("{head}{}{tail}", c.op.describe())
-        } else {
-            one_line(&head, &c.op.describe(), &tail, width)
-        };
+        // A teammate's text: its line breaks and format characters shown, not obeyed.
+        use crate::safe_text::OneLine;
+        let tail = format!(" — {} ({})", OneLine(&c.reason_line()), OneLine(&c.author));
+        let what = crate::safe_text::one_line(&c.op.describe()).into_owned();
+        let text = if i == at { format!("{head}{what}{tail}") } else { one_line(&head, &what, &tail, width) };
         let line = Line::from(text);
         let line = if c.active { line } else { line.style(look.theme.faint()) };
         if i == at && look.focused { line.style(look.theme.selected()) } else { line }

@@ -1,6 +1,7 @@
 //! The inspector: the selected node, where it came from, the call that scored it.
 
 use super::*;
+use crate::safe_text::one_line;
 
 /// What the inspector shows: the selected node of a run, and the corrections that explain it.
 #[derive(Clone, Copy)]
@@ -16,9 +17,11 @@ pub(super) struct InspectorShown<'a> {
 fn provenance_lines(node: &BeamNode, corrections: &[Correction], theme: &Theme) -> Vec<Line<'static>> {
     match &node.provenance {
         Provenance::Kg { graph } => vec![Line::from(format!("from: {graph}"))],
-        Provenance::Linked { name } => vec![Line::from(format!("linked from the name {name:?} the model gave"))],
+        Provenance::Linked { name } => {
+            vec![Line::from(format!("linked from the name \"{}\" the model gave", one_line(name)))]
+        }
         Provenance::InQuestion { span } => {
-            vec![Line::from(format!("linked from {span:?}, words of the question that are a KG label"))]
+            vec![Line::from(format!("linked from \"{}\", words of the question that are a KG label", one_line(span)))]
         }
         Provenance::User => vec![Line::from("from: you")],
         Provenance::Generated { kept: true } => {
@@ -33,7 +36,9 @@ fn provenance_lines(node: &BeamNode, corrections: &[Correction], theme: &Theme) 
                 theme.fg(theme.correction).add_modifier(Modifier::BOLD),
             ))];
             if let Some(c) = corrections.iter().find(|c| c.id == *id) {
-                lines.push(Line::from(format!("  why: {} ({}, {})", c.reason_line(), c.author, c.created)));
+                use crate::safe_text::OneLine;
+                let (reason, author, created) = (c.reason_line(), OneLine(&c.author), OneLine(&c.created));
+                lines.push(Line::from(format!("  why: {} ({author}, {created})", OneLine(&reason))));
                 if !c.active {
                     lines.push(Line::from("  undone since: a asks again without it"));
                 }
@@ -79,9 +84,9 @@ fn inspector_lines(shown: &InspectorShown<'_>, theme: &Theme) -> Option<Vec<Line
     let node = beam.nodes.get(node_ref.id)?;
     let faint = theme.faint();
     let mut lines = vec![
-        Line::from(Span::styled(node.shown().to_string(), bold())),
+        Line::from(Span::styled(one_line(node.shown()).into_owned(), bold())),
         Line::from(match node.term() {
-            Some(term) => format!("id: {term}"),
+            Some(term) => format!("id: {}", one_line(&term.to_string())),
             None => "relation".to_string(),
         }),
         Line::from(format!("status: {}", node.describe_status())),
@@ -99,13 +104,14 @@ fn inspector_lines(shown: &InspectorShown<'_>, theme: &Theme) -> Option<Vec<Line
     lines.extend(provenance_lines(node, shown.corrections, theme));
     lines.extend(flag_lines(beam, node_ref.id, shown.corrections, theme));
     lines.push(heading("path"));
-    lines.push(Line::from(beam.path_text(node_ref.id)));
+    lines.push(Line::from(one_line(&beam.path_text(node_ref.id)).into_owned()));
     let triples = beam.triples(node_ref.id);
     if !triples.is_empty() {
         lines.push(heading("triples"));
         for t in &triples {
-            lines.push(Line::from(t.line()));
-            lines.push(Line::from(Span::styled(format!("  {} {} {}", t.head_term, t.relation_id, t.tail_term), faint)));
+            lines.push(Line::from(one_line(&t.line()).into_owned()));
+            let ids = format!("  {} {} {}", t.head_term, t.relation_id, t.tail_term);
+            lines.push(Line::from(Span::styled(one_line(&ids).into_owned(), faint)));
         }
     }
     let events = match node_ref.branch {
@@ -243,7 +249,13 @@ fn flag_lines(beam: &Beam, node: NodeId, corrections: &[Correction], theme: &The
                 _ => String::new(),
             };
             Line::from(Span::styled(
-                format!("⚑ flagged wrong (correction #{}{right}): {} — {}", c.id, c.reason_line(), c.author),
+                format!(
+                    "⚑ flagged wrong (correction #{}{}): {} — {}",
+                    c.id,
+                    one_line(&right),
+                    one_line(&c.reason_line()),
+                    one_line(&c.author)
+                ),
                 theme.fg(theme.flagged).add_modifier(Modifier::BOLD),
             ))
         })

@@ -155,6 +155,19 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     if app.help {
         draw_help(frame, area, &app.help_shown(), &app.theme);
     }
+    scrub(frame.buffer_mut());
+}
+
+/// The last word on what reaches the terminal: a cell holding a control, format or separator
+/// character (one that a pane let through from a label, a reply or a teammate's text) shows
+/// `�` instead. ratatui leaves out controls and zero-width characters, not all of these.
+fn scrub(buffer: &mut ratatui::buffer::Buffer) {
+    use crate::safe_text::{is_format, is_separator};
+    for cell in &mut buffer.content {
+        if cell.symbol().chars().any(|c| c.is_control() || is_format(c) || is_separator(c)) {
+            cell.set_symbol("\u{fffd}");
+        }
+    }
 }
 
 /// The question box's keys (it takes every other key as text).

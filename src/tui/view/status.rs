@@ -56,7 +56,7 @@ pub(super) fn draw_status(frame: &mut Frame<'_>, area: Rect, shown: &StatusShown
     segments.extend((!waiting).then_some(next));
     segments.extend((!notable).then_some(fixes));
     segments.push(shown.names.clone());
-    let message = &shown.message;
+    let message = &crate::safe_text::one_line(&shown.message);
     // The counters give way to the message, down to the progress (and the spinner, while
     // waiting); the message claims 30 columns at least and three fifths of the bar at most (it
     // is cut beyond, whole in the messages pane).
