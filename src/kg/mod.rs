@@ -159,7 +159,7 @@ impl KgError {
     pub fn noted(self, note: &str) -> Self {
         match self {
             KgError::Syntax { path, line, message } => KgError::Syntax { path, line, message: message + note },
-            KgError::Io { path, source } => KgError::Other(format!("cannot read {path}: {source}{note}")),
+            KgError::Io { path, error } => KgError::Other(format!("cannot read {path}: {error}{note}")),
             KgError::Other(message) => KgError::Other(message + note),
             KgError::Refused { status, message } => KgError::Refused { status, message: message + note },
             KgError::Unreachable(message) => KgError::Unreachable(message + note),
