@@ -717,6 +717,7 @@ fn an_answer_no_path_names_is_not_said_to_come_from_kg_paths() {
         assert!(text.contains(&format!("Answer: {answer}\n")), "{text}");
         assert!(text.contains(&format!("{source}\n")), "{text}");
     }
+}
 
 /// `ask --method sc --samples 4294967295` aborted the process asking for 900 GB; a count over
 /// its limit is now refused before anything runs, by flag or by config key.

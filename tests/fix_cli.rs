@@ -526,6 +526,7 @@ fn a_config_kg_file_is_read_as_the_file_is() {
         &["--config", h.join("bad.toml").to_str().unwrap(), "kg", "search", "x"],
         "bad.toml:3: unknown KG profile \"freebsae\" (known: auto, freebase, named-ids, rdf, wikidata)",
     );
+}
 
 fn store_dir(home: &Path) -> std::path::PathBuf {
     home.join("data").join("ongraph").join("overlay")
@@ -634,6 +635,7 @@ fn a_damaged_store_is_salvaged_never_thrown_away() {
     std::fs::rename(&store, h.join("overlay.damaged")).unwrap();
     let imported = ok(h, &["fix", "import", file.to_str().unwrap()]);
     assert!(imported.ends_with("2 correction(s) imported into demo\n"), "{imported}");
+}
 
 /// Characters that would forge or turn around what a terminal shows, raw.
 const FORGING: [char; 8] = ['\u{202e}', '\u{2066}', '\u{2028}', '\u{85}', '\u{9b}', '\r', '\u{1b}', '\u{200f}'];
