@@ -157,7 +157,9 @@ fn check(session: &Session, file: &Path) -> Result<i32> {
         failed += usize::from(!same);
     }
     for c in &session.corrections {
-        writeln!(out, "correction {}: {} ({})", c.id, c.draft.op.describe(), c.draft.reason)?;
+        // A session file's text: one line each, whatever it holds.
+        use crate::safe_text::OneLine;
+        writeln!(out, "correction {}: {} ({})", c.id, OneLine(&c.draft.op.describe()), OneLine(&c.draft.reason))?;
     }
     Ok(if failed == 0 { 0 } else { 1 })
 }

@@ -395,7 +395,7 @@ mod tests {
             text.starts_with("Questions    3 of 5 (2 not run yet: --resume to finish), 1 failed (counted wrong)\n"),
             "{text}"
         );
-        assert!(text.contains("Strict       Hits@1  33.3% (1/3)"), "{text}");
+        assert!(text.contains("Strict       Hits@1  33.3% (1/3; 95% CI 6.1–79.2)"), "{text}");
         assert!(text.contains("kg_paths 66.7% · none 33.3%"), "{text}");
     }
 

@@ -19,9 +19,11 @@ use std::path::{Path, PathBuf};
 pub enum StoreError {
     #[error("the correction store at {path} is in use by another ongraph process; close it and retry")]
     Locked { path: String },
-    /// Nothing is changed: the advice saves what can be read before anything is moved.
+    /// sled's own recovery may have rewritten the damaged files while opening them, so a copy
+    /// taken just before is kept ([`before_damage`]), and salvage reads it too: the advice saves
+    /// what can be read before anything is moved.
     #[error(
-        "the correction store at {path} is damaged ({detail}); it was left as it is: save every correction that can still be read with `ongraph fix export --salvage > saved.jsonl` (per --kg), then move the store aside and `ongraph fix import saved.jsonl`"
+        "the correction store at {path} is damaged ({detail}); a copy of it as it was before this command opened it is kept beside it: save every correction that can still be read with `ongraph fix export --salvage > saved.jsonl` (per --kg; it reads the copy too), then move the store aside and `ongraph fix import saved.jsonl`"
     )]
     Corrupt { path: String, detail: String },
     #[error("the correction store at {path}: {detail}")]
@@ -126,6 +128,31 @@ impl SledStore {
         // Another ongraph process holds the store only for milliseconds, and sled's background
         // threads let go of the lock a moment after this process's last handle is dropped:
         // both are waited for, two seconds at most, before the store is said to be in use.
+        // sled recovers a damaged file by rewriting it as it opens: what salvage could have
+        // read would be gone by the time the damage is known. So the files are copied first
+        // (a store is small) and the copy kept only if the store turns out damaged.
+        let before = copy_before_open(path);
+        let opened = Self::open_checked(path, &shown);
+        if let Some(copy) = before {
+            match &opened {
+                Err(StoreError::Corrupt { .. }) => {
+                    let target = before_damage(path);
+                    let _ = std::fs::remove_dir_all(&target);
+                    if let Err(io) = std::fs::rename(&copy, &target) {
+                        tracing::warn!("cannot keep the copy of the damaged store at {}: {io}", target.display());
+                    }
+                }
+                _ => {
+                    let _ = std::fs::remove_dir_all(&copy);
+                }
+            }
+        }
+        opened
+    }
+
+    /// [`SledStore::open`] without the copy taken before.
+    fn open_checked(path: &Path, shown: &str) -> Result<Self, StoreError> {
+        let shown = shown.to_string();
         let mut waited = 0;
         let mut set_aside = Vec::new();
         let mut tried_aside = false;
@@ -380,6 +407,32 @@ fn private_copy(from: &Path, to: &Path) -> std::io::Result<()> {
     std::os::unix::fs::DirBuilderExt::mode(&mut dir, 0o700);
     dir.create(to)?;
     copy_dir(from, to)
+}
+
+/// Where a copy of a store taken before an open that found it damaged is kept: beside it.
+pub fn before_damage(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "overlay".into());
+    path.with_file_name(format!("{name}.before-damage"))
+}
+
+/// A copy of the store's files taken before sled opens them, beside the store (this process's
+/// own name); `None` when there is no store yet or it could not be copied (then the open goes
+/// on without one: the copy guards salvage, it is not needed to open).
+fn copy_before_open(path: &Path) -> Option<PathBuf> {
+    if !path.join("db").is_file() {
+        return None;
+    }
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let copy = path.with_file_name(format!("{name}.opening-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&copy);
+    match copy_dir(path, &copy) {
+        Ok(()) => Some(copy),
+        Err(e) => {
+            tracing::warn!("cannot copy the correction store before opening it: {e}");
+            let _ = std::fs::remove_dir_all(&copy);
+            None
+        }
+    }
 }
 
 /// Copies a store's directory tree (files and subdirectories).

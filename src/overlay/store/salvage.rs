@@ -42,18 +42,20 @@ pub fn salvage(path: &Path, kg: &str) -> Result<Salvaged, StoreError> {
             }
         }
     };
-    for c in raw_records(path).map_err(io)? {
-        keep(c);
-    }
-    let (opened, unreadable) = match through_sled(path, kg) {
-        Some((read, unreadable)) => {
-            for c in read {
-                keep(c);
-            }
-            (true, unreadable)
+    // The store, and the copy taken before an open found it damaged (sled's recovery may have
+    // rewritten the store's own files since).
+    let copy = super::before_damage(path);
+    let (mut opened, mut unreadable) = (false, 0);
+    for dir in std::iter::once(path).chain(copy.join("db").is_file().then_some(copy.as_path())) {
+        for c in raw_records(dir).map_err(io)? {
+            keep(c);
         }
-        None => (false, 0),
-    };
+        if let Some((read, bad)) = through_sled(dir, kg) {
+            read.into_iter().for_each(&mut keep);
+            opened = true;
+            unreadable = if dir == path { bad } else { unreadable.min(bad) };
+        }
+    }
     Ok(Salvaged { corrections: found.into_values().collect(), opened, unreadable })
 }
 
