@@ -41,7 +41,7 @@ pub mod llm {
 /// Corrections and their store.
 pub mod overlay {
     pub use crate::cli::overlay::LiveOverlay;
-    pub use crate::overlay::export::{ExportFormat, export};
+    pub use crate::overlay::export::{ExportFormat, Vocabulary, export};
     pub use crate::overlay::store::{CorrectionStore, SledStore, StoreError, acknowledged};
     pub use crate::overlay::{Correction, Draft, Op, OverlayKg, generated_reason};
 }

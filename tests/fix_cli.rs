@@ -182,7 +182,7 @@ fn corrections_are_scoped_per_kg() {
 fn bad_corrections_are_one_line_errors() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
-    fails(h, &["fix", "undo", "42"], "no correction 42 for knowledge graph \"demo\"");
+    fails(h, &["fix", "undo", "42"], "no correction 42 in the correction store");
     fails(h, &["fix", "retract", "m.phillies", STADIUM, "m.nowhere", "--reason", "x"], "demo does not hold m.phillies");
     fails(h, &["fix", "assert", "m.a> } ; DROP ALL ; {", STADIUM, "m.b", "--reason", "x"], "is not a valid id or IRI");
     fails(h, &["fix", "assert", "m.phillies", STADIUM, "m.bright_house_field", "--reason", "x"], "already holds");
@@ -683,4 +683,90 @@ fn a_teammates_text_cannot_forge_lines_or_turn_text_around() {
     }
     raw(&ok(h, &["fix", "export", "--format", "jsonl"]), "fix export");
     raw(&ok(h, &["fix", "export", "--format", "nt"]), "fix export nt");
+}
+
+/// A home whose config names a copy of PathQuestion's 2H KB `[kg.pq2n]`: the copy's path.
+fn pathquestion_home(h: &Path) -> String {
+    let kb = h.join("2H-kb.txt");
+    std::fs::copy("tests/fixtures/pathquestion/eval/2H-kb.txt", &kb).unwrap();
+    let dir = h.join("config").join("ongraph");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.toml"), format!("[kg.pq2n]\npath = {:?}\n", kb.display().to_string())).unwrap();
+    kb.to_str().unwrap().to_string()
+}
+
+/// Regression (issue 36): `--kg pq2n` and `--kg FILE` are the same file, yet a correction made
+/// under one was invisible under the other; and an id named a correction only under its own
+/// `--kg` ("no correction 2 for knowledge graph \"demo\"").
+#[test]
+fn a_file_kgs_corrections_follow_it_by_path_or_by_entry_and_ids_find_them() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let file = pathquestion_home(h);
+    // A correction stored under the entry's name, as earlier versions (and teammates) store them.
+    {
+        use ongraph::testing::overlay::{CorrectionStore, Draft, Op, SledStore};
+        let store = SledStore::open(&store_dir(h)).unwrap();
+        let op = Op::Relabel { entity: "united_kingdom".into(), label: "UK".into() };
+        let draft =
+            Draft { op, reason: "before".into(), generated: false, author: "t".into(), context: None, origin: None };
+        store.add("pq2n", draft).unwrap();
+    }
+    let retract = ["fix", "retract", "nathan_mayer_rothschild", "nationality", "united_kingdom", "--reason", "r"];
+    let made = ok(h, &[&retract[..], &["--kg", "pq2n"]].concat());
+    assert!(made.starts_with("correction 2: retract nathan_mayer_rothschild"), "{made}");
+    let by_file = ok(h, &["fix", "list", "--kg", &file]);
+    assert_eq!(by_file, ok(h, &["fix", "list", "--kg", "pq2n"]));
+    assert!(by_file.contains("    1  active") && by_file.contains("    2  active"), "{by_file}");
+    // Made under the path, it is the entry's too.
+    let lookup = ["kg", "neighbors", "nathan_mayer_rothschild", "nationality", "--kg"];
+    fails(h, &[&lookup[..], &["pq2n"]].concat(), "has no outgoing relation nationality");
+    fails(h, &[&lookup[..], &[file.as_str()]].concat(), "has no outgoing relation nationality");
+
+    // An id is the store's: another KG's is refused when --kg names a KG, with the one to name…
+    fails(h, &["fix", "undo", "2", "--kg", "demo"], "correction 2 belongs to knowledge graph ");
+    fails(h, &["fix", "undo", "2", "--kg", "demo"], "pass --kg ");
+    // …and acted on, saying which KG, when --kg is left to its default.
+    let undone = ok(h, &["fix", "undo", "2"]);
+    assert!(
+        undone.starts_with("correction 2 undone (in knowledge graph ") && undone.contains("2H-kb.txt)"),
+        "{undone}"
+    );
+    let undone = ok(h, &["fix", "undo", "1", "--kg", &file]);
+    assert!(undone.starts_with("correction 1 undone: "), "the entry's old correction, by the path: {undone}");
+    fails(h, &["fix", "undo", "7"], "no correction 7 in the correction store");
+    let listed = ok(h, &["fix", "list", "--kg", "pq2n"]);
+    assert!(listed.contains("    1  undone") && listed.contains("    2  undone"), "{listed}");
+}
+
+/// Regression (issue 36): a PathQuestion KB's patch spoke Freebase IRIs. A tab-separated KG's
+/// export is lines its file takes as they are; its N-Triples are not in Freebase's namespace.
+#[test]
+fn a_tab_separated_kgs_export_is_lines_its_file_takes() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let file = pathquestion_home(h);
+    let kg = ["--kg", file.as_str()];
+    let fix = |args: &[&str]| ok(h, &[&["fix"], args, &["--reason", "r"], &kg[..]].concat());
+    fix(&["assert", "nathan_mayer_rothschild", "nationality", "france"]);
+    fix(&["retract", "nathan_mayer_rothschild", "nationality", "united_kingdom"]);
+    fix(&["relabel", "united_kingdom", "Great Britain"]);
+    let patch = ok(h, &["fix", "export", "--kg", "pq2n"]);
+    assert!(!patch.contains("freebase") && !patch.contains('<'), "{patch}");
+    let data: Vec<&str> = patch.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(data, ["nathan_mayer_rothschild\tnationality\tfrance"], "{patch}");
+    assert!(patch.contains("\n# delete: nathan_mayer_rothschild\tnationality\tunited_kingdom\n"), "{patch}");
+    assert!(patch.contains("\n# rename: united_kingdom is now called \"Great Britain\""), "{patch}");
+    // The KB takes the patch as it is.
+    let mut kb = std::fs::OpenOptions::new().append(true).open(&file).unwrap();
+    std::io::Write::write_all(&mut kb, patch.as_bytes()).unwrap();
+    let seen = ok(h, &["kg", "neighbors", "nathan_mayer_rothschild", "nationality", "--no-overlay", "--kg", &file]);
+    assert!(seen.contains("france"), "{seen}");
+    // N-Triples for it: its ids, not in Freebase's namespace.
+    let nt = ok(h, &["fix", "export", "--format", "nt", "--kg", &file]);
+    assert!(
+        nt.contains("<urn:ongraph:nathan_mayer_rothschild> <urn:ongraph:nationality> <urn:ongraph:france> ."),
+        "{nt}"
+    );
+    assert!(!nt.contains("freebase"), "{nt}");
 }

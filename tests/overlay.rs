@@ -388,7 +388,7 @@ fn a_replace_exports_as_its_parts_and_round_trips_as_one() {
     use ongraph::kg::KgProfile;
     use ongraph::testing::overlay::{ExportFormat, export};
     let c = correction(4, replace_op());
-    let profile = KgProfile::freebase();
+    let profile = ongraph::testing::overlay::Vocabulary::new(&KgProfile::freebase(), None);
     let fb = |id: &str| format!("<http://rdf.freebase.com/ns/{id}>");
     let (phillies, stadium, old, new, name) =
         (fb("m.phillies"), fb(STADIUM), fb("m.bright_house_field"), fb("new.baycare_ballpark"), fb("type.object.name"));
@@ -608,7 +608,7 @@ async fn a_scenario_does_not_hide_what_a_user_asserted() {
 fn an_export_lets_the_later_correction_of_a_triple_win() {
     use ongraph::kg::KgProfile;
     use ongraph::testing::overlay::{ExportFormat, export};
-    let profile = KgProfile::freebase();
+    let profile = ongraph::testing::overlay::Vocabulary::new(&KgProfile::freebase(), None);
     let fb = |id: &str| format!("<http://rdf.freebase.com/ns/{id}>");
     let triple = format!("{} {} {} .", fb("m.phillies"), fb(STADIUM), fb("m.baycare_ballpark"));
     let asserted_then_retracted = [
@@ -673,7 +673,8 @@ fn the_generated_mark_is_stored_and_not_read_from_the_reason() {
     assert_eq!(marks(&listed), [(1, true), (2, false), (3, true), (4, false)]);
     assert_eq!(listed.iter().map(|c| c.generated).collect::<Vec<_>>(), [Some(true), Some(false), None, None]);
     // A backup carries the mark and reads back the same.
-    let jsonl = export(&listed, ExportFormat::Jsonl, &KgProfile::freebase());
+    let jsonl =
+        export(&listed, ExportFormat::Jsonl, &ongraph::testing::overlay::Vocabulary::new(&KgProfile::freebase(), None));
     let back: Vec<Correction> = jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(back, listed);
     assert_eq!(marks(&back), marks(&listed));

@@ -305,6 +305,27 @@ async fn run_to_the_answer_and_trace_it_back() {
     insta::assert_snapshot!("tui_answer_traced_80x24", ui.screen(80, 24));
 }
 
+/// Regression: at 60×20, tracing the answer's second path scrolled the answer itself out of
+/// the pane ("House Field" showed where "Bright House Field" should).
+#[tokio::test]
+async fn the_answer_stays_in_view_whatever_path_is_traced_on_a_small_screen() {
+    let mut ui = Ui::new();
+    ui.ask(PHANATIC).await;
+    ui.press(KeyCode::Char('r')).await;
+    assert_eq!(ui.run().answer().unwrap().answers, vec!["Bright House Field"]);
+    for traced in 1..=3 {
+        ui.press(KeyCode::Char('t')).await;
+        let text = ui.screen(60, 20);
+        let pane = &text[text.find("┌ Answer").expect(&text)..];
+        let first = pane.lines().nth(1).expect(&text);
+        assert!(
+            first.trim_start_matches('"').starts_with("│Bright House Field "),
+            "after t ×{traced}, the answer heads the pane: {text}"
+        );
+        assert!(pane.contains('»'), "after t ×{traced}, the traced path is in view too: {text}");
+    }
+}
+
 #[tokio::test]
 async fn the_answer_pane_heads_the_routes_merged_into_a_paths_slot() {
     let mut ui = Ui::new();

@@ -1,10 +1,11 @@
 //! `ongraph fix`: correct the knowledge graph through the overlay.
 
-use super::overlay::{kg_scope, open_store, open_team, sync_team};
+use super::overlay::{kg_scope, list_scope, open_store, open_team, owner_of, sync_team};
+use super::scope::KgScope;
 use super::{SetupArgs, open_kg};
 use crate::config::Config;
 use crate::kg::{KnowledgeGraph, RelationRef, Term};
-use crate::overlay::export::{ExportFormat, export};
+use crate::overlay::export::{ExportFormat, Vocabulary, export};
 use crate::overlay::store::{Aside, CorrectionStore};
 use crate::overlay::team::Team;
 use crate::overlay::team::state::{Sharing, base_for, states, verdict};
@@ -99,9 +100,10 @@ pub enum FixAction {
         #[command(subcommand)]
         verdict: Option<ReviewAction>,
     },
-    /// Print the active corrections as a patch (nt, sparql-update) or all as JSON lines.
+    /// Print the active corrections as a patch in the KG's own vocabulary (tsv, nt,
+    /// sparql-update) or all as JSON lines.
     Export {
-        /// [default: sparql-update; jsonl with --salvage]
+        /// [default: tsv for a tab-separated KG, else sparql-update; jsonl with --salvage]
         #[arg(long, value_enum)]
         format: Option<ExportFormat>,
         /// Only teammates' corrections whose latest review approves them (of the shared set in
@@ -240,17 +242,21 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         }
         FixAction::List { json } => {
             let list = super::overlay::corrections_for(config, &scope)?;
-            list_corrections(&mut out, &list, *json, &scope, team.as_ref(), config)?;
+            list_corrections(&mut out, &list, *json, &scope.key, team.as_ref(), config)?;
             None
         }
         FixAction::Undo { id } => {
-            let c = open_store(config)?.undo(&scope, *id)?;
-            writeln!(out, "correction {} undone: {}", c.id, OneLine(&c.op.describe()))?;
+            let store = open_store(config)?;
+            let owner = owner_of(&store, &scope, &args.setup, *id)?;
+            let c = store.undo(&owner.key, *id)?;
+            writeln!(out, "correction {} undone{}: {}", c.id, owner.note(), OneLine(&c.op.describe()))?;
             None
         }
         FixAction::Supersede { id, reason } => {
-            let c = open_store(config)?.set_aside(&scope, *id, Aside::Supersede, reason.as_deref())?;
-            writeln!(out, "correction {} superseded: {}", c.id, OneLine(&c.op.describe()))?;
+            let store = open_store(config)?;
+            let owner = owner_of(&store, &scope, &args.setup, *id)?;
+            let c = store.set_aside(&owner.key, *id, Aside::Supersede, reason.as_deref())?;
+            writeln!(out, "correction {} superseded{}: {}", c.id, owner.note(), OneLine(&c.op.describe()))?;
             None
         }
         FixAction::Sync { full } => {
@@ -272,7 +278,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         }
         FixAction::Review { verdict: None } => {
             let list = super::overlay::corrections_for(config, &scope)?;
-            list_unreviewed(&mut out, &list, &scope, config)?;
+            list_unreviewed(&mut out, &list, &scope.key, config)?;
             None
         }
         FixAction::Review { verdict: Some(verdict) } => {
@@ -280,9 +286,18 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
                 ReviewAction::Approve { id, reason } => (*id, true, reason),
                 ReviewAction::Reject { id, reason } => (*id, false, reason),
             };
-            let c = open_store(config)?.review(&scope, id, approve, reason.as_deref())?;
+            let store = open_store(config)?;
+            let owner = owner_of(&store, &scope, &args.setup, id)?;
+            let c = store.review(&owner.key, id, approve, reason.as_deref())?;
             let verdict = if approve { "approved" } else { "rejected" };
-            writeln!(out, "correction {} by {} {verdict}: {}", c.id, OneLine(&c.author), OneLine(&c.op.describe()))?;
+            writeln!(
+                out,
+                "correction {} by {} {verdict}{}: {}",
+                c.id,
+                OneLine(&c.author),
+                owner.note(),
+                OneLine(&c.op.describe())
+            )?;
             None
         }
         FixAction::Export { format, approved: true, .. } => {
@@ -294,14 +309,14 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
                     .is_some_and(|t| set.as_deref().is_none_or(|s| s == t.set) && verdict(t).is_some_and(|r| r.approve))
             });
             let (kg, _) = open_kg(&args.setup, config)?;
-            write!(out, "{}", export(&list, format.unwrap_or(ExportFormat::SparqlUpdate), kg.profile()))?;
+            write!(out, "{}", export(&list, format.unwrap_or(default_format(&scope)), &Vocabulary::of(kg.as_ref())))?;
             None
         }
         FixAction::Export { format, approved: false, .. } => {
             // Never a teammate's correction that waits for approval.
             let list = super::overlay::applicable_corrections(config, &scope)?;
             let (kg, _) = open_kg(&args.setup, config)?;
-            write!(out, "{}", export(&list, format.unwrap_or(ExportFormat::SparqlUpdate), kg.profile()))?;
+            write!(out, "{}", export(&list, format.unwrap_or(default_format(&scope)), &Vocabulary::of(kg.as_ref())))?;
             None
         }
         FixAction::Import { file } => {
@@ -314,10 +329,11 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         let store = open_store(config)?;
         let c = match &team {
             Some(t) => {
-                let base = base_for(&store.list(&scope)?, t.graph(), &draft.op);
-                store.add_shared(&scope, draft, t.graph(), base)?
+                let base = base_for(&list_scope(&store, &scope)?, t.graph(), &draft.op);
+                // Under the name teammates know the KG by (see `KgScope`).
+                store.add_shared(&scope.shared_key, draft, t.graph(), base)?
             }
-            None => store.add(&scope, draft)?,
+            None => store.add(&scope.key, draft)?,
         };
         drop(store);
         writeln!(out, "correction {}: {}", c.id, OneLine(&c.op.describe()))?;
@@ -466,12 +482,12 @@ fn list_unreviewed(out: &mut impl Write, list: &[Correction], scope: &str, confi
 /// once it is on disk).
 /// `fix export --salvage`: what a damaged store still holds for `scope`, exported; on stderr,
 /// how much was found. Nothing is synced and the store is not written.
-fn salvage(setup: &SetupArgs, config: &Config, scope: &str, format: ExportFormat) -> Result<i32> {
+fn salvage(setup: &SetupArgs, config: &Config, scope: &KgScope, format: ExportFormat) -> Result<i32> {
     let path = super::overlay::store_path(config);
-    let found = crate::overlay::store::salvage(&path, scope)?;
+    let found = crate::overlay::store::salvage(&path, &scope.keys)?;
     let (kg, _) = open_kg(setup, config)?;
     let mut out = std::io::stdout().lock();
-    write!(out, "{}", export(&found.corrections, format, kg.profile()))?;
+    write!(out, "{}", export(&found.corrections, format, &Vocabulary::of(kg.as_ref())))?;
     out.flush()?;
     let how = if found.opened { "" } else { " (sled could not open it: read from its raw files)" };
     let unreadable = match found.unreadable {
@@ -481,14 +497,15 @@ fn salvage(setup: &SetupArgs, config: &Config, scope: &str, format: ExportFormat
     let mut err = super::printable::Printable::new(std::io::stderr().lock());
     writeln!(
         err,
-        "salvaged {} correction(s) of {scope} from {}{how}{unreadable}; the store was left as it is",
+        "salvaged {} correction(s) of {} from {}{how}{unreadable}; the store was left as it is",
         found.corrections.len(),
+        scope.key,
         path.display()
     )?;
     Ok(0)
 }
 
-fn import(out: &mut impl Write, file: &std::path::Path, config: &Config, scope: &str) -> Result<()> {
+fn import(out: &mut impl Write, file: &std::path::Path, config: &Config, scope: &KgScope) -> Result<()> {
     let opened = std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
     let reader = std::io::BufReader::new(crate::text_file::BoundedLines::new(opened));
     let store = open_store(config)?;
@@ -509,18 +526,23 @@ fn import(out: &mut impl Write, file: &std::path::Path, config: &Config, scope: 
         let generated = c.is_llm_generated();
         let draft =
             Draft { op: c.op, reason: c.reason, generated, author: c.author, context: c.context, origin: Some(origin) };
-        let added = store.add(scope, draft)?;
+        let added = store.add(&scope.key, draft)?;
         // Printed only once the correction is on disk.
         writeln!(out, "imported {} as {}", c.id, added.id)?;
         out.flush()?;
         count += 1;
     }
-    writeln!(out, "{count} correction(s) imported into {scope}")?;
+    writeln!(out, "{count} correction(s) imported into {}", scope.key)?;
     Ok(())
 }
 
+/// A patch in the KG's own form: lines its file takes for a tab-separated KG, else SPARQL Update.
+fn default_format(scope: &KgScope) -> ExportFormat {
+    if scope.is_tsv() { ExportFormat::Tsv } else { ExportFormat::SparqlUpdate }
+}
+
 /// The KG as the user sees it now, through the store's current corrections.
-fn current_view(setup: &SetupArgs, config: &Config, scope: &str) -> Result<Arc<dyn KnowledgeGraph>> {
+fn current_view(setup: &SetupArgs, config: &Config, scope: &KgScope) -> Result<Arc<dyn KnowledgeGraph>> {
     let (kg, _) = open_kg(setup, config)?;
     Ok(Arc::new(OverlayKg::new(kg, &super::overlay::applicable_corrections(config, scope)?)))
 }

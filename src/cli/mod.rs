@@ -7,6 +7,7 @@ mod fix;
 mod kg;
 pub mod overlay;
 mod printable;
+mod scope;
 mod team_watch;
 mod tui;
 

@@ -1,6 +1,7 @@
 //! Opening the correction store and seeing a KG through it: shared by `ask`, `kg` and `fix`.
 
 use super::SetupArgs;
+use super::scope::KgScope;
 use crate::config::{Apply, Config, SharedEntry};
 use crate::eval::record::CorrectionsSeen;
 use crate::kg::KnowledgeGraph;
@@ -154,15 +155,47 @@ pub async fn sync_and_say(setup: &SetupArgs, config: &Config) -> Result<()> {
     Ok(())
 }
 
-/// Which overlay scope a `--kg` value names: `demo`, a config name, an endpoint URL, or
-/// `file:` and the file's absolute path (so two files called kb.txt do not share corrections).
-pub fn kg_scope(setup: &SetupArgs, config: &Config) -> String {
-    let name = setup.kg.clone().unwrap_or_else(|| config.defaults.kg.clone());
-    if name == "demo" || config.kg.contains_key(&name) || name.starts_with("http://") || name.starts_with("https://") {
-        return name;
+/// The scope of the KG `setup` names (see [`KgScope`]).
+pub fn kg_scope(setup: &SetupArgs, config: &Config) -> KgScope {
+    KgScope::of(setup, config)
+}
+
+/// Where the correction a command names by id is stored: ids are the store's, so an id finds
+/// its correction whichever KG the command is on. One of another KG than `scope` is acted on
+/// when `--kg` was left to its default (the id says which correction was meant: the KG is then
+/// named in the output, see [`Owner::elsewhere`]), and refused when `--kg` named another KG:
+/// the user said two things that disagree (an id read off another KG's count, a mistyped
+/// id), and an undo cannot be taken back, so nothing is done on a guess.
+pub fn owner_of(store: &SledStore, scope: &KgScope, setup: &SetupArgs, id: u64) -> Result<Owner> {
+    let Some(c) = store.find(id)? else {
+        bail!(
+            "no correction {id} in the correction store (fix list shows a knowledge graph's corrections and their ids)"
+        )
+    };
+    if scope.holds(&c.kg) {
+        return Ok(Owner { key: c.kg, elsewhere: None });
     }
-    let path = std::fs::canonicalize(&name).unwrap_or_else(|_| PathBuf::from(&name));
-    format!("file:{}", path.display())
+    let theirs = super::scope::kg_argument(&c.kg).to_string();
+    if let Some(given) = &setup.kg {
+        bail!("correction {id} belongs to knowledge graph {theirs}, not {given}: pass --kg {theirs} to act on it");
+    }
+    Ok(Owner { key: c.kg, elsewhere: Some(theirs) })
+}
+
+/// Where a correction named by id is stored (see [`owner_of`]).
+pub struct Owner {
+    /// The store key its correction is under.
+    pub key: String,
+    /// The KG it belongs to, when that is not the command's (said to the user).
+    pub elsewhere: Option<String>,
+}
+
+impl Owner {
+    /// What to add to the line saying what was done: which KG it was done in, when that is
+    /// not the command's.
+    pub fn note(&self) -> String {
+        self.elsewhere.as_ref().map(|kg| format!(" (in knowledge graph {kg})")).unwrap_or_default()
+    }
 }
 
 /// Whether `c` is a teammate's correction waiting for approval: its set (looked up by graph
@@ -178,15 +211,15 @@ pub fn unapproved(config: &Config, c: &Correction) -> bool {
 
 /// The corrections for `scope` that may apply: those of [`corrections_for`] but a teammate's
 /// waiting for approval (see [`unapproved`]).
-pub fn applicable_corrections(config: &Config, scope: &str) -> Result<Vec<Correction>> {
+pub fn applicable_corrections(config: &Config, scope: &KgScope) -> Result<Vec<Correction>> {
     let mut list = corrections_for(config, scope)?;
     list.retain(|c| !unapproved(config, c));
     Ok(list)
 }
 
-/// The corrections for `scope` (undone ones too; the overlay applies only the active ones), read
-/// without creating a store that does not exist yet.
-pub fn corrections_for(config: &Config, scope: &str) -> Result<Vec<Correction>> {
+/// The corrections for `scope` (undone ones too; the overlay applies only the active ones), under
+/// each of its keys, by id; read without creating a store that does not exist yet.
+pub fn corrections_for(config: &Config, scope: &KgScope) -> Result<Vec<Correction>> {
     if !store_path(config).exists() {
         return Ok(Vec::new());
     }
@@ -198,7 +231,18 @@ pub fn corrections_for(config: &Config, scope: &str) -> Result<Vec<Correction>> 
         }
         other => other?,
     };
-    Ok(store.list(scope)?)
+    Ok(list_scope(&store, scope)?)
+}
+
+/// Every correction `store` holds for `scope`, under each of its keys, by id (ids are the
+/// store's: the order they were made or pulled in here).
+pub fn list_scope(store: &SledStore, scope: &KgScope) -> Result<Vec<Correction>, StoreError> {
+    let mut list = Vec::new();
+    for key in &scope.keys {
+        list.extend(store.list(key)?);
+    }
+    list.sort_by_key(|c| c.id);
+    Ok(list)
 }
 
 /// `kg` seen through its corrections (unless `enabled` is false) and the run's scenario.
@@ -220,7 +264,7 @@ pub fn with_overlay(
 pub struct LiveOverlay {
     base: Arc<dyn KnowledgeGraph>,
     config: Config,
-    scope: String,
+    scope: KgScope,
     /// The run's scenario: triples hidden whatever the corrections.
     hidden: Vec<Triple>,
     /// Whether corrections apply at all (`--no-overlay`, `eval` without --with-corrections).

@@ -209,8 +209,13 @@ impl StoreCorrections {
         driver
     }
 
-    fn scope(&self) -> String {
+    fn scope(&self) -> super::scope::KgScope {
         overlay::kg_scope(&self.setup, &self.config)
+    }
+
+    /// The key the correction `id` is stored under (the UI names only its KG's corrections).
+    fn key_of(&self, store: &crate::overlay::store::SledStore, id: u64) -> Result<String> {
+        Ok(overlay::owner_of(store, &self.scope(), &self.setup, id)?.key)
     }
 
     fn reloaded(&self) -> Result<Driver> {
@@ -230,10 +235,11 @@ impl Corrections for StoreCorrections {
             for d in drafts {
                 let c = match &set {
                     Some(set) => {
-                        let base = crate::overlay::team::state::base_for(&store.list(&scope)?, set, &d.op);
-                        store.add_shared(&scope, d, set, base)?
+                        let base =
+                            crate::overlay::team::state::base_for(&overlay::list_scope(&store, &scope)?, set, &d.op);
+                        store.add_shared(&scope.shared_key, d, set, base)?
                     }
-                    None => store.add(&scope, d)?,
+                    None => store.add(&scope.key, d)?,
                 };
                 ids.push(c.id);
             }
@@ -243,12 +249,16 @@ impl Corrections for StoreCorrections {
     }
 
     fn undo(&self, id: u64) -> Result<Driver> {
-        overlay::open_store(&self.config)?.undo(&self.scope(), id)?;
+        let store = overlay::open_store(&self.config)?;
+        store.undo(&self.key_of(&store, id)?, id)?;
+        drop(store);
         self.reloaded()
     }
 
     fn review(&self, id: u64, approve: bool) -> Result<Driver> {
-        overlay::open_store(&self.config)?.review(&self.scope(), id, approve, None)?;
+        let store = overlay::open_store(&self.config)?;
+        store.review(&self.key_of(&store, id)?, id, approve, None)?;
+        drop(store);
         self.reloaded()
     }
 
@@ -278,7 +288,7 @@ impl Corrections for StoreCorrections {
         let text = crate::overlay::export::export(
             &list,
             crate::overlay::export::ExportFormat::Jsonl,
-            self.live.base().profile(),
+            &crate::overlay::export::Vocabulary::of(self.live.base().as_ref()),
         );
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;

@@ -5,6 +5,7 @@ pub(crate) mod load;
 pub(crate) mod local;
 mod profile;
 pub(crate) mod sparql;
+pub use sparql::Namespaces;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -197,6 +198,12 @@ pub trait KnowledgeGraph: Send + Sync {
     /// A named entity and one of its relations (as shown to the model), for suggesting a
     /// question this graph can answer; `None` where the graph cannot tell cheaply (endpoints).
     fn example_fact(&self) -> Option<(String, String)> {
+        None
+    }
+
+    /// How an endpoint writes its ids as IRIs (its namespace for bare ids, its prefixes), for
+    /// exports in its own vocabulary; `None` for a graph whose ids are as its file writes them.
+    fn id_namespaces(&self) -> Option<Namespaces> {
         None
     }
 

@@ -1,8 +1,43 @@
-//! Corrections as patches for a KG's maintainers (N-Triples, SPARQL Update) or as JSON lines
-//! (a backup that `fix import` reads back).
+//! Corrections as patches for a KG's maintainers, in the KG's own vocabulary (tab-separated
+//! lines for a tab-separated KB, N-Triples or SPARQL Update with the KG's IRIs) or as JSON
+//! lines (a backup that `fix import` reads back).
 
 use super::{Correction, Op};
-use crate::kg::{KgProfile, Term};
+use crate::kg::{KgProfile, KnowledgeGraph, Namespaces, Term};
+
+const RDFS_LABEL: &str = "http://www.w3.org/2000/01/rdf-schema#label";
+
+/// How a KG writes its terms, for an export in its own vocabulary.
+pub struct Vocabulary {
+    /// How its bare and prefixed ids become IRIs: an endpoint's namespaces, Freebase's for a
+    /// Freebase-style file, none for a KB whose ids are names (they go under `urn:ongraph:`).
+    namespaces: Namespaces,
+    /// The relation an entity's name is written through.
+    name_predicate: String,
+    /// Whether its ids are its names (a `named-ids` KB holds no name triples).
+    names_are_ids: bool,
+}
+
+impl Vocabulary {
+    /// The vocabulary of a KG read with `profile`; `endpoint` is an endpoint's namespaces.
+    pub fn new(profile: &KgProfile, endpoint: Option<Namespaces>) -> Self {
+        let names_are_ids = profile.label_from_id;
+        let namespaces = endpoint.unwrap_or_else(|| Namespaces {
+            bare: if names_are_ids { None } else { profile.strip_prefixes.first().cloned() },
+            prefixes: Vec::new(),
+        });
+        let name_predicate = match profile.label_predicates.first() {
+            Some(p) if !names_are_ids => p.clone(),
+            _ => RDFS_LABEL.to_string(),
+        };
+        Self { namespaces, name_predicate, names_are_ids }
+    }
+
+    /// The vocabulary of `kg`.
+    pub fn of(kg: &dyn KnowledgeGraph) -> Self {
+        Self::new(kg.profile(), kg.id_namespaces())
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ExportFormat {
@@ -12,26 +47,27 @@ pub enum ExportFormat {
     SparqlUpdate,
     /// One correction per line, with its history: what `fix import` reads.
     Jsonl,
+    /// `head<TAB>relation<TAB>tail` lines a tab-separated KB takes as they are (asserted
+    /// triples); retractions and renames as `#` comments saying what to delete or rename.
+    Tsv,
 }
 
 /// An id or relation as an IRI: kept when it already is one (or a blank node), otherwise
-/// placed in the profile's namespace (Freebase's for `m.0abc`), else under `urn:ongraph:`.
+/// written the way the KG writes its ids (`namespaces`: Freebase's for `m.0abc` in a Freebase
+/// KG, an endpoint's prefixes), else under `urn:ongraph:`.
 /// Written by oxrdf, which checks the grammar: a term that is not valid (a correction stored
 /// before ids were checked, an edited backup) becomes a `urn:ongraph:invalid:` IRI with its
 /// text percent-encoded, never text that could change what the patch says.
-pub fn iri(id: &str, profile: &KgProfile) -> String {
+pub fn iri(id: &str, namespaces: &Namespaces) -> String {
     if let Some(label) = id.strip_prefix("_:") {
         return match oxrdf::BlankNode::new(label) {
             Ok(node) => node.to_string(),
             Err(_) => invalid(id),
         };
     }
-    let full = if id.contains("://") || id.starts_with("urn:") {
-        id.to_string()
-    } else {
-        let base = profile.strip_prefixes.first().map(String::as_str).unwrap_or("urn:ongraph:");
-        format!("{base}{id}")
-    };
+    let expanded = namespaces.expand(id);
+    let full =
+        if expanded.contains("://") || expanded.starts_with("urn:") { expanded } else { format!("urn:ongraph:{id}") };
     match oxrdf::NamedNode::new(full) {
         Ok(node) => node.to_string(),
         Err(_) => invalid(id),
@@ -51,9 +87,9 @@ fn invalid(id: &str) -> String {
 
 pub use crate::kg::sparql::syntax::literal;
 
-fn term(t: &Term, profile: &KgProfile) -> String {
+fn term(t: &Term, namespaces: &Namespaces) -> String {
     match t {
-        Term::Entity(id) => iri(id, profile),
+        Term::Entity(id) => iri(id, namespaces),
         Term::Literal(v) => literal(v),
     }
 }
@@ -63,13 +99,23 @@ fn comment(text: &str) -> String {
     crate::safe_text::one_line(text).into_owned()
 }
 
-/// The relation names are written through (the KG's first label predicate, else rdfs:label).
-fn name_predicate(profile: &KgProfile) -> &str {
-    profile.label_predicates.first().map(String::as_str).unwrap_or("http://www.w3.org/2000/01/rdf-schema#label")
+/// A triple as a line a tab-separated KB takes as it is (the loader reads it back as the same
+/// triple); `None` when it cannot be one (a tab or line break in a term, a head the
+/// loader would take for a comment).
+fn tsv_line(s: &str, r: &str, o: &Term) -> Option<String> {
+    let tail = match o {
+        Term::Entity(id) => id.clone(),
+        // The loader reads `\"` as `"` inside a quoted tail.
+        Term::Literal(v) => format!("\"{}\"", v.replace('"', "\\\"")),
+    };
+    let fine = |f: &str| !f.is_empty() && !f.contains(['\t', '\n', '\r']) && f.trim() == f;
+    let writable = fine(s) && fine(r) && fine(&tail) && !s.starts_with(['#', '"']);
+    writable.then(|| format!("{s}\t{r}\t{tail}"))
 }
 
-fn label_predicate(profile: &KgProfile) -> String {
-    iri(name_predicate(profile), profile)
+/// A triple in a comment: its line when it has one, else its terms.
+fn tsv_shown(s: &str, r: &str, o: &Term) -> String {
+    tsv_line(s, r, o).unwrap_or_else(|| comment(&format!("{s} {r} {o}")))
 }
 
 /// What a simple correction decides, for [`effective`]: a triple, or an entity's name.
@@ -105,8 +151,11 @@ fn effective<'a>(corrections: &'a [Correction], name_predicate: &str) -> Vec<(&'
 
 /// Renders `corrections` (nt and sparql-update: what the active ones do; jsonl: all, with
 /// history).
-pub fn export(corrections: &[Correction], format: ExportFormat, profile: &KgProfile) -> String {
-    let triple = |s: &str, r: &str, o: &Term| format!("{} {} {} .", iri(s, profile), iri(r, profile), term(o, profile));
+pub fn export(corrections: &[Correction], format: ExportFormat, vocabulary: &Vocabulary) -> String {
+    let ns = &vocabulary.namespaces;
+    let triple = |s: &str, r: &str, o: &Term| format!("{} {} {} .", iri(s, ns), iri(r, ns), term(o, ns));
+    let name_predicate = vocabulary.name_predicate.as_str();
+    let label_predicate = iri(name_predicate, ns);
     let why = |c: &Correction| comment(&format!("correction {} by {} on {}: {}", c.id, c.author, c.created, c.reason));
     let mut out = String::new();
     match format {
@@ -120,7 +169,7 @@ pub fn export(corrections: &[Correction], format: ExportFormat, profile: &KgProf
         ExportFormat::Nt => {
             // A replace is written as its parts (a retraction, an assert, a name), each under
             // the correction's comment.
-            for (c, op) in effective(corrections, name_predicate(profile)) {
+            for (c, op) in effective(corrections, name_predicate) {
                 match &op {
                     Op::Assert { subject, relation, object } => {
                         out.push_str(&format!("# {}\n{}\n", why(c), triple(subject, relation, object)))
@@ -128,8 +177,8 @@ pub fn export(corrections: &[Correction], format: ExportFormat, profile: &KgProf
                     Op::Relabel { entity, label } => out.push_str(&format!(
                         "# {} (replaces the old name)\n{} {} {} .\n",
                         why(c),
-                        iri(entity, profile),
-                        label_predicate(profile),
+                        iri(entity, ns),
+                        label_predicate,
                         literal(label)
                     )),
                     Op::Retract { subject, relation, object } => out.push_str(&format!(
@@ -142,9 +191,51 @@ pub fn export(corrections: &[Correction], format: ExportFormat, profile: &KgProf
                 }
             }
         }
+        ExportFormat::Tsv => {
+            let active = effective(corrections, name_predicate);
+            if !active.is_empty() {
+                out.push_str("# ongraph corrections: add the lines that are not comments to the KB; the `#` lines say what to delete or rename in it\n");
+            }
+            for (c, op) in active {
+                out.push_str(&format!("# {}\n", why(c)));
+                match &op {
+                    // A KB whose ids are names has no name lines: one would make it read as a
+                    // named KB (see the `auto` profile).
+                    Op::Assert { subject, relation, object: Term::Literal(label) }
+                        if vocabulary.names_are_ids && relation == name_predicate =>
+                    {
+                        out.push_str(&format!("# name: {subject} is called {}\n", comment(&literal(label))))
+                    }
+                    Op::Assert { subject, relation, object } => match tsv_line(subject, relation, object) {
+                        Some(line) => out.push_str(&format!("{line}\n")),
+                        None => out.push_str(&format!(
+                            "# cannot be a tab-separated line (a tab or line break in a term, or a head starting with # or \"): add by hand: {}\n",
+                            tsv_shown(subject, relation, object)
+                        )),
+                    },
+                    Op::Retract { subject, relation, object } => {
+                        out.push_str(&format!("# delete: {}\n", tsv_shown(subject, relation, object)))
+                    }
+                    Op::Relabel { entity, label } => {
+                        let lines = if vocabulary.names_are_ids {
+                            String::new()
+                        } else {
+                            format!(" (its {name_predicate} lines)")
+                        };
+                        out.push_str(&format!(
+                            "# rename: {} is now called {}: replace its name{lines}\n",
+                            comment(entity),
+                            comment(&literal(label))
+                        ))
+                    }
+                    // `parts` yields only simple corrections.
+                    Op::Replace { .. } => {}
+                }
+            }
+        }
         ExportFormat::SparqlUpdate => {
             let (mut delete, mut delete_where, mut insert) = (Vec::new(), Vec::new(), Vec::new());
-            for (c, op) in effective(corrections, name_predicate(profile)) {
+            for (c, op) in effective(corrections, name_predicate) {
                 match &op {
                     Op::Retract { subject, relation, object } => {
                         delete.push(format!("  # {}\n  {}", why(c), triple(subject, relation, object)))
@@ -153,7 +244,7 @@ pub fn export(corrections: &[Correction], format: ExportFormat, profile: &KgProf
                         insert.push(format!("  # {}\n  {}", why(c), triple(subject, relation, object)))
                     }
                     Op::Relabel { entity, label } => {
-                        let (s, p) = (iri(entity, profile), label_predicate(profile));
+                        let (s, p) = (iri(entity, ns), &label_predicate);
                         delete_where.push(format!("DELETE WHERE {{\n  # {}\n  {s} {p} ?old .\n}}", why(c)));
                         insert.push(format!("  # {}\n  {s} {p} {} .", why(c), literal(label)));
                     }
@@ -186,8 +277,8 @@ mod tests {
     fn literals_and_comments_cannot_break_out() {
         assert_eq!(literal("a\"} ; DROP ALL ; {\n"), "\"a\\\"} ; DROP ALL ; {\\n\"");
         assert_eq!(comment("line\n} ; DROP ALL\u{202e}"), "line\\n} ; DROP ALL\\u{202E}");
-        assert_eq!(iri("m.0abc", &KgProfile::freebase()), "<http://rdf.freebase.com/ns/m.0abc>");
-        assert_eq!(iri("http://ex.org/a", &KgProfile::freebase()), "<http://ex.org/a>");
+        assert_eq!(iri("m.0abc", &Namespaces::freebase()), "<http://rdf.freebase.com/ns/m.0abc>");
+        assert_eq!(iri("http://ex.org/a", &Namespaces::freebase()), "<http://ex.org/a>");
     }
 
     #[test]
@@ -206,7 +297,7 @@ mod tests {
             team: None,
         };
         let both = [relabel(1, "Old Name"), relabel(2, "BayCare Ballpark")];
-        let profile = KgProfile::freebase();
+        let profile = Vocabulary::new(&KgProfile::freebase(), None);
         for format in [ExportFormat::Nt, ExportFormat::SparqlUpdate] {
             let out = export(&both, format, &profile);
             assert!(out.contains("\"BayCare Ballpark\"") && !out.contains("\"Old Name\""), "{out}");
@@ -218,7 +309,7 @@ mod tests {
     #[test]
     fn hostile_ids_cannot_change_what_a_patch_says() {
         // Regression: `_:o;a'INJECTED',1337,true` was written raw into SPARQL Update.
-        let p = KgProfile::rdf();
+        let p = Namespaces::default();
         assert_eq!(iri("_:b0", &p), "_:b0");
         for hostile in ["_:o;a'INJECTED',1337,true", "_:x#rest", "_:", "m.a>b", "http://x/ y"] {
             let written = iri(hostile, &p);

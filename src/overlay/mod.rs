@@ -594,6 +594,9 @@ impl KnowledgeGraph for OverlayKg {
     fn profile(&self) -> &KgProfile {
         self.inner.profile()
     }
+    fn id_namespaces(&self) -> Option<crate::kg::sparql::Namespaces> {
+        self.inner.id_namespaces()
+    }
     fn example_fact(&self) -> Option<(String, String)> {
         self.inner.example_fact()
     }

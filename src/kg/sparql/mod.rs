@@ -47,7 +47,7 @@ impl Namespaces {
     }
 
     /// `prefix:rest` for a known prefix, the bare namespace, or `id` itself (a full IRI).
-    fn expand(&self, id: &str) -> String {
+    pub fn expand(&self, id: &str) -> String {
         if let Some((prefix, rest)) = id.split_once(':')
             && let Some((_, iri)) = self.prefixes.iter().find(|(p, _)| p == prefix)
         {
@@ -322,6 +322,10 @@ impl KnowledgeGraph for SparqlKg {
     }
     fn profile(&self) -> &KgProfile {
         &self.profile
+    }
+
+    fn id_namespaces(&self) -> Option<Namespaces> {
+        Some(self.names.clone())
     }
 
     async fn relations(&self, entity: &str) -> Result<Vec<RelationRef>, KgError> {

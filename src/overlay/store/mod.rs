@@ -315,6 +315,21 @@ impl SledStore {
         Ok(())
     }
 
+    /// The correction with id `id`, whichever KG it is stored under (ids are the store's, not
+    /// a KG's). One pass over the records: a command that names an id runs it once.
+    pub fn find(&self, id: u64) -> Result<Option<Correction>, StoreError> {
+        let wanted = id.to_be_bytes();
+        for item in self.db.iter() {
+            let (k, v) = item.map_err(|e| self.err(e))?;
+            // A record's key is `scope NUL id`; the counters and team keys start with 0xff.
+            let is_it = k.first() != Some(&0xff) && k.len() >= 9 && k[k.len() - 9] == 0 && k[k.len() - 8..] == wanted;
+            if is_it {
+                return self.read(&k, &v).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
     fn read(&self, k: &[u8], bytes: &[u8]) -> Result<Correction, StoreError> {
         let shown = String::from_utf8_lossy(k).replace('\0', "#");
         #[derive(Deserialize)]

@@ -19,12 +19,12 @@ pub struct Salvaged {
     pub unreadable: usize,
 }
 
-/// Every correction for `kg` that can still be read from the store at `path`: through sled
+/// Every correction under one of `keys` (a KG's, see `KgScope`) that can still be read from the store at `path`: through sled
 /// when a copy of the store opens (as it is, else without its snapshots, which sled can
 /// rebuild from its log), and from the raw bytes of its files, which hold each record as the
 /// JSON it was written as. A correction found more than once is taken in the version with the
 /// longest history: a correction's history only grows.
-pub fn salvage(path: &Path, kg: &str) -> Result<Salvaged, StoreError> {
+pub fn salvage(path: &Path, keys: &[String]) -> Result<Salvaged, StoreError> {
     let shown = path.display().to_string();
     let io = |e: std::io::Error| StoreError::Io { path: shown.clone(), detail: e.to_string() };
     if !path.join("db").is_file() {
@@ -32,7 +32,7 @@ pub fn salvage(path: &Path, kg: &str) -> Result<Salvaged, StoreError> {
     }
     let mut found: BTreeMap<u64, Correction> = BTreeMap::new();
     let mut keep = |c: Correction| {
-        if c.kg != kg {
+        if !keys.contains(&c.kg) {
             return;
         }
         match found.get(&c.id) {
@@ -50,7 +50,7 @@ pub fn salvage(path: &Path, kg: &str) -> Result<Salvaged, StoreError> {
         for c in raw_records(dir).map_err(io)? {
             keep(c);
         }
-        if let Some((read, bad)) = through_sled(dir, kg) {
+        if let Some((read, bad)) = through_sled(dir, keys) {
             read.into_iter().for_each(&mut keep);
             opened = true;
             unreadable = if dir == path { bad } else { unreadable.min(bad) };
@@ -61,7 +61,7 @@ pub fn salvage(path: &Path, kg: &str) -> Result<Salvaged, StoreError> {
 
 /// The corrections sled returns from a copy of the store, and how many records did not
 /// decode; `None` when no copy opens.
-fn through_sled(path: &Path, kg: &str) -> Option<(Vec<Correction>, usize)> {
+fn through_sled(path: &Path, keys: &[String]) -> Option<(Vec<Correction>, usize)> {
     let copy = private_dir_name();
     let read = (|| {
         private_copy(path, &copy).ok()?;
@@ -77,13 +77,15 @@ fn through_sled(path: &Path, kg: &str) -> Option<(Vec<Correction>, usize)> {
                 open_contained(&copy).ok()?.ok()?
             }
         };
-        let mut prefix = kg.as_bytes().to_vec();
-        prefix.push(0);
         let (mut read, mut unreadable) = (Vec::new(), 0);
-        for item in db.scan_prefix(prefix) {
-            match item.ok().and_then(|(_, v)| decode(&v)) {
-                Some(c) => read.push(c),
-                None => unreadable += 1,
+        for kg in keys {
+            let mut prefix = kg.as_bytes().to_vec();
+            prefix.push(0);
+            for item in db.scan_prefix(prefix) {
+                match item.ok().and_then(|(_, v)| decode(&v)) {
+                    Some(c) => read.push(c),
+                    None => unreadable += 1,
+                }
             }
         }
         Some((read, unreadable))

@@ -81,10 +81,19 @@ pub(super) fn draw_answer(frame: &mut Frame<'_>, area: Rect, shown: &AnswerShown
         }
         lines.push(if i == shown.at && look.focused { line.style(theme.selected()) } else { line });
     }
-    // Scrolled just enough for the selected path (or the one `t` showed) to be seen whole.
+    // The answer stays on top whatever path is selected; the lines under it scroll just enough
+    // for the selected path (or the one `t` showed) to be seen whole.
     let inner = block.inner(area);
+    frame.render_widget(block, area);
     let rows = |l: &Line<'_>| Paragraph::new(l.clone()).wrap(Wrap { trim: false }).line_count(inner.width);
-    let through: usize = lines.iter().take(kept_line + 1).map(rows).sum();
-    let scroll = u16::try_from(through.saturating_sub(usize::from(inner.height))).unwrap_or(u16::MAX);
-    frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }).scroll((scroll, 0)), area);
+    let rest = lines.split_off(1);
+    let head_rows = u16::try_from(lines.iter().map(rows).sum::<usize>()).unwrap_or(u16::MAX).min(inner.height);
+    let (head, below) = (
+        Rect { height: head_rows, ..inner },
+        Rect { y: inner.y + head_rows, height: inner.height - head_rows, ..inner },
+    );
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), head);
+    let through: usize = if kept_line == 0 { 0 } else { rest.iter().take(kept_line).map(rows).sum() };
+    let scroll = u16::try_from(through.saturating_sub(usize::from(below.height))).unwrap_or(u16::MAX);
+    frame.render_widget(Paragraph::new(rest).wrap(Wrap { trim: false }).scroll((scroll, 0)), below);
 }
