@@ -361,6 +361,41 @@ impl SledStore {
         self.commit(batch)
     }
 
+    /// Puts back on the queue the records an earlier build set aside as rejected because the
+    /// update endpoint answered 404 or 405: that was a wrong address, not a refusal of the
+    /// record (now a configuration error that keeps the queue). How many were put back.
+    pub fn requeue_misrouted(&self) -> Result<usize, StoreError> {
+        #[derive(Deserialize)]
+        struct Rejected {
+            queued: Queued,
+            reason: String,
+        }
+        let mut batch = sled::Batch::default();
+        let mut back = 0;
+        for item in self.db.scan_prefix(REJECTED) {
+            let (k, v) = item.map_err(|e| self.err(e))?;
+            let Ok(rejected) = serde_json::from_slice::<Rejected>(&v) else { continue };
+            if !(rejected.reason.contains(": HTTP 404 ") || rejected.reason.contains(": HTTP 405 ")) {
+                continue;
+            }
+            let iri = rejected.queued.record.iri.clone();
+            if let Some(Known::Correction { kg, id }) = self.known(&iri)? {
+                let mut correction = self.get(&kg, id)?;
+                if let Some(team) = correction.team.as_mut() {
+                    team.rejected = None;
+                }
+                self.stage(&mut batch, &correction)?;
+            }
+            batch.insert(team_key(QUEUE, &iri), self.json(&rejected.queued)?);
+            batch.remove(k);
+            back += 1;
+        }
+        if back > 0 {
+            self.commit(batch)?;
+        }
+        Ok(back)
+    }
+
     /// How many records the server refused for good (kept aside, see [`Self::mark_rejected`]).
     pub fn rejected_count(&self) -> usize {
         self.db.scan_prefix(REJECTED).count()
@@ -567,5 +602,44 @@ impl SledStore {
         self.commit(batch)?;
         taken.new = new;
         Ok(taken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::overlay::Op;
+
+    /// A store in which an earlier build set records aside for an update endpoint's 404 puts
+    /// them back on the queue; a record the server refused (400) stays aside.
+    #[test]
+    fn records_rejected_for_a_wrong_address_are_queued_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(&dir.path().join("store")).unwrap();
+        let set = "http://example.org/c";
+        let draft = |label: &str| Draft {
+            op: Op::Relabel { entity: "m.x".into(), label: label.into() },
+            reason: "r".into(),
+            generated: false,
+            author: "Ada".into(),
+            context: None,
+            origin: None,
+        };
+        let typo = store.add_shared("demo", draft("one"), set, None).unwrap();
+        let refused = store.add_shared("demo", draft("two"), set, None).unwrap();
+        let record = |c: &Correction| c.team.as_ref().unwrap().record.clone();
+        let why = |status: &str| format!("shared set team: SPARQL endpoint http://127.0.0.1/updat: HTTP {status}: no");
+        store.mark_rejected(&record(&typo), &why("404 Not Found")).unwrap();
+        store.mark_rejected(&record(&refused), &why("400 Bad Request")).unwrap();
+        assert!(store.queued().unwrap().is_empty());
+
+        assert_eq!(store.requeue_misrouted().unwrap(), 1);
+        let queued: Vec<String> = store.queued().unwrap().into_iter().map(|q| q.record.iri).collect();
+        assert_eq!(queued, [record(&typo)]);
+        let list = store.list("demo").unwrap();
+        assert_eq!(list[0].team.as_ref().unwrap().rejected, None);
+        assert!(list[1].team.as_ref().unwrap().rejected.is_some(), "a refusal stays one");
+        assert_eq!(store.rejected_count(), 1);
+        assert_eq!(store.requeue_misrouted().unwrap(), 0, "once");
     }
 }

@@ -150,7 +150,13 @@ impl Team {
     /// (404, 405, any other 4xx, a 200 after which the server does not hold the record), which
     /// is a configuration error to fix, never a refusal of the record.
     pub async fn push(&self, open: Opener<'_>) -> Result<Pushed, StoreError> {
-        let queued: Vec<_> = open()?.queued()?.into_iter().filter(|q| q.set == self.graph).collect();
+        let store = open()?;
+        let requeued = store.requeue_misrouted()?;
+        if requeued > 0 {
+            tracing::info!(set = %self.name, requeued, "records set aside for an update endpoint's 404 or 405 are queued again");
+        }
+        let queued: Vec<_> = store.queued()?.into_iter().filter(|q| q.set == self.graph).collect();
+        drop(store);
         let (mut sent, mut rejected) = (0, 0);
         for (i, q) in queued.iter().enumerate() {
             let outcome = match q.record.insert_data(&self.graph, &now_millis()) {
