@@ -1102,6 +1102,9 @@ fn records_that_break_the_rules_are_skipped_said_once_and_the_pull_goes_on() {
             &relabel("m.phillies", "Phils"),
         ),
     );
+    // Subjects no ongraph writes (an IRI of 600 characters) are not records: never listed.
+    let odd = format!("urn:x:{}", "x".repeat(600));
+    write_raw(&server, &raw_record(&odd, "Correction", "Eve", "e", &now, &relabel("m.apple", "Odd")));
 
     let started = std::time::Instant::now();
     let said = bea.ok(&["fix", "sync"]);

@@ -377,6 +377,11 @@ pub const PAGE: usize = 5000;
 /// Records read per query of [`select_records`].
 pub const DETAIL: usize = 500;
 
+/// Which `?r publishedAt ?sent` are publications of records: IRIs and times of the length
+/// ongraph writes (a UUID URN is 45 characters, a time 24), so one teammate's 20 MB IRI or
+/// "time" never reaches anyone's list of records.
+const RECORD_IRI: &str = "FILTER(isIRI(?r) && STRLEN(STR(?r)) <= 512 && STRLEN(STR(?sent)) <= 64)";
+
 fn published_since(since: Option<&str>) -> String {
     since.map(|t| format!(" FILTER(?sent >= {})\n", typed(t, "dateTime"))).unwrap_or_default()
 }
@@ -386,7 +391,7 @@ fn published_since(since: Option<&str>) -> String {
 pub fn count_published(graph: &str, since: Option<&str>) -> Result<String, String> {
     let graph = syntax::iri(graph)?;
     Ok(format!(
-        "SELECT (COUNT(DISTINCT ?r) AS ?n) WHERE {{ GRAPH {graph} {{\n ?r {} ?sent .\n FILTER(isIRI(?r))\n{}}} }}",
+        "SELECT (COUNT(DISTINCT ?r) AS ?n) WHERE {{ GRAPH {graph} {{\n ?r {} ?sent .\n {RECORD_IRI}\n{}}} }}",
         ns("publishedAt"),
         published_since(since)
     ))
@@ -409,7 +414,7 @@ pub fn select_published(graph: &str, since: Option<&str>, paged: Option<Option<&
         ),
     };
     Ok(format!(
-        "SELECT ?r (MAX(?sent) AS ?latest) WHERE {{ GRAPH {graph} {{\n ?r {} ?sent .\n FILTER(isIRI(?r))\n{since}{after}}} }} \
+        "SELECT ?r (MAX(?sent) AS ?latest) WHERE {{ GRAPH {graph} {{\n ?r {} ?sent .\n {RECORD_IRI}\n{since}{after}}} }} \
          GROUP BY ?r{order}",
         ns("publishedAt")
     ))
