@@ -104,7 +104,7 @@ fn measure(runtime: &tokio::runtime::Runtime, server: &servers::OxigraphRw, spre
         let path = dir.path().join(format!("pull-{round}"));
         let open = || SledStore::open(&path);
         let started = Instant::now();
-        let new = runtime.block_on(team.pull(&open, true)).expect("pulled");
+        let new = runtime.block_on(team.pull(&open, true)).expect("pulled").new;
         pulls.push(started.elapsed().as_secs_f64() * 1000.0);
         assert_eq!(new, RECORDS);
         assert_eq!(open().expect("store").list("demo").expect("listed").len(), RECORDS);

@@ -100,6 +100,21 @@ fn records_of(list: &[serde_json::Value]) -> std::collections::BTreeSet<String> 
     list.iter().filter_map(|c| c["team"]["record"].as_str().map(str::to_string)).collect()
 }
 
+/// Matches the query a push reads its record back with (`SELECT ?t …`), sent by GET or POST.
+fn read_back(request: &wiremock::Request) -> bool {
+    let form = format!("http://x/?{}", String::from_utf8_lossy(&request.body));
+    let body = reqwest::Url::parse(&form).ok();
+    let body = body.iter().flat_map(|u| u.query_pairs().map(|(_, v)| v.into_owned()).collect::<Vec<_>>());
+    request.url.query_pairs().map(|(_, v)| v.into_owned()).chain(body).any(|q| q.starts_with("SELECT ?t WHERE"))
+}
+
+/// The answer to [`read_back`]: the server holds the record.
+fn held() -> wiremock::ResponseTemplate {
+    let row = serde_json::json!({"head": {"vars": ["t"]}, "results": {"bindings": [
+        {"t": {"type": "literal", "value": "2026-11-25T10:00:00.000Z"}}]}});
+    wiremock::ResponseTemplate::new(200).set_body_json(row)
+}
+
 #[test]
 fn a_teammates_relabel_changes_the_next_answer_and_fix_list_names_its_author() {
     let server = OxigraphRw::start();
@@ -426,7 +441,11 @@ fn sync_full_takes_records_the_overlap_missed() {
     block_on(async { SparqlClient::new(config).unwrap().update(&late).await }).expect("the update applies");
     assert_eq!(bea.ok(&["fix", "sync"]), "pushed 0 record(s) to team, pulled 0 new record(s)\n");
     // Mallory's record, whose subject is no id, is skipped (and logged), never applied.
-    assert_eq!(bea.ok(&["fix", "sync", "--full"]), "pushed 0 record(s) to team, pulled 1 new record(s)\n");
+    assert_eq!(
+        bea.ok(&["fix", "sync", "--full"]),
+        "pushed 0 record(s) to team, pulled 1 new record(s)\nskipped 1 record from team: not a well-formed record \
+         (a field missing or not what ongraph writes) (urn:uuid:01900000-0000-7000-8000-000000000002)\n"
+    );
     assert!(bea.log().contains("skipped: record urn:uuid:01900000-0000-7000-8000-000000000002: the subject"));
     let list = bea.list();
     assert_eq!(list.len(), 2);
@@ -462,11 +481,25 @@ fn a_record_from_the_future_does_not_stop_later_pulls() {
     let mut config = SparqlConfig::new(&server.update);
     config.max_retries = 0;
     block_on(async { SparqlClient::new(config).unwrap().update(&future).await }).expect("the update applies");
-    assert_eq!(bea.ok(&["fix", "sync"]), "pushed 0 record(s) to team, pulled 1 new record(s)\n");
+    assert_eq!(
+        bea.ok(&["fix", "sync"]),
+        "pushed 0 record(s) to team, pulled 1 new record(s)\nskipped 1 record from team: not a well-formed record \
+         (a field missing or not what ongraph writes) (urn:uuid:01900000-0000-7000-8000-000000000002)\n\
+         1 record from team dated in the future: taken as made when it arrived\n"
+    );
     assert!(bea.log().contains("urn:uuid:01900000-0000-7000-8000-000000000002: its kg has a control character"));
 
-    // Ada, whose clock is right, corrects after: Bea's next pull still takes it.
-    ada.ok(&["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed in 2021"]);
+    // Ada, whose clock is right, corrects after (told what her pull skipped first): Bea's next
+    // pull still takes it.
+    let (_, note) = ada.ok_with_note(&[
+        "fix",
+        "relabel",
+        "m.bright_house_field",
+        "BayCare Ballpark",
+        "--reason",
+        "Renamed in 2021",
+    ]);
+    assert_eq!(note.lines().count(), 2, "{note}");
     assert_eq!(bea.ok(&["fix", "sync"]), "pushed 0 record(s) to team, pulled 1 new record(s)\n");
     assert_eq!(first_line(&bea.ok(&["ask", PHANATIC])), "Answer: BayCare Ballpark");
     assert_eq!(bea.list().len(), 2);
@@ -494,6 +527,7 @@ fn a_rejected_record_is_set_aside_and_the_queue_goes_on() {
             .with_priority(1)
             .mount(&server)
             .await;
+        Mock::given(path("/query")).and(read_back).respond_with(held()).mount(&server).await;
         Mock::given(path("/query")).respond_with(ResponseTemplate::new(200).set_body_json(empty)).mount(&server).await;
         Mock::given(path("/update")).respond_with(ResponseTemplate::new(204)).mount(&server).await;
         server
@@ -568,6 +602,7 @@ fn credentials_are_sent_and_never_shown() {
         let empty = serde_json::json!({"head": {"vars": ["r"]}, "results": {"bindings": []}});
         let bearer = || header("authorization", "Bearer s3cr3t-t0ken");
         // Queries this long go by POST, like updates: told apart by path.
+        Mock::given(path("/query")).and(bearer()).and(read_back).respond_with(held()).mount(&server).await;
         Mock::given(path("/query"))
             .and(bearer())
             .respond_with(ResponseTemplate::new(200).set_body_json(empty.clone()))
@@ -859,7 +894,7 @@ fn the_sync_works_on_virtuoso_beside_the_kg_it_serves() {
 /// IRIs than it counted: the list is asked for again, page by page, and nothing is missed.
 #[test]
 fn a_list_cut_short_is_read_again_page_by_page() {
-    use wiremock::matchers::{body_string_contains, path, query_param_contains};
+    use wiremock::matchers::{path, query_param_contains};
     use wiremock::{Mock, MockServer, ResponseTemplate};
     let (one, two) = ("urn:uuid:0190a7d4-0000-7000-8000-000000000001", "urn:uuid:0190a7d4-0000-7000-8000-000000000002");
     let iri = |v: &str| serde_json::json!({"type": "uri", "value": v});
@@ -867,39 +902,52 @@ fn a_list_cut_short_is_read_again_page_by_page() {
     let time = |v: &str| serde_json::json!({"type": "literal", "value": v, "datatype": "http://www.w3.org/2001/XMLSchema#dateTime"});
     let sent = "2026-11-25T10:00:00.000Z";
     let listed = |iris: &[&str]| {
-        let rows: Vec<_> = iris.iter().map(|r| serde_json::json!({"r": iri(r), "sent": time(sent)})).collect();
-        serde_json::json!({"head": {"vars": ["r", "sent"]}, "results": {"bindings": rows}})
+        let rows: Vec<_> = iris.iter().map(|r| serde_json::json!({"r": iri(r), "latest": time(sent)})).collect();
+        serde_json::json!({"head": {"vars": ["r", "latest"]}, "results": {"bindings": rows}})
     };
+    let number = |n: usize| {
+        serde_json::json!({"type": "literal", "value": n.to_string(),
+        "datatype": "http://www.w3.org/2001/XMLSchema#integer"})
+    };
+    // One row per triple, as the server gives them.
     let record = |r: &str, entity: &str, name: &str| {
-        serde_json::json!({"r": iri(r), "sent": time(sent), "type": iri("urn:ongraph:ns:Correction"),
-            "author": iri("urn:ongraph:agent:Ada"), "at": time(sent), "kg": lit("demo"), "op": lit("relabel"),
-            "s": lit(entity), "label": lit(name), "reason": lit("r")})
+        let ns = |t: &str| format!("urn:ongraph:ns:{t}");
+        [
+            ("http://www.w3.org/1999/02/22-rdf-syntax-ns#type".to_string(), iri("urn:ongraph:ns:Correction")),
+            ("http://www.w3.org/ns/prov#wasAttributedTo".to_string(), iri("urn:ongraph:agent:Ada")),
+            ("http://www.w3.org/ns/prov#generatedAtTime".to_string(), time(sent)),
+            (ns("kg"), lit("demo")),
+            (ns("operation"), lit("relabel")),
+            (ns("subject"), lit(entity)),
+            (ns("label"), lit(name)),
+            (ns("reason"), lit("r")),
+        ]
+        .into_iter()
+        .map(|(p, o)| serde_json::json!({"r": iri(r), "p": iri(&p), "o": o, "len": number(5)}))
+        .collect::<Vec<_>>()
     };
-    let count = serde_json::json!({"head": {"vars": ["n"]}, "results": {"bindings": [{"n":
-        {"type": "literal", "value": "2", "datatype": "http://www.w3.org/2001/XMLSchema#integer"}}]}});
-    let vars = ["r", "sent", "type", "author", "at", "kg", "op", "s", "label", "reason"];
-    let records = serde_json::json!({"head": {"vars": vars}, "results": {"bindings": [
-        record(one, "m.apple", "Apple Computer"), record(two, "m.lou_seal", "Lou")]}});
+    let count = serde_json::json!({"head": {"vars": ["n"]}, "results": {"bindings": [{"n": number(2)}]}});
+    let sizes = serde_json::json!({"head": {"vars": ["r", "n", "size"]}, "results": {"bindings": [
+        {"r": iri(one), "n": number(8), "size": number(80)}, {"r": iri(two), "n": number(8), "size": number(80)}]}});
+    let rows: Vec<_> =
+        record(one, "m.apple", "Apple Computer").into_iter().chain(record(two, "m.lou_seal", "Lou")).collect();
+    let records = serde_json::json!({"head": {"vars": ["r", "p", "o", "len"]}, "results": {"bindings": rows}});
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let server = runtime.block_on(async {
         let server = MockServer::start().await;
         let answer = |body: &serde_json::Value| ResponseTemplate::new(200).set_body_json(body.clone());
-        Mock::given(path("/query"))
-            .and(query_param_contains("query", "COUNT(*)"))
-            .respond_with(answer(&count))
-            .mount(&server)
-            .await;
-        Mock::given(path("/query"))
-            .and(query_param_contains("query", "ORDER BY ?r LIMIT"))
-            .respond_with(answer(&listed(&[one, two])))
-            .mount(&server)
-            .await;
-        // Long: sent by form POST.
-        Mock::given(path("/query"))
-            .and(body_string_contains("VALUES"))
-            .respond_with(answer(&records))
-            .mount(&server)
-            .await;
+        for (shape, body) in [
+            ("COUNT(DISTINCT ?r)", &count),
+            ("ORDER BY ?r LIMIT", &listed(&[one, two])),
+            ("(SUM(", &sizes),
+            ("SELECT ?r ?p ?o ?len", &records),
+        ] {
+            Mock::given(path("/query"))
+                .and(query_param_contains("query", shape))
+                .respond_with(answer(body))
+                .mount(&server)
+                .await;
+        }
         // The whole list, cut short after one row.
         Mock::given(path("/query")).respond_with(answer(&listed(&[one]))).with_priority(10).mount(&server).await;
         server
@@ -912,4 +960,280 @@ fn a_list_cut_short_is_read_again_page_by_page() {
     let requests = runtime.block_on(server.received_requests()).unwrap();
     let paged = requests.iter().filter(|r| r.url.query().unwrap_or_default().contains("ORDER+BY")).count();
     assert_eq!(paged, 2, "each pull (fix sync, then fix list) paged once: one page held both");
+}
+
+/// Writes `triples` (Turtle-like statements, full IRIs) straight into the set's graph, as a
+/// teammate with write access to the server can.
+fn write_raw(server: &OxigraphRw, triples: &str) {
+    let mut config = SparqlConfig::new(&server.update);
+    config.max_retries = 0;
+    let update = format!("INSERT DATA {{ GRAPH <{GRAPH}> {{ {triples} }} }}");
+    block_on(async { SparqlClient::new(config).unwrap().update(&update).await }).expect("the update applies");
+}
+
+/// A record's triples as ongraph writes them: `kind` (Correction, Approve, …) by `author` (and
+/// `agent`), made `at`, published now, with `more` (statements about it, `;`-separated).
+fn raw_record(iri: &str, kind: &str, author: &str, agent: &str, at: &str, more: &str) -> String {
+    let ns = "urn:ongraph:ns:";
+    let dt = "http://www.w3.org/2001/XMLSchema#dateTime";
+    let now = humantime::format_rfc3339_millis(std::time::SystemTime::now());
+    format!(
+        "<{iri}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{ns}{kind}> ; <{ns}kg> \"demo\" ; \
+         <http://www.w3.org/ns/prov#wasAttributedTo> <urn:ongraph:agent:{author}> ; <{ns}agentId> \"{agent}\" ; \
+         <http://www.w3.org/ns/prov#generatedAtTime> \"{at}\"^^<{dt}> ; <{ns}reason> \"r\" ; \
+         <{ns}publishedAt> \"{now}\"^^<{dt}> {more} ."
+    )
+}
+
+/// A relabel record's own triples (for [`raw_record`]'s `more`).
+fn relabel(entity: &str, label: &str) -> String {
+    format!(
+        "; <urn:ongraph:ns:operation> \"relabel\" ; <urn:ongraph:ns:subject> \"{entity}\" ; <urn:ongraph:ns:label> \"{label}\""
+    )
+}
+
+/// Points `user`'s `[shared.team]` at another update endpoint.
+fn set_update(user: &User, from: &str, to: &str) {
+    let path = user.path().join("config/ongraph/config.toml");
+    let (from, to) = (format!("update_endpoint = \"{from}\""), format!("update_endpoint = \"{to}\""));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(&from), "{text}");
+    let text = text.replace(&from, &to);
+    std::fs::write(path, text).unwrap();
+}
+
+/// An update endpoint that is not one (a page answering 200 to anything, a typo answered 404,
+/// the query endpoint answering 400) keeps the queue, says so in one line naming it, and never
+/// shows the correction as shared; once the config is fixed, the next sync sends it.
+#[test]
+fn an_update_endpoint_that_is_not_one_keeps_the_queue_until_the_config_is_fixed() {
+    use wiremock::matchers::path;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = OxigraphRw::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let page = runtime.block_on(async {
+        let page = MockServer::start().await;
+        let html = "<html><body><h1>Welcome to nginx</h1></body></html>";
+        Mock::given(path("/update"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(html, "text/html"))
+            .mount(&page)
+            .await;
+        page
+    });
+    let typo = format!("{}x", server.update);
+    let wrong = [format!("{}/update", page.uri()), typo, server.query.clone()];
+    for (n, update) in wrong.iter().enumerate() {
+        let ada = User::new("Ada", &server.query, update, "");
+        let label = format!("Apple {n}");
+        let (made, note) = ada.ok_with_note(&["fix", "relabel", "m.apple", &label, "--reason", "r"]);
+        assert!(made.ends_with(&format!(": relabel m.apple as \"{label}\"\n")), "{made}");
+        let sharing = |user: &User| {
+            // Without syncing (which would say again what waits).
+            let list: Vec<serde_json::Value> =
+                serde_json::from_str(&user.ok(&["fix", "list", "--json", "--no-shared"])).unwrap();
+            let own = list.iter().find(|c| c["label"] == label.as_str()).expect("listed");
+            own["sharing"].as_str().unwrap_or_default().to_string()
+        };
+        assert_eq!(note.lines().count(), 1, "{note}");
+        assert!(
+            note.starts_with("1 correction not yet shared ([shared.team] update_endpoint \"")
+                && note.contains(update.as_str())
+                && note.contains("it is not the server's SPARQL update endpoint")
+                && note.contains("(check the config)"),
+            "{note}"
+        );
+        assert_eq!(sharing(&ada), "pending", "{update}");
+        let out = ada.run(&["fix", "sync"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!((out.status.code(), err.lines().count()), (Some(1), 1), "{err}");
+        assert!(err.contains(update.as_str()), "{err}");
+        assert_eq!(records_on(&server), n, "the server holds nothing of it");
+        assert_eq!(sharing(&ada), "pending", "never rejected: {update}");
+
+        set_update(&ada, update, &server.update);
+        assert_eq!(ada.ok(&["fix", "sync"]), "pushed 1 record(s) to team, pulled 0 new record(s)\n");
+        assert_eq!(sharing(&ada), "shared");
+        assert_eq!(records_on(&server), n + 1);
+    }
+}
+
+/// A record that breaks the rules (a value too long, too many values, a field given twice) is
+/// skipped with one line per kind, the pull goes on and its mark moves, and the record is not
+/// fetched again at the next pull. A record whose rows a product of its fields would multiply
+/// is read as one row per triple.
+#[test]
+fn records_that_break_the_rules_are_skipped_said_once_and_the_pull_goes_on() {
+    let server = OxigraphRw::start();
+    let (ada, bea) = (User::on(&server, "Ada"), User::on(&server, "Bea"));
+    ada.ok(&["fix", "relabel", "m.apple", "Apple Computer", "--reason", "old name"]);
+    let adas = ada.list()[0]["team"]["record"].as_str().unwrap().to_string();
+    let now = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    let ns = "urn:ongraph:ns:";
+    let long = "S".repeat(100_000);
+    let (big, many, product) = (
+        "urn:uuid:01900000-0000-7000-8000-0000000000b1",
+        "urn:uuid:01900000-0000-7000-8000-0000000000b2",
+        "urn:uuid:01900000-0000-7000-8000-0000000000b3",
+    );
+    write_raw(&server, &raw_record(big, "Correction", "Eve", "e", &now, &relabel("m.lou_seal", &long)));
+    let values: String = (0..70).map(|i| format!("; <{ns}question> \"q{i}\" ")).collect();
+    write_raw(
+        &server,
+        &raw_record(many, "Correction", "Eve", "e", &now, &format!("{}{values}", relabel("m.lou_seal", "L"))),
+    );
+    // Five values in each of six fields: 15,625 rows as a product, 30 triples as they are.
+    let fields = ["question", "session", "reason", "agentId", "label", "kg"];
+    let five: String = fields.iter().flat_map(|f| (0..5).map(move |i| format!("; <{ns}{f}> \"{f}-{i}\" "))).collect();
+    write_raw(
+        &server,
+        &raw_record(product, "Correction", "Eve", "e", &now, &format!("{}{five}", relabel("m.lou_seal", "P"))),
+    );
+    // And a teammate adds a second label to Ada's record: it is skipped by whoever pulls it
+    // afresh, and said.
+    write_raw(&server, &format!("<{adas}> <{ns}label> \"Evil second label\" ."));
+    write_raw(
+        &server,
+        &raw_record(
+            "urn:uuid:01900000-0000-7000-8000-0000000000b4",
+            "Correction",
+            "Cal",
+            "c",
+            &now,
+            &relabel("m.phillies", "Phils"),
+        ),
+    );
+    // Subjects no ongraph writes (an IRI of 600 characters) are not records: never listed.
+    let odd = format!("urn:x:{}", "x".repeat(600));
+    write_raw(&server, &raw_record(&odd, "Correction", "Eve", "e", &now, &relabel("m.apple", "Odd")));
+
+    let started = std::time::Instant::now();
+    let said = bea.ok(&["fix", "sync"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
+    let mut lines = said.lines();
+    assert_eq!(lines.next(), Some("pushed 0 record(s) to team, pulled 1 new record(s)"), "{said}");
+    assert_eq!(
+        lines.next(),
+        Some(
+            format!(
+                "skipped 1 record from team: a value longer than 16384 characters, or more than 65536 in all ({big})"
+            )
+            .as_str()
+        ),
+        "{said}"
+    );
+    assert_eq!(
+        lines.next(),
+        Some(format!("skipped 1 record from team: more than 64 values ({many})").as_str()),
+        "{said}"
+    );
+    let repeated = lines.next().unwrap_or_default();
+    assert!(
+        repeated.starts_with("skipped 2 records from team: a field given more than once (the first: urn:uuid:"),
+        "{said}"
+    );
+    assert_eq!(lines.next(), None, "{said}");
+    let list = bea.list();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["label"], "Phils");
+    let log = bea.log();
+    assert!(log.contains(&format!("skipped: record {adas}: label is given more than once")), "{log}");
+
+    // Not fetched again, nor said again; the mark moved: what comes next is pulled.
+    assert_eq!(bea.ok(&["fix", "sync"]), "pushed 0 record(s) to team, pulled 0 new record(s)\n");
+    assert_eq!(bea.log().matches(&format!("skipped: record {big}")).count(), 1);
+    let (_, note) = ada.ok_with_note(&["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "r"]);
+    assert!(note.starts_with("skipped 1 record from team: a value longer than"), "Ada is told too: {note}");
+    assert_eq!(bea.ok(&["fix", "sync"]), "pushed 0 record(s) to team, pulled 1 new record(s)\n");
+    // A full pull tries them again (a newer ongraph might take them), and says so again.
+    let full = bea.ok(&["fix", "sync", "--full"]);
+    assert_eq!(full.lines().count(), 4, "{full}");
+    // Ada took her record in before it was spoiled: it stays hers, applied.
+    let labels: Vec<String> = ada.list().iter().map(|c| c["label"].as_str().unwrap_or_default().to_string()).collect();
+    assert_eq!(labels, ["Apple Computer", "Phils", "BayCare Ballpark"]);
+}
+
+/// A record dated in the future is taken as made when it arrived (and flagged): a later
+/// correction of the same name applies after it, for the teammate who pulled it then and for
+/// one who pulls both afresh.
+#[test]
+fn a_record_dated_in_the_future_does_not_outrank_later_corrections() {
+    let server = OxigraphRw::start();
+    let (ada, bea) = (User::on(&server, "Ada"), User::on(&server, "Bea"));
+    let eves = "urn:uuid:01900000-0000-7000-8000-0000000000c1";
+    let future = "9999-12-31T23:59:59.999Z";
+    write_raw(&server, &raw_record(eves, "Correction", "Eve", "e", future, &relabel("m.lou_seal", "Evil Seal")));
+    assert_eq!(
+        ada.ok(&["fix", "sync"]),
+        "pushed 0 record(s) to team, pulled 1 new record(s)\n1 record from team dated in the future: taken as made when it arrived\n"
+    );
+    let history = ada.list()[0]["history"].to_string();
+    assert!(history.contains(&format!("dated {future} by its author, in the future")), "{history}");
+    ada.ok(&["fix", "relabel", "m.lou_seal", "Lou Seal Fixed", "--reason", "restore"]);
+    for user in [&ada, &bea] {
+        let (found, _) = user.ok_with_note(&["kg", "search", "Lou Seal Fixed"]);
+        assert_eq!(found.lines().next(), Some("m.lou_seal\tLou Seal Fixed\texact"), "{found}");
+    }
+}
+
+/// Under `apply = "approved"`, a review of one's own correction never counts (written straight
+/// to the server, with the author's own store id), and a review dated in the future does not
+/// outrank a later one.
+#[test]
+fn self_reviews_do_not_count_and_a_future_review_does_not_outrank_a_later_one() {
+    let server = OxigraphRw::start();
+    let approved = "apply = \"approved\"\n";
+    let bea = User::on(&server, "Bea");
+    let ada = User::new("Ada", &server.query, &server.update, approved);
+    bea.ok(&["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "renamed"]);
+    let mine = bea.list();
+    let (record, agent) = (mine[0]["team"]["record"].as_str().unwrap(), mine[0]["team"]["agent"].as_str().unwrap());
+    let now = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    let target = format!("; <urn:ongraph:ns:target> <{record}>");
+    write_raw(
+        &server,
+        &raw_record("urn:uuid:01900000-0000-7000-8000-0000000000d1", "Approve", "Bea", agent, &now, &target),
+    );
+    assert_eq!(
+        ada.ok(&["fix", "sync"]),
+        "pushed 0 record(s) to team, pulled 2 new record(s)\n\
+         1 record from team reviewing the reviewer's own correction: not counted\n"
+    );
+    assert!(ada.ok(&["fix", "list"]).contains("unapproved relabel m.bright_house_field"));
+    assert_eq!(first_line(&ada.ok(&["ask", PHANATIC])), "Answer: Bright House Field");
+    // Under another name but from her own store: not counted either.
+    let other = raw_record(
+        "urn:uuid:01900000-0000-7000-8000-0000000000d2",
+        "Approve",
+        "Bee",
+        agent,
+        "9999-01-01T00:00:00.000Z",
+        &target,
+    );
+    write_raw(&server, &other);
+    ada.ok_with_note(&["fix", "sync"]);
+    assert!(ada.ok(&["fix", "list"]).contains("unapproved relabel m.bright_house_field"));
+
+    // Mallory's approval, dated 9999, counts (she is not the author) until a later review.
+    let mallory = raw_record(
+        "urn:uuid:01900000-0000-7000-8000-0000000000d3",
+        "Approve",
+        "Mallory",
+        "m",
+        "9999-01-01T00:00:00.000Z",
+        &target,
+    );
+    write_raw(&server, &mallory);
+    let (said, _) = ada.ok_with_note(&["fix", "sync"]);
+    assert!(said.contains("1 record from team dated in the future"), "{said}");
+    assert!(ada.ok(&["fix", "list"]).contains("  approved by Mallory\n"));
+    assert_eq!(
+        ada.ok(&["fix", "review", "reject", "1", "--reason", "not official"]),
+        "correction 1 by Bea rejected: relabel m.bright_house_field as \"BayCare Ballpark\"\n"
+    );
+    let listed = ada.ok(&["fix", "list"]);
+    assert!(
+        listed.contains("unapproved relabel m.bright_house_field") && listed.contains("  rejected by Ada\n"),
+        "{listed}"
+    );
+    assert_eq!(first_line(&ada.ok(&["ask", PHANATIC])), "Answer: Bright House Field");
 }

@@ -364,9 +364,27 @@ fn a_teammates_correction_is_pulled_at_the_running_uis_next_step_and_reviewed_th
     tmux.wait_for("topic_linking");
     // Bea, on another machine (her own data), renames the stadium through the shared set.
     bea(&["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed in 2021"]);
-    // Ada's next step pulls it: said, counted, and applied.
+    // And someone writes a record with a label twice, straight to the server.
+    let ns = "urn:ongraph:ns:";
+    let dt = "http://www.w3.org/2001/XMLSchema#dateTime";
+    let now = humantime::format_rfc3339_millis(std::time::SystemTime::now());
+    let twice = format!(
+        "INSERT DATA {{ GRAPH <http://example.org/ongraph/corrections/demo> {{ \
+         <urn:uuid:01900000-0000-7000-8000-0000000000e1> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> \
+         <{ns}Correction> ; <{ns}kg> \"demo\" ; <{ns}operation> \"relabel\" ; <{ns}subject> \"m.lou_seal\" ; \
+         <{ns}label> \"One\" , \"Two\" ; <http://www.w3.org/ns/prov#wasAttributedTo> <urn:ongraph:agent:Eve> ; \
+         <http://www.w3.org/ns/prov#generatedAtTime> \"{now}\"^^<{dt}> ; <{ns}publishedAt> \"{now}\"^^<{dt}> }} }}"
+    );
+    let client = ongraph::testing::kg::SparqlClient::new(ongraph::testing::kg::SparqlConfig::new(&server.update));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async { client.unwrap().update(&twice).await }).expect("the update applies");
+    // Ada's next step pulls them: Bea's counted and applied, the other said skipped (a message,
+    // not an error: the one error below is the server going away).
     tmux.keys(&["n"]);
     tmux.wait_for("│ fixes 1 │");
+    tmux.keys(&["M"]);
+    tmux.wait_for("skipped 1 record from team: a field given more than once");
+    tmux.keys(&["M"]);
     tmux.keys(&["r"]);
     let screen = tmux.wait_for("from knowledge-graph paths");
     assert!(screen.contains("│BayCare Ballpark"), "the running UI used Bea's correction: {screen}");

@@ -271,6 +271,9 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
                 None => "not pulled".to_string(),
             };
             writeln!(out, "pushed {} record(s) to {}{rejected}, {pulled}", synced.pushed, synced.team)?;
+            for remark in &synced.remarks {
+                writeln!(out, "{remark}")?;
+            }
             if let Some(note) = synced.note() {
                 bail!("{note}");
             }
@@ -352,11 +355,15 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             args.action,
             FixAction::Undo { .. } | FixAction::Supersede { .. } | FixAction::Review { verdict: Some(_) }
         );
+    // What the first sync's pull skipped is said too (the second one's finds nothing new).
+    let mut lines = before.as_ref().map(|b| b.remarks.clone()).unwrap_or_default();
     let last = match &team {
         Some(team) if changed => Some(sync_team(team, config, false).await?),
         _ => before,
     };
-    if let Some(note) = last.and_then(|s| s.note()) {
+    lines.extend(last.and_then(|s| s.note()));
+    if !lines.is_empty() {
+        let note = lines.join("\n");
         // On stderr, so `fix list --json` and `fix export` stay what they say they are.
         let mut err = super::printable::Printable::new(std::io::stderr().lock());
         writeln!(err, "{}", OneLine(&note))?;

@@ -76,6 +76,8 @@ pub struct Synced {
     /// Why something could not be sent or pulled (the server, never the local store: that is
     /// an error).
     pub problem: Option<String>,
+    /// What the pull skipped or flagged, one line per kind (see [`crate::overlay::team::Pulled::remarks`]).
+    pub remarks: Vec<String>,
 }
 
 impl Synced {
@@ -94,6 +96,13 @@ impl Synced {
             (Some(r), Some(p)) => Some(format!("{r}\n{p}")),
             (r, p) => r.or(p),
         }
+    }
+
+    /// The remarks of the pull and the note, if any: what a command that syncs before its
+    /// own work says on stderr.
+    pub fn all_said(&self) -> Option<String> {
+        let lines: Vec<String> = self.remarks.iter().cloned().chain(self.note()).collect();
+        (!lines.is_empty()).then(|| lines.join("\n"))
     }
 
     fn note_pending(&self) -> Option<String> {
@@ -118,9 +127,13 @@ pub async fn sync_team(team: &Team, config: &Config, full: bool) -> Result<Synce
     // command waits for it once, not twice.
     let unreachable = pushed.unreachable();
     let mut problem = pushed.error.map(|e| e.to_string());
+    let mut remarks = Vec::new();
     let pulled = match if unreachable { None } else { Some(team.pull(&open, full).await) } {
         None => None,
-        Some(Ok(n)) => Some(n),
+        Some(Ok(pulled)) => {
+            remarks = pulled.remarks(team.name());
+            Some(pulled.new)
+        }
         Some(Err(TeamError::Store(e))) => return Err(e.into()),
         Some(Err(e)) => {
             // The same server down twice is said once.
@@ -135,6 +148,7 @@ pub async fn sync_team(team: &Team, config: &Config, full: bool) -> Result<Synce
         pending: pushed.pending,
         pulled,
         problem,
+        remarks,
     })
 }
 
@@ -142,7 +156,7 @@ pub async fn sync_team(team: &Team, config: &Config, full: bool) -> Result<Synce
 /// should know of it, if anything.
 pub async fn sync_before_reading(setup: &SetupArgs, config: &Config) -> Result<Option<String>> {
     let Some(team) = open_team(setup, config)? else { return Ok(None) };
-    Ok(sync_team(&team, config, false).await?.note())
+    Ok(sync_team(&team, config, false).await?.all_said())
 }
 
 /// As [`sync_before_reading`], saying it on stderr (the command's output stays as it was).

@@ -61,13 +61,13 @@ impl TeamWatch {
             Ok(runtime) => runtime.block_on(self.sync(&mut watch)),
             Err(e) => Err(anyhow::anyhow!("no runtime to sync in: {e}")),
         };
-        let problem = match synced {
+        let (problem, remarks) = match synced {
             // The local store (held by another process a moment, say): the next step tries again.
             Err(e) => {
                 tracing::warn!(set = self.team.name(), "cannot sync with the shared set this step: {e:#}");
                 return None;
             }
-            Ok(problem) => problem,
+            Ok(said) => said,
         };
         match problem {
             Some(problem) => {
@@ -85,31 +85,37 @@ impl TeamWatch {
                 let was_said = watch.said;
                 (watch.said, watch.retry_at, watch.backoff) = (false, None, Duration::ZERO);
                 let name = self.team.name();
-                was_said
-                    .then(|| TeamNote::Back(format!("shared set {name} answers again: corrections shared and pulled")))
+                let back = was_said.then(|| format!("shared set {name} answers again: corrections shared and pulled"));
+                // The status line holds one line: the kinds of skips joined on it.
+                match (back, remarks.is_empty()) {
+                    (Some(back), true) => Some(TeamNote::Back(back)),
+                    (Some(back), false) => Some(TeamNote::Back(format!("{back}; {}", remarks.join("; ")))),
+                    (None, false) => Some(TeamNote::Remark(remarks.join("; "))),
+                    (None, true) => None,
+                }
             }
         }
     }
 
     /// Sends what is queued (unless nothing was written since the last send found the queue
     /// empty) and pulls what is new (opening no store when nothing is): why the server could
-    /// not be reached, if it could not.
-    async fn sync(&self, watch: &mut Watch) -> Result<Option<String>> {
+    /// not be reached, if it could not, and what the pull skipped or flagged.
+    async fn sync(&self, watch: &mut Watch) -> Result<(Option<String>, Vec<String>)> {
         let open = || open_store(&self.config);
         // Read before sending: a write after it moves the generation, and the next step sends.
         let generation = store_generation(&self.config).ok();
         if generation.is_none() || generation != watch.sent_at {
             let pushed = self.team.push(&open).await?;
             if let Some(error) = pushed.error {
-                return Ok(Some(error.to_string()));
+                return Ok((Some(error.to_string()), Vec::new()));
             }
             let untouched = pushed.sent == 0 && pushed.rejected == 0;
             watch.sent_at = if untouched { generation } else { None };
         }
         match self.team.pull_cached(&open, false, &mut watch.pulled).await {
-            Ok(_) => Ok(None),
+            Ok(pulled) => Ok((None, pulled.remarks(self.team.name()))),
             Err(TeamError::Store(e)) => Err(e.into()),
-            Err(e) => Ok(Some(e.to_string())),
+            Err(e) => Ok((Some(e.to_string()), Vec::new())),
         }
     }
 

@@ -122,23 +122,60 @@ impl Op {
 
 /// The active `corrections` in the order they apply, oldest first. Without team corrections
 /// that is the order of their ids, as it always was. With them, local ids say only when a record
-/// arrived here, which differs from one teammate to the next: then every correction goes by the
-/// time it was made (a team record's is to the millisecond), ties by record IRI (UUIDv7s sort by
-/// time too), so everyone applies the same records in the same order.
+/// arrived here, which differs from one teammate to the next: then every correction goes by
+/// [`order_keys`], ties by record IRI (UUIDv7s sort by time too), so everyone applies the same
+/// records in the same order.
 pub fn in_order(corrections: &[Correction]) -> Vec<&Correction> {
-    let mut active: Vec<&Correction> = corrections.iter().filter(|c| c.active).collect();
-    if active.iter().any(|c| c.team.is_some()) {
-        let key = |c: &Correction| {
-            let made = team::record::parse_time(&c.created)
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_millis());
-            (made, c.team.as_ref().map(|t| t.record.clone()).unwrap_or_default(), c.id)
-        };
-        active.sort_by_cached_key(|c| key(c));
-    } else {
+    if !corrections.iter().any(|c| c.active && c.team.is_some()) {
+        let mut active: Vec<&Correction> = corrections.iter().filter(|c| c.active).collect();
         active.sort_by_key(|c| c.id);
+        return active;
     }
-    active
+    let keys = order_keys(corrections);
+    let mut active: Vec<(u128, &Correction)> =
+        corrections.iter().zip(keys).filter(|(c, _)| c.active).map(|(c, k)| (k, c)).collect();
+    active.sort_by_cached_key(|(k, c)| (*k, c.team.as_ref().map(|t| t.record.clone()).unwrap_or_default(), c.id));
+    active.into_iter().map(|(_, c)| c).collect()
+}
+
+/// When each of `corrections` counts as made, for the order they apply in (milliseconds since
+/// 1970): the time it was made (a pulled record's never later than when it arrived here, see
+/// `take_pulled`), and never before the record it was based on: a correction made after seeing
+/// another of the same target applies after it, for every reader, whatever time that other
+/// one claims.
+pub fn order_keys(corrections: &[Correction]) -> Vec<u128> {
+    let made: Vec<u128> = corrections
+        .iter()
+        .map(|c| {
+            team::record::parse_time(&c.created)
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_millis())
+        })
+        .collect();
+    let by_record: HashMap<&str, usize> =
+        corrections.iter().enumerate().filter_map(|(i, c)| c.team.as_ref().map(|t| (t.record.as_str(), i))).collect();
+    let base = |i: usize| {
+        corrections[i].team.as_ref().and_then(|t| t.based_on.as_deref()).and_then(|b| by_record.get(b).copied())
+    };
+    let mut keys: Vec<Option<u128>> = vec![None; corrections.len()];
+    for start in 0..corrections.len() {
+        // Down the chain of bases to one with a key (or none, or a loop a hostile record made),
+        // then back up: no recursion, however long the chain.
+        let mut chain = vec![start];
+        let mut seen = HashSet::new();
+        seen.insert(start);
+        while let Some(b) = base(chain[chain.len() - 1]).filter(|b| keys[*b].is_none() && seen.insert(*b)) {
+            chain.push(b);
+        }
+        for &i in chain.iter().rev() {
+            if keys[i].is_some() {
+                continue;
+            }
+            let after = base(i).and_then(|b| keys[b]).map_or(0, |k| k + 1);
+            keys[i] = Some(made[i].max(after));
+        }
+    }
+    keys.into_iter().map(|k| k.unwrap_or(0)).collect()
 }
 
 /// The triples the active `corrections` leave retracted (by a retract, or as a replace's old

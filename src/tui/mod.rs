@@ -65,6 +65,8 @@ pub enum TeamNote {
     Down(String),
     /// It answers again.
     Back(String),
+    /// What a pull skipped or flagged (one line per kind).
+    Remark(String),
 }
 
 /// Performs effects: KG lookups and LLM calls as tokio tasks, the corrections store's calls off

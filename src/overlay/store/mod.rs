@@ -583,11 +583,12 @@ mod tests {
             agent: Some("another store".into()),
         };
         let set = "http://example.org/c";
-        assert_eq!(store.take_pulled(set, vec![record(1), record(2), record(3), record(2)], None).unwrap(), 3);
+        let now = "2026-11-25T11:00:00.000Z";
+        assert_eq!(store.take_pulled(set, vec![record(1), record(2), record(3), record(2)], None, now).unwrap().new, 3);
         let mut ids: Vec<u64> = store.list("demo").unwrap().iter().map(|c| c.id).collect();
         ids.sort_unstable();
         assert_eq!(ids, [1, 2, 3, 4]);
-        assert_eq!(store.take_pulled(set, vec![record(1)], None).unwrap(), 0, "nothing new");
+        assert_eq!(store.take_pulled(set, vec![record(1)], None, now).unwrap().new, 0, "nothing new");
         assert_eq!(store.add("demo", draft("after")).unwrap().id, 5);
     }
 

@@ -2,7 +2,7 @@
 //! the server, reviews, and how a correction is set aside (undone, superseded).
 
 use super::{CorrectionStore, SledStore, StoreError, TeamRecord, key, new_correction};
-use crate::overlay::team::record::Kind;
+use crate::overlay::team::record::{Kind, Skip};
 use crate::overlay::{Correction, Draft, HistoryEntry, Review, TeamLink};
 use serde::{Deserialize, Serialize};
 
@@ -36,10 +36,12 @@ impl Known {
         matches!(self, Known::Aside { applied: true, .. } | Known::Review { applied: true, .. })
     }
 
-    /// Applies this undo, supersede or review to its correction, once.
-    fn apply_to(&mut self, correction: &mut Correction) {
+    /// Applies this undo, supersede or review to its correction, once. Whether it was a review
+    /// of the reviewer's own correction (by the same store or the same name), which is kept in
+    /// its history but never counted.
+    fn apply_to(&mut self, correction: &mut Correction) -> bool {
         match self {
-            Known::Correction { .. } => {}
+            Known::Correction { .. } => false,
             Known::Aside { supersede, author, at, applied, .. } => {
                 if correction.active {
                     correction.active = false;
@@ -47,16 +49,25 @@ impl Known {
                     correction.history.push(HistoryEntry { at: at.clone(), what: format!("{what} by {author}") });
                 }
                 *applied = true;
+                false
             }
             Known::Review { review, applied, .. } => {
+                let own = review.author == correction.author;
+                let mut ignored = false;
                 if let Some(team) = correction.team.as_mut()
                     && !team.reviews.iter().any(|r| r.record == review.record)
                 {
-                    let what = format!("{} by {}", review.verdict(), review.author);
+                    ignored = own || (review.agent.is_some() && review.agent == team.agent);
+                    let what = if ignored {
+                        format!("{} by its own author {}: not counted", review.verdict(), review.author)
+                    } else {
+                        team.reviews.push(review.clone());
+                        format!("{} by {}", review.verdict(), review.author)
+                    };
                     correction.history.push(HistoryEntry { at: review.at.clone(), what });
-                    team.reviews.push(review.clone());
                 }
                 *applied = true;
+                ignored
             }
         }
     }
@@ -78,6 +89,23 @@ const MARK: &[u8] = b"\xffteam\0mark\0";
 const REJECTED: &[u8] = b"\xffteam\0rejected\0";
 /// Undo and supersede records whose correction has not arrived yet (also in [`KNOWN`]).
 const WAITING: &[u8] = b"\xffteam\0waiting\0";
+/// Records a pull skipped, with why: not fetched again but by a full pull.
+const SKIPPED: &[u8] = b"\xffteam\0skipped\0";
+
+/// How far ahead of the reader's clock a record's time may be before it is said to be dated
+/// in the future (clocks differ a little); any time ahead is taken as the time it arrived.
+const FUTURE_SLACK: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// What taking in a pull's records did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Taken {
+    /// Records new to this store.
+    pub new: usize,
+    /// Of those, records dated in the future (see [`FUTURE_SLACK`]).
+    pub future: usize,
+    /// Reviews of the reviewer's own correction: kept, not counted.
+    pub self_reviews: usize,
+}
 
 fn team_key(prefix: &[u8], rest: &str) -> Vec<u8> {
     [prefix, rest.as_bytes()].concat()
@@ -230,7 +258,8 @@ impl SledStore {
         let mut batch = sled::Batch::default();
         let agent = self.agent_id(&mut batch)?;
         // Made here, or made by this store and pulled back (a full pull of a copy).
-        if !team.pulled || team.agent.as_deref() == Some(agent.as_str()) {
+        // The same name counts as one's own too: readers do not count such a review.
+        if !team.pulled || team.agent.as_deref() == Some(agent.as_str()) || correction.author == self.author {
             return Err(StoreError::OwnCorrection { id });
         }
         if let Some(last) = crate::overlay::team::state::verdict(&team)
@@ -332,6 +361,41 @@ impl SledStore {
         self.commit(batch)
     }
 
+    /// Puts back on the queue the records an earlier build set aside as rejected because the
+    /// update endpoint answered 404 or 405: that was a wrong address, not a refusal of the
+    /// record (now a configuration error that keeps the queue). How many were put back.
+    pub fn requeue_misrouted(&self) -> Result<usize, StoreError> {
+        #[derive(Deserialize)]
+        struct Rejected {
+            queued: Queued,
+            reason: String,
+        }
+        let mut batch = sled::Batch::default();
+        let mut back = 0;
+        for item in self.db.scan_prefix(REJECTED) {
+            let (k, v) = item.map_err(|e| self.err(e))?;
+            let Ok(rejected) = serde_json::from_slice::<Rejected>(&v) else { continue };
+            if !(rejected.reason.contains(": HTTP 404 ") || rejected.reason.contains(": HTTP 405 ")) {
+                continue;
+            }
+            let iri = rejected.queued.record.iri.clone();
+            if let Some(Known::Correction { kg, id }) = self.known(&iri)? {
+                let mut correction = self.get(&kg, id)?;
+                if let Some(team) = correction.team.as_mut() {
+                    team.rejected = None;
+                }
+                self.stage(&mut batch, &correction)?;
+            }
+            batch.insert(team_key(QUEUE, &iri), self.json(&rejected.queued)?);
+            batch.remove(k);
+            back += 1;
+        }
+        if back > 0 {
+            self.commit(batch)?;
+        }
+        Ok(back)
+    }
+
     /// How many records the server refused for good (kept aside, see [`Self::mark_rejected`]).
     pub fn rejected_count(&self) -> usize {
         self.db.scan_prefix(REJECTED).count()
@@ -348,10 +412,50 @@ impl SledStore {
         self.db.contains_key(team_key(KNOWN, iri)).map_err(|e| self.err(e))
     }
 
+    /// Whether a pull skipped the record `iri` (see [`Self::note_skipped`]).
+    pub fn skipped(&self, iri: &str) -> Result<bool, StoreError> {
+        self.db.contains_key(team_key(SKIPPED, iri)).map_err(|e| self.err(e))
+    }
+
+    /// Notes records a pull skipped (IRI, why, the detail), in one write: the next pull does
+    /// not fetch them again.
+    pub fn note_skipped(&self, skipped: &[(String, Skip, String)]) -> Result<(), StoreError> {
+        #[derive(Serialize)]
+        struct Noted<'a> {
+            why: Skip,
+            detail: &'a str,
+            at: String,
+        }
+        let mut batch = sled::Batch::default();
+        for (iri, why, detail) in skipped {
+            let noted = Noted { why: *why, detail, at: crate::overlay::team::record::now_millis() };
+            batch.insert(team_key(SKIPPED, iri), self.json(&noted)?);
+        }
+        self.commit(batch)
+    }
+
+    /// Notes where the next pull of `set` starts (less an overlap).
+    pub fn mark_pulled(&self, set: &str, until: &str) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        batch.insert(team_key(MARK, set), until.as_bytes().to_vec());
+        self.commit(batch)
+    }
+
     /// Takes in records pulled from `set` (those it has are skipped: pulling twice changes
     /// nothing) and notes `until`, in one write. An undo or supersede whose correction has
-    /// not arrived yet is kept and applied when it does. Returns how many were new.
-    pub fn take_pulled(&self, set: &str, records: Vec<TeamRecord>, until: Option<&str>) -> Result<usize, StoreError> {
+    /// not arrived yet is kept and applied when it does. A record dated after `received` (when
+    /// the pull began, by this reader's clock) is taken as made then: a time in the future
+    /// would otherwise apply it after every later correction, forever; one well ahead is
+    /// flagged in its history. Returns what was new.
+    pub fn take_pulled(
+        &self,
+        set: &str,
+        records: Vec<TeamRecord>,
+        until: Option<&str>,
+        received: &str,
+    ) -> Result<Taken, StoreError> {
+        let received_at = crate::overlay::team::record::parse_time(received);
+        let mut taken = Taken::default();
         let mut batch = sled::Batch::default();
         let mut changed: std::collections::BTreeMap<(String, u64), Correction> = Default::default();
         let mut by_record: std::collections::HashMap<String, (String, u64)> = Default::default();
@@ -370,8 +474,19 @@ impl SledStore {
         // One write reserves the ids of every new correction (a pull takes in thousands).
         let corrections = fresh.iter().filter(|r| matches!(r.kind, Kind::Correction { .. })).count();
         let mut next_id = self.reserve_ids(corrections as u64)?;
-        for record in fresh {
+        for mut record in fresh {
             new += 1;
+            let claimed = crate::overlay::team::record::parse_time(&record.created);
+            let mut dated_ahead = None;
+            if let (Some(claimed), Some(at)) = (claimed, received_at)
+                && claimed > at
+            {
+                let claim = std::mem::replace(&mut record.created, received.to_string());
+                if claimed > at + FUTURE_SLACK {
+                    taken.future += 1;
+                    dated_ahead = Some(claim);
+                }
+            }
             match record.kind {
                 Kind::Correction { op } => {
                     let id = next_id;
@@ -386,7 +501,14 @@ impl SledStore {
                         created: record.created.clone(),
                         active: true,
                         context: record.context,
-                        history: vec![HistoryEntry { at: record.created, what: "created".into() }],
+                        history: std::iter::once(HistoryEntry { at: record.created.clone(), what: "created".into() })
+                            .chain(dated_ahead.map(|claim| HistoryEntry {
+                                at: record.created,
+                                what: format!(
+                                    "dated {claim} by its author, in the future: taken as made when it arrived"
+                                ),
+                            }))
+                            .collect(),
                         team: Some(TeamLink {
                             record: record.iri.clone(),
                             set: set.to_string(),
@@ -451,8 +573,10 @@ impl SledStore {
                     _ => None,
                 },
             };
-            if let Some(correction) = found.and_then(|k| changed.get_mut(&k)) {
-                known.apply_to(correction);
+            if let Some(correction) = found.and_then(|k| changed.get_mut(&k))
+                && known.apply_to(correction)
+            {
+                taken.self_reviews += 1;
             }
             let applied = known.applied();
             if is_new || applied {
@@ -467,7 +591,7 @@ impl SledStore {
             }
         }
         if !dirty {
-            return Ok(0);
+            return Ok(taken);
         }
         for correction in changed.values() {
             self.stage(&mut batch, correction)?;
@@ -476,6 +600,46 @@ impl SledStore {
             batch.insert(team_key(MARK, set), until.as_bytes().to_vec());
         }
         self.commit(batch)?;
-        Ok(new)
+        taken.new = new;
+        Ok(taken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::overlay::Op;
+
+    /// A store in which an earlier build set records aside for an update endpoint's 404 puts
+    /// them back on the queue; a record the server refused (400) stays aside.
+    #[test]
+    fn records_rejected_for_a_wrong_address_are_queued_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(&dir.path().join("store")).unwrap();
+        let set = "http://example.org/c";
+        let draft = |label: &str| Draft {
+            op: Op::Relabel { entity: "m.x".into(), label: label.into() },
+            reason: "r".into(),
+            generated: false,
+            author: "Ada".into(),
+            context: None,
+            origin: None,
+        };
+        let typo = store.add_shared("demo", draft("one"), set, None).unwrap();
+        let refused = store.add_shared("demo", draft("two"), set, None).unwrap();
+        let record = |c: &Correction| c.team.as_ref().unwrap().record.clone();
+        let why = |status: &str| format!("shared set team: SPARQL endpoint http://127.0.0.1/updat: HTTP {status}: no");
+        store.mark_rejected(&record(&typo), &why("404 Not Found")).unwrap();
+        store.mark_rejected(&record(&refused), &why("400 Bad Request")).unwrap();
+        assert!(store.queued().unwrap().is_empty());
+
+        assert_eq!(store.requeue_misrouted().unwrap(), 1);
+        let queued: Vec<String> = store.queued().unwrap().into_iter().map(|q| q.record.iri).collect();
+        assert_eq!(queued, [record(&typo)]);
+        let list = store.list("demo").unwrap();
+        assert_eq!(list[0].team.as_ref().unwrap().rejected, None);
+        assert!(list[1].team.as_ref().unwrap().rejected.is_some(), "a refusal stays one");
+        assert_eq!(store.rejected_count(), 1);
+        assert_eq!(store.requeue_misrouted().unwrap(), 0, "once");
     }
 }

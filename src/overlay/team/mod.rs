@@ -14,7 +14,7 @@ use crate::kg::KgError;
 use crate::kg::sparql::client::{Credentials, SparqlClient, SparqlConfig, redact};
 use crate::overlay::store::{SledStore, StoreError};
 use futures::StreamExt as _;
-use record::{DETAIL, Gathered, PAGE, now_millis, parse_time};
+use record::{DETAIL, Gathered, MAX_RECORD, MAX_TRIPLES, PAGE, Skip, now_millis, parse_time};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -135,30 +135,46 @@ impl Team {
         TeamError::Server { set: self.name.clone(), error: source }
     }
 
+    /// The error that says `update_endpoint` is not what it should be (one line, naming it).
+    fn misconfigured(&self, what: &str) -> TeamError {
+        let detail = format!("update_endpoint {:?} {what} (check the config)", redact(self.update.endpoint()));
+        TeamError::Config { set: self.name.clone(), detail }
+    }
+
     /// Sends this set's queued records, oldest first, each as one `INSERT DATA`, and takes
-    /// each off the queue once the server has it. A record the server refuses for good (an
-    /// HTTP 4xx but 401, 403, 408 and 429), or that cannot be written as a record, is set aside
-    /// as rejected (kept, with the reason) and the rest go on. Any other failure (no
-    /// connection, no answer, 5xx, credentials refused) stops: the rest stay queued, in order.
+    /// each off the queue once the server is seen to hold it (read back through the query
+    /// endpoint: an update endpoint that answers 200 with any page has taken nothing). A record
+    /// the server refuses for good (HTTP 400, 413, 414 or 422: the record, not the address), or
+    /// that cannot be written as a record, is set aside as rejected (kept, with the reason) and
+    /// the rest go on. Any other failure stops, the rest staying queued, in order: no
+    /// connection, no answer, 5xx, credentials refused, and an update endpoint that is not one
+    /// (404, 405, any other 4xx, a 200 after which the server does not hold the record), which
+    /// is a configuration error to fix, never a refusal of the record.
     pub async fn push(&self, open: Opener<'_>) -> Result<Pushed, StoreError> {
-        let queued: Vec<_> = open()?.queued()?.into_iter().filter(|q| q.set == self.graph).collect();
+        let store = open()?;
+        let requeued = store.requeue_misrouted()?;
+        if requeued > 0 {
+            tracing::info!(set = %self.name, requeued, "records set aside for an update endpoint's 404 or 405 are queued again");
+        }
+        let queued: Vec<_> = store.queued()?.into_iter().filter(|q| q.set == self.graph).collect();
+        drop(store);
         let (mut sent, mut rejected) = (0, 0);
         for (i, q) in queued.iter().enumerate() {
             let outcome = match q.record.insert_data(&self.graph, &now_millis()) {
-                Ok(update) => self.update.update(&update).await.map_err(|e| (e.is_permanent(), self.server(e))),
-                Err(e) => Err((true, TeamError::Config { set: self.name.clone(), detail: e.to_string() })),
+                Ok(update) => self.send(&q.record.iri, &update).await,
+                Err(e) => Err(Failure::Refused(TeamError::Config { set: self.name.clone(), detail: e.to_string() })),
             };
             match outcome {
                 Ok(()) => {
                     open()?.mark_sent(&q.record.iri)?;
                     sent += 1;
                 }
-                Err((true, error)) => {
+                Err(Failure::Refused(error)) => {
                     tracing::warn!(set = %self.name, record = %q.record.iri, %error, "a record was refused; set aside as rejected");
                     open()?.mark_rejected(&q.record.iri, &error.to_string())?;
                     rejected += 1;
                 }
-                Err((false, error)) => {
+                Err(Failure::Stop(error)) => {
                     tracing::warn!(set = %self.name, record = %q.record.iri, %error, "a record could not be sent; it stays queued");
                     return Ok(Pushed { sent, rejected, pending: queued.len() - i, error: Some(error) });
                 }
@@ -170,22 +186,60 @@ impl Team {
         Ok(Pushed { sent, rejected, pending: 0, error: None })
     }
 
+    /// Sends one record's update, then reads the record back.
+    async fn send(&self, iri: &str, update: &str) -> Result<(), Failure> {
+        if let Err(e) = self.update.update(update).await {
+            return Err(match &e {
+                // A 400 is this record's fault only if the endpoint takes an update that does
+                // nothing (a query endpoint, say, answers 400 to any update).
+                KgError::Refused { status: 400, .. } if self.update.update("INSERT DATA { }").await.is_err() => {
+                    Failure::Stop(self.misconfigured(
+                        "refuses even an update that does nothing (HTTP 400): it is not the server's SPARQL update endpoint",
+                    ))
+                }
+                KgError::Refused { status: 400 | 413 | 414 | 422, .. } => Failure::Refused(self.server(e)),
+                KgError::Refused { status, .. }
+                    if (400..500).contains(status) && !matches!(status, 401 | 403 | 408 | 429) =>
+                {
+                    Failure::Stop(
+                        self.misconfigured(&format!("answered HTTP {status}: it is not the server's SPARQL update endpoint")),
+                    )
+                }
+                _ => Failure::Stop(self.server(e)),
+            });
+        }
+        let query = record::select_held(&self.graph, iri)
+            .map_err(|detail| Failure::Refused(TeamError::Config { set: self.name.clone(), detail }))?;
+        let rows = self.query.select(&query).await.map_err(|e| Failure::Stop(self.server(e)))?;
+        if rows.is_empty() {
+            return Err(Failure::Stop(self.misconfigured(
+                "answered, but the server does not hold the record after it: it is not the server's SPARQL update endpoint",
+            )));
+        }
+        Ok(())
+    }
+
     /// Takes the records published since the last pull (all of them with `full`) into the
-    /// store. Returns how many were new; records that are not well formed are skipped (and
-    /// logged), never applied.
-    pub async fn pull(&self, open: Opener<'_>, full: bool) -> Result<usize, TeamError> {
+    /// store. Says how many were new, and which were skipped and why: a record that breaks the
+    /// rules (too long, a field twice, not well formed) is skipped, never applied, and the
+    /// pull goes on.
+    pub async fn pull(&self, open: Opener<'_>, full: bool) -> Result<Pulled, TeamError> {
         self.pull_cached(open, full, &mut PullCache::default()).await
     }
 
     /// As [`Self::pull`], keeping in `cache` what the next pull of this process needs to find
-    /// nothing new without opening the store. In three steps: how many publications there were
+    /// nothing new without opening the store. In three steps: how many records were published
     /// since the last pull (the same count from the same start is nothing new), which records
-    /// they were (their IRIs only), then, of those the store does not have, everything they say.
-    pub async fn pull_cached(&self, open: Opener<'_>, full: bool, cache: &mut PullCache) -> Result<usize, TeamError> {
+    /// they were (their IRIs only), then, of those the store does not have (nor skipped
+    /// before, but with `full`), everything they say, [`DETAIL`] records at a time, each batch
+    /// taken into the store as it comes: a pull's memory does not grow with the records.
+    pub async fn pull_cached(&self, open: Opener<'_>, full: bool, cache: &mut PullCache) -> Result<Pulled, TeamError> {
         let started = std::time::Instant::now();
         // The reader's own clock bounds where the next pull starts: a record stamped in the
         // future (a writer's clock ahead, or a hostile one) must not stop everyone's pulls.
+        // It is also when what this pull takes in was received here (see `take_pulled`).
         let now = std::time::SystemTime::now();
+        let received = humantime::format_rfc3339_millis(now).to_string();
         let until = match &cache.until {
             Some(until) => until.clone(),
             None => open()?.pulled_until(&self.graph)?,
@@ -199,8 +253,8 @@ impl Team {
             _ => None,
         };
         let config = |detail: String| TeamError::Config { set: self.name.clone(), detail };
-        // How many publications since then: the same count for the same start as last time
-        // is nothing new (records are only ever added), found with one small answer.
+        // How many records since then: the same count for the same start as last time is
+        // nothing new (records are only ever added), found with one small answer.
         let query = record::count_published(&self.graph, since.as_deref()).map_err(config)?;
         let counted = self.query.select(&query).await.map_err(|e| self.server(e))?;
         let count = match counted.first().and_then(|row| row.get("n")) {
@@ -209,7 +263,7 @@ impl Team {
         };
         if count.is_some() && cache.counted == Some((since.clone(), count)) {
             tracing::debug!(set = %self.name, ms = started.elapsed().as_millis() as u64, "nothing new");
-            return Ok(0);
+            return Ok(Pulled::default());
         }
         // Each record published since then, with its latest publication (it is stamped again
         // each time it is sent): whole when the server gave as many as it counted, else again
@@ -219,7 +273,7 @@ impl Team {
             let mut last = None;
             for row in rows {
                 let Some(oxrdf::Term::NamedNode(r)) = row.get("r") else { continue };
-                let sent = match row.get("sent") {
+                let sent = match row.get("latest") {
                     Some(oxrdf::Term::Literal(l)) => parse_time(l.value()),
                     _ => None,
                 };
@@ -248,83 +302,205 @@ impl Team {
         } else {
             take(&rows);
         }
+        drop(rows);
         let listed = started.elapsed();
-        // The records this store does not have yet (asked only of those this process has not
-        // seen: nothing new opens no store).
+        // The records this store does not have yet, nor skipped before (asked only of those
+        // this process has not seen: nothing new opens no store).
         let mut wanted = Vec::new();
+        let mut skipped: Vec<Skipped> = Vec::new();
         let unseen: Vec<&String> = published.keys().filter(|iri| !cache.known.contains(*iri)).collect();
         if !unseen.is_empty() {
             let store = open()?;
             for iri in unseen {
-                if store.has_record(iri)? {
+                if store.has_record(iri)? || (!full && store.skipped(iri)?) {
                     cache.known.insert(iri.clone());
                 } else if let Err(e) = crate::kg::sparql::syntax::iri(iri) {
-                    tracing::warn!(set = %self.name, "skipped a record: {e}");
+                    skipped.push(Skipped { iri: iri.clone(), skip: Skip::Malformed, detail: e });
                 } else {
                     wanted.push(iri.clone());
                 }
             }
         }
-        let mut gathered: BTreeMap<String, Gathered> = BTreeMap::new();
-        let queries = wanted.chunks(DETAIL).map(|chunk| record::select_records(&self.graph, chunk));
-        let queries = queries.collect::<Result<Vec<_>, _>>().map_err(config)?;
-        // A few at once: the server answers one while the last answer is read here.
-        let mut answers = futures::stream::iter(queries.iter().map(|q| self.query.select(q))).buffered(FETCHING);
-        while let Some(rows) = answers.next().await {
-            let rows = rows.map_err(|e| self.server(e))?;
-            for row in &rows {
-                let Some(oxrdf::Term::NamedNode(r)) = row.get("r") else { continue };
-                gathered.entry(r.as_str().to_string()).or_default().add(row);
+        let mut pulled = Pulled::default();
+        let mut fetched = 0;
+        // A few batches at once: the server answers one while the last is taken in here.
+        let batches = wanted.chunks(DETAIL).map(|chunk| self.fetch(chunk));
+        let mut answers = futures::stream::iter(batches).buffered(FETCHING);
+        while let Some(answer) = answers.next().await {
+            let (records, mut batch_skipped) = answer?;
+            fetched += records.len();
+            let taken: Vec<String> = records.iter().map(|r| r.iri.clone()).collect();
+            if !records.is_empty() {
+                let t = open()?.take_pulled(&self.graph, records, None, &received)?;
+                pulled.new += t.new;
+                pulled.future += t.future;
+                pulled.self_reviews += t.self_reviews;
             }
+            cache.known.extend(taken);
+            skipped.append(&mut batch_skipped);
         }
-        let fetched = started.elapsed();
-        // Where the next pull starts: the latest publication of a record here or taken now
-        // (never of one skipped), and never later than this reader's clock when the pull began.
+        let fetch_ms = (started.elapsed() - listed).as_millis() as u64;
+        if !skipped.is_empty() {
+            for s in &skipped {
+                tracing::warn!(set = %self.name, "skipped: record {}: {}", s.iri, s.detail);
+                let entry = pulled.skipped.entry(s.skip).or_insert_with(|| (0, s.iri.clone()));
+                entry.0 += 1;
+            }
+            // Kept, so the next pull (whose overlap lists them again) does not fetch them.
+            open()?
+                .note_skipped(&skipped.iter().map(|s| (s.iri.clone(), s.skip, s.detail.clone())).collect::<Vec<_>>())?;
+            cache.known.extend(skipped.into_iter().map(|s| s.iri));
+        }
+        // Where the next pull starts: the latest publication of a record here, taken now or
+        // skipped (for good), and never later than this reader's clock when the pull began.
         let mut latest = until.as_deref().and_then(parse_time).map(|t| t.min(now));
-        let mut later = |sent: Option<std::time::SystemTime>| {
+        for (iri, sent) in &published {
             if let Some(sent) = sent.map(|t| t.min(now))
+                && cache.known.contains(iri)
                 && latest.is_none_or(|l| sent > l)
             {
                 latest = Some(sent);
             }
-        };
-        for (iri, sent) in &published {
-            if cache.known.contains(iri) {
-                later(*sent);
-            }
-        }
-        let mut records = Vec::with_capacity(gathered.len());
-        for (iri, g) in &gathered {
-            match g.record(iri) {
-                Ok(r) => {
-                    later(published.get(iri).copied().flatten().or_else(|| g.published().and_then(parse_time)));
-                    records.push(r);
-                }
-                Err(e) => tracing::warn!(set = %self.name, "skipped: {e}"),
-            }
         }
         let latest = latest.map(|t| humantime::format_rfc3339_millis(t).to_string());
-        let taken: Vec<String> = records.iter().map(|r| r.iri.clone()).collect();
-        let new = if records.is_empty() && latest == until {
-            0
-        } else {
-            open()?.take_pulled(&self.graph, records, latest.as_deref())?
-        };
-        cache.known.extend(taken);
+        if latest != until
+            && let Some(mark) = &latest
+        {
+            open()?.mark_pulled(&self.graph, mark)?;
+        }
         // The count stands for this start only if the mark did not move.
         cache.counted = (latest == until).then_some((since, count));
         cache.until = Some(latest);
         tracing::info!(
             set = %self.name,
             published = published.len(),
-            fetched = gathered.len(),
-            new,
+            fetched,
+            new = pulled.new,
+            skipped = pulled.skipped.values().map(|(n, _)| n).sum::<usize>(),
             list_ms = listed.as_millis() as u64,
-            fetch_ms = (fetched - listed).as_millis() as u64,
-            store_ms = (started.elapsed() - fetched).as_millis() as u64,
+            fetch_ms,
             "pulled"
         );
-        Ok(new)
+        Ok(pulled)
+    }
+
+    /// Reads the records `iris` (at most [`DETAIL`]): first how many triples and characters
+    /// each has, so one over the limits is skipped unread, then the others' triples (each value
+    /// capped by the server). The records, and those skipped with why.
+    async fn fetch(&self, iris: &[String]) -> Result<(Vec<record::Record>, Vec<Skipped>), TeamError> {
+        let config = |detail: String| TeamError::Config { set: self.name.clone(), detail };
+        let query = record::count_triples(&self.graph, iris).map_err(config)?;
+        let rows = self.query.select(&query).await.map_err(|e| self.server(e))?;
+        let number = |row: &sparesults::QuerySolution, var: &str| match row.get(var) {
+            Some(oxrdf::Term::Literal(n)) => n.value().parse::<u64>().ok(),
+            _ => None,
+        };
+        let mut sizes: std::collections::HashMap<String, (u64, u64)> = std::collections::HashMap::new();
+        for row in &rows {
+            let Some(oxrdf::Term::NamedNode(r)) = row.get("r") else { continue };
+            sizes.insert(
+                r.as_str().to_string(),
+                (number(row, "n").unwrap_or(u64::MAX), number(row, "size").unwrap_or(0)),
+            );
+        }
+        let mut skipped = Vec::new();
+        let mut read = Vec::new();
+        for iri in iris {
+            let skip = |skip: Skip, detail: String| Skipped { iri: iri.clone(), skip, detail };
+            match sizes.get(iri) {
+                Some(&(n, _)) if n > MAX_TRIPLES as u64 => {
+                    skipped.push(skip(Skip::TooMany, format!("it has {n} triples (at most {MAX_TRIPLES})")))
+                }
+                Some(&(_, size)) if size > MAX_RECORD as u64 => {
+                    skipped.push(skip(Skip::TooLong, format!("it holds {size} characters (at most {MAX_RECORD})")))
+                }
+                Some(_) => read.push(iri.clone()),
+                None => skipped.push(skip(Skip::Malformed, "it has nothing but its publication time".into())),
+            }
+        }
+        let mut gathered: BTreeMap<String, Gathered> = BTreeMap::new();
+        if !read.is_empty() {
+            let query = record::select_records(&self.graph, &read, read.len() * MAX_TRIPLES).map_err(config)?;
+            for row in &self.query.select(&query).await.map_err(|e| self.server(e))? {
+                let Some(oxrdf::Term::NamedNode(r)) = row.get("r") else { continue };
+                gathered.entry(r.as_str().to_string()).or_default().add(row);
+            }
+        }
+        let mut records = Vec::with_capacity(read.len());
+        for iri in read {
+            match gathered.get(&iri).map(|g| g.record(&iri)) {
+                Some(Ok(r)) => records.push(r),
+                Some(Err(e)) => {
+                    let detail = e.to_string();
+                    // The message names the record; the note adds it once.
+                    let detail = detail.strip_prefix(&format!("record {iri}: ")).unwrap_or(&detail).to_string();
+                    skipped.push(Skipped { iri, skip: e.skip(), detail });
+                }
+                None => skipped.push(Skipped { iri, skip: Skip::Malformed, detail: "it has nothing to read".into() }),
+            }
+        }
+        Ok((records, skipped))
+    }
+}
+
+/// How sending one record failed.
+enum Failure {
+    /// Refused for good: set aside as rejected, the queue goes on.
+    Refused(TeamError),
+    /// Not sent now: it and the rest stay queued.
+    Stop(TeamError),
+}
+
+/// A record a pull did not take in.
+struct Skipped {
+    iri: String,
+    skip: Skip,
+    detail: String,
+}
+
+/// What a pull did: how many records were new, and what the user should know of the others.
+#[derive(Debug, Default, PartialEq)]
+pub struct Pulled {
+    pub new: usize,
+    /// Records not taken in, by why: how many, and the first one's IRI.
+    pub skipped: BTreeMap<Skip, (usize, String)>,
+    /// Records dated in the future: taken in, as if made when they arrived.
+    pub future: usize,
+    /// Reviews of the reviewer's own correction: kept, never counted.
+    pub self_reviews: usize,
+}
+
+impl Pulled {
+    /// One line per kind of record that was skipped or taken with a flag, for `set`.
+    pub fn remarks(&self, set: &str) -> Vec<String> {
+        let records = |n: usize| format!("{n} record{}", if n == 1 { "" } else { "s" });
+        let mut out: Vec<String> = self
+            .skipped
+            .iter()
+            .map(|(skip, (n, first))| {
+                // An IRI that is not one is not shown: it may hold anything.
+                let first = match (crate::kg::sparql::syntax::iri(first).is_ok(), *n) {
+                    (false, _) => String::new(),
+                    (true, 1) => format!(" ({first})"),
+                    (true, _) => format!(" (the first: {first})"),
+                };
+                format!("skipped {} from {set}: {}{first}", records(*n), skip.why())
+            })
+            .collect();
+        if self.future > 0 {
+            out.push(format!(
+                "{} from {set} dated in the future: taken as made when {} arrived",
+                records(self.future),
+                if self.future == 1 { "it" } else { "they" }
+            ));
+        }
+        if self.self_reviews > 0 {
+            out.push(format!(
+                "{} from {set} reviewing the reviewer's own correction: not counted",
+                records(self.self_reviews)
+            ));
+        }
+        out
     }
 }
 

@@ -93,6 +93,59 @@ pub fn now_millis() -> String {
 pub enum RecordError {
     #[error("record {iri}: {detail}")]
     Malformed { iri: String, detail: String },
+    /// A record that breaks a rule every reader keeps to (see [`Skip`]).
+    #[error("record {iri}: {detail}")]
+    Breaks { iri: String, detail: String, rule: Skip },
+}
+
+impl RecordError {
+    /// Which kind of skip this is, for the one line a pull says per kind.
+    pub fn skip(&self) -> Skip {
+        match self {
+            RecordError::Malformed { .. } => Skip::Malformed,
+            RecordError::Breaks { rule, .. } => *rule,
+        }
+    }
+}
+
+/// The longest value (a literal's characters, an IRI's) a record may hold. Readers ask the
+/// server for longer ones cut to nothing (with their length), so one teammate's 9 MB label
+/// never reaches anyone's memory, and the record is skipped.
+pub const MAX_VALUE: usize = 16_384;
+
+/// The most characters a record may hold in all its values (see [`MAX_VALUE`]): with
+/// [`MAX_TRIPLES`], what bounds the memory a batch of records takes.
+pub const MAX_RECORD: usize = 65_536;
+
+/// The most triples a record may have, its publication stamps aside (a record has about 20):
+/// what bounds the rows a pull reads per record, whatever a teammate wrote.
+pub const MAX_TRIPLES: usize = 64;
+
+/// Why a pulled record was not taken in: said once per kind after a pull, and kept in the
+/// store so the record is not fetched again at every pull (`fix sync --full` tries again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Skip {
+    /// A value longer than [`MAX_VALUE`].
+    TooLong,
+    /// More triples than [`MAX_TRIPLES`].
+    TooMany,
+    /// A field a record has once, given more than once (two labels: which one applies?).
+    Repeated,
+    /// A field missing, of the wrong kind, or not what ongraph writes.
+    Malformed,
+}
+
+impl Skip {
+    /// Why, as the end of "skipped N records from SET: …".
+    pub fn why(self) -> String {
+        match self {
+            Skip::TooLong => format!("a value longer than {MAX_VALUE} characters, or more than {MAX_RECORD} in all"),
+            Skip::TooMany => format!("more than {MAX_TRIPLES} values"),
+            Skip::Repeated => "a field given more than once".into(),
+            Skip::Malformed => "not a well-formed record (a field missing or not what ongraph writes)".into(),
+        }
+    }
 }
 
 fn ns(term: &str) -> String {
@@ -213,7 +266,59 @@ impl Record {
                 out.push((ns("step"), typed(&step.to_string(), "integer")));
             }
         }
+        // What every reader would skip (see `MAX_VALUE`) is not sent: it is refused here.
+        if let Some(what) = self.too_long() {
+            return Err(RecordError::Breaks {
+                iri: self.iri.clone(),
+                detail: format!("{what}: teammates would skip it"),
+                rule: Skip::TooLong,
+            });
+        }
         Ok(out)
+    }
+
+    /// Which of the record's values is longer than [`MAX_VALUE`] (as readers measure them: a
+    /// literal's characters, an IRI's), or whether all of them hold more than [`MAX_RECORD`].
+    fn too_long(&self) -> Option<String> {
+        let mut values: Vec<(&'static str, String)> = vec![
+            ("IRI", self.iri.clone()),
+            ("kg", self.kg.clone()),
+            ("author", agent_iri(&self.author)),
+            ("reason", self.reason.clone()),
+        ];
+        for (what, value) in [("agentId", &self.agent), ("basedOn", &self.based_on)] {
+            values.extend(value.clone().map(|v| (what, v)));
+        }
+        if let Some(context) = &self.context {
+            values.extend(context.question.clone().map(|v| ("question", v)));
+            values.extend(context.session.clone().map(|v| ("session", v)));
+        }
+        match &self.kind {
+            Kind::Correction { op } => {
+                let (subject, relation, objects, label) = match op {
+                    Op::Retract { subject, relation, object } | Op::Assert { subject, relation, object } => {
+                        (subject, Some(relation), vec![object], None)
+                    }
+                    Op::Replace { subject, relation, old, new, label } => {
+                        (subject, Some(relation), vec![old, new], label.as_ref())
+                    }
+                    Op::Relabel { entity, label } => (entity, None, vec![], Some(label)),
+                };
+                values.push(("subject", subject.clone()));
+                values.extend(relation.map(|r| ("relation", r.clone())));
+                values.extend(objects.into_iter().map(|o| ("object", term_parts(o).0.to_string())));
+                values.extend(label.map(|l| ("label", l.clone())));
+            }
+            Kind::Undo { target } | Kind::Supersede { target } | Kind::Approve { target } | Kind::Reject { target } => {
+                values.push(("target", target.clone()))
+            }
+        }
+        if let Some((what, _)) = values.iter().find(|(_, v)| v.chars().count() > MAX_VALUE) {
+            return Some(format!("its {what} is longer than {MAX_VALUE} characters"));
+        }
+        // Readers count the few small values not listed here too (its type, time, kinds).
+        let total: usize = values.iter().map(|(_, v)| v.chars().count()).sum();
+        (total > MAX_RECORD - 1024).then(|| format!("its values hold more than {MAX_RECORD} characters in all"))
     }
 
     /// The one update that publishes the record in `graph`, stamped `published` (the time it is
@@ -234,7 +339,7 @@ impl Record {
     }
 }
 
-/// The variables of [`select`], in the order rows are read.
+/// The fields of a record: the name [`Gathered`] keeps a value under, and its predicate.
 const FIELDS: [(&str, &str); 20] = [
     ("kg", "kg"),
     ("op", "operation"),
@@ -253,10 +358,18 @@ const FIELDS: [(&str, &str); 20] = [
     ("session", "session"),
     ("step", "step"),
     ("agent", "agentId"),
-    ("author", ""),
-    ("at", ""),
-    ("type", ""),
+    ("author", PROV_ATTRIBUTED),
+    ("at", PROV_GENERATED_AT),
+    ("type", RDF_TYPE),
 ];
+
+/// The field a predicate IRI holds, if it is one of a record's.
+fn field(predicate: &str) -> Option<&'static str> {
+    FIELDS
+        .iter()
+        .find(|(_, p)| predicate.strip_prefix(NS).map_or(*p == predicate, |local| *p == local))
+        .map(|(f, _)| *f)
+}
 
 /// Rows read per page of [`select_published`] when it is paged (see there).
 pub const PAGE: usize = 5000;
@@ -264,26 +377,32 @@ pub const PAGE: usize = 5000;
 /// Records read per query of [`select_records`].
 pub const DETAIL: usize = 500;
 
+/// Which `?r publishedAt ?sent` are publications of records: IRIs and times of the length
+/// ongraph writes (a UUID URN is 45 characters, a time 24), so one teammate's 20 MB IRI or
+/// "time" never reaches anyone's list of records.
+const RECORD_IRI: &str = "FILTER(isIRI(?r) && STRLEN(STR(?r)) <= 512 && STRLEN(STR(?sent)) <= 64)";
+
 fn published_since(since: Option<&str>) -> String {
     since.map(|t| format!(" FILTER(?sent >= {})\n", typed(t, "dateTime"))).unwrap_or_default()
 }
 
-/// How many publications (a record sent twice has two) `graph` holds at or after `since`: what
-/// a pull that finds the same count for the same `since` as last time knows is nothing new.
+/// How many records (by IRI) `graph` holds published at or after `since`: what a pull that
+/// finds the same count for the same `since` as last time knows is nothing new.
 pub fn count_published(graph: &str, since: Option<&str>) -> Result<String, String> {
     let graph = syntax::iri(graph)?;
     Ok(format!(
-        "SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH {graph} {{\n ?r {} ?sent .\n{}}} }}",
+        "SELECT (COUNT(DISTINCT ?r) AS ?n) WHERE {{ GRAPH {graph} {{\n ?r {} ?sent .\n {RECORD_IRI}\n{}}} }}",
         ns("publishedAt"),
         published_since(since)
     ))
 }
 
 /// The query for the records of `graph` published at or after `since` (all of them when
-/// `None`): only their IRIs and publication times. Unordered and whole when `paged` is `None`
-/// (sorting is most of its cost on Oxigraph); else ordered by IRI, [`PAGE`] rows starting after
-/// the IRI given, for a server that cut the whole answer short (Virtuoso's ResultSetMaxRows).
-/// Only the records a store does not have yet are then read in full ([`select_records`]).
+/// `None`): their IRIs and latest publication times, one row per record however often it was
+/// sent. Unordered and whole when `paged` is `None` (sorting is most of its cost on Oxigraph);
+/// else ordered by IRI, [`PAGE`] rows starting after the IRI given, for a server that cut the
+/// whole answer short (Virtuoso's ResultSetMaxRows). Only the records a store does not have yet
+/// are then read in full ([`select_records`]).
 pub fn select_published(graph: &str, since: Option<&str>, paged: Option<Option<&str>>) -> Result<String, String> {
     let graph = syntax::iri(graph)?;
     let since = published_since(since);
@@ -295,61 +414,95 @@ pub fn select_published(graph: &str, since: Option<&str>, paged: Option<Option<&
         ),
     };
     Ok(format!(
-        "SELECT ?r ?sent WHERE {{ GRAPH {graph} {{\n ?r {} ?sent .\n{since}{after}}} }}{order}",
+        "SELECT ?r (MAX(?sent) AS ?latest) WHERE {{ GRAPH {graph} {{\n ?r {} ?sent .\n {RECORD_IRI}\n{since}{after}}} }} \
+         GROUP BY ?r{order}",
         ns("publishedAt")
     ))
 }
 
-/// The query for everything the records `iris` of `graph` say (at most [`DETAIL`] of them), one
-/// row per record (more when a value is given twice), unordered.
-pub fn select_records(graph: &str, iris: &[String]) -> Result<String, String> {
+/// `VALUES ?r { … }` for `iris`, each checked.
+fn values(iris: &[String]) -> Result<String, String> {
+    Ok(iris.iter().map(|i| syntax::iri(i)).collect::<Result<Vec<_>, _>>()?.join(" "))
+}
+
+/// The query for how many triples each of the records `iris` of `graph` has, its publication
+/// stamps aside, and how many characters they hold: one row per record, so a record over
+/// [`MAX_TRIPLES`] or [`MAX_RECORD`] is skipped unread.
+pub fn count_triples(graph: &str, iris: &[String]) -> Result<String, String> {
     let graph = syntax::iri(graph)?;
-    let mut vars = String::from("?r ?sent");
-    let mut optional = String::new();
-    for (var, term) in FIELDS {
-        vars.push_str(&format!(" ?{var}"));
-        if !term.is_empty() {
-            optional.push_str(&format!(" OPTIONAL {{ ?r {} ?{var} }}\n", ns(term)));
-        }
-    }
-    let values = iris.iter().map(|i| syntax::iri(i)).collect::<Result<Vec<_>, _>>()?.join(" ");
     Ok(format!(
-        "SELECT {vars} WHERE {{ GRAPH {graph} {{\n VALUES ?r {{ {values} }}\n ?r {} ?sent .\n ?r <{RDF_TYPE}> ?type .\n \
-         ?r <{PROV_ATTRIBUTED}> ?author .\n ?r <{PROV_GENERATED_AT}> ?at .\n{optional}}} }}",
+        "SELECT ?r (COUNT(*) AS ?n) (SUM(IF(isBlank(?x), 0, STRLEN(STR(?x)))) AS ?size) WHERE {{ GRAPH {graph} {{\n \
+         VALUES ?r {{ {} }}\n ?r ?p ?x .\n FILTER(?p != {})\n}} }} GROUP BY ?r",
+        values(iris)?,
         ns("publishedAt")
     ))
 }
 
-/// Rows of one record, gathered: each variable's distinct values.
+/// The query for everything the records `iris` of `graph` say (at most [`DETAIL`] of them, each
+/// of at most [`MAX_TRIPLES`] triples: see [`count_triples`]): one row per triple, never a
+/// product of fields, and each value's length, a value longer than [`MAX_VALUE`] given as
+/// nothing (the server measures it; it is never sent). At most `limit` rows.
+pub fn select_records(graph: &str, iris: &[String], limit: usize) -> Result<String, String> {
+    let graph = syntax::iri(graph)?;
+    Ok(format!(
+        "SELECT ?r ?p ?o ?len WHERE {{ GRAPH {graph} {{\n VALUES ?r {{ {} }}\n ?r ?p ?x .\n FILTER(?p != {})\n \
+         BIND(STRLEN(STR(?x)) AS ?len)\n BIND(IF(?len > {MAX_VALUE}, \"\", ?x) AS ?o)\n}} }} LIMIT {limit}",
+        values(iris)?,
+        ns("publishedAt")
+    ))
+}
+
+/// The query that tells whether `graph` holds the record `iri` (one row if it does): how a
+/// push sees that the update endpoint really took it.
+pub fn select_held(graph: &str, iri: &str) -> Result<String, String> {
+    Ok(format!(
+        "SELECT ?t WHERE {{ GRAPH {} {{ {} {} ?t }} }} LIMIT 1",
+        syntax::iri(graph)?,
+        syntax::iri(iri)?,
+        ns("publishedAt")
+    ))
+}
+
+/// Rows of one record, gathered: each field's distinct values.
 #[derive(Default)]
 pub struct Gathered {
     values: BTreeMap<String, Vec<String>>,
+    /// The first field found longer than [`MAX_VALUE`], and how long.
+    too_long: Option<(&'static str, u64)>,
 }
 
 impl Gathered {
-    /// Adds a row's values (IRIs and literals alike, by their text).
+    /// Adds a row of [`select_records`] (IRIs and literals alike, by their text). Predicates that
+    /// are not a record's (a newer ongraph's, say) are left aside.
     pub fn add(&mut self, row: &QuerySolution) {
-        for (var, term) in row.iter() {
-            let text = match term {
-                oxrdf::Term::NamedNode(n) => n.as_str().to_string(),
-                oxrdf::Term::Literal(l) => l.value().to_string(),
-                _ => continue,
-            };
-            let values = self.values.entry(var.as_str().to_string()).or_default();
-            if !values.contains(&text) {
-                values.push(text);
-            }
+        let Some(oxrdf::Term::NamedNode(p)) = row.get("p") else { return };
+        let Some(field) = field(p.as_str()) else { return };
+        let len = match row.get("len") {
+            Some(oxrdf::Term::Literal(l)) => l.value().parse::<u64>().unwrap_or(u64::MAX),
+            _ => 0,
+        };
+        if len > MAX_VALUE as u64 {
+            self.too_long.get_or_insert((field, len));
+            return;
         }
-    }
-
-    /// The latest time the record was sent (it is stamped again on each send).
-    pub fn published(&self) -> Option<&str> {
-        self.values.get("sent")?.iter().max_by_key(|t| parse_time(t)).map(String::as_str)
+        let text = match row.get("o") {
+            Some(oxrdf::Term::NamedNode(n)) => n.as_str().to_string(),
+            Some(oxrdf::Term::Literal(l)) => l.value().to_string(),
+            _ => return,
+        };
+        let values = self.values.entry(field.to_string()).or_default();
+        if !values.contains(&text) {
+            values.push(text);
+        }
     }
 
     /// The record, or why it is not one: a value missing, given twice, or not of its kind.
     pub fn record(&self, iri: &str) -> Result<Record, RecordError> {
         let bad = |detail: String| RecordError::Malformed { iri: iri.to_string(), detail };
+        if let Some((field, len)) = self.too_long {
+            let detail = format!("its {field} is {len} characters long (at most {MAX_VALUE})");
+            return Err(RecordError::Breaks { iri: iri.to_string(), detail, rule: Skip::TooLong });
+        }
         // Values that become keys of the local store (the scope, record IRIs): no control
         // character (a NUL would reach into another scope's keys), and not empty.
         let key_like = |what: &str, value: &str| -> Result<(), RecordError> {
@@ -371,7 +524,11 @@ impl Gathered {
             match self.values.get(var).map(Vec::as_slice) {
                 None | Some([]) => Ok(None),
                 Some([v]) => Ok(Some(v.as_str())),
-                Some(_) => Err(bad(format!("{var} is given more than once"))),
+                Some(_) => Err(RecordError::Breaks {
+                    iri: iri.to_string(),
+                    detail: format!("{var} is given more than once"),
+                    rule: Skip::Repeated,
+                }),
             }
         };
         let need = |var: &str| one(var)?.ok_or_else(|| bad(format!("it has no {var}")));

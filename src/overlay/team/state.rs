@@ -111,9 +111,12 @@ fn different_authors(a: &Correction, b: &Correction) -> bool {
 }
 
 /// The review that decides a team correction's fate: the latest (by its time, then its record
-/// IRI, so every reader picks the same one), whoever made the earlier ones.
+/// IRI, so every reader picks the same one), whoever made the earlier ones. A review from the
+/// correction's own store never counts (a pull keeps such reviews out: this covers those
+/// pulled before it did).
 pub fn verdict(link: &TeamLink) -> Option<&Review> {
-    link.reviews.iter().max_by(|a, b| {
+    let own = |r: &&Review| r.agent.is_some() && r.agent == link.agent;
+    link.reviews.iter().filter(|r| !own(r)).max_by(|a, b| {
         let key = |r: &Review| (super::record::parse_time(&r.at), r.record.clone());
         key(a).cmp(&key(b))
     })
@@ -123,17 +126,13 @@ pub fn verdict(link: &TeamLink) -> Option<&Review> {
 /// target here (undone ones too: its author saw them).
 pub fn base_for(corrections: &[Correction], set: &str, op: &Op) -> Option<String> {
     let target = Target::of(op);
+    let keys = crate::overlay::order_keys(corrections);
     corrections
         .iter()
-        .filter(|c| c.team.as_ref().is_some_and(|t| t.set == set) && Target::of(&c.op) == target)
-        .max_by(|a, b| {
-            let key = |c: &Correction| {
-                let made = super::record::parse_time(&c.created);
-                (made, c.team.as_ref().map(|t| t.record.clone()))
-            };
-            key(a).cmp(&key(b))
-        })
-        .and_then(|c| c.team.as_ref().map(|t| t.record.clone()))
+        .zip(keys)
+        .filter(|(c, _)| c.team.as_ref().is_some_and(|t| t.set == set) && Target::of(&c.op) == target)
+        .max_by_key(|(c, key)| (*key, c.team.as_ref().map(|t| t.record.clone())))
+        .and_then(|(c, _)| c.team.as_ref().map(|t| t.record.clone()))
 }
 
 #[cfg(test)]

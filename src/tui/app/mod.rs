@@ -623,6 +623,7 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
                     app.team_offline = false;
                     app.say(said);
                 }
+                super::TeamNote::Remark(said) => app.say(said),
             }
             Vec::new()
         }
