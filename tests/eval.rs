@@ -105,7 +105,10 @@ async fn a_dead_endpoint_is_counted_as_errors_not_dropped() {
     let finished = eval.run(todo, 2, &mut writer, std::future::pending(), |r| records.push(r.clone())).await.unwrap();
     // Three failures in a row: the endpoint went away, and the run stops there (the questions
     // left are not asked, so not counted wrong; --resume asks them).
-    assert!(matches!(&finished, Finished::EndpointGone { error, .. } if error.contains("cannot reach")), "{finished:?}");
+    assert!(
+        matches!(&finished, Finished::EndpointGone { error, .. } if error.contains("cannot reach")),
+        "{finished:?}"
+    );
     let summary = summarise(&records, Some(5));
     assert_eq!((summary.questions, summary.errors, summary.strict.hits), (3, 3, 0));
     assert_eq!(summary.sources.get("none"), Some(&3));
@@ -589,5 +592,8 @@ fn a_kg_suggests_a_question_about_its_own_entities() {
         ongraph::testing::tui::suggestion_from(&entity, &relation),
         "What is the gender of philippe ii duke of orleans?"
     );
-    assert_eq!(ongraph::testing::tui::suggestion_from("Canberra", "location.location.containedby"), "What is the containedby of Canberra?");
+    assert_eq!(
+        ongraph::testing::tui::suggestion_from("Canberra", "location.location.containedby"),
+        "What is the containedby of Canberra?"
+    );
 }

@@ -246,10 +246,9 @@ impl KnowledgeGraph for LocalGraph {
     fn example_fact(&self) -> Option<(String, String)> {
         (0..self.terms.len() as u32).filter(|&n| !self.is_literal(n)).find_map(|node| {
             let label = self.label_of(node)?;
-            let &(rel, _) = self
-                .row(node, Direction::Out)
-                .iter()
-                .find(|&&(rel, to)| self.informative[rel as usize] && !self.is_literal(to) && self.label_of(to).is_some())?;
+            let &(rel, _) = self.row(node, Direction::Out).iter().find(|&&(rel, to)| {
+                self.informative[rel as usize] && !self.is_literal(to) && self.label_of(to).is_some()
+            })?;
             Some((label, self.profile.display_relation(self.relations.get(rel))))
         })
     }

@@ -359,7 +359,10 @@ impl OpenAiClient {
             if body.len() + chunk.len() > limit {
                 return Err(LlmError::Malformed {
                     url: url.into(),
-                    reason: format!("the reply is larger than {} KB (max_reply_kb in the endpoint's [llm] entry)", limit / 1024),
+                    reason: format!(
+                        "the reply is larger than {} KB (max_reply_kb in the endpoint's [llm] entry)",
+                        limit / 1024
+                    ),
                 });
             }
             body.extend_from_slice(&chunk);
