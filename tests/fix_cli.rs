@@ -606,7 +606,10 @@ fn a_damaged_store_is_salvaged_never_thrown_away() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("is damaged") && err.contains("left as it is"), "{err}");
+    assert!(err.contains("is damaged") && err.contains("a copy of it as it was before this command opened it"), "{err}");
+    // The copy taken before sled opened the files (its recovery may rewrite them) is kept.
+    let copy = store.with_file_name("overlay.before-damage");
+    assert_eq!(files(&copy), before, "the copy is the store as it was");
     let salvage = err.find("fix export --salvage").unwrap_or_else(|| panic!("no salvage advice: {err}"));
     let aside = err.find("move the store aside").unwrap_or_else(|| panic!("{err}"));
     assert!(salvage < aside, "salvage first, then move it: {err}");
@@ -625,6 +628,7 @@ fn a_damaged_store_is_salvaged_never_thrown_away() {
 
     // sled cannot open even a copy: the records are read from the bytes of its log.
     std::fs::write(store.join("conf"), b"this is not sled's conf\n").unwrap();
+    std::fs::write(copy.join("conf"), b"this is not sled's conf\n").unwrap();
     let (saved, err) = salvaged(h);
     assert_eq!(ids_and_states(&saved), [(1, true), (2, false), (3, true)], "the latest versions: {saved:?}");
     assert!(err.contains("raw files"), "{err}");
@@ -769,4 +773,34 @@ fn a_tab_separated_kgs_export_is_lines_its_file_takes() {
         "{nt}"
     );
     assert!(!nt.contains("freebase"), "{nt}");
+}
+
+/// Issue 35 (adversarial pass): the first ordinary command on a damaged store let sled's own
+/// recovery rewrite the files as it opened them, so salvage afterwards found 6 of 30
+/// corrections where it had found 30. A copy taken before the open is kept beside a store found
+/// damaged, and salvage reads it too.
+#[test]
+fn a_command_on_a_damaged_store_never_destroys_what_salvage_can_read() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    for i in 1..=30 {
+        ok(h, &["fix", "assert", "m.lou_seal", &format!("test.r{i}"), &format!("m.t{i}"), "--reason", &format!("r{i}")]);
+    }
+    let db = store_dir(h).join("db");
+    let mut bytes = std::fs::read(&db).unwrap();
+    let records: Vec<usize> = bytes.windows(5).enumerate().filter(|(_, w)| *w == b"{\"v\":").map(|(i, _)| i).collect();
+    assert!(records.len() >= 30, "{} records found in db", records.len());
+    let at = records[15];
+    bytes[at + 30..at + 60].copy_from_slice(&[b'X'; 30]);
+    std::fs::write(&db, &bytes).unwrap();
+    let salvaged = |h: &Path| {
+        let out = run(h, &["fix", "export", "--salvage"]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        jsonl(&String::from_utf8_lossy(&out.stdout)).len()
+    };
+    let before = salvaged(h);
+    assert!(before >= 29, "salvage reads the damaged store: {before}");
+    // An ordinary command: whatever it says, it must not cost salvage a correction.
+    let _ = run(h, &["fix", "list"]);
+    assert_eq!(salvaged(h), before, "a command on the damaged store destroyed what salvage could read");
 }
