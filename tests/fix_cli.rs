@@ -606,7 +606,10 @@ fn a_damaged_store_is_salvaged_never_thrown_away() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("is damaged") && err.contains("a copy of it as it was before this command opened it"), "{err}");
+    assert!(
+        err.contains("is damaged") && err.contains("a copy of it as it was before this command opened it"),
+        "{err}"
+    );
     // The copy taken before sled opened the files (its recovery may rewrite them) is kept.
     let copy = store.with_file_name("overlay.before-damage");
     assert_eq!(files(&copy), before, "the copy is the store as it was");
@@ -784,7 +787,10 @@ fn a_command_on_a_damaged_store_never_destroys_what_salvage_can_read() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
     for i in 1..=30 {
-        ok(h, &["fix", "assert", "m.lou_seal", &format!("test.r{i}"), &format!("m.t{i}"), "--reason", &format!("r{i}")]);
+        ok(
+            h,
+            &["fix", "assert", "m.lou_seal", &format!("test.r{i}"), &format!("m.t{i}"), "--reason", &format!("r{i}")],
+        );
     }
     let db = store_dir(h).join("db");
     let mut bytes = std::fs::read(&db).unwrap();

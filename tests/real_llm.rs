@@ -279,6 +279,9 @@ fn names_that_break_naive_grammars_never_break_the_server() {
                 "1",
                 "--structured",
                 "auto",
+                // Scores for nine names, one of 300 characters, take more than the default 256.
+                "--max-tokens",
+                "1024",
                 "--json",
             ],
         )
@@ -296,8 +299,10 @@ fn names_that_break_naive_grammars_never_break_the_server() {
             if call["mode"] != "json_object" || REASONS_FIRST.contains(&step) {
                 continue;
             }
-            // Constrained by a grammar: the reply is JSON the reader took as such.
-            assert_eq!(call["read"], "json", "{method}: {step} not read as JSON: {call}");
+            // Constrained by a grammar: the reply is JSON the reader took as such, unless the
+            // model spent every token it may (a 135M model repeats a 300-character name).
+            let cut = call["usage"]["completion_tokens"].as_u64().is_some_and(|n| n >= 1024);
+            assert!(call["read"] == "json" || cut, "{method}: {step} not read as JSON: {call}");
             if prompt.contains("David \"Buck\" Wheat") || prompt.contains("back\\slash") {
                 hostile_calls += 1;
             }

@@ -366,7 +366,10 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         let note = lines.join("\n");
         // On stderr, so `fix list --json` and `fix export` stay what they say they are.
         let mut err = super::printable::Printable::new(std::io::stderr().lock());
-        writeln!(err, "{}", OneLine(&note))?;
+        // One line per thing said; each line's own text shown on one line.
+        for line in note.lines() {
+            writeln!(err, "{}", OneLine(line))?;
+        }
     }
     Ok(0)
 }

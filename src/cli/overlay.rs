@@ -164,7 +164,9 @@ pub async fn sync_and_say(setup: &SetupArgs, config: &Config) -> Result<()> {
     if let Some(note) = sync_before_reading(setup, config).await? {
         use std::io::Write as _;
         let mut err = super::printable::Printable::new(std::io::stderr().lock());
-        writeln!(err, "{}", crate::safe_text::OneLine(&note))?;
+        for line in note.lines() {
+            writeln!(err, "{}", crate::safe_text::OneLine(line))?;
+        }
     }
     Ok(())
 }

@@ -126,6 +126,16 @@ mod tests {
     }
 
     #[test]
+    fn a_raw_line_break_inside_a_string_is_read_as_the_models_text() {
+        // llama-cpp-python's grammar for a string with `maxLength` let a raw newline through.
+        let options = vec!["Line Break".to_string()];
+        let shape = Shape::Judgment { options: &options };
+        let text = read_as(&shape, "{\"reason\": \"first\nsecond\", \"answer\": [\"Line Break\"]}").unwrap();
+        assert_eq!(parse::parse_yes_no(&text), Some(true), "{text}");
+        assert_eq!(parse::parse_answers(&text), Some(vec!["Line Break".to_string()]));
+    }
+
+    #[test]
     fn entity_scores_follow_the_prompt_order() {
         let cands = vec!["Paris".to_string(), "Lyon".to_string(), "Nice".to_string()];
         let shape = Shape::EntityScores { candidates: &cands };

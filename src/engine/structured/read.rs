@@ -30,6 +30,10 @@ pub(crate) struct Reading {
 /// it is not JSON of the shape (the parser then reads the reply as it is).
 pub(crate) fn read(schema: &ReplySchema, reply: &str) -> Option<Reading> {
     let body = json_body(reply)?;
+    // A raw control character inside a string (llama-cpp-python's grammar for a string with
+    // `maxLength` lets a newline through) is not JSON, but is plainly the model's text.
+    let escaped = escape_raw_controls(body);
+    let body = escaped.as_deref().unwrap_or(body);
     let (mut value, mut notes) = match serde_json::from_str::<Value>(body) {
         Ok(v) => (v, Vec::new()),
         // Cut off at the token limit: closed where it stopped, and read if that parses.
@@ -45,6 +49,29 @@ pub(crate) fn read(schema: &ReplySchema, reply: &str) -> Option<Reading> {
     restore_names(&mut value, &schema.renamed);
     let text = render(&schema.name, &schema.labels, value, &mut notes)?;
     Some(Reading { text, notes })
+}
+
+/// `text` with each control character inside a JSON string written as its escape; `None` when
+/// there is none (the text is read as it is).
+fn escape_raw_controls(text: &str) -> Option<String> {
+    let (mut in_string, mut escaped, mut found) = (false, false, false);
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match (in_string, escaped, c) {
+            (true, true, _) => escaped = false,
+            (true, false, '\\') => escaped = true,
+            (true, false, '"') => in_string = false,
+            (true, false, c) if c.is_control() => {
+                found = true;
+                out.push_str(&format!("\\u{:04x}", c as u32));
+                continue;
+            }
+            (false, _, '"') => in_string = true,
+            _ => {}
+        }
+        out.push(c);
+    }
+    found.then_some(out)
 }
 
 /// Every string of `value` that is a name's form in the schema's enums (see

@@ -46,8 +46,20 @@ impl QueryCache {
     /// cache must never stop a question.
     pub fn open(path: &Path) -> Result<Self, CacheError> {
         let shown = path.display().to_string();
-        let opened = crate::sled_open::open_contained(path)
-            .map_err(|()| CacheError::Damaged { path: shown.clone(), detail: "the database cannot be read".into() })?;
+        let open = || {
+            crate::sled_open::open_contained(path)
+                .map_err(|()| CacheError::Damaged { path: shown.clone(), detail: "the database cannot be read".into() })
+        };
+        let mut opened = open()?;
+        // A snapshot a killed run left unfinished is no damage: set aside, as the correction
+        // store does, and opened again.
+        if matches!(opened, Err(sled::Error::Corruption { .. }))
+            && !crate::sled_open::set_aside_unfinished_snapshots(path)
+                .map_err(|e| CacheError::Io { path: shown.clone(), detail: e.to_string() })?
+                .is_empty()
+        {
+            opened = open()?;
+        }
         match opened {
             Ok(db) => Ok(Self { db, hits: AtomicU64::new(0), misses: AtomicU64::new(0) }),
             Err(e) => Err(classify(shown, e)),
@@ -148,6 +160,21 @@ mod tests {
         QueryCache::remove(&path).unwrap();
         assert!(QueryCache::open(&path).unwrap().is_empty());
         assert_eq!(std::fs::read_to_string(path.join("notes.txt")).unwrap(), "mine", "only sled's files go");
+    }
+
+    #[test]
+    fn a_snapshot_a_killed_run_left_unfinished_is_no_damage() {
+        // Regression (issue 35's adversarial pass): an empty `snap.*.generating` made every
+        // command run without the cache and `cache stats` call it damaged.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("query-cache");
+        let cache = QueryCache::open(&path).unwrap();
+        cache.put("http://x/sparql", "SELECT 1", b"kept");
+        drop(cache);
+        std::fs::write(path.join("snap.00000000FFFFFFFF.generating"), b"").unwrap();
+        let cache = QueryCache::open(&path).expect("opens with the unfinished snapshot set aside");
+        assert_eq!(cache.get("http://x/sparql", "SELECT 1").as_deref(), Some(&b"kept"[..]));
+        assert!(path.join("unfinished-snap.00000000FFFFFFFF.generating").exists(), "kept, never deleted");
     }
 
     #[test]
