@@ -214,12 +214,16 @@ impl<'de> DeserializeSeed<'de> for CheckedValue<'_> {
             _ => e,
         })?;
         let alone = toml::Table::from_iter([(self.key.to_string(), value.clone())]);
-        let checked = if self.keys.is_engine(self.key) {
-            alone.try_into::<SettingsPatch>().map(drop)
+        if self.keys.is_engine(self.key) {
+            let patch = alone.try_into::<SettingsPatch>().map_err(|e| D::Error::custom(e.message()))?;
+            // A value no run can use (a width of 0, a NaN temperature) is this line's error,
+            // not a flag the user never typed.
+            if let Err(e) = crate::settings::build(&[&patch]) {
+                return Err(D::Error::custom(format!("`{}` {}", self.key, e.as_config_value())));
+            }
         } else {
-            alone.try_into::<Defaults>().map(drop)
-        };
-        checked.map_err(|e| D::Error::custom(e.message()))?;
+            alone.try_into::<Defaults>().map(drop).map_err(|e| D::Error::custom(e.message()))?;
+        }
         // A count's limits, as its flag has (see `crate::settings::limit`).
         if let Some(why) = value
             .as_integer()
@@ -421,7 +425,7 @@ impl Config {
 }
 
 impl Config {
-    /// Each `[llm.*]`, `[embedding]` and `[kg.*]` endpoint is an absolute http(s) URL, and its
+    /// Each `[llm.*]`, `[embedding]`, `[kg.*]` and `[shared.*]` endpoint is an absolute http(s) URL, and its
     /// waits and sizes are within reason: said at once, naming the entry, rather than after
     /// the retries of a first request (`file:///…`), or as a hang (`backoff_ms` of 584 million
     /// years). The URL itself is not shown: it may hold a secret.
@@ -454,6 +458,16 @@ impl Config {
             }
             if kg.timeout_secs > 86_400 {
                 return Err(format!("{entry} timeout_secs is at most 86400"));
+            }
+        }
+        for (name, shared) in &self.shared {
+            let entry = format!("[shared.{name}]");
+            check_url(&entry, "query_endpoint", &shared.query_endpoint)?;
+            check_url(&entry, "update_endpoint", &shared.update_endpoint)?;
+            match shared.timeout_secs {
+                0 => return Err(format!("{entry} timeout_secs is at least 1")),
+                t if t > 86_400 => return Err(format!("{entry} timeout_secs is at most 86400")),
+                _ => {}
             }
         }
         Ok(())
@@ -506,6 +520,42 @@ mod tests {
         assert_eq!(err.to_string(), "c.toml:2: invalid value: integer `-1`, expected usize");
         let err = Config::parse("c.toml", "[defaults]\nmethod = \"tot\"\n").unwrap_err().to_string();
         assert!(err.starts_with("c.toml:2: unknown method \"tot\" (methods: tog, tog-r,"), "{err}");
+    }
+
+    #[test]
+    fn a_value_no_run_can_use_names_its_line_not_a_flag() {
+        let cases = [
+            ("width = 0", "`width` is at least 1"),
+            ("gog_steps = 0", "`gog_steps` is at least 1"),
+            ("sample_size = 0", "`sample_size` is at least 1"),
+            ("max_tokens = 0", "`max_tokens` is at least 1"),
+            ("prune_temperature = nan", "`prune_temperature` is a number of at least 0"),
+            ("reason_temperature = -1.0", "`reason_temperature` is a number of at least 0"),
+        ];
+        for (line, why) in cases {
+            let err = Config::parse("c.toml", &format!("[defaults]\nkg = \"demo\"\n{line}\n")).unwrap_err();
+            assert_eq!(err.to_string(), format!("c.toml:3: {why}"), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_shared_entry_is_checked_as_it_is_read() {
+        let entry = |extra: &str| {
+            format!(
+                "[shared.t]\nquery_endpoint = \"http://127.0.0.1:1/query\"\nupdate_endpoint = \"http://127.0.0.1:1/update\"\ngraph = \"urn:g\"\n{extra}"
+            )
+        };
+        let err = Config::parse("c.toml", &entry("timeout_secs = 18446744073709551615\n")).unwrap_err().to_string();
+        assert!(err.contains("[shared.t] timeout_secs is at most 86400"), "{err}");
+        let err = Config::parse("c.toml", &entry("timeout_secs = 0\n")).unwrap_err().to_string();
+        assert!(err.contains("[shared.t] timeout_secs is at least 1"), "{err}");
+        let text = entry("").replace("http://127.0.0.1:1/update", "file:///tmp/update");
+        let err = Config::parse("c.toml", &text).unwrap_err().to_string();
+        assert!(err.contains("[shared.t] update_endpoint must be an http:// or https:// URL, not file:"), "{err}");
+        let text = entry("").replace("http://127.0.0.1:1/query", "query");
+        let err = Config::parse("c.toml", &text).unwrap_err().to_string();
+        assert!(err.contains("[shared.t] query_endpoint is not an absolute http(s) URL"), "{err}");
+        assert!(Config::parse("c.toml", &entry("timeout_secs = 30\n")).is_ok());
     }
 
     #[test]

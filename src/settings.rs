@@ -202,6 +202,17 @@ pub(crate) enum SettingsError {
     TooLarge { flag: String, key: &'static str, max: u64 },
 }
 
+impl SettingsError {
+    /// What is wrong, said of one config key's value (after the key).
+    pub(crate) fn as_config_value(&self) -> String {
+        match self {
+            Self::Zero(_) => "is at least 1".into(),
+            Self::Temperature(_) => "is a number of at least 0".into(),
+            Self::TooLarge { max, .. } => format!("is at most {max}"),
+        }
+    }
+}
+
 /// The defaults, then each patch in turn (the config's, then the command line's), checked.
 pub(crate) fn build(patches: &[&SettingsPatch]) -> Result<Settings, SettingsError> {
     let mut s = Settings::default();
@@ -551,11 +562,9 @@ mod tests {
         assert_eq!(error(&["--sample-size", "0"]), "--sample-threshold and --sample-size must be at least 1");
         assert_eq!(error(&["--prune-temperature=-1"]), "--prune-temperature must be a number of at least 0");
         assert_eq!(error(&["--sample-temperature", "NaN"]), "--sample-temperature must be a number of at least 0");
-        let zero = config("[defaults]\ngog_steps = 0\n");
-        assert_eq!(
-            build(&[&zero]).unwrap_err().to_string(),
-            "--fuzzy-width, --gog-steps and --generate-samples must be at least 1"
-        );
+        // The config's own value is refused at its line (`crate::config`'s tests).
+        let zero = Config::parse("c.toml", "[defaults]\ngog_steps = 0\n").map(drop).unwrap_err();
+        assert_eq!(zero.to_string(), "c.toml:2: `gog_steps` is at least 1");
         assert_eq!(build(&[&flags(&["--rollbacks", "0"])]).map(|s| s.gog.rollbacks), Ok(0), "no rollbacks is a choice");
     }
 }

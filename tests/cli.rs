@@ -514,7 +514,7 @@ fn engine_settings_come_from_the_config_then_the_flags() {
     assert!(calls.iter().all(|(step, t)| *t == if step.ends_with("_prune") { 0.3 } else { 0.1 }), "{calls:?}");
 
     std::fs::write(&config, "[defaults]\nmax_tokens = 0\n").unwrap();
-    assert_one_line_error(&ongraph(home.path(), &["--config", c, "ask", CANBERRA]), "--max-tokens must be at least 1");
+    assert_one_line_error(&ongraph(home.path(), &["--config", c, "ask", CANBERRA]), ":2: `max_tokens` is at least 1");
 }
 
 #[test]

@@ -250,6 +250,11 @@ fn the_binary_runs_summarises_and_compares() {
     // --latency is for simulations only; a broken dataset names its line.
     let o = ongraph(home.path(), &["eval", "--dataset", &dataset, "--latency", "5ms", "--llm", "nope"]);
     assert_eq!(o.status.code(), Some(1));
+    // A latency that would only hang the run is refused at once.
+    let o = ongraph(home.path(), &["eval", "--dataset", &dataset, "--latency", "100000000h", "--llm", "gold-path"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("100000000h is too long: at most 10m a call"), "{err}");
     let broken = home.path().join("PQ-2H.txt");
     std::fs::write(&broken, "q?\tx(x/)\tt#r#x\nbroken line\n").unwrap();
     std::fs::write(home.path().join("2H-kb.txt"), "t\tr\tx\n").unwrap();

@@ -364,6 +364,9 @@ fn a_replace_is_one_correction_that_one_undo_reverts() {
     let imported = ok(h, &["fix", "import", backup.to_str().unwrap()]);
     assert!(imported.ends_with("1 correction(s) imported into demo\n"), "{imported}");
     assert_eq!(first_line(&ok(h, &["ask", PHANATIC])), "Answer: BayCare Ballpark");
+    // Imported again, it is not made twice, and says so.
+    let again = ok(h, &["fix", "import", backup.to_str().unwrap()]);
+    assert_eq!(again, "0 correction(s) imported into demo; skipped 1 already here\n");
 
     // What cannot be a replace says why.
     const MASCOT: &str = "sports.sports_team.team_mascot";
@@ -640,8 +643,23 @@ fn a_damaged_store_is_salvaged_never_thrown_away() {
     let file = h.join("saved.jsonl");
     std::fs::write(&file, saved.iter().map(|c| format!("{c}\n")).collect::<String>()).unwrap();
     std::fs::rename(&store, h.join("overlay.damaged")).unwrap();
-    let imported = ok(h, &["fix", "import", file.to_str().unwrap()]);
-    assert!(imported.ends_with("2 correction(s) imported into demo\n"), "{imported}");
+    let out = run(h, &["fix", "import", file.to_str().unwrap()]);
+    let (imported, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(imported.ends_with("2 correction(s) imported into demo; skipped 1 undone\n"), "{imported}");
+    // The old store's copy is not the new store's: renamed out of salvage's way, and said.
+    assert!(!copy.exists(), "the stale copy is moved");
+    assert!(
+        err.contains("note: the copy of a damaged store beside") && err.contains("overlay.before-damage."),
+        "{err}"
+    );
+    let kept = std::fs::read_dir(h.join("data").join("ongraph"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("overlay.before-damage."))
+        .count();
+    assert_eq!(kept, 1, "kept under a new name, not deleted");
+    let (saved, err) = salvaged(h);
+    assert_eq!(saved.len(), 2, "salvage reads the new store only: {err}");
 }
 
 /// Characters that would forge or turn around what a terminal shows, raw.
@@ -809,4 +827,81 @@ fn a_command_on_a_damaged_store_never_destroys_what_salvage_can_read() {
     // An ordinary command: whatever it says, it must not cost salvage a correction.
     let _ = run(h, &["fix", "list"]);
     assert_eq!(salvaged(h), before, "a command on the damaged store destroyed what salvage could read");
+}
+
+/// A store the user may read but not write (a teammate's, a backup on a read-only mount): its
+/// corrections still apply, a new one is refused saying what to do, and the store is untouched.
+/// As root, permissions do not bind, so the commands then run as `nobody` (setpriv).
+#[test]
+fn a_store_that_is_not_yours_to_write_is_read_and_never_changed() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    ok(h, &["fix", "relabel", "m.bright_house_field", "BayCare Ballpark", "--reason", "Renamed"]);
+    let set_mode = |path: &Path, dir: u32, file: u32| {
+        for entry in walk(path) {
+            let mode = if entry.is_dir() { dir } else { file };
+            std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+    };
+    // Everything but the store is the reader's to write (logs, caches); the store is read-only.
+    set_mode(h, 0o777, 0o666);
+    set_mode(&store_dir(h), 0o555, 0o444);
+    let root =
+        String::from_utf8_lossy(&std::process::Command::new("id").arg("-u").output().unwrap().stdout).trim() == "0";
+    let as_reader = |args: &[&str]| {
+        let bin = env!("CARGO_BIN_EXE_ongraph");
+        let mut cmd = if root {
+            let mut c = std::process::Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin]);
+            c
+        } else {
+            std::process::Command::new(bin)
+        };
+        for (key, dir) in [
+            ("XDG_CONFIG_HOME", "config"),
+            ("XDG_STATE_HOME", "state"),
+            ("XDG_DATA_HOME", "data"),
+            ("XDG_CACHE_HOME", "cache"),
+        ] {
+            cmd.env(key, h.join(dir));
+        }
+        cmd.env("HOME", h).env_remove("ONGRAPH_CONFIG").env_remove("ONGRAPH_LLM").env_remove("ONGRAPH_KG");
+        cmd.args(args).output().expect("the binary runs")
+    };
+    let before = snapshot(&store_dir(h));
+    let asked = as_reader(&["ask", PHANATIC]);
+    assert_eq!(asked.status.code(), Some(0), "{}", String::from_utf8_lossy(&asked.stderr));
+    assert_eq!(
+        first_line(&String::from_utf8_lossy(&asked.stdout)),
+        "Answer: BayCare Ballpark",
+        "the correction applies"
+    );
+    let listed = as_reader(&["fix", "list"]);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("relabel m.bright_house_field"), "{listed:?}");
+    let refused = as_reader(&["fix", "assert", "m.lou_seal", "test.r", "m.t", "--reason", "r"]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("is not yours to write") && err.contains("`overlay` in [defaults]"), "{err}");
+    assert_eq!(snapshot(&store_dir(h)), before, "the store is untouched");
+    set_mode(&store_dir(h), 0o755, 0o644);
+}
+
+/// Every file and directory under `path`, `path` first.
+fn walk(path: &Path) -> Vec<std::path::PathBuf> {
+    let mut all = vec![path.to_path_buf()];
+    if path.is_dir() {
+        let mut entries: Vec<_> = std::fs::read_dir(path).unwrap().map(|e| e.unwrap().path()).collect();
+        entries.sort();
+        for entry in entries {
+            all.extend(walk(&entry));
+        }
+    }
+    all
+}
+
+/// The files under `path` with their contents.
+fn snapshot(path: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    walk(path).into_iter().filter(|p| p.is_file()).map(|p| (p.clone(), std::fs::read(&p).unwrap())).collect()
 }

@@ -159,7 +159,8 @@ async fn timeout_is_a_clear_error() {
     c.timeout = Duration::from_millis(300);
     c.max_retries = 1;
     let err = OpenAiClient::new(c).unwrap().complete(&request()).await.unwrap_err();
-    assert!(matches!(err, LlmError::Timeout { .. }), "{err:?}");
+    assert!(matches!(err, LlmError::Timeout { attempts: 2, .. }), "{err:?}");
+    assert!(err.to_string().ends_with(", on each of 2 attempts"), "{err}");
 }
 
 #[tokio::test]

@@ -94,7 +94,11 @@ impl LanguageModel for JsonModel {
         self.requests.lock().unwrap().push(r.clone());
         let text = self.reply(r);
         if text == FAIL {
-            return Err(LlmError::Timeout { url: "http://127.0.0.1:9/v1/chat/completions".into(), seconds: 1 });
+            return Err(LlmError::Timeout {
+                url: "http://127.0.0.1:9/v1/chat/completions".into(),
+                seconds: 1,
+                attempts: 1,
+            });
         }
         Ok(Completion { text, mode: ReplyMode::JsonSchema, ..Default::default() })
     }

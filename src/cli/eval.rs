@@ -65,7 +65,7 @@ pub struct EvalArgs {
     pub resume: bool,
     /// Serve a simulation model (demo, scripted:FILE, gold-path) on a loopback HTTP server that
     /// waits this long per call (e.g. 800ms), to measure wall time under realistic latency.
-    #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = latency, value_name = "DURATION")]
     pub latency: Option<Duration>,
     /// Apply the correction overlay (off by default: a benchmark measures the KG as published).
     #[arg(long)]
@@ -184,6 +184,13 @@ fn print_summary(summary: &Summary, meta: Option<&RunMeta>, json: bool) -> Resul
     }
     write!(out, "{}", summary.render())?;
     Ok(())
+}
+
+/// `--latency`: a duration of at most ten minutes a call (more would only hang a run).
+fn latency(text: &str) -> Result<Duration, String> {
+    const MAX: Duration = Duration::from_secs(600);
+    let d = humantime::parse_duration(text).map_err(|e| format!("'{text}' is not a duration like 800ms ({e})"))?;
+    if d > MAX { Err(format!("{text} is too long: at most 10m a call")) } else { Ok(d) }
 }
 
 /// Simulation models: served over loopback HTTP with --latency, and labelled in summaries.

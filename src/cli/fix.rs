@@ -519,7 +519,9 @@ fn import(out: &mut impl Write, file: &std::path::Path, config: &Config, scope: 
     let opened = std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
     let reader = std::io::BufReader::new(crate::text_file::BoundedLines::new(opened));
     let store = open_store(config)?;
-    let mut count = 0;
+    // A correction already active here is not made twice (a backup imported again).
+    let mut here: Vec<_> = list_scope(&store, scope)?.into_iter().filter(|c| c.active).map(|c| c.op).collect();
+    let (mut count, mut undone, mut already) = (0, 0, 0);
     for (i, line) in reader.lines().enumerate() {
         let line = line.with_context(|| format!("{}:{}", file.display(), i + 1))?;
         if line.trim().is_empty() {
@@ -528,9 +530,15 @@ fn import(out: &mut impl Write, file: &std::path::Path, config: &Config, scope: 
         let c: Correction =
             serde_json::from_str(&line).with_context(|| format!("{}:{}: not a correction", file.display(), i + 1))?;
         if !c.active {
+            undone += 1;
             continue;
         }
         c.op.validate_ids().map_err(|e| anyhow::anyhow!("{}:{}: {e}", file.display(), i + 1))?;
+        if here.contains(&c.op) {
+            already += 1;
+            continue;
+        }
+        here.push(c.op.clone());
         let origin = format!("imported from {} (was {} in {})", file.display(), c.id, c.kg);
         // The mark comes along (for an export from before it existed, from the reason).
         let generated = c.is_llm_generated();
@@ -542,7 +550,13 @@ fn import(out: &mut impl Write, file: &std::path::Path, config: &Config, scope: 
         out.flush()?;
         count += 1;
     }
-    writeln!(out, "{count} correction(s) imported into {}", scope.key)?;
+    let skipped: Vec<String> = [(undone, "undone"), (already, "already here")]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, why)| format!("{n} {why}"))
+        .collect();
+    let skipped = if skipped.is_empty() { String::new() } else { format!("; skipped {}", skipped.join(", ")) };
+    writeln!(out, "{count} correction(s) imported into {}{skipped}", scope.key)?;
     Ok(())
 }
 

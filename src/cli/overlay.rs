@@ -6,7 +6,7 @@ use crate::config::{Apply, Config, SharedEntry};
 use crate::eval::record::CorrectionsSeen;
 use crate::kg::KnowledgeGraph;
 use crate::overlay::scenario::Triple;
-use crate::overlay::store::{CorrectionStore, SledStore, StoreError};
+use crate::overlay::store::{CorrectionStore, ReadCopy, SledStore, StoreError};
 use crate::overlay::team::state::verdict;
 use crate::overlay::team::{Team, TeamError, corrections};
 use crate::overlay::{Correction, OverlayKg, default_author};
@@ -29,7 +29,7 @@ pub fn store_path(config: &Config) -> PathBuf {
 /// stderr, once: the file is out of the way after.
 pub fn open_store(config: &Config) -> Result<SledStore, StoreError> {
     let store = SledStore::open(&store_path(config))?;
-    if let Some(notice) = store.notice() {
+    for notice in store.notices() {
         use std::io::Write as _;
         let mut err = super::printable::Printable::new(std::io::stderr().lock());
         let _ = writeln!(err, "{notice}");
@@ -240,12 +240,16 @@ pub fn corrections_for(config: &Config, scope: &KgScope) -> Result<Vec<Correctio
         return Ok(Vec::new());
     }
     let store = match open_store(config) {
-        // Opening writes; reading need not: a full disk still shows what is stored.
-        Err(StoreError::DiskFull { .. }) => {
-            tracing::warn!("the correction store's disk is full: reading a copy");
-            SledStore::read_copy(&store_path(config))?
-        }
-        other => other?,
+        // Opening writes; reading need not: a full disk, or a store that is another user's,
+        // still shows what is stored.
+        Err(e) => match ReadCopy::of(&e) {
+            Some(why) => {
+                tracing::warn!("{e}: reading a copy");
+                SledStore::read_copy(&store_path(config), why)?
+            }
+            None => return Err(e.into()),
+        },
+        Ok(store) => store,
     };
     Ok(list_scope(&store, scope)?)
 }

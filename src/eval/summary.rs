@@ -15,6 +15,10 @@ pub struct Summary {
     pub questions: usize,
     /// Of those, how many failed (counted as wrong).
     pub errors: usize,
+    /// The error most failed questions ended with (the first of those most often seen), so a
+    /// run that failed throughout says why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub common_error: Option<String>,
     pub strict: Rate,
     /// Mean F1 over answer sets (strict matching).
     pub f1: f64,
@@ -218,8 +222,10 @@ pub fn summarise(records: &[Record], selected: Option<usize>) -> Summary {
         selected,
         questions: records.len(),
         errors: records.iter().filter(|r| r.error.is_some()).count(),
+        common_error: most_common(records.iter().filter_map(|r| r.error.as_deref())),
         strict: rate(&all, |r| r.score.hit),
-        f1: records.iter().map(|r| r.score.f1).sum::<f64>() / n,
+        // `+ 0.0`: an empty sum is -0.0, shown as "-0.000".
+        f1: records.iter().map(|r| r.score.f1).sum::<f64>() / n + 0.0,
         lenient: rate(&all, |r| r.score.lenient),
         sources,
         llm_calls: Stat::of(records.iter().map(|r| r.llm_calls)),
@@ -233,6 +239,19 @@ pub fn summarise(records: &[Record], selected: Option<usize>) -> Summary {
         reads,
         corrections: corrections_groups(records),
     }
+}
+
+/// The text seen most often, the first of those seen as often.
+fn most_common<'a>(texts: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for text in texts {
+        match counts.iter_mut().find(|(t, _)| *t == text) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((text, 1)),
+        }
+    }
+    let most = counts.iter().map(|(_, n)| *n).max()?;
+    counts.into_iter().find(|(_, n)| *n == most).map(|(t, _)| t.to_string())
 }
 
 impl Summary {
@@ -254,6 +273,10 @@ impl Summary {
             "{}",
             if self.errors > 0 { format!(", {} failed (counted wrong)", self.errors) } else { String::new() }
         )?;
+        if let Some(error) = &self.common_error {
+            let shown: String = crate::safe_text::one_line(error).chars().take(160).collect();
+            writeln!(out, "Failed with  {shown}")?;
+        }
         writeln!(out, "Strict       Hits@1 {}   F1 {:.3}", self.strict.with_interval(), self.f1)?;
         writeln!(
             out,
@@ -397,6 +420,11 @@ mod tests {
         );
         assert!(text.contains("Strict       Hits@1  33.3% (1/3; 95% CI 6.1–79.2)"), "{text}");
         assert!(text.contains("kg_paths 66.7% · none 33.3%"), "{text}");
+        assert!(text.contains("\nFailed with  HTTP 500\n"), "the cause is said: {text}");
+        let ok = summarise(&[Record::sample(0, true, 3)], None).render();
+        assert!(!ok.contains("Failed with"), "{ok}");
+        let none = summarise(&[], Some(3)).render();
+        assert!(none.contains("F1 0.000") && !none.contains("-0.000"), "{none}");
     }
 
     #[test]

@@ -89,10 +89,16 @@ pub fn read_tsv(
     builder: &mut GraphBuilder,
 ) -> Result<LoadReport, KgError> {
     let mut report = LoadReport::default();
-    for (index, line) in reader.lines().enumerate() {
+    // Read as bytes: a line that is not UTF-8 is one bad line (skipped when lenient), not the
+    // end of the file.
+    for (index, line) in reader.split(b'\n').enumerate() {
         let line_no = index as u64 + 1;
-        let line = line.map_err(|e| line_error(path, line_no, &e))?;
-        match parse_tsv_line(&line) {
+        let bytes = line.map_err(|e| line_error(path, line_no, &e))?;
+        let parsed = match std::str::from_utf8(&bytes) {
+            Ok(line) => parse_tsv_line(line),
+            Err(_) => Err("the line is not UTF-8 text".to_string()),
+        };
+        match parsed {
             Ok(None) => {}
             Ok(Some((h, r, t))) => {
                 builder.add(h, r, &t);
@@ -289,6 +295,17 @@ mod tests {
         let mut b = GraphBuilder::new();
         let err = read_tsv("a\tr\tb\nbroken line\n".as_bytes(), "kb.tsv", false, &mut b).unwrap_err();
         assert_eq!(err.to_string(), "kb.tsv:2: expected 3 tab-separated fields (head, relation, tail), found 1");
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_one_bad_line() {
+        let bytes: &[u8] = b"a\tr\tb\nc\tr\t\xff\xfe\nd\tr\te\r\n";
+        let mut b = GraphBuilder::new();
+        let report = read_tsv(bytes, "kb.tsv", true, &mut b).unwrap();
+        assert_eq!((report.triples, report.skipped), (2, 1), "the lines after it are read");
+        assert_eq!(report.skipped_examples, ["kb.tsv:2: the line is not UTF-8 text"]);
+        let err = read_tsv(bytes, "kb.tsv", false, &mut GraphBuilder::new()).unwrap_err();
+        assert_eq!(err.to_string(), "kb.tsv:2: the line is not UTF-8 text");
     }
 
     #[test]

@@ -336,12 +336,17 @@ fn not_by(unrecorded: Option<&str>, method: Option<&str>) -> String {
     }
 }
 
+/// How many times a request was tried, after a message about the last try ("" for once).
+fn tries(attempts: u32) -> String {
+    if attempts > 1 { format!(", on each of {attempts} attempts") } else { String::new() }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
     #[error("cannot reach the LLM endpoint {url}: {message}")]
     Unreachable { url: String, message: String },
-    #[error("the LLM endpoint {url} timed out after {seconds} s")]
-    Timeout { url: String, seconds: u64 },
+    #[error("the LLM endpoint {url} timed out after {seconds} s{}", tries(*attempts))]
+    Timeout { url: String, seconds: u64, attempts: u32 },
     #[error("the LLM endpoint {url} refused the key (HTTP {status}); check the variable {key_env}")]
     Unauthorized { url: String, status: u16, key_env: String },
     #[error("the LLM endpoint {url} answered HTTP {status}: {body}")]

@@ -326,7 +326,10 @@ impl OpenAiClient {
                 Err(e) => (self.transport_error(&url, e), None),
             };
             if attempt >= self.config.max_retries {
-                return Err(error);
+                return Err(match error {
+                    LlmError::Timeout { url, seconds, .. } => LlmError::Timeout { url, seconds, attempts: attempt + 1 },
+                    other => other,
+                });
             }
             let backoff = crate::llm::backoff(self.config.backoff, attempt);
             let wait = wait.map(|w| w.min(self.config.max_retry_after)).unwrap_or(backoff);
@@ -372,7 +375,7 @@ impl OpenAiClient {
 
     fn transport_error(&self, url: &str, e: reqwest::Error) -> LlmError {
         if e.is_timeout() {
-            LlmError::Timeout { url: url.into(), seconds: self.config.timeout.as_secs() }
+            LlmError::Timeout { url: url.into(), seconds: self.config.timeout.as_secs(), attempts: 1 }
         } else {
             // The innermost cause says the useful thing ("Connection refused").
             let mut message = e.to_string();

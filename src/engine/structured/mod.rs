@@ -126,6 +126,25 @@ mod tests {
     }
 
     #[test]
+    fn names_that_differ_only_in_a_line_break_stay_apart_through_a_judgment() {
+        let names: Vec<String> =
+            ["Line\nBreak", "Line Break", "Line\rBreak", "Line Break (2)"].map(String::from).to_vec();
+        let shape = Shape::Judgment { options: &names };
+        let schema = shape.reply_schema();
+        let form =
+            |name: &str| schema.renamed.iter().find(|(_, n)| n == name).map_or(name.to_string(), |(s, _)| s.clone());
+        for chosen in [vec![0], vec![1], vec![2], vec![3], vec![0, 1, 2, 3], vec![2, 0]] {
+            let answer: Vec<String> = chosen.iter().map(|&i| form(&names[i])).collect();
+            let reply = json!({"reason": "r", "answer": answer});
+            let text = read(&schema, &reply.to_string()).unwrap().text;
+            let mut notes = Vec::new();
+            let taken = reachable_answers(&names, &parse::parse_answers(&text).unwrap(), &mut notes);
+            let expected: Vec<String> = chosen.iter().map(|&i| names[i].clone()).collect();
+            assert_eq!(taken, expected, "{text} {notes:?}");
+        }
+    }
+
+    #[test]
     fn a_raw_line_break_inside_a_string_is_read_as_the_models_text() {
         // llama-cpp-python's grammar for a string with `maxLength` let a raw newline through.
         let options = vec!["Line Break".to_string()];

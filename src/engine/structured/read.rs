@@ -474,16 +474,41 @@ pub(super) fn render(name: &str, labels: &[String], value: Value, notes: &mut Ve
 pub(super) fn judgment(options: &[String], reason: &str, answers: Vec<String>, notes: &mut Vec<String>) -> String {
     let taken = reachable_answers(options, &answers, notes);
     // Options, not prose: a long name is still a name.
+    let forms = written_forms(options);
+    let written = |a: &String| options.iter().position(|o| o == a).map_or_else(|| as_braced(a), |i| forms[i].clone());
     let answer = if taken.is_empty() {
         String::new()
     } else {
-        format!("{{{}}}", taken.iter().map(|a| as_braced(a)).collect::<Vec<_>>().join(" | "))
+        format!("{{{}}}", taken.iter().map(written).collect::<Vec<_>>().join(" | "))
     };
     let mut text = if answer.is_empty() { "{No}".to_string() } else { format!("{{Yes}}\nanswer: {answer}") };
     if !reason.trim().is_empty() {
         text.push_str(&format!("\nreason: {}", clean(reason)));
     }
     text
+}
+
+/// How each option is written in a judgment's brace text, one form per option and no two
+/// alike: [`as_braced`] of it, numbered like the enum forms when another option already has
+/// that form or is named so (`Line\nBreak` beside `Line Break` is `Line Break (2)`). Options
+/// written as they are named keep their form first.
+fn written_forms(options: &[String]) -> Vec<String> {
+    let braced: Vec<String> = options.iter().map(|o| as_braced(o)).collect();
+    let mut forms: Vec<Option<String>> = vec![None; options.len()];
+    let plain_first = (0..options.len()).filter(|&i| braced[i] == options[i].trim());
+    let changed = (0..options.len()).filter(|&i| braced[i] != options[i].trim());
+    for i in plain_first.chain(changed) {
+        let taken = |form: &str| {
+            forms.iter().flatten().any(|f| f == form) || options.iter().any(|o| o.trim() == form && *o != options[i])
+        };
+        let (base, mut form, mut k) = (&braced[i], braced[i].clone(), 1);
+        while taken(&form) {
+            k += 1;
+            form = format!("{base} ({k})");
+        }
+        forms[i] = Some(form);
+    }
+    forms.into_iter().map(Option::unwrap_or_default).collect()
 }
 
 /// The answers among `options`, each written as the option is (an exact match first, then one
@@ -493,17 +518,21 @@ pub(super) fn judgment(options: &[String], reason: &str, answers: Vec<String>, n
 /// the schema must not make an answer the triples do not reach sufficient.
 pub(crate) fn reachable_answers(options: &[String], answers: &[String], notes: &mut Vec<String>) -> Vec<String> {
     let mut taken: Vec<String> = Vec::new();
+    let forms = std::cell::OnceCell::new();
     for answer in answers {
         let answer = answer.trim();
         if clean(answer).is_empty() || answer.eq_ignore_ascii_case(UNKNOWN) {
             continue;
         }
-        // Last, as the brace text wrote it: a name with braces, a line break or ` | ` reaches
+        // Then as the brace text wrote it: a name with braces, a line break or ` | ` reaches
         // the parser changed (`Brace {d}` as `Brace (d)`), and is still that name.
-        let option = options
-            .iter()
-            .find(|o| o.trim() == answer)
-            .or_else(|| options.iter().find(|o| o.trim().eq_ignore_ascii_case(answer)))
+        let written = |same: &dyn Fn(&str, &str) -> bool| {
+            options.iter().find(|o| same(o.trim(), answer)).or_else(|| {
+                forms.get_or_init(|| written_forms(options)).iter().position(|f| same(f, answer)).map(|i| &options[i])
+            })
+        };
+        let option = written(&|a, b| a == b)
+            .or_else(|| written(&|a, b| a.eq_ignore_ascii_case(b)))
             .or_else(|| options.iter().find(|o| as_braced(o).eq_ignore_ascii_case(&as_braced(answer))));
         match option {
             Some(option) if !taken.contains(option) => taken.push(option.clone()),

@@ -352,6 +352,9 @@ impl SparqlClient {
             let start: String = String::from_utf8_lossy(body).chars().take(80).collect();
             self.unreachable(format!("the reply is not SPARQL JSON results ({detail}); it starts {:?}", start.trim()))
         };
+        if let Some(n) = variables_named(body).filter(|n| *n > MAX_VARIABLES) {
+            return Err(bad(format!("its head names {n} variables; a query of ongraph's selects a few")));
+        }
         let parser = QueryResultsParser::from_format(QueryResultsFormat::Json);
         match parser.for_reader(body).map_err(|e| bad(e.to_string()))? {
             ReaderQueryResultsParserOutput::Solutions(solutions) => {
@@ -371,6 +374,28 @@ impl SparqlClient {
             ReaderQueryResultsParserOutput::Boolean(_) => Err(bad("a boolean, not solutions".into())),
         }
     }
+}
+
+/// The most variables a reply's head may name. ongraph's queries select a handful, and the
+/// results parser checks each name against every name before it: a 1 MB head of 100,000 names
+/// took 97 s to read, past every timeout and size limit.
+const MAX_VARIABLES: usize = 256;
+
+/// How many variables the head of a SPARQL JSON reply names, read in one linear pass that
+/// keeps nothing; `None` when it is not JSON (the results parser then says what is wrong).
+fn variables_named(body: &[u8]) -> Option<usize> {
+    use serde::de::IgnoredAny;
+    #[derive(serde::Deserialize)]
+    struct Reply {
+        #[serde(default)]
+        head: Head,
+    }
+    #[derive(serde::Deserialize, Default)]
+    struct Head {
+        #[serde(default)]
+        vars: Vec<IgnoredAny>,
+    }
+    serde_json::from_slice::<Reply>(body).ok().map(|reply| reply.head.vars.len())
 }
 
 /// How much of an error page is read, to quote its start.
@@ -475,6 +500,25 @@ mod tests {
         let requests = server.received_requests().await.unwrap();
         assert_eq!(requests.len(), 1, "asked once, never followed nor retried");
         assert!(!err.is_permanent() && !err.is_unreachable());
+    }
+
+    #[tokio::test]
+    async fn a_head_of_a_hundred_thousand_variables_is_refused_not_read() {
+        use wiremock::matchers::any;
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let vars: Vec<String> = (0..100_000).map(|i| format!("v{i}")).collect();
+        let body = serde_json::json!({"head": {"vars": vars}, "results": {"bindings": []}}).to_string();
+        let server = MockServer::start().await;
+        Mock::given(any())
+            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "application/sparql-results+json"))
+            .mount(&server)
+            .await;
+        let client = SparqlClient::new(SparqlConfig::new(format!("{}/sparql", server.uri()))).unwrap();
+        let err = client.select("SELECT ?x WHERE { ?x ?p ?o }").await.unwrap_err().to_string();
+        assert!(err.contains("its head names 100000 variables"), "{err}");
+        // A reply with a few variables still reads.
+        assert_eq!(variables_named(br#"{"head":{"vars":["a","b"]},"results":{"bindings":[]}}"#), Some(2));
+        assert_eq!(variables_named(b"not json"), None);
     }
 
     #[tokio::test]

@@ -32,6 +32,10 @@ pub enum StoreError {
         "the disk holding the correction store at {path} is full: free some space to make corrections (those stored are intact)"
     )]
     DiskFull { path: String },
+    #[error(
+        "the correction store at {path} is not yours to write (permission denied): its corrections still apply; to make corrections, give `overlay` in [defaults] a store of your own"
+    )]
+    ReadOnly { path: String },
     #[error("no correction {id} for knowledge graph {kg:?}")]
     UnknownId { kg: String, id: u64 },
     #[error("correction {id} is already undone")]
@@ -86,14 +90,17 @@ pub trait CorrectionStore: Send + Sync {
 pub struct SledStore {
     db: sled::Db,
     path: PathBuf,
-    /// A copy opened for reading (the store's own disk is full): removed on drop, never written.
-    copy: Option<PathBuf>,
+    /// A copy opened for reading (the store cannot be opened for writing), and why: removed on
+    /// drop, never written.
+    copy: Option<(PathBuf, ReadCopy)>,
     /// Writes made so far (also stored in the db, atomically with each record).
     generation: std::sync::atomic::AtomicU64,
     /// Who writes: recorded on the undo and supersede records this store queues.
     author: String,
     /// Unfinished snapshots set aside to open it (see [`set_aside_unfinished_snapshots`]).
     set_aside: Vec<String>,
+    /// Where a damaged store's copy found beside this one, which opened whole, was renamed.
+    stale_copy: Option<PathBuf>,
 }
 
 /// sled recovers a damaged log by stopping at the damage, silently: a store could lose
@@ -146,6 +153,10 @@ impl SledStore {
                     let _ = std::fs::remove_dir_all(&copy);
                 }
             }
+        }
+        let mut opened = opened;
+        if let Ok(store) = &mut opened {
+            store.stale_copy = retire_stale_copy(path);
         }
         opened
     }
@@ -202,19 +213,30 @@ impl SledStore {
             generation: std::sync::atomic::AtomicU64::new(on_disk),
             author: super::default_author(None),
             set_aside,
+            stale_copy: None,
         })
     }
 
-    /// What the user should know of how the store was opened: one line, when an unfinished
-    /// snapshot (left by a crash) was set aside to open it.
-    pub fn notice(&self) -> Option<String> {
-        (!self.set_aside.is_empty()).then(|| {
-            format!(
+    /// What the user should know of how the store was opened, a line each: an unfinished
+    /// snapshot (left by a crash) was set aside to open it; a damaged store's copy beside it
+    /// was renamed, since this store opened whole.
+    pub fn notices(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if !self.set_aside.is_empty() {
+            notes.push(format!(
                 "note: the correction store at {} held an unfinished snapshot left by an interrupted run; it was set aside as {} and every correction is intact",
                 self.path.display(),
                 self.set_aside.join(", ")
-            )
-        })
+            ));
+        }
+        if let Some(kept) = &self.stale_copy {
+            notes.push(format!(
+                "note: the copy of a damaged store beside {} is not of this store, which opened whole; it was renamed {} (delete it once you no longer need it)",
+                self.path.display(),
+                kept.display()
+            ));
+        }
+        notes
     }
 
     /// Records `author` on the team records this store queues (undo, supersede).
@@ -223,20 +245,21 @@ impl SledStore {
         self
     }
 
-    /// Opens a copy of the store in the temporary directory, to read it when its own disk is
-    /// too full for sled to open it (opening writes). The copy refuses writes.
-    pub fn read_copy(path: &Path) -> Result<Self, StoreError> {
+    /// Opens a copy of the store in the temporary directory, to read it when sled cannot open
+    /// the store itself (opening writes): its disk is full, or it is not this user's to write.
+    /// The copy refuses writes with `why`.
+    pub fn read_copy(path: &Path, why: ReadCopy) -> Result<Self, StoreError> {
         let shown = path.display().to_string();
         let copy = private_dir_name();
         let opened = private_copy(path, &copy)
             // The temporary directory is often on the same full disk: then the first error says
             // what matters.
-            .map_err(|_| StoreError::DiskFull { path: shown.clone() })
+            .map_err(|_| why.error(&shown))
             .and_then(|()| Self::open(&copy));
         match opened {
             Ok(mut store) => {
                 store.path = path.to_path_buf();
-                store.copy = Some(copy);
+                store.copy = Some((copy, why));
                 // What was set aside was the copy's: the store itself is untouched.
                 store.set_aside.clear();
                 Ok(store)
@@ -299,8 +322,8 @@ impl SledStore {
 
     /// Writes `batch` as one write (all of it or none), durable when this returns.
     fn commit(&self, mut batch: sled::Batch) -> Result<(), StoreError> {
-        if self.copy.is_some() {
-            return Err(StoreError::DiskFull { path: self.path.display().to_string() });
+        if let Some((_, why)) = &self.copy {
+            return Err(why.error(&self.path.display().to_string()));
         }
         let generation = self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         batch.insert(GENERATION, generation.to_be_bytes().to_vec());
@@ -404,6 +427,26 @@ pub fn before_damage(path: &Path) -> PathBuf {
     path.with_file_name(format!("{name}.before-damage"))
 }
 
+/// A damaged store's copy ([`before_damage`]) beside a store that opened whole is of a store
+/// the user has since moved aside and replaced: salvage must not read it as this store's. It is
+/// renamed out of salvage's way (not deleted: it may be the best copy of the old corrections);
+/// returns its new name.
+fn retire_stale_copy(path: &Path) -> Option<PathBuf> {
+    let copy = before_damage(path);
+    if !copy.is_dir() {
+        return None;
+    }
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let kept = copy.with_file_name(format!("{}.{secs}", copy.file_name()?.to_string_lossy()));
+    match std::fs::rename(&copy, &kept) {
+        Ok(()) => Some(kept),
+        Err(io) => {
+            tracing::warn!("cannot rename the stale copy {}: {io}", copy.display());
+            None
+        }
+    }
+}
+
 /// A copy of the store's files taken before sled opens them, beside the store (this process's
 /// own name); `None` when there is no store yet or it could not be copied (then the open goes
 /// on without one: the copy guards salvage, it is not needed to open).
@@ -446,9 +489,36 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Why a store is read through a copy ([`SledStore::read_copy`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadCopy {
+    DiskFull,
+    ReadOnly,
+}
+
+impl ReadCopy {
+    /// The copy's reason as the store's error, for `read_copy`'s failure and refused writes.
+    fn error(self, path: &str) -> StoreError {
+        let path = path.to_string();
+        match self {
+            Self::DiskFull => StoreError::DiskFull { path },
+            Self::ReadOnly => StoreError::ReadOnly { path },
+        }
+    }
+
+    /// Why `e` calls for a copy to read, if it does.
+    pub fn of(e: &StoreError) -> Option<Self> {
+        match e {
+            StoreError::DiskFull { .. } => Some(Self::DiskFull),
+            StoreError::ReadOnly { .. } => Some(Self::ReadOnly),
+            _ => None,
+        }
+    }
+}
+
 impl Drop for SledStore {
     fn drop(&mut self) {
-        if let Some(copy) = &self.copy {
+        if let Some((copy, _)) = &self.copy {
             let _ = std::fs::remove_dir_all(copy);
         }
     }
@@ -458,6 +528,11 @@ fn classify(path: &str, e: sled::Error) -> StoreError {
     match e {
         sled::Error::Io(io) if io.kind() == std::io::ErrorKind::StorageFull => {
             StoreError::DiskFull { path: path.to_string() }
+        }
+        sled::Error::Io(io)
+            if matches!(io.kind(), std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem) =>
+        {
+            StoreError::ReadOnly { path: path.to_string() }
         }
         sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
             StoreError::Locked { path: path.to_string() }
@@ -583,8 +658,8 @@ mod tests {
             store.add("demo", draft("one")).unwrap();
             store.add("demo", draft("two")).unwrap();
         }
-        let copy = SledStore::read_copy(&path).unwrap();
-        let where_copied = copy.copy.clone().unwrap();
+        let copy = SledStore::read_copy(&path, ReadCopy::DiskFull).unwrap();
+        let where_copied = copy.copy.clone().unwrap().0;
         assert!(where_copied.exists() && where_copied != path);
         assert_eq!(copy.list("demo").unwrap().len(), 2);
         assert_eq!(copy.path, path, "errors name the store, not the copy");
