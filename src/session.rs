@@ -86,6 +86,17 @@ pub struct SessionCorrection {
     /// How many runs had started when it was made.
     pub after_runs: usize,
     pub draft: Draft,
+    /// How many runs had started when it was undone in the session, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undone_after_runs: Option<usize>,
+}
+
+impl SessionCorrection {
+    /// Whether it was in effect for the run that started `runs_started`-th (counting from 0):
+    /// made before that run began and not undone before it.
+    pub fn in_effect_for(&self, runs_started: usize) -> bool {
+        self.after_runs <= runs_started && self.undone_after_runs.is_none_or(|u| u > runs_started)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -287,6 +287,15 @@ fn replay_check_reproduces_the_demo_sessions_and_bad_files_say_why() {
     assert!(text.contains("run 1: ") && text.contains("→ Bright House Field") && text.contains("same trace"), "{text}");
     assert!(text.contains("run 2: ") && text.contains("→ BayCare Ballpark"), "{text}");
     assert!(text.contains("correction 1: replace m.phillies"), "{text}");
+    assert!(text.contains("), made in run 1\n"), "when it was made: {text}");
+    // An undo in the session is said too.
+    let mut session: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("sessions/phillie-phanatic.json").unwrap()).unwrap();
+    session["corrections"][0]["undone_after_runs"] = 2.into();
+    let undone = home.path().join("undone.json");
+    std::fs::write(&undone, session.to_string()).unwrap();
+    let text = stdout(&ongraph(home.path(), &["replay", "--check", undone.to_str().unwrap()]));
+    assert!(text.contains("), made in run 1, undone in run 2\n"), "{text}");
 
     let corrupt = home.path().join("corrupt.json");
     std::fs::write(&corrupt, "{\"format\": \"ongraph-session\", \"version\": 1, \"runs\": [{\"question\": ").unwrap();

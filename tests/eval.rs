@@ -601,4 +601,6 @@ fn a_kg_suggests_a_question_about_its_own_entities() {
         ongraph::testing::tui::suggestion_from("Canberra", "location.location.containedby"),
         "What is the containedby of Canberra?"
     );
+    assert_eq!(ongraph::testing::tui::suggestion_from("ludwig", "parents"), "What are the parents of ludwig?");
+    assert_eq!(ongraph::testing::tui::suggestion_from("x", "people.person.status"), "What is the status of x?");
 }

@@ -70,7 +70,7 @@ fn figure_4_answer_correct_ask_again_undo() {
     let again = ok(h, &["ask", PHANATIC]);
     assert_eq!(first_line(&again), "Answer: BayCare Ballpark", "{again}");
     assert!(again.contains("\nSource: from knowledge-graph paths, through correction #2\n"), "{again}");
-    assert!(again.contains("Corrections applied: 3"), "{again}");
+    assert!(again.contains("Corrections in effect: 3"), "{again}");
     assert_eq!(first_line(&ok(h, &["ask", PHANATIC, "--no-overlay"])), "Answer: Bright House Field");
 
     let list: serde_json::Value = serde_json::from_str(&ok(h, &["fix", "list", "--json"])).unwrap();
@@ -341,7 +341,9 @@ fn a_replace_is_one_correction_that_one_undo_reverts() {
     );
     let again = ok(h, &["ask", PHANATIC]);
     assert_eq!(first_line(&again), "Answer: BayCare Ballpark", "{again}");
-    assert!(again.contains("Corrections applied: 1"), "{again}");
+    assert!(again.contains("Corrections in effect: 1"), "{again}");
+    let io = ok(h, &["ask", PHANATIC, "--method", "io"]);
+    assert!(!io.contains("Corrections in effect"), "IO never reads the KG: {io}");
     let list = ok(h, &["fix", "list"]);
     assert_eq!(list.lines().count(), 1, "one line: {list}");
     assert!(list.contains(" active ") && list.contains("replace m.phillies"), "{list}");

@@ -683,6 +683,13 @@ async fn flag_relabel_undo_and_ask_again() {
     assert!(shown.iter().any(|n| n == "Bright House Field"), "{shown:?}");
     assert!(!shown.iter().any(|n| n.contains("BayCare") || n.contains("baycare")), "{shown:?}");
     assert!(!ui.screen(120, 40).contains("⚑"));
+    // The session keeps the undo, so a replay shows each run with the corrections it had (found
+    // by a trial: the undo was lost, and a replay showed the flag from the first run on).
+    let kept: Vec<(u64, usize, Option<usize>)> =
+        ui.app.recording.corrections.iter().map(|c| (c.id, c.after_runs, c.undone_after_runs)).collect();
+    assert_eq!(kept, [(1, 1, Some(2)), (2, 2, None)]);
+    let flag = &ui.app.recording.corrections[0];
+    assert_eq!((0..3).map(|run| flag.in_effect_for(run)).collect::<Vec<_>>(), [false, true, false]);
 
     // Another question has nothing to compare with (found by a trial: the last question's
     // answer and paths stayed beside the new one).

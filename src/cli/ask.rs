@@ -321,8 +321,13 @@ fn print_human(
     if network.queries + network.cache_hits > 0 {
         writeln!(out, "KG queries: {} sent, {} answered from the cache", network.queries, network.cache_hits)?;
     }
-    if corrections > 0 {
-        writeln!(out, "Corrections applied: {corrections} (see `ongraph fix list`; --no-overlay to ask without them)")?;
+    // Said only of a run that read the KG: an IO or CoT answer never saw a correction. They
+    // are in effect on what was read; the answer's source says which ones it rests on.
+    if corrections > 0 && c.kg_lookups > 0 {
+        writeln!(
+            out,
+            "Corrections in effect: {corrections} (see `ongraph fix list`; --no-overlay to ask without them)"
+        )?;
     }
     writeln!(out, "Time: {:.2} s", wall_ms as f64 / 1000.0)?;
     Ok(())

@@ -323,11 +323,12 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     let stop = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    let (started, ran) = (std::time::Instant::now(), todo.len());
+    let (started, mut ran) = (std::time::Instant::now(), 0);
     let finished = evaluator
         .run(todo, at_once, &mut writer, stop, |r| {
             records.push(r.clone());
             progress.update(r);
+            ran += 1;
         })
         .await?;
     progress.finish();
@@ -531,6 +532,12 @@ impl Progress {
         };
         if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:20} {pos}/{len} {elapsed}<{eta} {msg}") {
             bar.set_style(style);
+        }
+        // Drawn at once and kept moving: a question on a real model takes seconds to minutes,
+        // and a blank terminal until the first one ends looks like a hang.
+        if visible && todo > 0 {
+            bar.set_message(if done.is_empty() { "asking the first question…" } else { "resuming…" });
+            bar.enable_steady_tick(std::time::Duration::from_millis(500));
         }
         let mut progress = Self { bar, n: 0, hits: 0, lenient: 0, calls: 0, tokens: 0, wall_ms: 0 };
         done.iter().for_each(|r| progress.count(r));

@@ -147,11 +147,12 @@ fn check(session: &Session, file: &Path) -> Result<i32> {
         let answer = run.answer().map(|a| a.answers.join(" | ")).unwrap_or_else(|| "(not answered)".into());
         writeln!(
             out,
-            "run {}: {} → {} · {} steps · {}",
+            "run {}: {} → {} · {} step{} · {}",
             i + 1,
             crate::safe_text::OneLine(&record.question),
             crate::safe_text::OneLine(&answer),
             run.trace().len(),
+            if run.trace().len() == 1 { "" } else { "s" },
             if same { "same trace" } else { "TRACE DIFFERS" }
         )?;
         failed += usize::from(!same);
@@ -159,9 +160,31 @@ fn check(session: &Session, file: &Path) -> Result<i32> {
     for c in &session.corrections {
         // A session file's text: one line each, whatever it holds.
         use crate::safe_text::OneLine;
-        writeln!(out, "correction {}: {} ({})", c.id, OneLine(&c.draft.op.describe()), OneLine(&c.draft.reason))?;
+        // Runs counted as `run N:` above: made (or undone) during or after run N.
+        let when = |runs: usize| if runs == 0 { "before run 1".to_string() } else { format!("in run {runs}") };
+        let undone = c.undone_after_runs.map(|runs| format!(", undone {}", when(runs))).unwrap_or_default();
+        writeln!(
+            out,
+            "correction {}: {} ({}), made {}{undone}",
+            c.id,
+            OneLine(&c.draft.op.describe()),
+            OneLine(&c.draft.reason),
+            when(c.after_runs)
+        )?;
     }
     Ok(if failed == 0 { 0 } else { 1 })
+}
+
+/// The format `:export-corrections FILE` writes: the one its extension names (`fixes.tsv` is
+/// lines a TSV KB takes), JSON lines (what `fix import` reads) otherwise.
+fn export_format_for(path: &Path) -> crate::overlay::export::ExportFormat {
+    use crate::overlay::export::ExportFormat;
+    match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        Some("tsv" | "txt") => ExportFormat::Tsv,
+        Some("nt") => ExportFormat::Nt,
+        Some("ru" | "rq" | "sparql") => ExportFormat::SparqlUpdate,
+        _ => ExportFormat::Jsonl,
+    }
 }
 
 /// The UI's corrections: written to the sled store of `--kg`'s scope, then a driver over the
@@ -287,7 +310,7 @@ impl Corrections for StoreCorrections {
             .unwrap_or_else(|| crate::session::default_dir().with_file_name("corrections.jsonl"));
         let text = crate::overlay::export::export(
             &list,
-            crate::overlay::export::ExportFormat::Jsonl,
+            export_format_for(&path),
             &crate::overlay::export::Vocabulary::of(self.live.base().as_ref()),
         );
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -295,5 +318,27 @@ impl Corrections for StoreCorrections {
         }
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
         Ok((path, list.len()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::export_format_for;
+    use crate::overlay::export::ExportFormat;
+    use std::path::Path;
+
+    #[test]
+    fn an_export_is_written_in_the_format_its_file_name_says() {
+        // Found by a trial: `fixes.tsv` held JSON lines.
+        for (name, format) in [
+            ("fixes.tsv", ExportFormat::Tsv),
+            ("FIXES.TSV", ExportFormat::Tsv),
+            ("fixes.nt", ExportFormat::Nt),
+            ("fixes.ru", ExportFormat::SparqlUpdate),
+            ("corrections.jsonl", ExportFormat::Jsonl),
+            ("corrections", ExportFormat::Jsonl),
+        ] {
+            assert_eq!(export_format_for(Path::new(name)), format, "{name}");
+        }
     }
 }

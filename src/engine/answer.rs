@@ -190,9 +190,16 @@ fn answer_names(answer: &Answer) -> Vec<String> {
 
 /// Where on the path ending at `leaf` (its index from the root) the first node naming one of
 /// `names` (lower-cased) is: shown as it, or with it as a run of its words ("Labor Party" in
-/// "Australian Labor Party", never "male" in "female").
+/// "Australian Labor Party", never "male" in "female"). Never the root: the topic entity is
+/// where the search began, and a path from it supports no answer by naming it ("John F.
+/// Kennedy" is a run of "John F. Kennedy Jr."'s words, and every path from him shows it).
 fn path_answer_node(beam: &beam::Beam, leaf: NodeId, names: &[String]) -> Option<usize> {
-    beam.path(leaf).into_iter().position(|n| names.iter().any(|a| names_answer(beam.nodes[n].shown(), a)))
+    beam.path(leaf)
+        .into_iter()
+        .enumerate()
+        .skip(1)
+        .find(|&(_, n)| names.iter().any(|a| names_answer(beam.nodes[n].shown(), a)))
+        .map(|(i, _)| i)
 }
 
 /// Whether a node shown as `shown` names `answer` (lower-cased): the same name, or the
@@ -223,7 +230,32 @@ impl Answer {
 
 #[cfg(test)]
 mod tests {
-    use super::names_answer;
+    use super::{names_answer, path_answer_node};
+    use crate::engine::beam::{Beam, NodeKind, Provenance};
+    use crate::kg::{Direction, Term};
+
+    /// A topic, a relation and an entity under it: the beam of one path.
+    fn one_path(topic: &str, tail: &str) -> (Beam, usize) {
+        let mut beam = Beam::default();
+        let kg = || Provenance::Kg { graph: "kb".into() };
+        let entity = |name: &str| NodeKind::Entity { term: Term::Entity(name.into()), label: Some(name.into()) };
+        let root = beam.add(None, entity(topic), kg());
+        let relation = NodeKind::Relation { relation: "r".into(), direction: Direction::Out, shown: "r".into() };
+        let hop = beam.add(Some(root), relation, kg());
+        let leaf = beam.add(Some(hop), entity(tail), kg());
+        (beam, leaf)
+    }
+
+    #[test]
+    fn the_topic_entity_never_names_the_answer_of_a_path_from_it() {
+        // Found by a trial: "john f kennedy" (the answer) is a run of the topic's words, so
+        // every path from the topic was listed as supporting it.
+        let (beam, leaf) = one_path("john f kennedy jr", "businessperson");
+        assert_eq!(path_answer_node(&beam, leaf, &["john f kennedy".into()]), None);
+        assert_eq!(path_answer_node(&beam, leaf, &["john f kennedy jr".into()]), None, "the topic as its answer");
+        let (beam, leaf) = one_path("john f kennedy jr", "john f kennedy");
+        assert_eq!(path_answer_node(&beam, leaf, &["john f kennedy".into()]), Some(2), "the entity the path reaches");
+    }
 
     #[test]
     fn a_node_names_an_answer_by_the_same_name_or_a_run_of_its_words() {

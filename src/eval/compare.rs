@@ -133,6 +133,15 @@ impl Comparison {
             writeln!(out, "{name:<22} {x:>22} {y:>22}")?;
         }
         writeln!(out)?;
+        if self.rows.is_empty() {
+            // Two splits, two datasets: nothing to pair, and a p of 1 would say "no difference".
+            return writeln!(
+                out,
+                "The runs share no question ({} in one run only): nothing to compare pairwise; \
+                 were they made on the same dataset and split?",
+                self.unmatched
+            );
+        }
         writeln!(
             out,
             "On the {} questions in both (strict): both right {}, only A {}, only B {}, neither {}",
@@ -204,6 +213,10 @@ mod tests {
         assert!(text.contains("McNemar exact p = 1.000 (paired, on the 1 questions where they differ)"), "{text}");
         let rows: Vec<&str> = text.lines().filter(|l| l.contains("question 1?")).collect();
         assert_eq!(rows.len(), 1, "only the question where they differ: {text}");
+        // Runs on other splits share nothing: said, not a p of 1 (found by a trial).
+        let apart = compare(&a[..1], &b[2..]).unwrap().render("dev", "test", false);
+        assert!(apart.contains("The runs share no question (2 in one run only)"), "{apart}");
+        assert!(!apart.contains("McNemar"), "{apart}");
         assert!(!text.contains("question 0?"));
         assert!(c.render("a", "b", true).contains("question 0?"), "--all lists every question");
         b[1].question = "another question?".into();

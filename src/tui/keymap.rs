@@ -99,7 +99,7 @@ commands! {
     Messages, "messages", Any, ["M"], "every message and error of this sitting, in full (again: back to the tree)";
     Suspend, "suspend", Any, ["ctrl-z"], "suspend to the shell (fg comes back)";
     Quit, "quit", Any, ["q"], "quit";
-    ExportCorrections, "export-corrections", Any, [], "write this KG's corrections as JSON lines (palette: export-corrections [FILE])";
+    ExportCorrections, "export-corrections", Any, [], "write this KG's corrections (palette: export-corrections [FILE]; .tsv, .nt or .ru for those formats, else JSON lines)";
     SaveAs, "save-as", Any, [], "save the session to a file (palette: save-as FILE)";
     Open, "open", Any, [], "open a saved session and replay it (palette: open FILE)";
     NextTheme, "theme", Any, [], "switch to the next theme (palette: theme [NAME])";

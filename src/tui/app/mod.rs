@@ -248,8 +248,10 @@ pub const DEMO_SUGGESTION: &str = "What is the majority party now in the country
 /// A question about `entity` through `relation` (as a KG shows it: `people.person.spouse`,
 /// `spouse`), to suggest on a KG other than the demo's.
 pub fn suggestion_from(entity: &str, relation: &str) -> String {
-    let last = relation.rsplit(['.', '/', '#', ':']).next().unwrap_or(relation);
-    format!("What is the {} of {entity}?", last.replace('_', " "))
+    let last = relation.rsplit(['.', '/', '#', ':']).next().unwrap_or(relation).replace('_', " ");
+    // "What are the parents of …", not "What is the parents of …" (found by a trial).
+    let plural = last.ends_with('s') && !last.ends_with("ss") && !last.ends_with("us") && !last.ends_with("is");
+    format!("What {} the {last} of {entity}?", if plural { "are" } else { "is" })
 }
 
 pub struct App {
@@ -418,23 +420,7 @@ impl App {
             &session.llm,
         );
         app.live = live;
-        app.corrections = session
-            .corrections
-            .iter()
-            .map(|c| Correction {
-                id: c.id,
-                kg: session.kg.clone(),
-                op: c.draft.op.clone(),
-                reason: c.draft.reason.clone(),
-                generated: Some(c.draft.generated),
-                author: c.draft.author.clone(),
-                created: session.saved_at.clone(),
-                active: true,
-                context: c.draft.context.clone(),
-                history: Vec::new(),
-                team: None,
-            })
-            .collect();
+        app.corrections = corrections_as_of(&session, 0);
         let first = session.runs.first().map(|r| r.question.clone()).unwrap_or_default();
         app.replay = Some(Replay { session: Arc::new(session), run: None, player: None });
         app.reset_input(&first);
@@ -586,6 +572,7 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
                 id,
                 after_runs: runs,
                 draft,
+                undone_after_runs: None,
             }));
             let list = ids.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
             app.say(format!("correction {list} recorded; a: ask again with it"));
@@ -597,6 +584,11 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
             Vec::new()
         }
         Action::Undone(Ok(id)) => {
+            // A correction this session made: its undo replays too.
+            let runs = app.recording.runs.len();
+            if let Some(c) = app.recording.corrections.iter_mut().find(|c| c.id == id) {
+                c.undone_after_runs = Some(runs);
+            }
             app.say(format!("correction {id} undone; a: ask again without it"));
             vec![Effect::ListCorrections]
         }
@@ -733,4 +725,28 @@ pub fn node_parts(node: &BeamNode) -> (String, Option<String>) {
 pub fn bar(score: f64) -> String {
     let filled = (score.clamp(0.0, 1.0) * 5.0).round() as usize;
     format!("{}{}", "█".repeat(filled), "·".repeat(5 - filled))
+}
+
+/// The corrections of `session` as they stood when its run number `runs_started` (from 0)
+/// began: those made before it, each active unless undone before it. A replay shows each run
+/// with the corrections its recording had, not every one the session ever made.
+pub(crate) fn corrections_as_of(session: &Session, runs_started: usize) -> Vec<Correction> {
+    session
+        .corrections
+        .iter()
+        .filter(|c| c.after_runs <= runs_started)
+        .map(|c| Correction {
+            id: c.id,
+            kg: session.kg.clone(),
+            op: c.draft.op.clone(),
+            reason: c.draft.reason.clone(),
+            generated: Some(c.draft.generated),
+            author: c.draft.author.clone(),
+            created: session.saved_at.clone(),
+            active: c.in_effect_for(runs_started),
+            context: c.draft.context.clone(),
+            history: Vec::new(),
+            team: None,
+        })
+        .collect()
 }

@@ -150,6 +150,13 @@ impl App {
                     replay.run = (from..runs.len()).chain(0..from).find(|&i| runs[i].question == question);
                     replay.player = replay.run.map(|i| Player::new(&runs[i]));
                 }
+                if let Some(i) = self.replay.as_ref().and_then(|r| r.run) {
+                    let session = self.replay.as_ref().map(|r| r.session.clone());
+                    if let Some(session) = session {
+                        self.corrections = super::corrections_as_of(&session, i);
+                        self.corrections_at = self.corrections_at.min(self.corrections.len().saturating_sub(1));
+                    }
+                }
                 self.run = Some(run);
                 self.generation += 1;
                 self.in_flight = None;

@@ -232,7 +232,12 @@ impl App {
 
     fn status_shown(&self) -> StatusShown {
         let message = match &self.search {
-            Some(search) if search.typing => format!("/{}▏ ({} matches)", search.query, search.matches.len()),
+            Some(search) if search.typing => format!(
+                "/{}▏ ({} match{})",
+                search.query,
+                search.matches.len(),
+                if search.matches.len() == 1 { "" } else { "es" }
+            ),
             _ => self.message.clone().unwrap_or_default(),
         };
         // The run's own settings: the app's may have changed for the next question.
