@@ -450,6 +450,14 @@ impl Config {
                     return Err(format!("{entry} {key} is at most {max}"));
                 }
             }
+            if llm.max_reply_kb == Some(0) {
+                return Err(format!("{entry} max_reply_kb is at least 1"));
+            }
+            if llm.api_key_env.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                return Err(format!(
+                    "{entry} api_key_env is empty: name the variable holding the key, or leave it out"
+                ));
+            }
         }
         for (name, kg) in &self.kg {
             let entry = format!("[kg.{name}]");
@@ -459,6 +467,26 @@ impl Config {
             if kg.timeout_secs > 86_400 {
                 return Err(format!("{entry} timeout_secs is at most 86400"));
             }
+            if kg.max_reply_mb.is_some_and(|mb| mb > 4_096) {
+                return Err(format!("{entry} max_reply_mb is at most 4096"));
+            }
+        }
+        // A path given empty is the current directory (the store's files written wherever the
+        // command runs); a blank author signs corrections with nobody's name.
+        let paths = [
+            ("overlay", &self.defaults.overlay),
+            ("query_cache_dir", &self.defaults.query_cache_dir),
+            ("log_file", &self.defaults.log_file),
+            ("prompts", &self.defaults.prompts),
+        ];
+        if let Some((key, _)) = paths.iter().find(|(_, p)| p.as_ref().is_some_and(|p| p.as_os_str().is_empty())) {
+            return Err(format!("[defaults] {key} is empty: give a path, or leave it out for the default"));
+        }
+        if self.defaults.author.as_deref().is_some_and(|a| a.trim().is_empty()) {
+            return Err(
+                "[defaults] author is blank: give the name your corrections are signed with, or leave it out for $USER"
+                    .into(),
+            );
         }
         for (name, shared) in &self.shared {
             let entry = format!("[shared.{name}]");
@@ -556,6 +584,30 @@ mod tests {
         let err = Config::parse("c.toml", &text).unwrap_err().to_string();
         assert!(err.contains("[shared.t] query_endpoint is not an absolute http(s) URL"), "{err}");
         assert!(Config::parse("c.toml", &entry("timeout_secs = 30\n")).is_ok());
+    }
+
+    #[test]
+    fn empty_paths_blank_authors_and_empty_settings_are_refused() {
+        for (text, said) in [
+            ("[defaults]\noverlay = \"\"\n", "[defaults] overlay is empty"),
+            ("[defaults]\nquery_cache_dir = \"\"\n", "[defaults] query_cache_dir is empty"),
+            ("[defaults]\nauthor = \"   \"\n", "[defaults] author is blank"),
+            (
+                "[llm.x]\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\napi_key_env = \"\"\n",
+                "[llm.x] api_key_env is empty",
+            ),
+            (
+                "[llm.x]\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\nmax_reply_kb = 0\n",
+                "[llm.x] max_reply_kb is at least 1",
+            ),
+            (
+                "[kg.k]\nendpoint = \"http://127.0.0.1:1/q\"\nmax_reply_mb = 100000\n",
+                "[kg.k] max_reply_mb is at most 4096",
+            ),
+        ] {
+            let err = Config::parse("c.toml", text).map(drop).unwrap_err().to_string();
+            assert!(err.starts_with("c.toml: ") && err.contains(said), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -5,6 +5,26 @@
 
 use std::borrow::Cow;
 
+/// `text` (an error page a server wrote) without an HTTP credential in it: each of `secrets`
+/// (a key, a password, `user:password`), and whatever follows `Bearer `, or `Basic ` as a
+/// base64 credential. A server
+/// that echoes the request it refused must not put a credential on stderr, in the log or in
+/// a record.
+pub fn without_credentials(text: &str, secrets: &[&str]) -> String {
+    static SCHEME: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\b(bearer\s+)[^\s\x22',}]+|\b(basic\s+)[A-Za-z0-9+/]{6,}={0,2}")
+            .unwrap_or_else(|e| unreachable!("constant regex: {e}"))
+    });
+    let mut out = text.to_string();
+    // The longest first: `user:password` before `password`.
+    let mut secrets: Vec<&str> = secrets.iter().copied().filter(|s| s.len() >= 3).collect();
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    for secret in secrets {
+        out = out.replace(secret, "[redacted]");
+    }
+    SCHEME.replace_all(&out, "${1}${2}[redacted]").into_owned()
+}
+
 /// Characters that change how the text around them reads without being seen: bidirectional
 /// controls (U+202E turns the rest of a line around), invisible marks and tags (Unicode
 /// category Cf). The joiners U+200C/U+200D are not among them: emoji and several scripts need
@@ -181,6 +201,16 @@ pub mod json {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn credentials_a_server_echoes_are_redacted() {
+        let page = "401: authorization: Basic dTpzM2NyZXRwdw== from u:s3cretpw; Authorization: Bearer tok.en-1";
+        let shown = super::without_credentials(page, &["u:s3cretpw", "s3cretpw"]);
+        assert_eq!(shown, "401: authorization: Basic [redacted] from [redacted]; Authorization: Bearer [redacted]");
+        // A SPARQL server's own words stay.
+        let prose = "syntax error in a basic graph pattern";
+        assert_eq!(super::without_credentials(prose, &[]), prose);
+    }
+
     use super::*;
 
     #[test]

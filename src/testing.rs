@@ -31,6 +31,7 @@ pub mod kg {
 pub mod llm {
     pub use crate::dataset::GoldPath;
     pub use crate::eval::gold_path::GoldPathModel;
+    pub use crate::llm::endpoint_memory::EndpointMemory;
     pub use crate::llm::openai::{
         OpenAiClient, OpenAiConfig, StructuredMode, TokenLimitParam, install_crypto_provider,
     };

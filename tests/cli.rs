@@ -823,3 +823,47 @@ fn errors_say_where_once_and_repeat_nothing() {
     let out = ongraph(dir, &["replay", "--check", path.to_str().unwrap()]);
     once(&out, "no step 999999 to rewind to");
 }
+
+/// Ctrl-C during `ask --save-session` with a slow model: the steps answered so far are saved,
+/// said with how to go on, and `--resume` answers from them without asking them again (found
+/// by a trial: the file was not written and the work was lost).
+#[test]
+fn ctrl_c_during_ask_keeps_the_steps_answered_and_resume_goes_on() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = std::sync::Arc::new(ongraph::testing::llm::ScriptedModel::demo().unwrap());
+    let server = runtime
+        .block_on(ongraph::testing::llm::LoopbackServer::start(model, std::time::Duration::from_millis(300)))
+        .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("slow.toml");
+    std::fs::write(
+        &config,
+        format!("[llm.slow]\nbase_url = \"{}\"\nmodel = \"demo\"\nstructured = \"off\"\n", server.base_url()),
+    )
+    .unwrap();
+    let saved = home.path().join("partial.json");
+    let (c, s) = (config.to_str().unwrap(), saved.to_str().unwrap());
+    let args = ["--config", c, "ask", CANBERRA, "--llm", "slow", "--save-session", s];
+    let child = common::ongraph_cmd(home.path(), &args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A few replies in (the demo takes about a dozen calls), then Ctrl-C.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let killed = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("interrupted before the answer; the ") && err.contains("--resume"), "{err}");
+    let session: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let moments = session["runs"][0]["moments"].as_array().map_or(0, Vec::len);
+    assert!(moments > 0, "the steps answered are saved: {session}");
+    // Going on from them: answered, the saved replies not asked again.
+    let o = ongraph(home.path(), &["--config", c, "ask", CANBERRA, "--llm", "slow", "--resume", s, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["answer"]["answers"][0], "Australian Labor Party");
+}

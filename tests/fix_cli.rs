@@ -369,6 +369,13 @@ fn a_replace_is_one_correction_that_one_undo_reverts() {
     // Imported again, it is not made twice, and says so.
     let again = ok(h, &["fix", "import", backup.to_str().unwrap()]);
     assert_eq!(again, "0 correction(s) imported into demo; skipped 1 already here\n");
+    // Saved again by an editor that starts files with a byte-order mark, it still reads.
+    let marked = h.join("marked.jsonl");
+    std::fs::write(&marked, format!("\u{feff}{}", std::fs::read_to_string(&backup).unwrap())).unwrap();
+    assert_eq!(
+        ok(h, &["fix", "import", marked.to_str().unwrap()]),
+        "0 correction(s) imported into demo; skipped 1 already here\n"
+    );
 
     // What cannot be a replace says why.
     const MASCOT: &str = "sports.sports_team.team_mascot";
@@ -612,7 +619,7 @@ fn a_damaged_store_is_salvaged_never_thrown_away() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains("is damaged") && err.contains("a copy of it as it was before this command opened it"),
+        err.contains("is damaged") && err.contains("its files as they were before this command opened them are kept"),
         "{err}"
     );
     // The copy taken before sled opened the files (its recovery may rewrite them) is kept.

@@ -2,7 +2,7 @@
 #![allow(unsafe_code)] // std::env::set_var, as before the lint: each test sets a variable of its own for the client it starts (another thread reading the environment at that moment is the known risk)
 
 use ongraph::llm::{ChatRequest, Embedder, LanguageModel, LlmError, ReplyMode};
-use ongraph::testing::llm::{OpenAiClient, OpenAiConfig, StructuredMode, TokenLimitParam};
+use ongraph::testing::llm::{EndpointMemory, OpenAiClient, OpenAiConfig, StructuredMode, TokenLimitParam};
 use serde_json::json;
 use std::time::Duration;
 use wiremock::matchers::{body_partial_json, header, method, path};
@@ -407,6 +407,22 @@ async fn llama_cpp_python_refuses_json_schema_and_gets_json_object_from_then_on(
     let sent = bodies.lock().unwrap().clone();
     let types: Vec<Option<&str>> = sent.iter().map(format_type).collect();
     // The refusal is not retried as a server fault, and never asked again.
+    assert_eq!(types, vec![Some("json_schema"), Some("json_object"), Some("json_object")]);
+
+    // Remembered between runs: the next process's client asks as json_object at once.
+    let dir = tempfile::tempdir().unwrap();
+    let remembering = || {
+        let mut c = config(&server);
+        c.memory = Some(EndpointMemory::at(dir.path().join("endpoints.json")));
+        OpenAiClient::new(c).unwrap()
+    };
+    let first = remembering().complete(&structured_request()).await.unwrap();
+    assert!(first.notes.iter().any(|n| n.contains("json_object, remembered for later runs")), "{:?}", first.notes);
+    let later = remembering().complete(&structured_request()).await.unwrap();
+    assert_eq!(later.mode, ReplyMode::JsonObject);
+    assert!(later.notes.is_empty(), "not refused again: {:?}", later.notes);
+    let sent = bodies.lock().unwrap().clone();
+    let types: Vec<Option<&str>> = sent[3..].iter().map(format_type).collect();
     assert_eq!(types, vec![Some("json_schema"), Some("json_object"), Some("json_object")]);
     assert_eq!(sent[1]["response_format"]["schema"]["required"], json!(["sufficient"]));
 }

@@ -196,23 +196,29 @@ fn every_method_runs_on_a_real_small_model_without_breaking() {
     }
     assert!(calls_seen.iter().all(|&n| n >= 8), "{calls_seen:?} calls over six methods, each mode");
 
-    // Asked for people (no --json), on a fresh endpoint: how the server had to be asked is said
-    // beside the answer (llama-cpp-python refuses `json_schema`; `json_object` follows).
-    let out = common::ongraph_cmd(
-        home.path(),
-        &["--config", config.to_str().unwrap(), "ask", CANBERRA, "--llm", "smol", "--method", "tog", "--depth", "1"],
-    )
-    .output()
-    .expect("the binary runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(matches!(out.status.code(), Some(0) | Some(3)), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    // Asked for people (no --json), by a user who never asked this endpoint (a fresh state
+    // directory): how the server had to be asked is said beside the answer (llama-cpp-python
+    // refuses `json_schema`; `json_object` follows), and remembered: the next run is not
+    // refused again (found by a trial: every `ask` paid the refusal and said it).
+    let fresh = tempfile::tempdir().unwrap();
+    let ask = || {
+        let args =
+            ["--config", config.to_str().unwrap(), "ask", CANBERRA, "--llm", "smol", "--method", "tog", "--depth", "1"];
+        let out = common::ongraph_cmd(fresh.path(), &args).output().expect("the binary runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(matches!(out.status.code(), Some(0) | Some(3)), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        stdout
+    };
+    let stdout = ask();
     let said: Vec<&str> = stdout.lines().filter(|l| l.starts_with("Endpoint: ")).collect();
     assert_eq!(
         said,
-        ["Endpoint: the endpoint refused structured replies as json_schema (HTTP 500); asked again as json_object \
-             (structured = \"json_object\" in the endpoint's [llm] entry asks so at once)"],
+        ["Endpoint: the endpoint refused structured replies as json_schema (HTTP 500); asked again as json_object, \
+             remembered for later runs (structured = \"json_object\" in the endpoint's [llm] entry asks so at once)"],
         "{stdout}"
     );
+    let again = ask();
+    assert!(!again.contains("Endpoint: "), "asked as json_object at once: {again}");
 }
 
 /// Whether the server still answers (its process alive and `/v1/models` 200).

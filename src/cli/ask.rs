@@ -34,8 +34,19 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         None => None,
     };
     let working = Working::start();
+    // Ctrl-C stops between steps' I/O: what was answered is kept (and saved), not lost.
+    let interrupt = tokio::signal::ctrl_c();
+    tokio::pin!(interrupt);
+    let mut interrupted = false;
     let outcome = loop {
-        match driver.step_with(&mut run, earlier.as_mut(), session.as_mut()).await {
+        let step = tokio::select! {
+            step = driver.step_with(&mut run, earlier.as_mut(), session.as_mut()) => step,
+            _ = &mut interrupt => {
+                interrupted = true;
+                break Ok(());
+            }
+        };
+        match step {
             Ok(Some(i)) => {
                 if let Some(e) = run.trace().get(i) {
                     tracing::info!(step = i, summary = %e.summary, "step");
@@ -56,6 +67,21 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         }
         _ => Ok(()),
     };
+    if interrupted {
+        let kept = match (&args.save_session, saved) {
+            (Some(path), Ok(())) => format!(
+                "; the {} step(s) answered are saved in {} (ask again with --resume {} to go on from them)",
+                run.trace().len(),
+                path.display(),
+                path.display()
+            ),
+            (Some(_), Err(e)) => format!(" ({e:#})"),
+            (None, _) => String::new(),
+        };
+        let mut err = super::printable::Printable::new(std::io::stderr().lock());
+        writeln!(err, "interrupted before the answer{kept}")?;
+        return Ok(130);
+    }
     if let Err(e) = outcome {
         let e = anyhow::Error::from(e).context("the question could not be answered");
         // Both failures are said, on the one error line.

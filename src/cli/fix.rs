@@ -524,11 +524,13 @@ fn import(out: &mut impl Write, file: &std::path::Path, config: &Config, scope: 
     let (mut count, mut undone, mut already) = (0, 0, 0);
     for (i, line) in reader.lines().enumerate() {
         let line = line.with_context(|| format!("{}:{}", file.display(), i + 1))?;
+        // An editor on Windows may start the file with a byte-order mark.
+        let line = if i == 0 { line.trim_start_matches('\u{feff}') } else { line.as_str() };
         if line.trim().is_empty() {
             continue;
         }
         let c: Correction =
-            serde_json::from_str(&line).with_context(|| format!("{}:{}: not a correction", file.display(), i + 1))?;
+            serde_json::from_str(line).with_context(|| format!("{}:{}: not a correction", file.display(), i + 1))?;
         if !c.active {
             undone += 1;
             continue;

@@ -463,6 +463,8 @@ fn openai_client(entry: &crate::config::LlmEntry) -> Result<OpenAiClient> {
         c.reasoning_max_tokens = budget;
     }
     c.structured = entry.structured;
+    c.memory = crate::llm::endpoint_memory::EndpointMemory::default_path()
+        .map(crate::llm::endpoint_memory::EndpointMemory::at);
     if let Some(kb) = entry.max_reply_kb {
         c.max_reply_bytes = kb.max(1).saturating_mul(1024);
     }

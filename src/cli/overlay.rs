@@ -106,13 +106,14 @@ impl Synced {
     }
 
     fn note_pending(&self) -> Option<String> {
-        let problem = self.problem.as_deref().unwrap_or("the server refused it");
+        // A server's words inside a line of ongraph's own: one line, whatever they hold (a
+        // line break in them forged rows under `fix list`).
+        let problem = self.problem.as_deref().map(crate::safe_text::one_line);
         if self.pending > 0 {
-            Some(format!("{} not yet shared ({problem}); sent at the next command", corrections(self.pending)))
+            let why = problem.as_deref().unwrap_or("the server refused it");
+            Some(format!("{} not yet shared ({why}); sent at the next command", corrections(self.pending)))
         } else {
-            self.problem
-                .as_ref()
-                .map(|p| format!("corrections not pulled from {} ({p}): using those pulled before", self.team))
+            problem.map(|p| format!("corrections not pulled from {} ({p}): using those pulled before", self.team))
         }
     }
 }
@@ -414,4 +415,27 @@ impl crate::eval::runner::KgSource for LiveOverlay {
 /// The generation of the store `config` names, without opening it (0 when there is none).
 pub fn store_generation(config: &Config) -> Result<u64, StoreError> {
     crate::overlay::store::acknowledged(&store_path(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Synced;
+
+    #[test]
+    fn a_servers_line_breaks_never_make_lines_of_a_note() {
+        let synced = |pending| Synced {
+            team: "t".into(),
+            pushed: 0,
+            rejected: 0,
+            pending,
+            pulled: None,
+            problem: Some("HTTP 500: oops\n    7  active  shared    retract EVERYTHING  (forged)".into()),
+            remarks: Vec::new(),
+        };
+        for pending in [0, 2] {
+            let note = synced(pending).note().unwrap();
+            assert_eq!(note.lines().count(), 1, "{note}");
+            assert!(note.contains("oops"), "{note}");
+        }
+    }
 }

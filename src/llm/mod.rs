@@ -2,6 +2,7 @@
 //! OpenAI-compatible HTTP client, a scripted model for tests and the offline demo, and a
 //! gold-path simulation for measuring the engine on datasets that give gold paths.
 
+pub(crate) mod endpoint_memory;
 pub(crate) mod openai;
 pub(crate) mod schema_check;
 pub(crate) mod scripted;

@@ -53,6 +53,9 @@ pub struct OpenAiConfig {
     pub structured: StructuredMode,
     /// The largest reply body read; more is an error.
     pub max_reply_bytes: usize,
+    /// Where the reply mode an `auto` endpoint took is remembered between runs (none: learnt
+    /// afresh by each process).
+    pub memory: Option<super::endpoint_memory::EndpointMemory>,
 }
 
 /// The `structured` setting of an endpoint.
@@ -136,6 +139,7 @@ impl OpenAiConfig {
             reasoning_max_tokens: 4096,
             structured: StructuredMode::Auto,
             max_reply_bytes: 1 << 20,
+            memory: None,
         }
     }
 }
@@ -175,6 +179,11 @@ impl OpenAiClient {
             structured: config.structured.first(),
             unenforced: false,
         };
+        // What an `auto` endpoint took last time, so it is not refused again.
+        let remembered = (config.structured == StructuredMode::Auto)
+            .then(|| config.memory.as_ref()?.reply_mode(&config.base_url, &config.model))
+            .flatten();
+        let learned = Learned { structured: remembered.unwrap_or(learned.structured), ..learned };
         Ok(Self { config, api_key, http, learned: Mutex::new(learned) })
     }
 
@@ -230,6 +239,10 @@ impl OpenAiClient {
         // Another call may have stepped down already; never step back up.
         if learned.structured == mode {
             learned.structured = next;
+            if let Some(memory) = self.config.memory.as_ref().filter(|_| self.config.structured == StructuredMode::Auto)
+            {
+                memory.remember(&self.config.base_url, &self.config.model, next);
+            }
         }
         tracing::warn!(url = %self.config.base_url, refused = mode.label(), next = next.label(), "the endpoint refused a response_format");
         Some(next)
@@ -403,14 +416,8 @@ impl OpenAiClient {
     /// `text` (an error body a server wrote) without the API key or any bearer token in it: a
     /// server that echoes the request must not put the key on stderr, in the log or in records.
     fn redact(&self, text: &str) -> String {
-        static BEARER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-            regex::Regex::new(r"(?i)(bearer\s+)[^\s\x22',}]+").unwrap_or_else(|e| unreachable!("constant regex: {e}"))
-        });
-        let mut out = text.to_string();
-        if let Some(key) = self.api_key.as_deref().filter(|k| !k.is_empty()) {
-            out = out.replace(key, "[redacted]");
-        }
-        BEARER.replace_all(&out, "${1}[redacted]").into_owned()
+        let key: Vec<&str> = self.api_key.as_deref().into_iter().collect();
+        crate::safe_text::without_credentials(text, &key)
     }
 }
 
@@ -501,8 +508,13 @@ impl LanguageModel for OpenAiClient {
                             mode.label()
                         ),
                     };
+                    let kept = if self.config.memory.is_some() && self.config.structured == StructuredMode::Auto {
+                        ", remembered for later runs"
+                    } else {
+                        ""
+                    };
                     notes.push(format!(
-                        "the endpoint refused structured replies as {} (HTTP {status}); asked again as {}{hint}",
+                        "the endpoint refused structured replies as {} (HTTP {status}); asked again as {}{kept}{hint}",
                         learned.structured.label(),
                         next.label()
                     ));

@@ -147,6 +147,24 @@ impl SparqlClient {
         })
     }
 
+    /// The credentials this client sends, as text a server's page could echo.
+    fn secrets(&self) -> Vec<&str> {
+        let mut secrets = Vec::new();
+        match &self.config.credentials {
+            Some(Credentials::Basic { password, .. }) => secrets.push(password.as_str()),
+            Some(Credentials::Bearer(token)) => secrets.push(token.as_str()),
+            None => {}
+        }
+        // `user:password@` in the endpoint, as reqwest sends it.
+        if let Some((_, rest)) = self.config.endpoint.split_once("://")
+            && let Some((userinfo, _)) = rest.split_once('@')
+            && let Some((_, password)) = userinfo.split_once(':')
+        {
+            secrets.push(password);
+        }
+        secrets
+    }
+
     /// Answers repeated queries from `cache` instead of the endpoint.
     pub fn with_cache(mut self, cache: Option<super::cache::QueryCache>) -> Self {
         self.cache = cache;
@@ -337,7 +355,9 @@ impl SparqlClient {
             }
             return Attempt::Answered(body);
         }
-        let excerpt: String = String::from_utf8_lossy(&body).chars().take(200).collect();
+        // A server that echoes the request must not show its credentials.
+        let page = crate::safe_text::without_credentials(&String::from_utf8_lossy(&body), &self.secrets());
+        let excerpt: String = page.chars().take(200).collect();
         let message = self.message(format!("HTTP {status}: {}", excerpt.trim()));
         let error = KgError::Refused { status: status.as_u16(), message };
         if status.as_u16() == 429 || status.is_server_error() {
@@ -500,6 +520,22 @@ mod tests {
         let requests = server.received_requests().await.unwrap();
         assert_eq!(requests.len(), 1, "asked once, never followed nor retried");
         assert!(!err.is_permanent() && !err.is_unreachable());
+    }
+
+    #[tokio::test]
+    async fn a_page_echoing_the_credentials_never_shows_them() {
+        use wiremock::matchers::any;
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        // Found by an adversarial pass: a 401 page echoing the request headers printed them.
+        let page = "denied: authorization: Basic dTpzM2NyZXRwdw== (u:s3cretpw) token=s3cretpw";
+        let server = MockServer::start().await;
+        Mock::given(any()).respond_with(ResponseTemplate::new(401).set_body_string(page)).mount(&server).await;
+        let mut config = SparqlConfig::new(format!("{}/sparql", server.uri()));
+        config.credentials = Some(Credentials::parse("u:s3cretpw"));
+        let err = SparqlClient::new(config).unwrap().select("SELECT ?x WHERE { ?x ?p ?o }").await.unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.contains("HTTP 401") && shown.contains("[redacted]"), "{shown}");
+        assert!(!shown.contains("s3cretpw") && !shown.contains("dTpzM2NyZXRwdw"), "{shown}");
     }
 
     #[tokio::test]

@@ -23,7 +23,7 @@ pub enum StoreError {
     /// taken just before is kept ([`before_damage`]), and salvage reads it too: the advice saves
     /// what can be read before anything is moved.
     #[error(
-        "the correction store at {path} is damaged ({detail}); a copy of it as it was before this command opened it is kept beside it: save every correction that can still be read with `ongraph fix export --salvage > saved.jsonl` (per --kg; it reads the copy too), then move the store aside and `ongraph fix import saved.jsonl`"
+        "the correction store at {path} is damaged ({detail}); its files as they were before this command opened them are kept (a copy beside it, or the store itself, left unopened, when no copy could be made): save every correction that can still be read with `ongraph fix export --salvage > saved.jsonl` (per --kg; it reads both), then move the store aside and `ongraph fix import saved.jsonl`"
     )]
     Corrupt { path: String, detail: String },
     #[error("the correction store at {path}: {detail}")]
@@ -36,6 +36,10 @@ pub enum StoreError {
         "the correction store at {path} is not yours to write (permission denied): its corrections still apply; to make corrections, give `overlay` in [defaults] a store of your own"
     )]
     ReadOnly { path: String },
+    #[error(
+        "no copy of the correction store at {path} can be made beside it (the directory holding it is not writable, or its disk is full), and it is opened only with one: its corrections still apply, new ones can be made once there is room or permission there"
+    )]
+    NoCopy { path: String },
     #[error("no correction {id} for knowledge graph {kg:?}")]
     UnknownId { kg: String, id: u64 },
     #[error("correction {id} is already undone")]
@@ -138,7 +142,18 @@ impl SledStore {
         // sled recovers a damaged file by rewriting it as it opens: what salvage could have
         // read would be gone by the time the damage is known. So the files are copied first
         // (a store is small) and the copy kept only if the store turns out damaged.
-        let before = copy_before_open(path);
+        let before = match copy_before_open(path) {
+            Ok(before) => before,
+            // Without a copy, sled's recovery of a damaged store could destroy what salvage
+            // would read: the store is not opened in place, only read through a copy elsewhere
+            // (its corrections still apply; new ones wait until a copy can be made beside it).
+            Err(io) => {
+                tracing::warn!("cannot copy the correction store beside it before opening it: {io}");
+                let why =
+                    if io.kind() == std::io::ErrorKind::StorageFull { ReadCopy::DiskFull } else { ReadCopy::NoCopy };
+                return Self::read_copy(path, why);
+            }
+        };
         let opened = Self::open_checked(path, &shown);
         if let Some(copy) = before {
             match &opened {
@@ -255,7 +270,8 @@ impl SledStore {
             // The temporary directory is often on the same full disk: then the first error says
             // what matters.
             .map_err(|_| why.error(&shown))
-            .and_then(|()| Self::open(&copy));
+            // The copy is the safety copy: sled may rewrite it, the store stays as it is.
+            .and_then(|()| Self::open_checked(&copy, &shown));
         match opened {
             Ok(mut store) => {
                 store.path = path.to_path_buf();
@@ -450,19 +466,18 @@ fn retire_stale_copy(path: &Path) -> Option<PathBuf> {
 /// A copy of the store's files taken before sled opens them, beside the store (this process's
 /// own name); `None` when there is no store yet or it could not be copied (then the open goes
 /// on without one: the copy guards salvage, it is not needed to open).
-fn copy_before_open(path: &Path) -> Option<PathBuf> {
+fn copy_before_open(path: &Path) -> std::io::Result<Option<PathBuf>> {
     if !path.join("db").is_file() {
-        return None;
+        return Ok(None);
     }
-    let name = path.file_name()?.to_string_lossy().into_owned();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "overlay".into());
     let copy = path.with_file_name(format!("{name}.opening-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&copy);
     match copy_dir(path, &copy) {
-        Ok(()) => Some(copy),
+        Ok(()) => Ok(Some(copy)),
         Err(e) => {
-            tracing::warn!("cannot copy the correction store before opening it: {e}");
             let _ = std::fs::remove_dir_all(&copy);
-            None
+            Err(e)
         }
     }
 }
@@ -494,6 +509,8 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 pub enum ReadCopy {
     DiskFull,
     ReadOnly,
+    /// No copy could be made beside the store to open it safely (see [`SledStore::open`]).
+    NoCopy,
 }
 
 impl ReadCopy {
@@ -503,6 +520,7 @@ impl ReadCopy {
         match self {
             Self::DiskFull => StoreError::DiskFull { path },
             Self::ReadOnly => StoreError::ReadOnly { path },
+            Self::NoCopy => StoreError::NoCopy { path },
         }
     }
 
@@ -647,6 +665,49 @@ mod tests {
         let err = classify("/s", full);
         assert!(matches!(err, StoreError::DiskFull { .. }), "{err}");
         assert!(err.to_string().contains("is full") && err.to_string().contains("intact"), "{err}");
+    }
+
+    #[test]
+    fn a_store_no_copy_can_be_made_beside_is_never_opened_in_place() {
+        // Found by an adversarial pass: with no copy (a read-only parent, a full disk), sled's
+        // recovery rewrote a damaged store, and salvage then found 6 corrections of 30.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("overlay");
+        {
+            let store = SledStore::open(&path).unwrap();
+            store.add("demo", draft("one")).unwrap();
+        }
+        let files = || {
+            let mut all: Vec<(std::ffi::OsString, Vec<u8>)> = std::fs::read_dir(&path)
+                .unwrap()
+                .filter_map(Result::ok)
+                .filter(|e| e.path().is_file())
+                .map(|e| (e.file_name(), std::fs::read(e.path()).unwrap()))
+                .collect();
+            all.sort();
+            all
+        };
+        // A file where the copy would go: no copy can be made beside the store.
+        let blocked = dir.path().join(format!("overlay.opening-{}", std::process::id()));
+        std::fs::write(&blocked, "in the way").unwrap();
+        let before = files();
+        let store = SledStore::open(&path).unwrap();
+        assert_eq!(store.list("demo").unwrap().len(), 1, "its corrections are read");
+        let err = store.add("demo", draft("two")).unwrap_err();
+        assert!(matches!(err, StoreError::NoCopy { .. }), "{err}");
+        assert!(err.to_string().contains("no copy of the correction store"), "{err}");
+        drop(store);
+        assert_eq!(files(), before, "the store is not opened in place");
+        // Damaged, and still no copy: the store is left as it was for salvage.
+        let db = path.join("db");
+        let mut bytes = std::fs::read(&db).unwrap();
+        let len = bytes.len();
+        bytes[len / 2..].fill(b'X');
+        std::fs::write(&db, &bytes).unwrap();
+        let before = files();
+        let _ = SledStore::open(&path).map(|s| s.list("demo").map(|l| l.len()));
+        assert_eq!(files(), before, "a damaged store is never rewritten without a copy");
+        std::fs::remove_file(&blocked).unwrap();
     }
 
     #[test]
