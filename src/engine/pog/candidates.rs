@@ -87,6 +87,8 @@ impl PogMachine {
             let existing = cx.beam.nodes[at].children.iter().copied().find(|&k| {
                 matches!(&cx.beam.nodes[k].kind, NodeKind::Relation { shown: s, direction: d, .. } if *s == shown && *d == direction)
             });
+            // A fact a correction asserted is marked so, as on ToG's beam.
+            let correction = self.sg.correction(path.nodes[i], &relation, direction, path.nodes[i + 1]);
             let rel = existing.unwrap_or_else(|| {
                 let graph = cx.graph_name.clone();
                 cx.beam.add(Some(at), NodeKind::Relation { relation, direction, shown }, Provenance::Kg { graph })
@@ -96,7 +98,11 @@ impl PogMachine {
                 cx.beam.nodes[rel].children.iter().copied().find(|&k| cx.beam.nodes[k].term() == Some(&next.term));
             at = existing.unwrap_or_else(|| {
                 let kind = NodeKind::Entity { term: next.term.clone(), label: next.label.clone() };
-                cx.beam.add(Some(rel), kind, Provenance::Kg { graph: cx.graph_name.clone() })
+                let provenance = match correction {
+                    Some(id) => Provenance::Correction { id },
+                    None => Provenance::Kg { graph: cx.graph_name.clone() },
+                };
+                cx.beam.add(Some(rel), kind, provenance)
             });
         }
         at

@@ -416,6 +416,9 @@ impl Method for PogMachine {
                             let sg = Arc::make_mut(&mut self.sg);
                             let m = sg.node(&nb.term, label.as_deref(), hop);
                             sg.link(n, &r.relation, r.direction, m);
+                            if let Some(id) = nb.correction {
+                                sg.corrected_by(n, &r.relation, r.direction, m, id);
+                            }
                         }
                     }
                 }

@@ -62,6 +62,9 @@ pub struct Subgraph {
     adjacency: Vec<Vec<usize>>,
     /// Distinct triples added.
     pub triples: usize,
+    /// The corrections that asserted triples, by (from, relation, direction, to), both ways:
+    /// the tree marks them as it does on ToG's beam.
+    corrected: HashMap<(usize, String, Direction, usize), u64>,
 }
 
 impl Subgraph {
@@ -103,6 +106,18 @@ impl Subgraph {
             edge.relations.push((relation.to_string(), oriented));
             self.triples += 1;
         }
+    }
+
+    /// Records that the correction `id` asserted `from -relation-> to` (as [`Subgraph::link`]
+    /// takes it).
+    pub fn corrected_by(&mut self, from: usize, relation: &str, direction: Direction, to: usize, id: u64) {
+        self.corrected.insert((from, relation.to_string(), direction, to), id);
+        self.corrected.insert((to, relation.to_string(), flip(direction), from), id);
+    }
+
+    /// The correction that asserted `from -relation-> to`, if one did.
+    pub fn correction(&self, from: usize, relation: &str, direction: Direction, to: usize) -> Option<u64> {
+        self.corrected.get(&(from, relation.to_string(), direction, to)).copied()
     }
 
     pub fn other(&self, edge: usize, node: usize) -> usize {
