@@ -139,6 +139,16 @@ fn bad_inputs_are_one_line_errors() {
     assert_one_line_error(&out, "config.toml:2: unknown field `widht`");
 
     assert_one_line_error(&ongraph(dir, &["ask", "q?", "--llm", "nope"]), "no LLM named \"nope\"");
+    // A name the user did not type says where it came from, and how to define one (found by a
+    // trial).
+    let out = ongraph(dir, &["ask", "q?", "--llm", "local"]);
+    assert_one_line_error(&out, "no LLM named \"local\" (known: demo, scripted:FILE); an [llm.local] entry in ");
+    std::fs::write(dir.join("named.toml"), "[defaults]\nkg = \"pq3\"\n").unwrap();
+    let named = dir.join("named.toml");
+    let out = ongraph(dir, &["--config", named.to_str().unwrap(), "ask", "q?"]);
+    assert_one_line_error(&out, &format!("no knowledge graph \"pq3\" (from [defaults] kg in {})", named.display()));
+    let out = common::ongraph_cmd(dir, &["ask", "q?"]).env("ONGRAPH_KG", "pq22").output().unwrap();
+    assert_one_line_error(&out, "no knowledge graph \"pq22\" (from ONGRAPH_KG)");
     std::fs::write(
         dir.join("zero.toml"),
         "[llm.x]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\ntimeout_secs = 0\n",

@@ -310,6 +310,13 @@ fn unknown_entities_and_relations_are_errors() {
         ok(h, &["kg", "neighbors", "m.lou_seal", "sports.sports_team.team_mascot", "--incoming"]),
         "m.giants\tSan Francisco Giants\n"
     );
+    // A bad id is no entity, not a missing relation; an entity's exact name finds it, as
+    // `--topic` does (found by a trial).
+    fails(h, &["kg", "neighbors", "m.nope", "sports.sports_team.team_mascot"], "demo has no entity m.nope");
+    let out = run(h, &["kg", "neighbors", "Lou Seal", "sports.sports_team.team_mascot", "--incoming"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "m.giants\tSan Francisco Giants\n");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "note: m.lou_seal is the entity named Lou Seal\n");
+    assert!(ok(h, &["kg", "relations", "San Francisco Giants"]).contains("-> sports.sports_team.team_mascot\n"));
 }
 
 #[test]

@@ -700,6 +700,27 @@ async fn flag_relabel_undo_and_ask_again() {
     assert!(!text.contains("before: Bright House Field") && !text.contains("answer changed"), "{text}");
 }
 
+/// As the README says of `f`: one `u` undoes it, from the tree (found by a trial: `u` worked
+/// only in the corrections pane).
+#[tokio::test]
+async fn one_u_in_the_tree_undoes_the_flag_just_made() {
+    let mut ui = Ui::new();
+    ui.ask(PHANATIC).await;
+    ui.press(KeyCode::Char('r')).await;
+    ui.press(KeyCode::Char('u')).await;
+    assert_eq!(
+        ui.app.message.as_deref(),
+        Some("no correction of this sitting to undo: Tab to the corrections pane to undo an earlier one")
+    );
+    ui.flag_the_stadium("Renamed").await;
+    ui.press(KeyCode::Enter).await;
+    assert_eq!(ui.app.message.as_deref(), Some("correction 1 recorded; a: ask again with it"));
+    assert_eq!(ui.app.focus, Focus::Tree);
+    ui.press(KeyCode::Char('u')).await;
+    assert!(!ui.app.corrections[0].active, "undone from the tree");
+    assert_eq!(ui.app.message.as_deref(), Some("correction 1 undone; a: ask again without it"));
+}
+
 #[tokio::test]
 async fn flag_with_the_right_object_picked_from_the_kg() {
     let mut ui = Ui::new();

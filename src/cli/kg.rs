@@ -50,15 +50,14 @@ pub async fn kg(args: KgArgs, config: &Config) -> Result<i32> {
     let mut out = super::printable::Printable::new(std::io::stdout().lock());
     match args.action {
         KgAction::Relations { entity } => {
+            let entity = entity_of(kg.as_ref(), &entity).await?;
             let relations = kg.relations(&entity).await?;
-            if relations.is_empty() && kg.label(&entity).await?.is_none() {
-                anyhow::bail!("{} has no entity {entity} (search by name with `ongraph kg search`)", kg.name());
-            }
             for r in relations {
                 writeln!(out, "{} {}", r.direction.arrow(), OneLine(&r.relation))?;
             }
         }
         KgAction::Neighbors { entity, relation, incoming } => {
+            let entity = entity_of(kg.as_ref(), &entity).await?;
             let r = if incoming { RelationRef::incoming(relation) } else { RelationRef::out(relation) };
             let found = kg.neighbours(&entity, &r).await?;
             if found.is_empty() && !kg.relations(&entity).await?.contains(&r) {
@@ -97,6 +96,30 @@ pub async fn kg(args: KgArgs, config: &Config) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// The entity `given` names: an id the KG has, else the one entity whose name it is exactly
+/// (as `--topic` takes names; said on stderr), else an error saying so.
+async fn entity_of(kg: &dyn crate::kg::KnowledgeGraph, given: &str) -> Result<String> {
+    if !kg.relations(given).await?.is_empty() || kg.label(given).await?.is_some() {
+        return Ok(given.to_string());
+    }
+    let exact: Vec<crate::kg::EntityMatch> =
+        kg.find_entities(given, 5).await?.into_iter().filter(|m| m.exact).collect();
+    match exact.as_slice() {
+        [one] => {
+            let mut err = super::printable::Printable::new(std::io::stderr().lock());
+            writeln!(err, "note: {} is the entity named {}", OneLine(&one.id), OneLine(given))?;
+            Ok(one.id.clone())
+        }
+        [] => anyhow::bail!("{} has no entity {given} (search by name with `ongraph kg search`)", kg.name()),
+        many => anyhow::bail!(
+            "{} has {} entities named {given:?} ({}): give one's id",
+            kg.name(),
+            many.len(),
+            many.iter().map(|m| m.id.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+    }
 }
 
 /// Why every neighbour came out unnamed: the profile the KG was read with, and the one that

@@ -300,7 +300,8 @@ pub fn open_kg(setup: &SetupArgs, config: &Config) -> Result<(Arc<dyn KnowledgeG
             let path = PathBuf::from(&name);
             if !path.exists() {
                 let known: Vec<&str> = std::iter::once("demo").chain(config.kg.keys().map(String::as_str)).collect();
-                bail!("no knowledge graph {name:?}: not a file, and not one of: {}", known.join(", "));
+                let from = named_by(setup.kg.as_deref(), "ONGRAPH_KG", "kg", config);
+                bail!("no knowledge graph {name:?}{from}: not a file, and not one of: {}", known.join(", "));
             }
             (path, setup.kg_profile.clone().unwrap_or_else(|| "auto".into()), setup.lenient)
         }
@@ -419,7 +420,16 @@ pub fn open_llm(setup: &SetupArgs, config: &Config) -> Result<Arc<dyn LanguageMo
     let Some(entry) = config.llm.get(&name) else {
         let known: Vec<&str> =
             ["demo", "scripted:FILE"].into_iter().chain(config.llm.keys().map(String::as_str)).collect();
-        bail!("no LLM named {name:?} (known: {})", known.join(", "));
+        let from = named_by(setup.llm.as_deref(), "ONGRAPH_LLM", "llm", config);
+        let config_file = config.file.clone().or_else(Config::default_path);
+        let add = match config_file {
+            Some(file) => format!(
+                "; an [llm.{name}] entry in {} defines it (README: \"Pointing it at a real model\")",
+                file.display()
+            ),
+            None => String::new(),
+        };
+        bail!("no LLM named {name:?}{from} (known: {}){add}", known.join(", "));
     };
     let mut entry = entry.clone();
     entry.structured = setup.structured.unwrap_or(entry.structured);
@@ -469,4 +479,19 @@ fn openai_client(entry: &crate::config::LlmEntry) -> Result<OpenAiClient> {
         c.max_reply_bytes = kb.max(1).saturating_mul(1024);
     }
     Ok(OpenAiClient::new(c)?)
+}
+
+/// Where a name the user did not type on this command line came from, as the end of a
+/// message's subject (` (from ONGRAPH_KG)`, ` (from [defaults] kg in FILE)`); empty for a flag.
+fn named_by(given: Option<&str>, variable: &str, key: &str, config: &Config) -> String {
+    match given {
+        Some(name) if std::env::var(variable).is_ok_and(|v| v == name) && !std::env::args().any(|a| a == name) => {
+            format!(" (from {variable})")
+        }
+        Some(_) => String::new(),
+        None => match &config.file {
+            Some(file) => format!(" (from [defaults] {key} in {})", file.display()),
+            None => format!(" (from [defaults] {key})"),
+        },
+    }
 }

@@ -269,9 +269,21 @@ impl App {
                 }
             }
             Command::Undo => {
+                // Outside the corrections pane, `u` right after `f` undoes what it made: the
+                // newest correction of this sitting that is still active.
+                let selected = if self.focus == Focus::Corrections {
+                    Some(self.corrections_at)
+                } else {
+                    let made: Vec<u64> = self.recording.corrections.iter().map(|c| c.id).collect();
+                    self.corrections.iter().rposition(|c| c.active && made.contains(&c.id))
+                };
                 if !self.live {
                     self.say("an offline replay changes no corrections");
-                } else if let Some(c) = self.corrections.get(self.corrections_at) {
+                } else if self.focus != Focus::Corrections && selected.is_none() {
+                    self.say(
+                        "no correction of this sitting to undo: Tab to the corrections pane to undo an earlier one",
+                    );
+                } else if let Some(c) = selected.and_then(|i| self.corrections.get(i)) {
                     if !c.active {
                         self.say(format!("correction {} is undone already", c.id));
                         return Vec::new();
