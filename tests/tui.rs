@@ -700,6 +700,21 @@ async fn flag_relabel_undo_and_ask_again() {
     assert!(!text.contains("before: Bright House Field") && !text.contains("answer changed"), "{text}");
 }
 
+/// While the first step runs, the empty tree says so, not that `n` would take it (found by a
+/// trial).
+#[tokio::test]
+async fn the_first_step_in_flight_is_said_to_run() {
+    let mut ui = Ui::new();
+    ui.typed(CANBERRA).await;
+    let effects = update(&mut ui.app, key(KeyCode::Enter));
+    assert!(!effects.is_empty(), "the first step is asked for");
+    let text = ui.screen(120, 40);
+    assert!(text.contains("No beam yet: topic_extraction is running…"), "{text}");
+    assert!(!text.contains("takes the next step"), "{text}");
+    ui.settle(effects).await;
+    assert!(!ui.screen(120, 40).contains("is running…"));
+}
+
 /// As the README says of `f`: one `u` undoes it, from the tree (found by a trial: `u` worked
 /// only in the corrections pane).
 #[tokio::test]
@@ -1725,7 +1740,7 @@ async fn before_a_question_steering_keys_say_to_ask_first() {
         assert!(said.ends_with("ask a question first (i, then enter)"), "{c}: {said}");
     }
     ui.press(KeyCode::Char('u')).await;
-    assert!(ui.app.message.as_deref().unwrap_or_default().contains("works in the corrections pane"));
+    assert!(ui.app.message.as_deref().unwrap_or_default().contains("no correction of this sitting to undo"));
 }
 
 #[tokio::test]

@@ -87,7 +87,7 @@ commands! {
     Rewind, "rewind-here", Transcript, ["enter"], "go back to the selected step and go on from there";
     MethodRow, "edit-or-show", Method, ["enter"], "GoG: edit the thought and action about to run · PoG, ToG: show the selected path in the tree";
     Jump, "show-path", Answer, ["enter"], "show the selected path in the tree";
-    Undo, "undo", Any, ["u"], "undo the selected correction (elsewhere than the corrections pane: the last one this sitting made)";
+    Undo, "undo", Any, ["u"], "undo the selected correction (outside its pane: the last one made here)";
     Approve, "approve", Corrections, ["y"], "approve the selected teammate's correction (a review, shared with the team)";
     Reject, "reject", Corrections, ["X"], "reject the selected teammate's correction (a review, shared with the team)";
     Search, "search", Any, ["/"], "fuzzy search the beam and the KG's labels";

@@ -217,6 +217,7 @@ impl App {
             step_key: self.keymap.hint(super::keymap::Command::Step),
             failed: self.messages.last().is_some_and(|n| n.error),
             suggestion: &self.suggestion,
+            working: self.in_flight.is_some(),
         }
     }
 

@@ -58,6 +58,8 @@ pub(super) struct TreeShown<'a> {
     pub failed: bool,
     /// The question suggested before the first one.
     pub suggestion: &'a str,
+    /// A step is in flight (the model or the KG is being asked).
+    pub working: bool,
 }
 
 pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>, look: Look<'_>) {
@@ -91,6 +93,9 @@ pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>
                 shown.step_key,
                 run.next_phase()
             )
+        } else if shown.working {
+            // Found by a trial: "n takes the next step" showed while that step was running.
+            format!("No beam yet: {} is running…", run.next_phase())
         } else {
             format!("No beam yet: {} takes the next step ({}).", shown.step_key, run.next_phase())
         };
@@ -158,9 +163,10 @@ pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>
                 Some((a, rest)) if a == "->" || a == "<-" => (format!("{a} "), rest.to_string()),
                 _ => (String::new(), what),
             };
-            // The scores keep their place; a long name gives way, keeping its end (the
-            // informative part of `domain.type.property`), and on narrow screens the bar and
-            // the path score go first.
+            // The scores keep their place; a long name gives way: a relation keeping its end
+            // (the informative part of `domain.type.property`), an entity its start (found by a
+            // trial: `…t earl of beaconsfield`); on narrow screens the bar and the path score
+            // go first.
             // Counted in terminal columns: a CJK name takes two a character.
             let fixed = |scores: &Option<String>| {
                 lead.width() + marks.width() + arrow.width() + 2 + scores.as_ref().map_or(0, |s| s.width() + 2)
@@ -169,7 +175,7 @@ pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>
                 scores = node.score.map(|s| format!("{s:.2}"));
             }
             let room = width.saturating_sub(fixed(&scores)).max(8);
-            let what = cut_start_to(&what, room);
+            let what = if arrow.is_empty() { super::cut_to(&what, room) } else { cut_start_to(&what, room) };
             let mut spans = vec![Span::raw(lead)];
             if !marks.is_empty() {
                 let t = look.theme;
