@@ -6,13 +6,15 @@
 use std::borrow::Cow;
 
 /// `text` (an error page a server wrote) without an HTTP credential in it: each of `secrets`
-/// (a key, a password, `user:password`), and whatever follows `Bearer `, or `Basic ` as a
-/// base64 credential. A server
+/// (a key, a password, `user:password`), and whatever follows `Bearer `, or `Basic ` after
+/// `Authorization:` or as a base64 credential (with a digit, `+`, `/` or `=` in it: not a word). A server
 /// that echoes the request it refused must not put a credential on stderr, in the log or in
 /// a record.
 pub fn without_credentials(text: &str, secrets: &[&str]) -> String {
     static SCHEME: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?i)\b(bearer\s+)[^\s\x22',}]+|\b(basic\s+)[A-Za-z0-9+/]{6,}={0,2}")
+        regex::Regex::new(
+            r"(?i)\b(bearer\s+)[^\s\x22',}]+|(authorization\x22?'?\s*[:=]\s*\x22?'?basic\s+)[A-Za-z0-9+/]+={0,2}|\b(basic\s+)[A-Za-z0-9+/]*[0-9+/=][A-Za-z0-9+/]*={0,2}",
+        )
             .unwrap_or_else(|e| unreachable!("constant regex: {e}"))
     });
     let mut out = text.to_string();
@@ -22,7 +24,7 @@ pub fn without_credentials(text: &str, secrets: &[&str]) -> String {
     for secret in secrets {
         out = out.replace(secret, "[redacted]");
     }
-    SCHEME.replace_all(&out, "${1}${2}[redacted]").into_owned()
+    SCHEME.replace_all(&out, "${1}${2}${3}[redacted]").into_owned()
 }
 
 /// Characters that change how the text around them reads without being seen: bidirectional
@@ -206,9 +208,11 @@ mod tests {
         let page = "401: authorization: Basic dTpzM2NyZXRwdw== from u:s3cretpw; Authorization: Bearer tok.en-1";
         let shown = super::without_credentials(page, &["u:s3cretpw", "s3cretpw"]);
         assert_eq!(shown, "401: authorization: Basic [redacted] from [redacted]; Authorization: Bearer [redacted]");
-        // A SPARQL server's own words stay.
-        let prose = "syntax error in a basic graph pattern";
-        assert_eq!(super::without_credentials(prose, &[]), prose);
+        // A server's own words stay; a credential after `Authorization:` goes, however short.
+        for prose in ["syntax error in a basic graph pattern", "Basic authentication required"] {
+            assert_eq!(super::without_credentials(prose, &[]), prose);
+        }
+        assert_eq!(super::without_credentials("Authorization: Basic abc", &[]), "Authorization: Basic [redacted]");
     }
 
     use super::*;

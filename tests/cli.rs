@@ -859,8 +859,14 @@ fn ctrl_c_during_ask_keeps_the_steps_answered_and_resume_goes_on() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // A few replies in (the demo takes about a dozen calls), then Ctrl-C.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Once a step is done (the log says so: the command is in its loop, Ctrl-C is its to
+    // handle), and well before the last of the demo's dozen calls, Ctrl-C.
+    let log = home.path().join("state").join("ongraph").join("ongraph.log");
+    let started = std::time::Instant::now();
+    while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("summary=")) {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "no step was logged");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let killed = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(killed.success());
     let o = child.wait_with_output().unwrap();

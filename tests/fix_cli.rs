@@ -386,6 +386,14 @@ fn a_replace_is_one_correction_that_one_undo_reverts() {
         ok(h, &["fix", "import", marked.to_str().unwrap()]),
         "0 correction(s) imported into demo; skipped 1 already here\n"
     );
+    // A bad line anywhere: said with its number, and nothing of the file is imported.
+    let half = h.join("half.jsonl");
+    let good = ok(h, &["fix", "export", "--format", "jsonl"]).replace("BayCare", "Other");
+    std::fs::write(&half, format!("{good}{{\"not\": \"a correction\"}}\n")).unwrap();
+    let before = ok(h, &["fix", "list"]);
+    let lines = good.lines().count();
+    fails(h, &["fix", "import", half.to_str().unwrap()], &format!("half.jsonl:{}: not a correction", lines + 1));
+    assert_eq!(ok(h, &["fix", "list"]), before, "nothing imported");
 
     // What cannot be a replace says why.
     const MASCOT: &str = "sports.sports_team.team_mascot";
@@ -843,9 +851,13 @@ fn a_command_on_a_damaged_store_never_destroys_what_salvage_can_read() {
     };
     let before = salvaged(h);
     assert!(before >= 29, "salvage reads the damaged store: {before}");
-    // An ordinary command: whatever it says, it must not cost salvage a correction.
-    let _ = run(h, &["fix", "list"]);
-    assert_eq!(salvaged(h), before, "a command on the damaged store destroyed what salvage could read");
+    // Ordinary commands, one after another (the user tries again): whatever they say, they
+    // must not cost salvage a correction (a second one once replaced the first one's copy
+    // with a copy of what sled's recovery had left).
+    for _ in 0..2 {
+        let _ = run(h, &["fix", "list"]);
+        assert_eq!(salvaged(h), before, "a command on the damaged store destroyed what salvage could read");
+    }
 }
 
 /// A store the user may read but not write (a teammate's, a backup on a read-only mount): its

@@ -389,6 +389,33 @@ async fn structured_replies_use_json_schema_where_the_server_takes_it() {
     assert_eq!(format_type(&bodies.lock().unwrap()[1]), None);
 }
 
+/// One schema a server could not take (too large an enum) lowers this run's requests, not
+/// every later run's (found by a review).
+#[tokio::test]
+async fn a_refusal_of_one_schema_is_not_remembered_for_later_runs() {
+    let (server, bodies) = format_server(|b| match format_type(b) {
+        Some("json_schema") => Err((
+            400,
+            r#"{"error":{"message":"Invalid schema for response_format 'reply': enum has too many values"}}"#,
+        )),
+        _ => Ok(()),
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = || {
+        let mut c = config(&server);
+        c.memory = Some(EndpointMemory::at(dir.path().join("endpoints.json")));
+        OpenAiClient::new(c).unwrap()
+    };
+    let first = client().complete(&structured_request()).await.unwrap();
+    assert_eq!(first.mode, ReplyMode::JsonObject);
+    assert!(!first.notes.iter().any(|n| n.contains("remembered")), "{:?}", first.notes);
+    client().complete(&structured_request()).await.unwrap();
+    let sent = bodies.lock().unwrap().clone();
+    let types: Vec<Option<&str>> = sent.iter().map(format_type).collect();
+    assert_eq!(types, vec![Some("json_schema"), Some("json_object"), Some("json_schema"), Some("json_object")]);
+}
+
 #[tokio::test]
 async fn llama_cpp_python_refuses_json_schema_and_gets_json_object_from_then_on() {
     // llama-cpp-python's server: `json_schema` fails its request validation with HTTP 500.

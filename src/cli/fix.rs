@@ -516,26 +516,34 @@ fn salvage(setup: &SetupArgs, config: &Config, scope: &KgScope, format: ExportFo
 }
 
 fn import(out: &mut impl Write, file: &std::path::Path, config: &Config, scope: &KgScope) -> Result<()> {
+    // Every line is read and checked before one is stored: a bad line is said with its number
+    // and nothing is imported, rather than the lines before it alone.
+    let mut read = Vec::new();
     let opened = std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
     let reader = std::io::BufReader::new(crate::text_file::BoundedLines::new(opened));
-    let store = open_store(config)?;
-    // A correction already active here is not made twice (a backup imported again).
-    let mut here: Vec<_> = list_scope(&store, scope)?.into_iter().filter(|c| c.active).map(|c| c.op).collect();
-    let (mut count, mut undone, mut already) = (0, 0, 0);
     for (i, line) in reader.lines().enumerate() {
-        let line = line.with_context(|| format!("{}:{}", file.display(), i + 1))?;
+        let at = || format!("{}:{}", file.display(), i + 1);
+        let line = line.with_context(at)?;
         // An editor on Windows may start the file with a byte-order mark.
         let line = if i == 0 { line.trim_start_matches('\u{feff}') } else { line.as_str() };
         if line.trim().is_empty() {
             continue;
         }
-        let c: Correction =
-            serde_json::from_str(line).with_context(|| format!("{}:{}: not a correction", file.display(), i + 1))?;
+        let c: Correction = serde_json::from_str(line).with_context(|| format!("{}: not a correction", at()))?;
+        if c.active {
+            c.op.validate_ids().map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
+        }
+        read.push(c);
+    }
+    let store = open_store(config)?;
+    // A correction already active here is not made twice (a backup imported again).
+    let mut here: Vec<_> = list_scope(&store, scope)?.into_iter().filter(|c| c.active).map(|c| c.op).collect();
+    let (mut count, mut undone, mut already) = (0, 0, 0);
+    for c in read {
         if !c.active {
             undone += 1;
             continue;
         }
-        c.op.validate_ids().map_err(|e| anyhow::anyhow!("{}:{}: {e}", file.display(), i + 1))?;
         if here.contains(&c.op) {
             already += 1;
             continue;

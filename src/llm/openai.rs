@@ -221,7 +221,7 @@ impl OpenAiClient {
 
     /// After an HTTP 400/422 (or llama-cpp-python's 500) to a request sent with a `response_format` in `mode`: whether the
     /// server refused the format (then the next mode is remembered and returned).
-    fn learn_reply_mode(&self, status: u16, body: &str, mode: ReplyMode) -> Option<ReplyMode> {
+    fn learn_reply_mode(&self, status: u16, body: &str, mode: ReplyMode) -> Option<(ReplyMode, bool)> {
         let lower = body.to_lowercase();
         // 422 is how a pydantic server rejects a field it does not know; llama-cpp-python says
         // it with a 500 naming the field.
@@ -235,17 +235,25 @@ impl OpenAiClient {
             return None;
         }
         let next = self.config.structured.after(mode);
+        // Kept for later runs only when the endpoint refused the form itself (llama-cpp-python:
+        // "('body', 'response_format', 'type') Input should be 'text' or 'json_object'"), not one
+        // schema it could not take (too large an enum, a grammar it could not build): that would
+        // lower every later run for one request's sake.
+        let the_form = lower.contains("response_format")
+            && !["invalid schema", "schema for", "grammar", "enum", "too many", "too large"]
+                .iter()
+                .any(|w| lower.contains(w));
+        let memory = self.config.memory.as_ref().filter(|_| self.config.structured == StructuredMode::Auto && the_form);
         let mut learned = self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         // Another call may have stepped down already; never step back up.
         if learned.structured == mode {
             learned.structured = next;
-            if let Some(memory) = self.config.memory.as_ref().filter(|_| self.config.structured == StructuredMode::Auto)
-            {
+            if let Some(memory) = memory {
                 memory.remember(&self.config.base_url, &self.config.model, next);
             }
         }
         tracing::warn!(url = %self.config.base_url, refused = mode.label(), next = next.label(), "the endpoint refused a response_format");
-        Some(next)
+        Some((next, memory.is_some()))
     }
 
     fn chat_body(&self, request: &ChatRequest, learned: Learned) -> serde_json::Value {
@@ -497,7 +505,7 @@ impl LanguageModel for OpenAiClient {
                     tries += 1;
                 }
                 Err(LlmError::Status { url, status: status @ (400 | 422 | 500), body }) if tries < 4 => {
-                    let Some(next) = self.learn_reply_mode(status, &body, learned.structured) else {
+                    let Some((next, remembered)) = self.learn_reply_mode(status, &body, learned.structured) else {
                         return Err(LlmError::Status { url, status, body });
                     };
                     // The setting that asks so at once, where there is one.
@@ -508,11 +516,7 @@ impl LanguageModel for OpenAiClient {
                             mode.label()
                         ),
                     };
-                    let kept = if self.config.memory.is_some() && self.config.structured == StructuredMode::Auto {
-                        ", remembered for later runs"
-                    } else {
-                        ""
-                    };
+                    let kept = if remembered { ", remembered for later runs" } else { "" };
                     notes.push(format!(
                         "the endpoint refused structured replies as {} (HTTP {status}); asked again as {}{kept}{hint}",
                         learned.structured.label(),

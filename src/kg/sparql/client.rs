@@ -147,20 +147,18 @@ impl SparqlClient {
         })
     }
 
-    /// The credentials this client sends, as text a server's page could echo.
-    fn secrets(&self) -> Vec<&str> {
+    /// The credentials this client sends, as text a server's page could echo: the configured
+    /// ones, and the endpoint's password and query values (what [`redact`] keeps out of sight).
+    fn secrets(&self) -> Vec<String> {
         let mut secrets = Vec::new();
         match &self.config.credentials {
-            Some(Credentials::Basic { password, .. }) => secrets.push(password.as_str()),
-            Some(Credentials::Bearer(token)) => secrets.push(token.as_str()),
+            Some(Credentials::Basic { password, .. }) => secrets.push(password.clone()),
+            Some(Credentials::Bearer(token)) => secrets.push(token.clone()),
             None => {}
         }
-        // `user:password@` in the endpoint, as reqwest sends it.
-        if let Some((_, rest)) = self.config.endpoint.split_once("://")
-            && let Some((userinfo, _)) = rest.split_once('@')
-            && let Some((_, password)) = userinfo.split_once(':')
-        {
-            secrets.push(password);
+        if let Ok(url) = reqwest::Url::parse(&self.config.endpoint) {
+            secrets.extend(url.password().map(str::to_string));
+            secrets.extend(url.query_pairs().map(|(_, value)| value.into_owned()));
         }
         secrets
     }
@@ -356,7 +354,9 @@ impl SparqlClient {
             return Attempt::Answered(body);
         }
         // A server that echoes the request must not show its credentials.
-        let page = crate::safe_text::without_credentials(&String::from_utf8_lossy(&body), &self.secrets());
+        let secrets = self.secrets();
+        let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+        let page = crate::safe_text::without_credentials(&String::from_utf8_lossy(&body), &secrets);
         let excerpt: String = page.chars().take(200).collect();
         let message = self.message(format!("HTTP {status}: {}", excerpt.trim()));
         let error = KgError::Refused { status: status.as_u16(), message };
@@ -372,8 +372,14 @@ impl SparqlClient {
             let start: String = String::from_utf8_lossy(body).chars().take(80).collect();
             self.unreachable(format!("the reply is not SPARQL JSON results ({detail}); it starts {:?}", start.trim()))
         };
-        if let Some(n) = variables_named(body).filter(|n| *n > MAX_VARIABLES) {
-            return Err(bad(format!("its head names {n} variables; a query of ongraph's selects a few")));
+        match variables_named(body) {
+            Some(n) if n > MAX_VARIABLES => {
+                return Err(bad(format!("its head names {n} variables; a query of ongraph's selects a few")));
+            }
+            Some(_) => {}
+            // Not JSON of that shape (a `head` twice, say): not read further, since the results
+            // parser would read a head this check did not count.
+            None => return Err(bad("its head cannot be read".into())),
         }
         let parser = QueryResultsParser::from_format(QueryResultsFormat::Json);
         match parser.for_reader(body).map_err(|e| bad(e.to_string()))? {
@@ -555,6 +561,8 @@ mod tests {
         // A reply with a few variables still reads.
         assert_eq!(variables_named(br#"{"head":{"vars":["a","b"]},"results":{"bindings":[]}}"#), Some(2));
         assert_eq!(variables_named(b"not json"), None);
+        let twice = br#"{"head":{"vars":["a"]},"head":{"vars":["b"]},"results":{"bindings":[]}}"#;
+        assert_eq!(variables_named(twice), None, "a head given twice is not counted, and the reply refused");
     }
 
     #[tokio::test]

@@ -159,8 +159,12 @@ impl SledStore {
             match &opened {
                 Err(StoreError::Corrupt { .. }) => {
                     let target = before_damage(path);
-                    let _ = std::fs::remove_dir_all(&target);
-                    if let Err(io) = std::fs::rename(&copy, &target) {
+                    if target.exists() {
+                        // The first command to find the damage kept the store as it was; by
+                        // now sled's recovery may have rewritten it, so this copy is worth less
+                        // and never replaces that one.
+                        let _ = std::fs::remove_dir_all(&copy);
+                    } else if let Err(io) = std::fs::rename(&copy, &target) {
                         tracing::warn!("cannot keep the copy of the damaged store at {}: {io}", target.display());
                     }
                 }
@@ -485,8 +489,11 @@ fn copy_before_open(path: &Path) -> std::io::Result<Option<PathBuf>> {
 /// Copies a store's directory tree (files and subdirectories).
 fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
+    let mut entries = std::fs::read_dir(from)?.collect::<std::io::Result<Vec<_>>>()?;
+    // The count of acknowledged writes first: another process writing meanwhile then leaves
+    // the copy's database ahead of its count, never behind it (which reads as lost writes).
+    entries.sort_by_key(|e| e.file_name() != ACK_FILE);
+    for entry in entries {
         let target = to.join(entry.file_name());
         if entry.file_type()?.is_dir() {
             copy_dir(&entry.path(), &target)?;
@@ -677,13 +684,19 @@ mod tests {
             let store = SledStore::open(&path).unwrap();
             store.add("demo", draft("one")).unwrap();
         }
+        // Every file under the store, subdirectories (sled's blobs) too.
+        fn under(dir: &Path, all: &mut Vec<(PathBuf, Vec<u8>)>) {
+            for entry in std::fs::read_dir(dir).unwrap().filter_map(Result::ok) {
+                if entry.path().is_dir() {
+                    under(&entry.path(), all);
+                } else {
+                    all.push((entry.path(), std::fs::read(entry.path()).unwrap()));
+                }
+            }
+        }
         let files = || {
-            let mut all: Vec<(std::ffi::OsString, Vec<u8>)> = std::fs::read_dir(&path)
-                .unwrap()
-                .filter_map(Result::ok)
-                .filter(|e| e.path().is_file())
-                .map(|e| (e.file_name(), std::fs::read(e.path()).unwrap()))
-                .collect();
+            let mut all = Vec::new();
+            under(&path, &mut all);
             all.sort();
             all
         };
@@ -705,7 +718,8 @@ mod tests {
         bytes[len / 2..].fill(b'X');
         std::fs::write(&db, &bytes).unwrap();
         let before = files();
-        let _ = SledStore::open(&path).map(|s| s.list("demo").map(|l| l.len()));
+        let opened = SledStore::open(&path).and_then(|s| s.list("demo").map(|l| l.len()));
+        assert!(matches!(opened, Err(StoreError::Corrupt { .. })), "the damage is said: {opened:?}");
         assert_eq!(files(), before, "a damaged store is never rewritten without a copy");
         std::fs::remove_file(&blocked).unwrap();
     }

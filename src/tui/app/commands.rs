@@ -269,21 +269,23 @@ impl App {
                 }
             }
             Command::Undo => {
-                // Outside the corrections pane, `u` right after `f` undoes what it made: the
-                // newest correction of this sitting that is still active.
-                let selected = if self.focus == Focus::Corrections {
-                    Some(self.corrections_at)
-                } else {
-                    let made: Vec<u64> = self.recording.corrections.iter().map(|c| c.id).collect();
-                    self.corrections.iter().rposition(|c| c.active && made.contains(&c.id))
-                };
                 if !self.live {
                     self.say("an offline replay changes no corrections");
-                } else if self.focus != Focus::Corrections && selected.is_none() {
-                    self.say(
-                        "no correction of this sitting to undo: Tab to the corrections pane to undo an earlier one",
-                    );
-                } else if let Some(c) = selected.and_then(|i| self.corrections.get(i)) {
+                } else if self.focus != Focus::Corrections {
+                    // `u` right after `f` undoes what it made: the newest correction of this
+                    // sitting not undone, as the sitting's own record has it (the pane's list
+                    // may not have caught up with the store yet).
+                    if !self.pending_drafts.is_empty() {
+                        self.say("a correction is still being stored: u again in a moment");
+                        return Vec::new();
+                    }
+                    match self.recording.corrections.iter().rev().find(|c| c.undone_after_runs.is_none()) {
+                        Some(c) => return vec![Effect::Undo { id: c.id }],
+                        None => self.say(
+                            "no correction of this sitting to undo: Tab to the corrections pane to undo an earlier one",
+                        ),
+                    }
+                } else if let Some(c) = self.corrections.get(self.corrections_at) {
                     if !c.active {
                         self.say(format!("correction {} is undone already", c.id));
                         return Vec::new();

@@ -150,7 +150,9 @@ impl App {
                     replay.run = (from..runs.len()).chain(0..from).find(|&i| runs[i].question == question);
                     replay.player = replay.run.map(|i| Player::new(&runs[i]));
                 }
-                if let Some(i) = self.replay.as_ref().and_then(|r| r.run) {
+                // An offline replay shows the recording's corrections as they stood; a live one
+                // works on the user's own store, whose list is the one shown (and undone).
+                if let Some(i) = self.replay.as_ref().and_then(|r| r.run).filter(|_| !self.live) {
                     let session = self.replay.as_ref().map(|r| r.session.clone());
                     if let Some(session) = session {
                         self.corrections = super::corrections_as_of(&session, i);
