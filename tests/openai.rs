@@ -389,6 +389,13 @@ async fn structured_replies_use_json_schema_where_the_server_takes_it() {
     assert_eq!(format_type(&bodies.lock().unwrap()[1]), None);
 }
 
+/// A client of `server` that remembers what it learns in `dir`, as a new process would.
+fn remembering(server: &MockServer, dir: &std::path::Path) -> OpenAiClient {
+    let mut c = config(server);
+    c.memory = Some(EndpointMemory::at(dir.join("endpoints.json")));
+    OpenAiClient::new(c).unwrap()
+}
+
 /// One schema a server could not take (too large an enum) lowers this run's requests, not
 /// every later run's (found by a review).
 #[tokio::test]
@@ -402,15 +409,10 @@ async fn a_refusal_of_one_schema_is_not_remembered_for_later_runs() {
     })
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let client = || {
-        let mut c = config(&server);
-        c.memory = Some(EndpointMemory::at(dir.path().join("endpoints.json")));
-        OpenAiClient::new(c).unwrap()
-    };
-    let first = client().complete(&structured_request()).await.unwrap();
+    let first = remembering(&server, dir.path()).complete(&structured_request()).await.unwrap();
     assert_eq!(first.mode, ReplyMode::JsonObject);
     assert!(!first.notes.iter().any(|n| n.contains("remembered")), "{:?}", first.notes);
-    client().complete(&structured_request()).await.unwrap();
+    remembering(&server, dir.path()).complete(&structured_request()).await.unwrap();
     let sent = bodies.lock().unwrap().clone();
     let types: Vec<Option<&str>> = sent.iter().map(format_type).collect();
     assert_eq!(types, vec![Some("json_schema"), Some("json_object"), Some("json_schema"), Some("json_object")]);
@@ -438,14 +440,9 @@ async fn llama_cpp_python_refuses_json_schema_and_gets_json_object_from_then_on(
 
     // Remembered between runs: the next process's client asks as json_object at once.
     let dir = tempfile::tempdir().unwrap();
-    let remembering = || {
-        let mut c = config(&server);
-        c.memory = Some(EndpointMemory::at(dir.path().join("endpoints.json")));
-        OpenAiClient::new(c).unwrap()
-    };
-    let first = remembering().complete(&structured_request()).await.unwrap();
+    let first = remembering(&server, dir.path()).complete(&structured_request()).await.unwrap();
     assert!(first.notes.iter().any(|n| n.contains("json_object, remembered for later runs")), "{:?}", first.notes);
-    let later = remembering().complete(&structured_request()).await.unwrap();
+    let later = remembering(&server, dir.path()).complete(&structured_request()).await.unwrap();
     assert_eq!(later.mode, ReplyMode::JsonObject);
     assert!(later.notes.is_empty(), "not refused again: {:?}", later.notes);
     let sent = bodies.lock().unwrap().clone();
