@@ -3,6 +3,7 @@
 //! never silently does nothing.
 
 use crate::kg::KgProfile;
+use crate::overlay::team::SharedEntry;
 use crate::settings::{SettingsPatch, keys_of};
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -33,44 +34,6 @@ pub struct Config {
     /// Correction sets shared by a team, each a named graph on a SPARQL server: `[shared.NAME]`.
     #[serde(default)]
     pub shared: BTreeMap<String, SharedEntry>,
-}
-
-/// `[shared.NAME]`: where a team's corrections live. Checked when used (`--shared NAME` or
-/// `[defaults] shared`), so a set that is configured but not used cannot stop a command.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SharedEntry {
-    /// The SPARQL 1.1 query endpoint, e.g. `http://127.0.0.1:7878/query`.
-    pub query_endpoint: String,
-    /// The SPARQL 1.1 update endpoint, e.g. `http://127.0.0.1:7878/update`.
-    pub update_endpoint: String,
-    /// The named graph holding the set's records (a full IRI).
-    pub graph: String,
-    /// The environment variable holding `user:password` (HTTP basic) or a bearer token; never
-    /// the secret itself.
-    #[serde(default)]
-    pub credentials_env: Option<String>,
-    /// Which teammates' corrections apply: `all`, or `approved` (only your own until someone
-    /// approves one: reviews are not made by this version yet).
-    #[serde(default)]
-    pub apply: Apply,
-    /// Seconds to wait for the server (default 10): a server that is down must not hold up
-    /// every command for long.
-    #[serde(default = "default_shared_timeout")]
-    pub timeout_secs: u64,
-}
-
-/// Which corrections of a shared set apply.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Apply {
-    #[default]
-    All,
-    Approved,
-}
-
-fn default_shared_timeout() -> u64 {
-    10
 }
 
 /// `[defaults]`: the engine's settings, under their flags' names in snake case
@@ -524,6 +487,7 @@ pub fn profile_named(name: &str) -> Result<KgProfile, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::overlay::team::Apply;
 
     #[test]
     fn wrong_key_names_its_line() {

@@ -24,6 +24,7 @@ mod dataset;
 mod driver;
 pub mod engine;
 mod eval;
+mod http;
 pub mod kg;
 pub mod llm;
 mod overlay;

@@ -109,13 +109,28 @@ impl Template {
 pub struct Prompt {
     pub text: String,
     pub shows_shape: bool,
+    /// Where the call's own paragraph begins in `text`, when it was rendered from a template
+    /// that has one (see [`Prompts::fixed_part`]).
+    pub(crate) split: Option<Split>,
+}
+
+/// A rendered prompt's two parts: `text[..at]` is its template's fixed part (instructions and
+/// examples), `text[at..]` the call's own paragraph.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Split {
+    pub(crate) template: Template,
+    pub(crate) at: usize,
 }
 
 impl From<String> for Prompt {
     fn from(text: String) -> Self {
-        Self { text, shows_shape: false }
+        Self { text, shows_shape: false, split: None }
     }
 }
+
+/// The placeholders a template's fixed part may hold: their values are the same for every
+/// call of a run (the beam width), so the fixed part is too.
+const RUN_CONSTANTS: &[&str] = &["width"];
 
 /// A structured variant's key in a prompts directory (`json/NAME.txt`) and in a saved session.
 const JSON_PREFIX: &str = "json/";
@@ -208,6 +223,9 @@ struct Parsed {
     parts: Vec<Part>,
     /// The text it was parsed from (saved with sessions, so a replay renders the same prompts).
     source: String,
+    /// The first part of the call's own paragraph (the template's last), when the parts before
+    /// it are a fixed part: instructions and examples holding no placeholder but run constants.
+    call_from: Option<usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -247,12 +265,23 @@ impl Parsed {
                 return Err(PromptError::Missing { file: file.into(), name: (*name).into() });
             }
         }
-        Ok(Self { parts, source: text.to_string() })
+        let call_from = split_off_call(&mut parts);
+        Ok(Self { parts, source: text.to_string(), call_from })
     }
 
     fn render(&self, values: &[(&str, &str)]) -> String {
+        self.render_parts(&self.parts, values)
+    }
+
+    /// The rendered fixed part and call paragraph, when the template has both.
+    fn render_split(&self, values: &[(&str, &str)]) -> Option<(String, String)> {
+        let at = self.call_from?;
+        Some((self.render_parts(&self.parts[..at], values), self.render_parts(&self.parts[at..], values)))
+    }
+
+    fn render_parts(&self, parts: &[Part], values: &[(&str, &str)]) -> String {
         let mut out = String::new();
-        for part in &self.parts {
+        for part in parts {
             match part {
                 Part::Text(t) => out.push_str(t),
                 Part::Slot(name) => out.push_str(values.iter().find(|(k, _)| k == name).map(|(_, v)| *v).unwrap_or("")),
@@ -260,6 +289,30 @@ impl Parsed {
         }
         out
     }
+}
+
+/// Splits the text part holding the template's last blank line so that the call's own
+/// paragraph (`Q: {{question}}` … `A: `) starts a part of its own, and returns that part's
+/// index; `None` when the template has no blank line, or a placeholder before it that varies
+/// from call to call (then there is no fixed part to share).
+fn split_off_call(parts: &mut Vec<Part>) -> Option<usize> {
+    let last = parts.len().checked_sub(1)?;
+    let (index, at) = parts.iter().enumerate().rev().find_map(|(i, part)| match part {
+        // Blank lines at the very end do not start a paragraph.
+        Part::Text(t) => (if i == last { t.trim_end() } else { t.as_str() }).rfind("\n\n").map(|at| (i, at + 2)),
+        Part::Slot(_) => None,
+    })?;
+    let fixed_is_constant = parts[..index].iter().all(|p| match p {
+        Part::Slot(name) => RUN_CONSTANTS.contains(&name.as_str()),
+        Part::Text(_) => true,
+    });
+    if !fixed_is_constant {
+        return None;
+    }
+    let Part::Text(text) = &mut parts[index] else { return None };
+    let call = text.split_off(at);
+    parts.insert(index + 1, Part::Text(call));
+    Some(index + 1)
 }
 
 /// Which structured variants a set of prompts has.
@@ -413,10 +466,31 @@ impl Prompts {
     /// Renders `template` for a call whose reply is asked for as JSON when `structured`: its
     /// structured variant if it has one (which shows the reply's shape), else the template.
     pub fn render_for(&self, template: Template, values: &[(&str, &str)], structured: bool) -> Prompt {
-        match self.find(template).and_then(|l| l.json.as_ref()).filter(|_| structured) {
-            Some(variant) => Prompt { text: variant.render(values), shows_shape: true },
-            None => Prompt::from(self.render(template, values)),
+        debug_assert!(template.unfilled(values).is_none(), "{template}: a placeholder without a value");
+        let variant = self.find(template).and_then(|l| l.json.as_ref()).filter(|_| structured);
+        let parsed = match (variant, self.find(template)) {
+            (Some(variant), _) => variant,
+            (None, Some(loaded)) => &loaded.text,
+            (None, None) => return Prompt::from(self.render(template, values)),
+        };
+        let shows_shape = variant.is_some();
+        match parsed.render_split(values) {
+            Some((mut text, call)) => {
+                let split = Some(Split { template, at: text.len() });
+                text.push_str(&call);
+                Prompt { text, shows_shape, split }
+            }
+            None => Prompt { text: parsed.render(values), shows_shape, split: None },
         }
+    }
+
+    /// The fixed part of `template` as [`Prompts::render_for`] renders it (its instructions and
+    /// examples, before the call's own paragraph), with the run's constants `values`; `None`
+    /// when it has none.
+    pub(crate) fn fixed_part(&self, template: Template, values: &[(&str, &str)], structured: bool) -> Option<String> {
+        let loaded = self.find(template)?;
+        let parsed = loaded.json.as_ref().filter(|_| structured).unwrap_or(&loaded.text);
+        parsed.render_split(values).map(|(fixed, _)| fixed)
     }
 
     fn find(&self, template: Template) -> Option<&Loaded> {

@@ -6,7 +6,7 @@
 //! value enums it already derives.
 
 use crate::engine::pog::PogPruning;
-use crate::engine::{Fallback, GogSettings, MethodId, PogSettings, PruneTool, ScSettings, Settings};
+use crate::engine::{Fallback, GogSettings, MethodId, PogSettings, PromptLayout, PruneTool, ScSettings, Settings};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
@@ -67,6 +67,12 @@ pub struct SettingsPatch {
     /// (own-knowledge) (default partial-paths).
     #[arg(long, value_enum, global = true)]
     pub fallback: Option<Fallback>,
+    /// How prompts are laid out (default per-call). shared-prefix puts the instructions and
+    /// examples of every kind of call in one system message that all calls share, so that a
+    /// server caching only the previous prompt's prefix (llama-cpp-python) evaluates just each
+    /// call's own part: longer prompts sent, far fewer evaluated.
+    #[arg(long, value_enum, global = true)]
+    pub prompt_layout: Option<PromptLayout>,
     #[command(flatten)]
     #[serde(flatten)]
     pub sc: ScPatch,
@@ -148,6 +154,7 @@ impl SettingsPatch {
         set(&mut s.sample_threshold, self.sample_threshold);
         set(&mut s.sample_size, self.sample_size);
         set(&mut s.fallback, self.fallback);
+        set(&mut s.prompt_layout, self.prompt_layout);
         self.sc.apply(&mut s.sc);
         self.pog.apply(&mut s.pog);
         self.gog.apply(&mut s.gog);
@@ -392,6 +399,7 @@ mod tests {
             gog: GogSettings { gog_steps: 4, generate_samples: 2, rollbacks: 0 },
             structured: false,
             fallback: Fallback::OwnKnowledge,
+            prompt_layout: PromptLayout::SharedPrefix,
         }
     }
 
@@ -413,6 +421,7 @@ mod tests {
             sample_threshold = 30
             sample_size = 7
             fallback = "own-knowledge"
+            prompt_layout = "shared-prefix"
             samples = 9
             sample_temperature = 1.25
             fuzzy_width = 40
@@ -442,6 +451,7 @@ mod tests {
             "--sample-threshold=30",
             "--sample-size=7",
             "--fallback=own-knowledge",
+            "--prompt-layout=shared-prefix",
             "--samples=9",
             "--sample-temperature=1.25",
             "--fuzzy-width=40",

@@ -31,10 +31,9 @@ pub mod kg {
 pub mod llm {
     pub use crate::dataset::GoldPath;
     pub use crate::eval::gold_path::GoldPathModel;
+    pub use crate::http::install_crypto_provider;
     pub use crate::llm::endpoint_memory::EndpointMemory;
-    pub use crate::llm::openai::{
-        OpenAiClient, OpenAiConfig, StructuredMode, TokenLimitParam, install_crypto_provider,
-    };
+    pub use crate::llm::openai::{OpenAiClient, OpenAiConfig, StructuredMode, TokenLimitParam};
     pub use crate::llm::scripted::ScriptedModel;
     pub use crate::llm::serve::LoopbackServer;
 }

@@ -82,6 +82,69 @@ async fn every_graph_method_reaches_every_gold_answer_along_the_gold_path() {
     }
 }
 
+/// The simulation, recording the system message of every call.
+struct Systems {
+    inner: GoldPathModel,
+    seen: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl LanguageModel for Systems {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        self.seen.lock().unwrap().push(request.system.clone());
+        self.inner.complete(request).await
+    }
+}
+
+/// Issue 34: the shared-prefix layout moves each kind's instructions and examples into one
+/// system message; what each call asks is unchanged. The simulation, reading only the call's
+/// own paragraph, answers every question as under the per-call layout, with the same calls,
+/// and every call of a run has the same system message. (The simulation reads the free-text
+/// prompts; the structured ones are checked in src/engine/context.rs and against the real
+/// server in tests/real_llm.rs.)
+#[tokio::test]
+async fn the_shared_prefix_layout_asks_the_same_calls() {
+    use ongraph::engine::PromptLayout;
+    let (kg, items) = fixture("2H-kb.txt", "PQ-2H.txt");
+    let model = Arc::new(Systems { inner: GoldPathModel::new(gold_paths(&items)), seen: Mutex::default() });
+    for method in [MethodId::TOG, MethodId::TOG_R, MethodId::POG, MethodId::GOG] {
+        for item in items.iter().take(8) {
+            let what = format!("{method:?} {:?}", item.question);
+            // A driver each: its memo would answer a question met before without a call.
+            let run_in = |prompt_layout| {
+                let settings = Settings { method, prompt_layout, ..Settings::default() };
+                let driver = Driver::new(kg.clone(), model.clone());
+                async move { run_with(&driver, &item.question, Topics::Linked(item.topics.clone()), settings).await }
+            };
+            let per_call = run_in(PromptLayout::PerCall).await;
+            model.seen.lock().unwrap().clear();
+            let shared = run_in(PromptLayout::SharedPrefix).await;
+            assert_eq!(shared.answer().unwrap().answers, per_call.answer().unwrap().answers, "{what}");
+            let steps = |run: &Run| calls(run).into_iter().map(|(step, _)| step).collect::<Vec<_>>();
+            assert_eq!(steps(&shared), steps(&per_call), "{what}");
+            let systems = std::mem::take(&mut *model.seen.lock().unwrap());
+            assert!(!systems.is_empty() && systems.windows(2).all(|w| w[0] == w[1]), "{what}: {systems:?}");
+            for ((_, shared_prompt), (_, full_prompt)) in calls(&shared).iter().zip(calls(&per_call).iter()) {
+                // The call's own paragraph, after its task's name, ends the per-call prompt;
+                // its instructions are in the system message.
+                let (task, own) = shared_prompt.split_once('\n').unwrap_or_default();
+                assert!(task.starts_with("Task: ") && systems[0].contains(&format!("{task}\n")), "{what}: {task}");
+                assert!(full_prompt.ends_with(own) && own.len() < full_prompt.len(), "{what}: {shared_prompt}");
+                let instructions = &full_prompt[..full_prompt.len() - own.len()];
+                assert!(
+                    systems[0].contains(instructions.trim_end()),
+                    "{what}: {instructions}\n=====SYSTEM\n{}",
+                    systems[0]
+                );
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn the_baselines_know_nothing_beyond_the_path() {
     let (kg, items) = fixture("2H-kb.txt", "PQ-2H.txt");

@@ -1,6 +1,7 @@
 //! The layering the README's "Layout" describes, read off the sources: the layers import
 //! downwards only (no import circle between top-level modules), the engine, `kg` and `llm`
-//! import nothing from the configuration, the CLI or the UI, and no source file grows past
+//! import nothing from the configuration, the CLI or the UI, `kg` and `llm` not each other,
+//! `overlay` not the configuration, and no source file grows past
 //! 800 lines (a file that long holds more than one job).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -102,6 +103,18 @@ fn the_engine_kg_and_llm_import_nothing_from_the_configuration_the_cli_or_the_ui
             .collect();
         assert!(above.is_empty(), "{lower} imports {above:?}, a layer above it");
     }
+}
+
+/// The two HTTP clients share their plumbing through `http`, not through each other; the
+/// correction store is handed what it needs, never the configuration (issue 37).
+#[test]
+fn the_kg_and_llm_clients_and_the_store_keep_out_of_each_others_layers() {
+    let edges = graph();
+    for (module, never) in [("kg", "llm"), ("llm", "kg"), ("overlay", "config"), ("overlay", "settings")] {
+        assert!(edges.contains_key(module), "{module} was read: {edges:?}");
+        assert!(!edges[module].contains(never), "{module} imports {never}");
+    }
+    assert!(edges["kg"].contains("http") && edges["llm"].contains("http"), "{edges:?}");
 }
 
 #[test]

@@ -41,6 +41,12 @@ fn installed(path: &str) -> PathBuf {
 
 impl LlamaServer {
     fn start() -> Self {
+        Self::start_logging(None)
+    }
+
+    /// Started with its log (where it says how many prompt tokens each call evaluated) in
+    /// `log`.
+    fn start_logging(log: Option<&Path>) -> Self {
         let python = installed("target/llm-venv/bin/python");
         let model = installed("target/test-models/SmolLM2-135M-Instruct.Q4_1.gguf");
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -49,7 +55,7 @@ impl LlamaServer {
             .arg(model)
             .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--n_ctx", "4096", "--seed", "1"])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log.map_or_else(Stdio::null, |path| std::fs::File::create(path).unwrap().into()))
             .spawn()
             .expect("the llama.cpp server starts");
         let server = Self { base_url: format!("http://127.0.0.1:{port}/v1"), child };
@@ -322,4 +328,81 @@ fn names_that_break_naive_grammars_never_break_the_server() {
         }
     }
     assert!(hostile_calls >= 3, "only {hostile_calls} constrained calls offered the hostile names");
+}
+
+/// The prompt tokens each call evaluated, as the server's log says ("prompt eval time = … /
+/// N tokens"), after the first `skip` lines of the kind.
+fn evaluated(log: &Path, skip: usize) -> Vec<u64> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter(|l| l.contains("prompt eval time ="))
+        .filter_map(|l| l.split(" / ").nth(1)?.split_whitespace().next()?.parse().ok())
+        .skip(skip)
+        .collect()
+}
+
+/// Issue 34: under `--prompt-layout shared-prefix` every call of a run opens with the same
+/// system message, and the real server (llama-cpp-python, which keeps only the previous
+/// prompt's prefix) evaluates it once: over a run, under half the prompt tokens sent, where the
+/// per-call layout has most of each prompt evaluated again.
+#[test]
+fn the_real_server_evaluates_a_shared_prefix_once() {
+    let home = tempfile::tempdir().unwrap();
+    let log = home.path().join("server.log");
+    let server = LlamaServer::start_logging(Some(&log));
+    let config = home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[llm.smol]\nbase_url = \"{}\"\nmodel = \"smollm2\"\ntimeout_secs = 120\nmax_retries = 0\nstructured = \"json_object\"\n",
+            server.base_url
+        ),
+    )
+    .unwrap();
+    let mut ratios = Vec::new();
+    for layout in ["per-call", "shared-prefix"] {
+        let before = evaluated(&log, 0).len();
+        let args = [
+            "--config",
+            config.to_str().unwrap(),
+            "ask",
+            CANBERRA,
+            "--llm",
+            "smol",
+            "--method",
+            "tog",
+            "--depth",
+            "2",
+            "--structured",
+            "auto",
+            "--prompt-layout",
+            layout,
+            "--json",
+        ];
+        let out = common::ongraph_cmd(home.path(), &args).output().expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(matches!(out.status.code(), Some(0) | Some(3)), "{layout}: exit {:?}: {stderr}", out.status.code());
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{layout}: not JSON ({e})"));
+        let calls: Vec<&Value> = json["trace"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|e| e["calls"].as_array().into_iter().flatten())
+            .filter(|c| c["cached"] != true)
+            .collect();
+        let sent: u64 = calls.iter().filter_map(|c| c["usage"]["prompt_tokens"].as_u64()).sum();
+        let evaluated: u64 = evaluated(&log, before).iter().sum();
+        assert!(calls.len() >= 3, "{layout}: {} calls", calls.len());
+        for call in &calls {
+            let prompt = call["prompt"].as_str().unwrap_or_default();
+            assert_eq!(prompt.starts_with("Task: "), layout == "shared-prefix", "{layout}: {prompt}");
+            assert_eq!(call["read"], "json", "{layout}: {call}");
+        }
+        // What --json says was sent as the system message is what was shared.
+        let system = json["system_prompt"].as_str().unwrap_or_default();
+        assert_eq!(system.contains("Task: relation_prune\n"), layout == "shared-prefix", "{layout}: {system}");
+        ratios.push((layout, evaluated, sent, evaluated as f64 / sent as f64));
+    }
+    let [(_, _, _, per_call), (_, _, _, shared)] = ratios[..] else { unreachable!() };
+    assert!(shared < 0.5 && shared + 0.2 < per_call, "evaluated / sent: {ratios:?}");
 }

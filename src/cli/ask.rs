@@ -114,7 +114,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
             kg_load: &report,
             corrections,
             llm: llm.describe(),
-            system_prompt: prompts.render(crate::engine::templates::SYSTEM, &[]).trim().to_string(),
+            system_prompt: run.system_message(),
             answer: run.answer(),
             answer_source: source.as_deref(),
             answer_corrections: run.answer_corrections(),

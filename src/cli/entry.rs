@@ -15,7 +15,7 @@ pub fn main() -> ExitCode {
         Err(e) => return fail(&anyhow::Error::new(e)),
     };
     let _guard = init_logging(cli.log.clone().or_else(|| config.defaults.log_file.clone()));
-    crate::llm::openai::install_crypto_provider();
+    crate::http::install_crypto_provider();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => return fail(&anyhow::Error::new(e).context("cannot start the async runtime")),

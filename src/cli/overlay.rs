@@ -2,12 +2,13 @@
 
 use super::SetupArgs;
 use super::scope::KgScope;
-use crate::config::{Apply, Config, SharedEntry};
+use crate::config::Config;
 use crate::eval::record::CorrectionsSeen;
 use crate::kg::KnowledgeGraph;
 use crate::overlay::scenario::Triple;
 use crate::overlay::store::{CorrectionStore, ReadCopy, SledStore, StoreError};
 use crate::overlay::team::state::verdict;
+use crate::overlay::team::{Apply, SharedEntry};
 use crate::overlay::team::{Team, TeamError, corrections};
 use crate::overlay::{Correction, OverlayKg, default_author};
 use anyhow::{Result, bail};

@@ -47,8 +47,12 @@ fn configure(mut app: App, config: &Config) -> Result<App> {
     app.theme_problems = problems.clone();
     let mut app = app.with_themes(themes, config.defaults.theme.as_deref()).map_err(anyhow::Error::msg)?;
     app.author = crate::overlay::default_author(config.defaults.author.as_deref());
-    app.held_sets =
-        config.shared.values().filter(|e| e.apply == crate::config::Apply::Approved).map(|e| e.graph.clone()).collect();
+    app.held_sets = config
+        .shared
+        .values()
+        .filter(|e| e.apply == crate::overlay::team::Apply::Approved)
+        .map(|e| e.graph.clone())
+        .collect();
     app.history = crate::tui::load_history(&history_path());
     // Each one in the messages pane; the last on the status bar, saying how many.
     for p in &problems {

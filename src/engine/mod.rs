@@ -47,7 +47,7 @@ pub use method::{
 };
 pub use overrides::Override;
 pub use parse::parse_answers;
-pub use settings::{Fallback, GogSettings, PogSettings, PruneTool, ScSettings, Settings};
+pub use settings::{Fallback, GogSettings, PogSettings, PromptLayout, PruneTool, ScSettings, Settings};
 pub use structured::ReplyShape;
 pub use view::progress_line;
 

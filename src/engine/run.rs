@@ -50,6 +50,7 @@ impl Run {
             costs: Costs::default(),
             trace: Vec::new(),
             answer: None,
+            shared_prefix: None,
         };
         let machine = (entry.start)(&mut cx, topics)?;
         Ok(Self { entry: *entry, machine, cx, pending: None, history: Vec::new(), abandoned: Vec::new() })

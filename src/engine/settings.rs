@@ -63,6 +63,32 @@ pub struct Settings {
     /// from files written before it existed, which ran the paper's own-knowledge answer.
     #[serde(default = "Fallback::paper")]
     pub fallback: Fallback,
+    /// How a call's prompt is laid out between the system and the user message.
+    #[serde(default, skip_serializing_if = "PromptLayout::is_per_call")]
+    pub prompt_layout: PromptLayout,
+}
+
+/// How a call's prompt is laid out. Both ask the same thing with the same instructions and
+/// examples; they differ in what a server's prompt cache can reuse.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromptLayout {
+    /// Each call's template whole in the user message (instructions, examples, then the
+    /// call's own paragraph): the shortest prompts, for servers that cache many prefixes
+    /// (vLLM, llama.cpp's `llama-server`, hosted APIs) or none.
+    #[default]
+    PerCall,
+    /// The instructions and examples of every kind of call the run makes in one system
+    /// message, the same for every call of the run, and only the call's own paragraph in the
+    /// user message: for a server that reuses just the previous prompt's prefix
+    /// (llama-cpp-python), which then evaluates only each call's own part.
+    SharedPrefix,
+}
+
+impl PromptLayout {
+    fn is_per_call(&self) -> bool {
+        *self == Self::PerCall
+    }
 }
 
 /// ToG's answer at the maximum depth when no check said "sufficient".
@@ -157,6 +183,7 @@ impl Default for Settings {
             gog: GogSettings::default(),
             structured: false,
             fallback: Fallback::default(),
+            prompt_layout: PromptLayout::default(),
         }
     }
 }

@@ -18,6 +18,12 @@ impl Run {
         &self.cx.beam
     }
 
+    /// The system message the run's calls are sent with: the system prompt, or under the
+    /// shared-prefix layout the shared instructions and examples.
+    pub fn system_message(&self) -> String {
+        self.cx.system_message()
+    }
+
     pub fn trace(&self) -> &[Event] {
         &self.cx.trace
     }

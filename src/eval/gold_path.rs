@@ -131,8 +131,12 @@ fn kind_of(template: Template) -> Option<Kind> {
 }
 
 /// Which default template a prompt was rendered from: the one whose first line (up to its
-/// first placeholder) the prompt starts with, the longest such line winning.
+/// first placeholder) the prompt starts with, the longest such line winning; under the
+/// shared-prefix layout, the task the prompt's first line names.
 fn kind(prompt: &str) -> Option<Kind> {
+    if let Some(task) = prompt.strip_prefix("Task: ").and_then(|rest| rest.lines().next()) {
+        return KINDS.iter().find(|(name, _)| *name == task).map(|&(_, kind)| kind);
+    }
     // Each built-in template's lead: its first line up to its first placeholder.
     static LEADS: LazyLock<Vec<(&'static str, Kind)>> = LazyLock::new(|| {
         Registry::builtin()

@@ -420,13 +420,6 @@ pub trait Embedder: Send + Sync {
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError>;
 }
 
-/// The wait before retry `attempt` (0-based): `first` doubled each time, at most 30 s, so a
-/// large retry count never means an absurd (or overflowing) wait.
-pub(crate) fn backoff(first: std::time::Duration, attempt: u32) -> std::time::Duration {
-    let cap = std::time::Duration::from_secs(30);
-    2u32.checked_pow(attempt).and_then(|f| first.checked_mul(f)).map_or(cap, |d| d.min(cap))
-}
-
 /// A rough token count (about four characters a token) for models that report no usage.
 pub(crate) fn estimate_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
@@ -484,15 +477,6 @@ mod tests {
         assert_eq!((plain.text.as_str(), plain.reasoning.as_deref()), ("{Yes}", None));
         plain.reasoning = Some("  ".into());
         assert_eq!(plain.without_thinking().reasoning, None);
-    }
-
-    #[test]
-    fn backoff_doubles_and_is_capped() {
-        let first = Duration::from_millis(500);
-        assert_eq!(backoff(first, 0), first);
-        assert_eq!(backoff(first, 3), Duration::from_secs(4));
-        assert_eq!(backoff(first, 10), Duration::from_secs(30));
-        assert_eq!(backoff(first, 200), Duration::from_secs(30), "no overflow");
     }
 
     /// Counts the calls in flight at once.

@@ -151,15 +151,9 @@ pub struct OpenAiClient {
     learned: Mutex<Learned>,
 }
 
-/// Installs the ring crypto provider for rustls once; reqwest built without a provider panics
-/// on its first TLS client otherwise.
-pub fn install_crypto_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
 impl OpenAiClient {
     pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
-        install_crypto_provider();
+        crate::http::install_crypto_provider();
         let api_key = match &config.api_key_env {
             Some(var) => match std::env::var(var) {
                 Ok(key) if !key.trim().is_empty() => Some(key.trim().to_string()),
@@ -352,7 +346,7 @@ impl OpenAiClient {
                     other => other,
                 });
             }
-            let backoff = crate::llm::backoff(self.config.backoff, attempt);
+            let backoff = crate::http::backoff(self.config.backoff, attempt);
             let wait = wait.map(|w| w.min(self.config.max_retry_after)).unwrap_or(backoff);
             tracing::warn!(%url, attempt, ?wait, %error, "LLM call failed; retrying");
             tokio::time::sleep(wait).await;

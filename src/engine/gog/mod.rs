@@ -125,6 +125,7 @@ pub(crate) struct GogMachine {
 
 impl GogMachine {
     pub fn new(cx: &mut Context, topics: Topics) -> Result<Self, EngineError> {
+        cx.share_prefix(&[&[crate::engine::templates::TOPIC_ENTITIES], templates::TEMPLATES].concat());
         let linker = TopicLinker::new(cx, topics)?;
         let mut m = Self {
             phase: Phase::Topics,
@@ -185,7 +186,7 @@ impl Method for GogMachine {
         let requests = match self.phase {
             Phase::Topics => self.linker.requests(cx),
             Phase::Think => {
-                let prompt = cx.prompts.render(
+                let prompt = cx.render_text(
                     templates::STEP,
                     &[("question", &q), ("topics", &Self::topics_text(cx)), ("transcript", &self.transcript())],
                 );
@@ -257,7 +258,7 @@ impl Method for GogMachine {
                 vec![cx.llm("gog_verify", prompt, t, Shape::Kept { n: self.samples.len() })]
             }
             Phase::Answer(AnswerSource::OwnKnowledge) => {
-                let prompt = cx.prompts.render(super::templates::ANSWER_OWN_KNOWLEDGE, &[("question", &q)]);
+                let prompt = cx.render_text(super::templates::ANSWER_OWN_KNOWLEDGE, &[("question", &q)]);
                 vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
             }
             Phase::Answer(_) | Phase::Done => Vec::new(),

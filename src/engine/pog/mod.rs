@@ -208,6 +208,7 @@ pub(crate) struct PogMachine {
 
 impl PogMachine {
     pub fn new(cx: &mut Context, topics: Topics, one_relation: bool) -> Result<Self, EngineError> {
+        cx.share_prefix(&[&[crate::engine::templates::TOPIC_ENTITIES], templates::TEMPLATES].concat());
         let linker = TopicLinker::new(cx, topics)?;
         let phase = if linker.done() { Phase::Analysis } else { Phase::Topics };
         Ok(Self {

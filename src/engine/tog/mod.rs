@@ -87,6 +87,7 @@ pub(crate) struct TogMachine {
 
 impl TogMachine {
     pub fn new(cx: &mut Context, topics: Topics, chains: bool) -> Result<Self, EngineError> {
+        cx.share_prefix(&templates::rendered_by(cx.settings(), chains));
         let linker = TopicLinker::new(cx, topics)?;
         let linked = linker.done();
         Ok(Self {
@@ -178,12 +179,12 @@ impl Method for TogMachine {
                 requests
             }
             Phase::Answer(AnswerSource::OwnKnowledge) => {
-                let prompt = cx.prompts.render(super::templates::ANSWER_OWN_KNOWLEDGE, &[("question", &q)]);
+                let prompt = cx.render_text(super::templates::ANSWER_OWN_KNOWLEDGE, &[("question", &q)]);
                 vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
             }
             Phase::Answer(_) => {
                 let prompt =
-                    cx.prompts.render(templates::ANSWER, &[("question", &q), ("triples", &self.triples_text(cx))]);
+                    cx.render_text(templates::ANSWER, &[("question", &q), ("triples", &self.triples_text(cx))]);
                 // The papers' prompt reasons before its braced answer: under structured replies
                 // it is asked as free text, its answer extracted only if it cannot be read.
                 // Reason, then format; as an answer alone in a session saved before.

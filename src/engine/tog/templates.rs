@@ -1,7 +1,8 @@
 //! ToG's and ToG-R's prompt templates (`prompts/NAME.txt`, structured variants under
 //! `prompts/json/`).
 
-use crate::engine::templates::ANSWER_OWN_KNOWLEDGE;
+use crate::engine::templates::{ANSWER_OWN_KNOWLEDGE, TOPIC_ENTITIES};
+use crate::engine::{PruneTool, Settings};
 use crate::prompts::{Template, builtin_template};
 
 pub(crate) const RELATION_PRUNE: Template =
@@ -16,6 +17,21 @@ pub(crate) const REASONING: Template = builtin_template!("reasoning", ["question
 pub(crate) const REASONING_TOG_R: Template =
     builtin_template!("reasoning_tog_r", ["question", "chains"], Some("judgment"), json);
 pub(crate) const ANSWER: Template = builtin_template!("answer", ["question", "triples"], Some("answer"));
+
+/// The templates a run of ToG (ToG-R with `chains`) with settings `s` may render, for a shared
+/// prompt prefix: topic linking, the pruning its settings call the model for, its judgment
+/// and its answers at the maximum depth.
+pub(crate) fn rendered_by(s: &Settings, chains: bool) -> Vec<Template> {
+    let mut rendered = vec![TOPIC_ENTITIES];
+    if s.prune == PruneTool::Llm {
+        rendered.push(if s.unified { RELATION_PRUNE_UNIFIED } else { RELATION_PRUNE });
+        if !chains {
+            rendered.push(if s.unified { ENTITY_PRUNE_UNIFIED } else { ENTITY_PRUNE });
+        }
+    }
+    rendered.extend([if chains { REASONING_TOG_R } else { REASONING }, ANSWER, ANSWER_OWN_KNOWLEDGE]);
+    rendered
+}
 
 /// Every template ToG and ToG-R render.
 pub(crate) const TEMPLATES: &[Template] = &[

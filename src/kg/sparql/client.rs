@@ -121,7 +121,7 @@ pub struct SparqlClient {
 
 impl SparqlClient {
     pub fn new(config: SparqlConfig) -> Result<Self, KgError> {
-        crate::llm::openai::install_crypto_provider();
+        crate::http::install_crypto_provider();
         let mut http = reqwest::Client::builder()
             .timeout(config.timeout)
             // Never followed: a redirect turns a POST (an update, a long query) into a GET and
@@ -269,7 +269,7 @@ impl SparqlClient {
             if attempts > self.config.max_retries {
                 return Err(if attempts > 1 { error.noted(&format!(" ({})", attempts_text(attempts))) } else { error });
             }
-            let wait = wait.unwrap_or_else(|| crate::llm::backoff(self.config.backoff, attempts - 1));
+            let wait = wait.unwrap_or_else(|| crate::http::backoff(self.config.backoff, attempts - 1));
             // No attempt is begun that the time limit would cut short before it starts.
             if started.elapsed() + wait >= limit {
                 let note = format!(

@@ -9,7 +9,6 @@
 pub mod record;
 pub mod state;
 
-use crate::config::SharedEntry;
 use crate::kg::KgError;
 use crate::kg::sparql::client::{Credentials, SparqlClient, SparqlConfig, redact};
 use crate::overlay::store::{SledStore, StoreError};
@@ -17,6 +16,44 @@ use futures::StreamExt as _;
 use record::{DETAIL, Gathered, MAX_RECORD, MAX_TRIPLES, PAGE, Skip, now_millis, parse_time};
 use std::collections::BTreeMap;
 use std::time::Duration;
+
+/// `[shared.NAME]`: where a team's corrections live. Checked when used (`--shared NAME` or
+/// `[defaults] shared`), so a set that is configured but not used cannot stop a command.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedEntry {
+    /// The SPARQL 1.1 query endpoint, e.g. `http://127.0.0.1:7878/query`.
+    pub query_endpoint: String,
+    /// The SPARQL 1.1 update endpoint, e.g. `http://127.0.0.1:7878/update`.
+    pub update_endpoint: String,
+    /// The named graph holding the set's records (a full IRI).
+    pub graph: String,
+    /// The environment variable holding `user:password` (HTTP basic) or a bearer token; never
+    /// the secret itself.
+    #[serde(default)]
+    pub credentials_env: Option<String>,
+    /// Which teammates' corrections apply: `all`, or `approved` (only your own until someone
+    /// approves one: reviews are not made by this version yet).
+    #[serde(default)]
+    pub apply: Apply,
+    /// Seconds to wait for the server (default 10): a server that is down must not hold up
+    /// every command for long.
+    #[serde(default = "default_shared_timeout")]
+    pub timeout_secs: u64,
+}
+
+/// Which corrections of a shared set apply.
+#[derive(Clone, Copy, Debug, Default, serde::Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Apply {
+    #[default]
+    All,
+    Approved,
+}
+
+fn default_shared_timeout() -> u64 {
+    10
+}
 
 /// How far before the last pull's latest record the next pull starts again: room for a record
 /// whose commit was slow, or whose writer's clock is a little behind.
@@ -523,7 +560,6 @@ pub fn corrections(n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Apply;
 
     fn entry(query: &str, graph: &str) -> SharedEntry {
         SharedEntry {
