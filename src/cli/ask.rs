@@ -230,7 +230,7 @@ struct JsonReport<'a> {
     beam: &'a crate::engine::beam::Beam,
     /// GoG: the triples the model generated.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    generated: &'a [crate::engine::gog::GeneratedTriple],
+    generated: &'a [crate::engine::GeneratedTriple],
 }
 
 fn print_human(

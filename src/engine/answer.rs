@@ -3,7 +3,23 @@
 
 use super::beam::{NodeId, TripleView};
 use super::{Run, beam};
+use crate::kg::Term;
 use serde::{Deserialize, Serialize};
+
+/// A triple the model generated (GoG's `Generate`), with what verification and linking made of
+/// it: an answer may rest on one kept.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeneratedTriple {
+    pub head: String,
+    pub relation: String,
+    pub tail: String,
+    /// KG ids the names were linked to (None: no KG entity of that name).
+    pub head_term: Option<Term>,
+    pub tail_term: Option<Term>,
+    /// Kept by verification (or by the user), so part of the known triples.
+    pub kept: bool,
+    pub node: NodeId,
+}
 
 impl Run {
     /// Lists the answer's paths best first, whatever order the method built them in: the paths

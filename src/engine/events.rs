@@ -33,13 +33,6 @@ pub struct CallRecord {
     pub fell_back: bool,
 }
 
-impl CallRecord {
-    /// The record of `request` answered by `completion`, whose reply the step read as `parsed`.
-    pub fn of(request: &super::Request, completion: &crate::llm::Completion, parsed: String) -> Self {
-        super::step::record(request, completion, parsed)
-    }
-}
-
 /// How a reply was read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

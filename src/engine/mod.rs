@@ -22,6 +22,7 @@ mod method;
 mod overrides;
 pub(crate) mod parse;
 pub mod pog;
+mod registry;
 mod run;
 mod settings;
 mod step;
@@ -35,18 +36,16 @@ use crate::kg::{EntityMatch, Neighbour, RelationRef};
 use crate::llm::{ChatRequest, Completion};
 use serde::{Deserialize, Serialize};
 
-pub use answer::{Answer, AnswerSource, MERGED_ROUTES, OTHER_PATHS, PathView};
+pub use answer::{Answer, AnswerSource, GeneratedTriple, MERGED_ROUTES, OTHER_PATHS, PathView};
 pub use context::Context;
 #[cfg(test)]
 pub(crate) use context::test_context;
 use history::Snapshot;
 pub use history::{Abandoned, SetAside};
-pub use method::{
-    Machine, Method, MethodEntry, MethodId, MethodView, Registry, RegistryError, Tone, ViewItem, ViewLine,
-    builtin_prompts, depth_progress,
-};
+pub use method::{Machine, Method, MethodView, Tone, ViewItem, ViewLine};
 pub use overrides::Override;
 pub use parse::parse_answers;
+pub use registry::{MethodEntry, MethodId, Registry, RegistryError, builtin_prompts, depth_progress};
 pub use settings::{Fallback, GogSettings, PogSettings, PromptLayout, PruneTool, ScSettings, Settings};
 pub use structured::ReplyShape;
 pub use view::progress_line;

@@ -8,6 +8,14 @@ use super::{AnswerSource, Context, EngineError, Request, Response};
 use crate::kg::{EntityMatch, Neighbour, RelationRef};
 use crate::llm::Completion;
 
+impl CallRecord {
+    /// The record of `request` answered by `completion`, whose reply the step read as `parsed`.
+    // Here rather than in events.rs: the trace's types import no step.
+    pub fn of(request: &Request, completion: &Completion, parsed: String) -> Self {
+        record(request, completion, parsed)
+    }
+}
+
 /// Why a change between steps is refused once the run has answered (only forcing it to go on
 /// can reopen it, where the method allows).
 pub(super) const ANSWERED: &str = "the run has already answered; go back to an earlier step to change how it got there";

@@ -76,7 +76,7 @@ impl Run {
     }
 
     /// Triples the model wrote that the KG does not hold (GoG), with their verdicts.
-    pub fn generated(&self) -> &[gog::GeneratedTriple] {
+    pub fn generated(&self) -> &[super::answer::GeneratedTriple] {
         self.machine.inner().generated()
     }
 

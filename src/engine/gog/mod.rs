@@ -61,19 +61,7 @@ pub struct GogStep {
     pub observation: String,
 }
 
-/// A triple the model generated, with what verification and linking made of it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct GeneratedTriple {
-    pub head: String,
-    pub relation: String,
-    pub tail: String,
-    /// KG ids the names were linked to (None: no KG entity of that name).
-    pub head_term: Option<Term>,
-    pub tail_term: Option<Term>,
-    /// Kept by verification (or by the user), so part of the known triples.
-    pub kept: bool,
-    pub node: NodeId,
-}
+pub use super::answer::GeneratedTriple;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
