@@ -1,4 +1,4 @@
-//! The layering the README's "Layout" describes, read off the sources: the layers import
+//! The layering docs/ARCHITECTURE.md describes, read off the sources: the layers import
 //! downwards only (no import circle between top-level modules), the engine, `kg` and `llm`
 //! import nothing from the configuration, the CLI or the UI, `kg` and `llm` not each other,
 //! `overlay` not the configuration, no circle inside a folder either (but the known ones, a
@@ -313,4 +313,43 @@ fn the_circle_check_reads_paths_as_rust_does() {
     edges.entry(at("a/c")).or_default().insert(at("a/b"));
     assert_eq!(circles_among_children(&edges, &at("a")), vec![vec!["a/b".to_string(), "a/c".to_string()]]);
     assert!(circles_among_children(&edges, &[]).is_empty(), "one folder: no circle at the top");
+}
+
+/// docs/ARCHITECTURE.md names, for each invariant, the test that keeps it: every test it names
+/// exists, so the map cannot point at a test that was renamed or removed.
+#[test]
+fn every_test_the_architecture_names_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).expect("docs/ARCHITECTURE.md");
+    let invariants = doc.split("## Invariants").nth(1).expect("an Invariants section");
+    let invariants = invariants.split("\n## ").next().unwrap_or_default();
+    let mut sources = Vec::new();
+    sources_under(&root.join("tests"), &mut sources);
+    sources_under(&root.join("src"), &mut sources);
+    let code: String = sources.iter().map(|p| std::fs::read_to_string(p).unwrap_or_default()).collect();
+    let named: Vec<&str> = invariants
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|quoted| quoted.rsplit("::").next().unwrap_or_default())
+        .filter(|name| {
+            name.matches('_').count() >= 3
+                && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        })
+        .collect();
+    assert!(named.len() >= 12, "the tests were read: {named:?}");
+    for name in named {
+        assert!(code.contains(&format!("fn {name}(")), "docs/ARCHITECTURE.md names {name}, which no test is");
+    }
+}
+
+fn sources_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            sources_under(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
 }

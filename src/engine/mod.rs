@@ -7,8 +7,8 @@
 //! [`Run`] is declared here; its step loop is in `run`, its rewinds and snapshots in `history`,
 //! what it shows its clients in `view`. `context` is the state every method shares, `settings`
 //! what a run is asked to do, `answer` and `overrides` the answer and the user's changes as
-//! data; each method (`tog`, `pog`, `gog`, `baseline`) is a module of its own, registered in
-//! `method`.
+//! data; each method (`tog`, `pog`, `gog`, `baseline`) is a module of its own implementing
+//! the trait in `method`, listed in `registry`.
 
 mod answer;
 mod baseline;
