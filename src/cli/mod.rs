@@ -215,7 +215,7 @@ pub async fn run(cli: Cli, config: Config) -> Result<i32> {
 /// The engine settings: the defaults, then the config's `[defaults]`, then the flags.
 pub fn settings(s: &SetupArgs, config: &Config) -> Result<crate::engine::Settings> {
     let mut settings = crate::settings::build(&[&config.defaults.settings, &s.settings])?;
-    settings.structured = structured_mode(s, config).is_some_and(|m| m != StructuredMode::Off);
+    settings.structured = endpoint(s, config).is_some_and(|e| e.structured != StructuredMode::Off);
     Ok(settings)
 }
 
@@ -393,12 +393,14 @@ fn load_kg(path: &Path, profile: &str, lenient: bool) -> Result<(Arc<dyn Knowled
     Ok((Arc::new(graph), report))
 }
 
-/// How the endpoint named by `--llm` is asked for structured replies: `--structured`, else its
-/// config's; `None` for a model that is not an endpoint (demo, scripted, simulations).
-fn structured_mode(setup: &SetupArgs, config: &Config) -> Option<StructuredMode> {
+/// The endpoint `--llm` names (or the config's default) as this command asks it: its structured
+/// mode is `--structured`, else the entry's. The one place the engine's settings and the client
+/// both take it from; `None` for a model that is not an endpoint (demo, scripted, simulations).
+fn endpoint(setup: &SetupArgs, config: &Config) -> Option<crate::config::LlmEntry> {
     let name = setup.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
-    let entry = config.llm.get(&name)?;
-    Some(setup.structured.unwrap_or(entry.structured))
+    let mut entry = config.llm.get(&name)?.clone();
+    entry.structured = setup.structured.unwrap_or(entry.structured);
+    Some(entry)
 }
 
 /// Opens the language model named by `--llm` (or the config's default).
@@ -417,7 +419,7 @@ pub fn open_llm(setup: &SetupArgs, config: &Config) -> Result<Arc<dyn LanguageMo
     if let Some(file) = name.strip_prefix("scripted:") {
         return Ok(Arc::new(ScriptedModel::from_file(Path::new(file))?));
     }
-    let Some(entry) = config.llm.get(&name) else {
+    let Some(entry) = endpoint(setup, config) else {
         let known: Vec<&str> =
             ["demo", "scripted:FILE"].into_iter().chain(config.llm.keys().map(String::as_str)).collect();
         let from = named_by(setup.llm.as_deref(), "ONGRAPH_LLM", "llm", config);
@@ -431,8 +433,6 @@ pub fn open_llm(setup: &SetupArgs, config: &Config) -> Result<Arc<dyn LanguageMo
         };
         bail!("no LLM named {name:?}{from} (known: {}){add}", known.join(", "));
     };
-    let mut entry = entry.clone();
-    entry.structured = setup.structured.unwrap_or(entry.structured);
     Ok(Arc::new(openai_client(&entry).with_context(|| format!("LLM {name:?}"))?))
 }
 

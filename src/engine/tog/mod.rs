@@ -7,17 +7,15 @@
 //! at most N are kept; literals are candidates and can be answers; the beam running dry ends
 //! the search cleanly; explored paths are kept and shown with an own-knowledge answer.
 //!
-//! This file holds the machine and its step loop; the phases' work is in `frontier` (what the
-//! beam holds now), `scoring` (relations and entities scored), `entities` (the entity phase's
+//! This file holds the machine and its step loop; `phases` has one handler per phase (what its
+//! results do, which phase is next); their work is in `frontier` (what the beam holds now), `scoring` (relations and entities scored), `entities` (the entity phase's
 //! width or draw), `keeps` (what the user's keeps protect), `answer` (what the check is shown,
 //! how the run ends) and `overrides` (the user's changes).
 
 use self::answer::{DEPTH_LIMIT, DEPTH_LIMIT_PARTIAL};
-use super::beam::{NodeId, NodeKind, Provenance};
-use super::events::{Event, LookupRecord};
+use super::beam::{NodeId, NodeKind};
+use super::events::Event;
 use super::method::Method;
-use super::parse;
-use super::step::{answer_call, completion, judged, neighbours, plural_s, plural_y, record, relations, unreadable};
 use super::structured::Shape;
 use super::topics::TopicLinker;
 use super::{AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
@@ -28,6 +26,7 @@ mod entities;
 mod frontier;
 mod keeps;
 mod overrides;
+mod phases;
 mod scoring;
 pub(crate) mod templates;
 
@@ -206,153 +205,13 @@ impl Method for TogMachine {
         let index = cx.next_index();
         let mut ev = Event::step(index, self.phase(), self.depth);
         match self.phase {
-            Phase::Topics => {
-                self.linker.absorb(cx, requests, &responses, &mut ev)?;
-                if self.linker.done() {
-                    self.phase = Phase::RelationSearch;
-                    self.depth = 1;
-                }
-            }
-            Phase::RelationSearch => {
-                let frontier = &plan.nodes;
-                let mut found = 0;
-                for (i, &node) in frontier.iter().enumerate() {
-                    let relations = relations(&responses, i)?;
-                    ev.lookups.push(LookupRecord {
-                        what: format!("relations of {}", cx.beam.nodes[node].shown()),
-                        results: relations.len(),
-                    });
-                    for r in relations {
-                        let shown = r.label.clone().unwrap_or_else(|| cx.profile.display_relation(&r.relation));
-                        cx.beam.add(
-                            Some(node),
-                            NodeKind::Relation { relation: r.relation.clone(), direction: r.direction, shown },
-                            Provenance::Kg { graph: cx.graph_name.clone() },
-                        );
-                        found += 1;
-                    }
-                }
-                ev.summary = format!(
-                    "depth {}: {found} relation{} around {} entit{}",
-                    self.depth,
-                    plural_s(found),
-                    frontier.len(),
-                    plural_y(frontier.len())
-                );
-                let any = self.frontier(cx).iter().any(|&n| !Self::candidates_under(cx, n).is_empty());
-                self.phase = if self.pending_verdict {
-                    Phase::Reasoning
-                } else if any {
-                    Phase::RelationPrune
-                } else {
-                    self.dry(&mut ev)
-                };
-            }
-            Phase::RelationPrune => {
-                let kept = self.absorb_scores(cx, &plan.groups, requests, &responses, &mut ev, "relation")?;
-                ev.summary = format!("depth {}: kept {kept} relation{}", self.depth, plural_s(kept));
-                self.phase = if kept == 0 { self.dry(&mut ev) } else { Phase::EntitySearch };
-            }
-            Phase::EntitySearch => {
-                let mut found = 0;
-                for (i, &rel) in plan.nodes.iter().enumerate() {
-                    let neighbours = neighbours(&responses, i)?;
-                    ev.lookups.push(LookupRecord {
-                        what: format!("neighbours through {}", cx.beam.path_text(rel)),
-                        results: neighbours.len(),
-                    });
-                    found += self.add_candidates(cx, rel, neighbours, &mut ev);
-                }
-                ev.summary = format!("depth {}: {found} candidate entit{}", self.depth, plural_y(found));
-                self.phase = if found == 0 { self.dry(&mut ev) } else { Phase::EntityPrune };
-            }
-            Phase::EntityPrune => {
-                if self.chains {
-                    self.sample_entities(cx, &plan.groups, &mut ev);
-                } else {
-                    self.absorb_scores(cx, &plan.groups, requests, &responses, &mut ev, "entity")?;
-                    self.select_width(cx, &plan.groups, &mut ev);
-                }
-                let kept = Self::live_entities_at(cx, self.depth).len();
-                ev.summary = format!("depth {}: {kept} path{} on the beam", self.depth, plural_s(kept));
-                self.phase = if kept == 0 {
-                    self.dry(&mut ev)
-                } else if self.can_speculate(cx) {
-                    self.depth += 1;
-                    self.pending_verdict = true;
-                    Phase::RelationSearch
-                } else {
-                    Phase::Reasoning
-                };
-            }
-            Phase::Reasoning => {
-                let speculated = std::mem::take(&mut self.pending_verdict);
-                if speculated {
-                    // The verdict is on the previous hop.
-                    self.depth -= 1;
-                    ev.depth = self.depth;
-                }
-                let c = completion(&responses, 0)?;
-                let verdict = parse::parse_yes_no(&c.text);
-                let answers = parse::parse_answers(&c.text).unwrap_or_default();
-                if verdict.is_none() {
-                    ev.notes.push("no Yes/No found in the reply; taken as No".into());
-                }
-                let (yes, answers, parsed) =
-                    judged(&requests[0], verdict == Some(true), answers, "the shown triples", &mut ev.notes);
-                ev.calls.push(record(&requests[0], c, parsed));
-                if verdict.is_none() {
-                    unreadable(&mut ev);
-                }
-                self.last_verdict = Some(yes);
-                if yes && !answers.is_empty() {
-                    ev.summary = format!("depth {}: sufficient; answer {}", self.depth, answers.join(", "));
-                    self.finish(cx, answers, c.text.clone(), AnswerSource::KgPaths);
-                } else if yes {
-                    ev.summary = format!("depth {}: sufficient; asking for the answer", self.depth);
-                    self.phase = Phase::Answer(AnswerSource::KgPaths);
-                } else if speculated {
-                    self.depth += 1;
-                    let kept =
-                        self.absorb_scores(cx, &plan.groups, &requests[1..], &responses[1..], &mut ev, "relation")?;
-                    ev.summary = format!(
-                        "depth {}: not sufficient; depth {} relations scored meanwhile: kept {kept}",
-                        self.depth - 1,
-                        self.depth
-                    );
-                    self.phase = if kept == 0 { self.dry(&mut ev) } else { Phase::EntitySearch };
-                } else {
-                    ev.summary = format!("depth {}: not sufficient", self.depth);
-                    self.phase = self.next_depth(cx, &mut ev);
-                }
-                if yes && speculated && requests.len() > 1 {
-                    ev.notes.push(format!(
-                        "{} speculative call(s) scoring depth {} were not needed",
-                        requests.len() - 1,
-                        self.depth + 1
-                    ));
-                    for (r, resp) in requests[1..].iter().zip(&responses[1..]) {
-                        if let Response::Llm { completion } = resp {
-                            ev.calls.push(record(r, completion, "not used: answered at the previous depth".into()));
-                        }
-                    }
-                }
-            }
-            Phase::Answer(source) => {
-                let why = self.why_for(source);
-                let (answers, reply) = answer_call(requests, &responses, &mut ev, source, why.as_deref())?;
-                // Only the partial paths' answer at the depth limit falls through to the
-                // model's own knowledge: not one the user asked of the paths there (a forced
-                // "sufficient").
-                let at_depth_limit =
-                    source == AnswerSource::PartialPaths && self.why.as_deref() == Some(DEPTH_LIMIT_PARTIAL);
-                if at_depth_limit && !answers.iter().any(|a| !parse::is_unknown(a)) {
-                    ev.notes.push("the collected paths gave no answer: asking the model's own knowledge".into());
-                    self.phase = self.answer_because(AnswerSource::OwnKnowledge, DEPTH_LIMIT.into());
-                } else {
-                    self.finish(cx, answers, reply, source);
-                }
-            }
+            Phase::Topics => self.on_topics(cx, requests, &responses, &mut ev)?,
+            Phase::RelationSearch => self.on_relations_found(cx, plan, &responses, &mut ev)?,
+            Phase::RelationPrune => self.on_relations_scored(cx, plan, requests, &responses, &mut ev)?,
+            Phase::EntitySearch => self.on_entities_found(cx, plan, &responses, &mut ev)?,
+            Phase::EntityPrune => self.on_entities_scored(cx, plan, requests, &responses, &mut ev)?,
+            Phase::Reasoning => self.on_judgment(cx, plan, requests, &responses, &mut ev)?,
+            Phase::Answer(source) => self.on_answer(cx, source, requests, &responses, &mut ev)?,
             Phase::Done => return Err(EngineError::Finished),
         }
         Ok(ev)
