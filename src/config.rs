@@ -4,7 +4,7 @@
 
 use crate::kg::KgProfile;
 use crate::overlay::team::SharedEntry;
-use crate::settings::{SettingsPatch, keys_of};
+use crate::settings_patch::{SettingsPatch, keys_of};
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -169,7 +169,7 @@ impl<'de> DeserializeSeed<'de> for CheckedValue<'_> {
     type Value = toml::Value;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<toml::Value, D::Error> {
-        let limit = crate::settings::limit(self.key);
+        let limit = crate::settings_patch::limit(self.key);
         let too_large = |max| D::Error::custom(format!("`{}` is at most {max}", self.key));
         // A count past TOML's integer range: its limit says more than "u64 value was too large".
         let value = toml::Value::deserialize(d).map_err(|e| match limit {
@@ -181,17 +181,17 @@ impl<'de> DeserializeSeed<'de> for CheckedValue<'_> {
             let patch = alone.try_into::<SettingsPatch>().map_err(|e| D::Error::custom(e.message()))?;
             // A value no run can use (a width of 0, a NaN temperature) is this line's error,
             // not a flag the user never typed.
-            if let Err(e) = crate::settings::build(&[&patch]) {
+            if let Err(e) = crate::settings_patch::build(&[&patch]) {
                 return Err(D::Error::custom(format!("`{}` {}", self.key, e.as_config_value())));
             }
         } else {
             alone.try_into::<Defaults>().map(drop).map_err(|e| D::Error::custom(e.message()))?;
         }
-        // A count's limits, as its flag has (see `crate::settings::limit`).
+        // A count's limits, as its flag has (see `crate::settings_patch::limit`).
         if let Some(why) = value
             .as_integer()
             .and_then(|n| u64::try_from(n).ok())
-            .and_then(|n| crate::settings::out_of_range(self.key, n))
+            .and_then(|n| crate::settings_patch::out_of_range(self.key, n))
         {
             return Err(D::Error::custom(format!("`{}` {why}", self.key)));
         }

@@ -31,7 +31,7 @@ mod overlay;
 pub mod prompts;
 mod safe_text;
 mod session;
-mod settings;
+mod settings_patch;
 mod sled_open;
 #[doc(hidden)]
 pub mod testing;

@@ -13,7 +13,7 @@ use crate::eval::summary::{Summary, summarise};
 use crate::llm::openai::{OpenAiClient, OpenAiConfig};
 use crate::llm::serve::LoopbackServer;
 use crate::llm::{CallLimit, LanguageModel};
-use crate::settings::whole_number;
+use crate::settings_patch::whole_number;
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};

@@ -36,7 +36,7 @@ pub enum KgAction {
     /// Entities whose name matches LABEL (exact, then close).
     Search {
         label: String,
-        #[arg(long, default_value = "10", value_parser = crate::settings::whole_number::<usize>)]
+        #[arg(long, default_value = "10", value_parser = crate::settings_patch::whole_number::<usize>)]
         limit: usize,
     },
 }

@@ -169,14 +169,14 @@ pub struct SetupArgs {
     pub llm: Option<String>,
     // The engine's settings: --method, --width, --max-tokens, …
     #[command(flatten)]
-    pub settings: crate::settings::SettingsPatch,
+    pub settings: crate::settings_patch::SettingsPatch,
     /// Structured replies from an endpoint: auto (JSON schema, else JSON object, else free
     /// text, as the endpoint accepts), json_schema, json_object or off. Default: the
     /// endpoint's `structured` setting, else auto. Simulation models read free text only.
     #[arg(long, global = true, value_enum, value_name = "MODE")]
     pub structured: Option<StructuredMode>,
     /// Requests in flight at once (`eval`: questions answered at once).
-    #[arg(long, global = true, value_parser = crate::settings::count::<usize>("concurrency"))]
+    #[arg(long, global = true, value_parser = crate::settings_patch::count::<usize>("concurrency"))]
     pub concurrency: Option<usize>,
     /// A directory of prompt templates overriding the built-in ones.
     #[arg(long, global = true)]
@@ -214,7 +214,7 @@ pub async fn run(cli: Cli, config: Config) -> Result<i32> {
 
 /// The engine settings: the defaults, then the config's `[defaults]`, then the flags.
 pub fn settings(s: &SetupArgs, config: &Config) -> Result<crate::engine::Settings> {
-    let mut settings = crate::settings::build(&[&config.defaults.settings, &s.settings])?;
+    let mut settings = crate::settings_patch::build(&[&config.defaults.settings, &s.settings])?;
     settings.structured = endpoint(s, config).is_some_and(|e| e.structured != StructuredMode::Off);
     Ok(settings)
 }

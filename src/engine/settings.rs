@@ -19,7 +19,7 @@ pub enum PruneTool {
 /// Serialised flat (the sections are flattened), as sessions and eval records store it; a
 /// section's keys missing from an older file take their defaults. The defaults are the papers'.
 /// `ongraph` builds it from them, the config's `[defaults]` and the command line
-/// (`crate::settings::SettingsPatch`).
+/// (`crate::settings_patch::SettingsPatch`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     pub method: MethodId,
