@@ -54,7 +54,7 @@ pub mod config {
 /// Team-shared corrections: a set's server and its records.
 pub mod team {
     pub use crate::overlay::team::Team;
-    pub use crate::overlay::team::record::{Kind, Record, new_iri, now_millis};
+    pub use crate::overlay::team_record::{Kind, Record, new_iri, now_millis};
 }
 
 /// Saved sittings and their replay.

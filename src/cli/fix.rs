@@ -8,7 +8,7 @@ use crate::kg::{KnowledgeGraph, RelationRef, Term};
 use crate::overlay::export::{ExportFormat, Vocabulary, export};
 use crate::overlay::store::{Aside, CorrectionStore};
 use crate::overlay::team::Team;
-use crate::overlay::team::state::{Sharing, base_for, states, verdict};
+use crate::overlay::team_state::{Sharing, base_for, states, verdict};
 use crate::overlay::{Correction, CorrectionContext, Draft, Op, OverlayKg, check_relabel, default_author, validate_id};
 use crate::safe_text::OneLine;
 use anyhow::{Context as _, Result, bail};

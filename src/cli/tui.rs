@@ -263,7 +263,7 @@ impl Corrections for StoreCorrections {
                 let c = match &set {
                     Some(set) => {
                         let base =
-                            crate::overlay::team::state::base_for(&overlay::list_scope(&store, &scope)?, set, &d.op);
+                            crate::overlay::team_state::base_for(&overlay::list_scope(&store, &scope)?, set, &d.op);
                         store.add_shared(&scope.shared_key, d, set, base)?
                     }
                     None => store.add(&scope.key, d)?,

@@ -12,6 +12,8 @@ pub mod export;
 pub mod scenario;
 pub mod store;
 pub mod team;
+pub mod team_record;
+pub mod team_state;
 
 use crate::kg::{Direction, EntityMatch, KgError, KgProfile, KnowledgeGraph, Neighbour, RelationRef, Term};
 use async_trait::async_trait;
@@ -147,7 +149,7 @@ pub fn order_keys(corrections: &[Correction]) -> Vec<u128> {
     let made: Vec<u128> = corrections
         .iter()
         .map(|c| {
-            team::record::parse_time(&c.created)
+            team_record::parse_time(&c.created)
                 .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                 .map_or(0, |d| d.as_millis())
         })
@@ -278,7 +280,7 @@ pub struct TeamLink {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// Teammates' reviews, as their records arrived (the latest decides: see
-    /// [`team::state::verdict`]).
+    /// [`team_state::verdict`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reviews: Vec<Review>,
 }

@@ -2,11 +2,19 @@
 //! keys, draws itself from its own state and the theme, and lists its keys for the help. The
 //! app opens them, routes keys to the topmost, and acts on the `Outcome` they report.
 
-use super::modal::Outcome;
 use super::theme::Theme;
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::Rect;
+
+/// What a key did to a component.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    /// Still open.
+    Editing,
+    Cancelled,
+    Submitted,
+}
 
 pub trait Component {
     /// What a key did to it.

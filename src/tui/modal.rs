@@ -2,7 +2,7 @@
 //! picker of KG candidates, the command palette and the search prompt. Each is plain state with
 //! a key handler that says what the user chose; `app` acts on the choice.
 
-use super::component::{Component, popup, window};
+use super::component::{Component, Outcome, popup, window};
 use super::keymap::Command;
 use super::theme::Theme;
 use crate::engine::beam::{NodeId, TripleView};
@@ -29,15 +29,6 @@ pub fn fuzzy_rank<'a>(query: &str, items: impl Iterator<Item = &'a str>) -> Vec<
     // Stable: equal scores keep their original order.
     scored.sort_by_key(|&(score, _)| std::cmp::Reverse(score));
     scored.into_iter().map(|(_, i)| i).collect()
-}
-
-/// What a key did to a modal.
-#[derive(Debug, PartialEq)]
-pub enum Outcome {
-    /// Still open.
-    Editing,
-    Cancelled,
-    Submitted,
 }
 
 /// Line editing shared by every one-line field: printable characters, Backspace, Ctrl-U.

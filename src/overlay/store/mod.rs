@@ -9,7 +9,7 @@ mod team;
 pub use salvage::salvage;
 pub use team::Aside;
 
-use super::team::record::Record as TeamRecord;
+use super::team_record::Record as TeamRecord;
 use super::{Correction, Draft, HistoryEntry, Op, TeamLink};
 use crate::sled_open::open_contained;
 use serde::{Deserialize, Serialize};
@@ -644,7 +644,7 @@ mod tests {
         assert_eq!(store.add("demo", draft("local")).unwrap().id, 1);
         let record = |n: u32| TeamRecord {
             iri: format!("urn:uuid:0190a7d4-0000-7000-8000-00000000000{n}"),
-            kind: super::super::team::record::Kind::Correction {
+            kind: super::super::team_record::Kind::Correction {
                 op: Op::Relabel { entity: format!("m.e{n}"), label: format!("name {n}") },
             },
             kg: "demo".into(),

@@ -2,7 +2,7 @@
 //! the server, reviews, and how a correction is set aside (undone, superseded).
 
 use super::{CorrectionStore, SledStore, StoreError, TeamRecord, key, new_correction};
-use crate::overlay::team::record::{Kind, Skip};
+use crate::overlay::team_record::{Kind, Skip};
 use crate::overlay::{Correction, Draft, HistoryEntry, Review, TeamLink};
 use serde::{Deserialize, Serialize};
 
@@ -153,8 +153,8 @@ impl SledStore {
     ) -> Result<Correction, StoreError> {
         let id = self.next_id()?;
         // To the millisecond: the order records apply in, for everyone (see `in_order`).
-        let now = crate::overlay::team::record::now_millis();
-        let iri = crate::overlay::team::record::new_iri();
+        let now = crate::overlay::team_record::now_millis();
+        let iri = crate::overlay::team_record::new_iri();
         let mut batch = sled::Batch::default();
         let agent = Some(self.agent_id(&mut batch)?);
         let record = TeamRecord {
@@ -198,13 +198,13 @@ impl SledStore {
         if how == Aside::Supersede {
             let all = self.list(kg)?;
             let at = all.iter().position(|c| c.id == id);
-            let states = crate::overlay::team::state::states(&all);
+            let states = crate::overlay::team_state::states(&all);
             if at.is_none_or(|i| states[i].conflicts_with.is_empty()) {
                 return Err(StoreError::NoConflict { id });
             }
         }
         let now =
-            if correction.team.is_some() { crate::overlay::team::record::now_millis() } else { crate::overlay::now() };
+            if correction.team.is_some() { crate::overlay::team_record::now_millis() } else { crate::overlay::now() };
         correction.active = false;
         let what = match how {
             Aside::Undo => "undone",
@@ -218,7 +218,7 @@ impl SledStore {
         self.stage(&mut batch, &correction)?;
         if let Some(team) = &correction.team {
             let agent = Some(self.agent_id(&mut batch)?);
-            let iri = crate::overlay::team::record::new_iri();
+            let iri = crate::overlay::team_record::new_iri();
             let target = team.record.clone();
             let kind = match how {
                 Aside::Undo => Kind::Undo { target: target.clone() },
@@ -262,14 +262,14 @@ impl SledStore {
         if !team.pulled || team.agent.as_deref() == Some(agent.as_str()) || correction.author == self.author {
             return Err(StoreError::OwnCorrection { id });
         }
-        if let Some(last) = crate::overlay::team::state::verdict(&team)
+        if let Some(last) = crate::overlay::team_state::verdict(&team)
             && last.approve == approve
             && last.agent.as_deref() == Some(agent.as_str())
         {
             return Err(StoreError::AlreadyReviewed { id, verdict: last.verdict() });
         }
-        let iri = crate::overlay::team::record::new_iri();
-        let now = crate::overlay::team::record::now_millis();
+        let iri = crate::overlay::team_record::new_iri();
+        let now = crate::overlay::team_record::now_millis();
         let reason = reason.map(str::trim).unwrap_or_default().to_string();
         let review = Review {
             record: iri.clone(),
@@ -347,7 +347,7 @@ impl SledStore {
                 at: String,
             }
             let queued = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
-            let rejected = Rejected { queued, reason: why, at: crate::overlay::team::record::now_millis() };
+            let rejected = Rejected { queued, reason: why, at: crate::overlay::team_record::now_millis() };
             batch.insert(team_key(REJECTED, iri), self.json(&rejected)?);
         }
         batch.remove(key);
@@ -428,7 +428,7 @@ impl SledStore {
         }
         let mut batch = sled::Batch::default();
         for (iri, why, detail) in skipped {
-            let noted = Noted { why: *why, detail, at: crate::overlay::team::record::now_millis() };
+            let noted = Noted { why: *why, detail, at: crate::overlay::team_record::now_millis() };
             batch.insert(team_key(SKIPPED, iri), self.json(&noted)?);
         }
         self.commit(batch)
@@ -454,7 +454,7 @@ impl SledStore {
         until: Option<&str>,
         received: &str,
     ) -> Result<Taken, StoreError> {
-        let received_at = crate::overlay::team::record::parse_time(received);
+        let received_at = crate::overlay::team_record::parse_time(received);
         let mut taken = Taken::default();
         let mut batch = sled::Batch::default();
         let mut changed: std::collections::BTreeMap<(String, u64), Correction> = Default::default();
@@ -476,7 +476,7 @@ impl SledStore {
         let mut next_id = self.reserve_ids(corrections as u64)?;
         for mut record in fresh {
             new += 1;
-            let claimed = crate::overlay::team::record::parse_time(&record.created);
+            let claimed = crate::overlay::team_record::parse_time(&record.created);
             let mut dated_ahead = None;
             if let (Some(claimed), Some(at)) = (claimed, received_at)
                 && claimed > at

@@ -1,19 +1,18 @@
 //! Team-shared corrections: a shared set is a named graph on the team's own SPARQL 1.1 server,
-//! holding append-only records (see [`record`]). A correction is stored and queued locally in
+//! holding append-only records (see [`team_record`](super::team_record)). A correction is stored and queued locally in
 //! one write, then sent as one `INSERT DATA`; one that cannot be sent stays queued and goes at
 //! the next sync. Pulling takes the records published since the last pull (less an overlap, so a
 //! record committed late, or stamped by a clock a little behind, is not missed) into the local
 //! store, by IRI, so taking one twice changes nothing. Conflicts are computed when reading
-//! ([`state`]). No compare-and-swap anywhere: two writers can never overwrite each other.
-
-pub mod record;
-pub mod state;
+//! ([`team_state`](super::team_state)). No compare-and-swap anywhere: two writers can never overwrite each other.
 
 use crate::kg::KgError;
 use crate::kg::sparql::client::{Credentials, SparqlClient, SparqlConfig, redact};
 use crate::overlay::store::{SledStore, StoreError};
+use crate::overlay::team_record::{
+    self, DETAIL, Gathered, MAX_RECORD, MAX_TRIPLES, PAGE, Skip, now_millis, parse_time,
+};
 use futures::StreamExt as _;
-use record::{DETAIL, Gathered, MAX_RECORD, MAX_TRIPLES, PAGE, Skip, now_millis, parse_time};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -245,7 +244,7 @@ impl Team {
                 _ => Failure::Stop(self.server(e)),
             });
         }
-        let query = record::select_held(&self.graph, iri)
+        let query = team_record::select_held(&self.graph, iri)
             .map_err(|detail| Failure::Refused(TeamError::Config { set: self.name.clone(), detail }))?;
         let rows = self.query.select(&query).await.map_err(|e| Failure::Stop(self.server(e)))?;
         if rows.is_empty() {
@@ -292,7 +291,7 @@ impl Team {
         let config = |detail: String| TeamError::Config { set: self.name.clone(), detail };
         // How many records since then: the same count for the same start as last time is
         // nothing new (records are only ever added), found with one small answer.
-        let query = record::count_published(&self.graph, since.as_deref()).map_err(config)?;
+        let query = team_record::count_published(&self.graph, since.as_deref()).map_err(config)?;
         let counted = self.query.select(&query).await.map_err(|e| self.server(e))?;
         let count = match counted.first().and_then(|row| row.get("n")) {
             Some(oxrdf::Term::Literal(n)) => n.value().parse::<usize>().ok(),
@@ -320,15 +319,15 @@ impl Team {
             }
             last
         };
-        let query = record::select_published(&self.graph, since.as_deref(), None).map_err(config)?;
+        let query = team_record::select_published(&self.graph, since.as_deref(), None).map_err(config)?;
         let rows = self.query.select(&query).await.map_err(|e| self.server(e))?;
         // A server that gives no count is taken at its word.
         if count.is_some_and(|n| n != rows.len()) {
             tracing::info!(set = %self.name, rows = rows.len(), ?count, "the list was cut short: paging it");
             let mut after: Option<String> = None;
             loop {
-                let query =
-                    record::select_published(&self.graph, since.as_deref(), Some(after.as_deref())).map_err(config)?;
+                let query = team_record::select_published(&self.graph, since.as_deref(), Some(after.as_deref()))
+                    .map_err(config)?;
                 let rows = self.query.select(&query).await.map_err(|e| self.server(e))?;
                 let last = take(&rows);
                 if rows.len() < PAGE || last.is_none() || last == after {
@@ -424,9 +423,9 @@ impl Team {
     /// Reads the records `iris` (at most [`DETAIL`]): first how many triples and characters
     /// each has, so one over the limits is skipped unread, then the others' triples (each value
     /// capped by the server). The records, and those skipped with why.
-    async fn fetch(&self, iris: &[String]) -> Result<(Vec<record::Record>, Vec<Skipped>), TeamError> {
+    async fn fetch(&self, iris: &[String]) -> Result<(Vec<team_record::Record>, Vec<Skipped>), TeamError> {
         let config = |detail: String| TeamError::Config { set: self.name.clone(), detail };
-        let query = record::count_triples(&self.graph, iris).map_err(config)?;
+        let query = team_record::count_triples(&self.graph, iris).map_err(config)?;
         let rows = self.query.select(&query).await.map_err(|e| self.server(e))?;
         let number = |row: &sparesults::QuerySolution, var: &str| match row.get(var) {
             Some(oxrdf::Term::Literal(n)) => n.value().parse::<u64>().ok(),
@@ -457,7 +456,7 @@ impl Team {
         }
         let mut gathered: BTreeMap<String, Gathered> = BTreeMap::new();
         if !read.is_empty() {
-            let query = record::select_records(&self.graph, &read, read.len() * MAX_TRIPLES).map_err(config)?;
+            let query = team_record::select_records(&self.graph, &read, read.len() * MAX_TRIPLES).map_err(config)?;
             for row in &self.query.select(&query).await.map_err(|e| self.server(e))? {
                 let Some(oxrdf::Term::NamedNode(r)) = row.get("r") else { continue };
                 gathered.entry(r.as_str().to_string()).or_default().add(row);

@@ -102,7 +102,7 @@ impl App {
         c.team.as_ref().is_some_and(|t| {
             t.pulled
                 && self.held_sets.contains(&t.set)
-                && !crate::overlay::team::state::verdict(t).is_some_and(|r| r.approve)
+                && !crate::overlay::team_state::verdict(t).is_some_and(|r| r.approve)
         })
     }
 

@@ -7,10 +7,9 @@
 //! replayed step is answered from the recording, synchronously, with no effect at all.
 
 use super::component::Component;
+use super::component::Outcome;
 use super::keymap::{Command, Keymap, Pane};
-use super::modal::{
-    Form, FormKind, Outcome, Palette, PaletteRow, PickItem, PickValue, Picker, Purpose, Search, fuzzy_rank,
-};
+use super::modal::{Form, FormKind, Palette, PaletteRow, PickItem, PickValue, Picker, Purpose, Search, fuzzy_rank};
 use super::theme::Theme;
 use crate::engine::beam::{Beam, BeamNode, NodeId, NodeKind};
 use crate::engine::{MethodId, Override, Poll, Request, Response, Run, Settings, Topics};

@@ -260,9 +260,9 @@ impl App {
                 .iter()
                 .filter(|c| c.team.as_ref().is_some_and(|t| !t.shared && t.rejected.is_none()))
                 .count(),
-            conflict: crate::overlay::team::state::states(&self.corrections)
+            conflict: crate::overlay::team_state::states(&self.corrections)
                 .iter()
-                .any(|s| s.sharing == crate::overlay::team::state::Sharing::Conflict),
+                .any(|s| s.sharing == crate::overlay::team_state::Sharing::Conflict),
             offline: self.team_offline,
             names: format!("{} · {}", self.kg_name, self.llm_name),
         }
@@ -271,7 +271,7 @@ impl App {
     /// What the corrections pane says of each correction's sharing, after its state: pending,
     /// in conflict, waiting for approval, or its latest review ("" for a local one).
     fn correction_tags(&self) -> Vec<String> {
-        use crate::overlay::team::state::{Sharing, states, verdict};
+        use crate::overlay::team_state::{Sharing, states, verdict};
         let states = states(&self.corrections);
         self.corrections
             .iter()

@@ -117,7 +117,7 @@ fn different_authors(a: &Correction, b: &Correction) -> bool {
 pub fn verdict(link: &TeamLink) -> Option<&Review> {
     let own = |r: &&Review| r.agent.is_some() && r.agent == link.agent;
     link.reviews.iter().filter(|r| !own(r)).max_by(|a, b| {
-        let key = |r: &Review| (super::record::parse_time(&r.at), r.record.clone());
+        let key = |r: &Review| (super::team_record::parse_time(&r.at), r.record.clone());
         key(a).cmp(&key(b))
     })
 }
