@@ -6,6 +6,7 @@
 pub mod app;
 pub mod component;
 pub mod keymap;
+pub mod layout;
 pub mod modal;
 pub mod theme;
 pub mod view;

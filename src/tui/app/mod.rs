@@ -231,15 +231,7 @@ pub struct Replay {
     pub player: Option<Player>,
 }
 
-/// Where the screen's panes are, for the mouse.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Areas {
-    pub question: Rect,
-    pub tree: Rect,
-    pub inspector: Rect,
-    pub bottom: Rect,
-    pub status: Rect,
-}
+use super::layout::Areas;
 
 /// The question the empty beam pane suggests on the demo KG.
 pub const DEMO_SUGGESTION: &str = "What is the majority party now in the country where Canberra is located?";
@@ -487,7 +479,7 @@ impl App {
 
     /// Where the panes are at the current size.
     pub fn areas(&self) -> Areas {
-        super::view::layout(Rect::new(0, 0, self.size.0, self.size.1), self.input.lines().len())
+        super::layout::layout(Rect::new(0, 0, self.size.0, self.size.1), self.input.lines().len())
     }
 }
 
