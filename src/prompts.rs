@@ -299,7 +299,7 @@ fn split_off_call(parts: &mut Vec<Part>) -> Option<usize> {
     let last = parts.len().checked_sub(1)?;
     let (index, at) = parts.iter().enumerate().rev().find_map(|(i, part)| match part {
         // Blank lines at the very end do not start a paragraph.
-        Part::Text(t) => (if i == last { t.trim_end() } else { t.as_str() }).rfind("\n\n").map(|at| (i, at + 2)),
+        Part::Text(t) => last_blank_line_end(if i == last { t.trim_end() } else { t.as_str() }).map(|at| (i, at)),
         Part::Slot(_) => None,
     })?;
     let fixed_is_constant = parts[..index].iter().all(|p| match p {
@@ -313,6 +313,14 @@ fn split_off_call(parts: &mut Vec<Part>) -> Option<usize> {
     let call = text.split_off(at);
     parts.insert(index + 1, Part::Text(call));
     Some(index + 1)
+}
+
+/// Where the text after `text`'s last blank line starts (a file saved with CRLF line ends has
+/// `\r\n\r\n` for one).
+fn last_blank_line_end(text: &str) -> Option<usize> {
+    let lf = text.rfind("\n\n").map(|at| at + 2);
+    let crlf = text.rfind("\n\r\n").map(|at| at + 3);
+    lf.max(crlf)
 }
 
 /// Which structured variants a set of prompts has.
@@ -534,6 +542,27 @@ mod tests {
         json_text: None,
     });
     const SET: &[Template] = &[SYSTEM, ANSWER];
+
+    /// A template's last paragraph is the call's own (LF or CRLF line ends alike); one with a
+    /// placeholder that varies before it has no fixed part to share.
+    #[test]
+    fn the_call_paragraph_is_split_off_at_the_last_blank_line() {
+        let split = |text: &str| {
+            let parsed = Parsed::parse("t", text, &["question", "width"]).unwrap();
+            parsed.render_split(&[("question", "Q1"), ("width", "3")])
+        };
+        let fixed = ("Pick {{width}}.\n\nExample.\n\n".to_string(), "Q: {{question}}\nA: \n".to_string());
+        assert_eq!(
+            split(&format!("{}{}", fixed.0, fixed.1)),
+            Some(("Pick 3.\n\nExample.\n\n".into(), "Q: Q1\nA: \n".into()))
+        );
+        assert_eq!(
+            split("Pick {{width}}.\r\n\r\nQ: {{question}}\r\nA: \r\n"),
+            Some(("Pick 3.\r\n\r\n".into(), "Q: Q1\r\nA: \r\n".into()))
+        );
+        assert_eq!(split("Q: {{question}}\n\nPick {{width}}.\n"), None, "the question before the last paragraph");
+        assert_eq!(split("Pick {{width}}. Q: {{question}}"), None, "no blank line");
+    }
 
     #[test]
     fn unfilled_placeholders_are_found() {

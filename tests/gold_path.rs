@@ -111,12 +111,14 @@ async fn the_shared_prefix_layout_asks_the_same_calls() {
     use ongraph::engine::PromptLayout;
     let (kg, items) = fixture("2H-kb.txt", "PQ-2H.txt");
     let model = Arc::new(Systems { inner: GoldPathModel::new(gold_paths(&items)), seen: Mutex::default() });
-    for method in [MethodId::TOG, MethodId::TOG_R, MethodId::POG, MethodId::GOG] {
+    // PoG's selections take the width from the instructions, which move to the system message.
+    let runs = [(MethodId::TOG, 3), (MethodId::TOG_R, 3), (MethodId::POG, 3), (MethodId::POG, 5), (MethodId::GOG, 3)];
+    for (method, width) in runs {
         for item in items.iter().take(8) {
-            let what = format!("{method:?} {:?}", item.question);
+            let what = format!("{method:?} width {width} {:?}", item.question);
             // A driver each: its memo would answer a question met before without a call.
             let run_in = |prompt_layout| {
-                let settings = Settings { method, prompt_layout, ..Settings::default() };
+                let settings = Settings { method, width, prompt_layout, ..Settings::default() };
                 let driver = Driver::new(kg.clone(), model.clone());
                 async move { run_with(&driver, &item.question, Topics::Linked(item.topics.clone()), settings).await }
             };

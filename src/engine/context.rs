@@ -54,15 +54,30 @@ impl Context {
         }
         let width = self.settings.width.to_string();
         let constants = [("width", width.as_str())];
-        let sections: Vec<(Template, String)> = templates
-            .iter()
-            .filter_map(|&t| Some((t, self.prompts.fixed_part(t, &constants, self.settings.structured)?)))
-            .collect();
+        let (mut sections, mut unshared) = (Vec::new(), Vec::new());
+        for &t in templates {
+            match self.prompts.fixed_part(t, &constants, self.settings.structured) {
+                Some(fixed) => sections.push((t, fixed)),
+                None => unshared.push(t.name()),
+            }
+        }
+        if !unshared.is_empty() {
+            // Their calls go out with the plain system prompt, which evicts the shared one from
+            // a one-prefix cache: said, so a rewritten template is not a silent slowdown.
+            tracing::warn!(
+                templates = ?unshared,
+                "no fixed part to share (no blank line before the call's paragraph, or a placeholder \
+                 other than {{{{width}}}} before it): these calls are laid out per call"
+            );
+        }
         if sections.is_empty() {
             return;
         }
         let mut system = self.prompts.render(super::templates::SYSTEM, &[]).trim().to_string();
-        system.push_str("\n\nEach request names one of the tasks below; follow that task's instructions and examples.");
+        system.push_str(
+            "\n\nEach request names one of the tasks below on its first line (`Task: NAME`); follow that \
+             task's instructions and examples. A request that names no task carries its own instructions.",
+        );
         for (template, fixed) in &sections {
             system.push_str("\n\n");
             system.push_str(&task_heading(*template));

@@ -201,7 +201,9 @@ impl GoldPathModel {
             },
             Kind::Answer => braced_or_unknown(&chained(&triple_lines(block, gold), gold)),
             Kind::PogAnalysis => pog_analysis(gold),
-            Kind::PogSelect => pog_select(block, gold, width(p)),
+            // Under the shared-prefix layout the instructions (and the width) are in the system
+            // message: part of what the model is shown.
+            Kind::PogSelect => pog_select(block, gold, width(p).or_else(|| width(&r.system)).unwrap_or(3)),
             Kind::PogSummary => "CoT1: the paths above are what the graph shows so far.".into(),
             Kind::PogSufficiency => match chained(&pog_triples(block, "Path "), gold).as_slice() {
                 [] => "{No}".into(),
@@ -298,12 +300,8 @@ fn block(prompt: &str) -> &str {
     block_start(prompt).map_or(prompt, |(at, _)| &prompt[at..])
 }
 
-fn width(prompt: &str) -> usize {
-    prompt
-        .split_once("Select the ")
-        .and_then(|(_, rest)| rest.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(3)
+fn width(prompt: &str) -> Option<usize> {
+    prompt.split_once("Select the ").and_then(|(_, rest)| rest.split_whitespace().next()).and_then(|n| n.parse().ok())
 }
 
 /// A stored triple as a prompt shows it: head, relation, tail.
@@ -684,7 +682,10 @@ mod tests {
         let prompt = format!(
             "Select the 3 candidate paths\nCandidate Edge 1: {{sylvia brett}} - {{-> religion ->}} - {{x}}\nCandidate Edge 2: {one}"
         );
-        assert_eq!(pog_select(&prompt, &g, width(&prompt)), "top_list:{Candidate Edge 2, Candidate Edge 1}");
+        assert_eq!(
+            pog_select(&prompt, &g, width(&prompt).unwrap_or(3)),
+            "top_list:{Candidate Edge 2, Candidate Edge 1}"
+        );
         assert_eq!(pog_select(&prompt, &g, 1), "top_list:{Candidate Edge 2}");
         // An incoming edge is not the gold relation walked forward.
         let mut t = Vec::new();
