@@ -15,6 +15,15 @@ use std::time::{Duration, Instant};
 
 const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";
 
+/// The tests here take turns: each starts a llama.cpp server, and three evaluating at once on
+/// two cores had calls time out.
+static ONE_SERVER_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// This test's turn with the machine (a test that failed before lets go all the same).
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_SERVER_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The llama.cpp server, stopped (by PID) when dropped.
 struct LlamaServer {
     base_url: String,
@@ -104,13 +113,14 @@ const DECISIVE: &[&str] = &[
 
 #[test]
 fn every_method_runs_on_a_real_small_model_without_breaking() {
+    let _turn = turn();
     let server = LlamaServer::start();
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join("config.toml");
     std::fs::write(
         &config,
         format!(
-            "[llm.smol]\nbase_url = \"{}\"\nmodel = \"smollm2\"\ntimeout_secs = 120\nmax_retries = 1\n",
+            "[llm.smol]\nbase_url = \"{}\"\nmodel = \"smollm2\"\ntimeout_secs = 300\nmax_retries = 1\n",
             server.base_url
         ),
     )
@@ -248,6 +258,7 @@ fn alive(server: &mut LlamaServer) -> bool {
 /// run, every constrained reply must be read as JSON, and an answer read as a KG name.
 #[test]
 fn names_that_break_naive_grammars_never_break_the_server() {
+    let _turn = turn();
     let mut server = LlamaServer::start();
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join("config.toml");
@@ -348,6 +359,7 @@ fn evaluated(log: &Path, skip: usize) -> Vec<u64> {
 /// per-call layout has most of each prompt evaluated again.
 #[test]
 fn the_real_server_evaluates_a_shared_prefix_once() {
+    let _turn = turn();
     let home = tempfile::tempdir().unwrap();
     let log = home.path().join("server.log");
     let server = LlamaServer::start_logging(Some(&log));
@@ -355,7 +367,7 @@ fn the_real_server_evaluates_a_shared_prefix_once() {
     std::fs::write(
         &config,
         format!(
-            "[llm.smol]\nbase_url = \"{}\"\nmodel = \"smollm2\"\ntimeout_secs = 120\nmax_retries = 0\nstructured = \"json_object\"\n",
+            "[llm.smol]\nbase_url = \"{}\"\nmodel = \"smollm2\"\ntimeout_secs = 300\nmax_retries = 0\nstructured = \"json_object\"\n",
             server.base_url
         ),
     )
