@@ -117,6 +117,8 @@ fn measure(runtime: &tokio::runtime::Runtime, server: &servers::OxigraphRw, spre
         Arc::new(ongraph::testing::llm::ScriptedModel::demo().expect("demo script")),
         &config,
         &Default::default(),
+        None,
+        config.defaults.concurrency,
     )
     .expect("corrections");
     let _inside = runtime.enter();

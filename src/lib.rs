@@ -28,6 +28,7 @@ mod http;
 pub mod kg;
 pub mod llm;
 mod overlay;
+mod printable;
 pub mod prompts;
 mod safe_text;
 mod session;
@@ -37,5 +38,6 @@ mod sled_open;
 pub mod testing;
 mod text_file;
 mod tui;
+mod workspace;
 
 pub use cli::main;

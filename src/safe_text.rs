@@ -1,6 +1,6 @@
 //! Text from others (a KG's labels, a teammate's author or reason, a model's reply) shown safely:
 //! nothing in it may act on a terminal or pass for ongraph's own output. Three places use it:
-//! the human output's filter (`cli::printable`), every one-line field in a line of output or
+//! the human output's filter (`printable`), every one-line field in a line of output or
 //! in the terminal UI ([`one_line`]), and every JSON ongraph writes ([`json`]).
 
 use std::borrow::Cow;

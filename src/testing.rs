@@ -40,10 +40,10 @@ pub mod llm {
 
 /// Corrections and their store.
 pub mod overlay {
-    pub use crate::cli::overlay::LiveOverlay;
     pub use crate::overlay::export::{ExportFormat, Vocabulary, export};
     pub use crate::overlay::store::{CorrectionStore, SledStore, StoreError, acknowledged};
     pub use crate::overlay::{Correction, Draft, Op, OverlayKg, generated_reason};
+    pub use crate::workspace::LiveOverlay;
 }
 
 /// The configuration file.
@@ -92,11 +92,11 @@ pub mod eval {
 
 /// The terminal UI: its state, update, effects and drawing.
 pub mod tui {
-    pub use crate::cli::StoreCorrections;
     pub use crate::tui::app::{Action, App, Bottom, Effect, Focus, suggestion_from, update};
     pub use crate::tui::keymap::Keymap;
     pub use crate::tui::modal::{FormKind, PickValue};
     pub use crate::tui::{Corrections, Executor, load_history};
+    pub use crate::workspace::{Selection, StoreCorrections};
 
     /// Themes.
     pub mod theme {

@@ -143,6 +143,19 @@ fn the_kg_and_llm_clients_and_the_store_keep_out_of_each_others_layers() {
     assert!(edges["kg"].contains("http") && edges["llm"].contains("http"), "{edges:?}");
 }
 
+/// The CLI and the UI open what they work with, sync with the team and store corrections
+/// through one workspace layer, which knows neither of them; the UI knows nothing of the CLI
+/// (issue 37).
+#[test]
+fn the_front_ends_share_a_workspace_that_knows_neither() {
+    let edges = graph();
+    for (module, never) in [("workspace", "cli"), ("workspace", "tui"), ("tui", "cli")] {
+        assert!(edges.contains_key(module), "{module} was read: {edges:?}");
+        assert!(!edges[module].contains(never), "{module} imports {never}");
+    }
+    assert!(edges["cli"].contains("workspace") && edges["tui"].contains("workspace"), "{edges:?}");
+}
+
 #[test]
 fn no_source_file_holds_more_than_800_lines() {
     let long: Vec<String> = modules()

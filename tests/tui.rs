@@ -1622,6 +1622,8 @@ async fn corrections_made_elsewhere_apply_from_the_next_step() {
         Arc::new(model),
         &config,
         &Default::default(),
+        None,
+        config.defaults.concurrency,
     )
     .unwrap();
     let driver = corrections.driver();

@@ -5,6 +5,7 @@ use crate::config::Config;
 use crate::engine::{AnswerSource, Run, Settings, Topics};
 use crate::safe_text::{OneLine, one_line};
 use crate::session::{Player, Session};
+use crate::workspace;
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 use std::io::Write;
@@ -18,9 +19,10 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
     let prompts_dir = s.prompts.clone().or_else(|| config.defaults.prompts.clone());
     let prompts = Arc::new(crate::engine::Registry::builtin().prompts(prompts_dir.as_deref())?);
     if !args.no_overlay {
-        super::overlay::sync_and_say(s, config).await?;
+        super::sync_and_say(&s.selection(), config).await?;
     }
-    let super::Opened { kg, report, corrections, llm, driver } = super::open_driver(s, config, !args.no_overlay)?;
+    let workspace::Opened { kg, report, corrections, llm, driver } =
+        workspace::open_driver(&s.selection(), config, !args.no_overlay)?;
     let topics = if args.topics.is_empty() { Topics::Extract } else { Topics::Named(args.topics.clone()) };
     let mut run =
         Run::new(&args.question, topics.clone(), settings.clone(), prompts.clone(), kg.profile().clone(), kg.name())?;
@@ -78,7 +80,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
             (Some(_), Err(e)) => format!(" ({e:#})"),
             (None, _) => String::new(),
         };
-        let mut err = super::printable::Printable::new(std::io::stderr().lock());
+        let mut err = crate::printable::Printable::new(std::io::stderr().lock());
         writeln!(err, "interrupted before the answer{kept}")?;
         return Ok(130);
     }
@@ -96,7 +98,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         Vec::new()
     } else {
         // The answer is paid for: a store that cannot be read now costs only this detail.
-        match super::overlay::corrections_for(config, &super::overlay::kg_scope(s, config)) {
+        match workspace::corrections_for(config, &workspace::KgScope::of(&s.selection(), config)) {
             Ok(list) => list.into_iter().filter(crate::overlay::Correction::is_llm_generated).map(|c| c.id).collect(),
             Err(e) => {
                 tracing::warn!("cannot read the corrections to say which the answer rests on: {e:#}");
@@ -129,7 +131,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         crate::safe_text::json::to_writer_pretty(&mut out, &report).map_err(std::io::Error::from)?;
         writeln!(out)?;
     } else {
-        let mut out = super::printable::Printable::new(&mut out);
+        let mut out = crate::printable::Printable::new(&mut out);
         print_human(&mut out, &run, source.as_deref(), &report, corrections, kg.network(), wall_ms)?;
     }
     // Reported after the answer, so a failed save does not hide it.

@@ -14,6 +14,7 @@ use crate::llm::openai::{OpenAiClient, OpenAiConfig};
 use crate::llm::serve::LoopbackServer;
 use crate::llm::{CallLimit, LanguageModel};
 use crate::settings_patch::whole_number;
+use crate::workspace;
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
@@ -148,7 +149,7 @@ fn read_run(run: &Path) -> Result<Vec<Record>> {
 
 fn compare(a: &Path, b: &Path, all: bool) -> Result<i32> {
     let comparison = crate::eval::compare::compare(&read_run(a)?, &read_run(b)?).map_err(anyhow::Error::msg)?;
-    let mut out = super::printable::Printable::new(std::io::stdout().lock());
+    let mut out = crate::printable::Printable::new(std::io::stdout().lock());
     write!(out, "{}", comparison.render(&a.display().to_string(), &b.display().to_string(), all))?;
     Ok(0)
 }
@@ -172,7 +173,7 @@ fn print_summary(summary: &Summary, meta: Option<&RunMeta>, json: bool) -> Resul
         writeln!(std::io::stdout().lock(), "{}", crate::safe_text::json::to_string_pretty(&value)?)?;
         return Ok(());
     }
-    let mut out = super::printable::Printable::new(std::io::stdout().lock());
+    let mut out = crate::printable::Printable::new(std::io::stdout().lock());
     if let Some(m) = meta {
         use crate::safe_text::OneLine;
         let (dataset, kg, llm) = (OneLine(&m.dataset), OneLine(&m.kg), OneLine(&m.llm));
@@ -225,11 +226,11 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         setup.kg = Some(kb.display().to_string());
     }
     let settings = super::settings(&setup, config)?;
-    let (base, report) = super::open_kg(&setup, config)?;
+    let (base, report) = workspace::open_kg(&setup.selection(), config)?;
     if report.skipped > 0 {
         // --lenient: say what the KG lost, as `ask` does.
         // The examples are the file's own text: through Printable, so no escape reaches the terminal.
-        let mut err = super::printable::Printable::new(std::io::stderr().lock());
+        let mut err = crate::printable::Printable::new(std::io::stderr().lock());
         let examples: Vec<_> = report.skipped_examples.iter().map(|e| crate::safe_text::one_line(e)).collect();
         writeln!(err, "Skipped {} malformed KG line(s), e.g. {}", report.skipped, examples.join("; "))?;
     }
@@ -263,9 +264,9 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     // With --with-corrections each question sees the corrections as they are when it starts
     // (another process may change them during a long run).
     if args.with_corrections {
-        super::overlay::sync_and_say(&setup, config).await?;
+        super::sync_and_say(&setup.selection(), config).await?;
     }
-    let live = Arc::new(super::overlay::LiveOverlay::open(base, config, &setup, args.with_corrections)?);
+    let live = Arc::new(workspace::LiveOverlay::open(base, config, &setup.selection(), args.with_corrections)?);
     let (kg, corrections, seen_now) = {
         let seen = live.current();
         let now = live.corrections_seen(&seen);
@@ -309,7 +310,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     // config's requests in flight.
     let llm = Arc::new(CallLimit::new(llm, at_once.max(config.defaults.concurrency)));
     let evaluator = Evaluator::new(kg.clone(), llm, prompts, settings)
-        .with_embedder(super::open_embedder(config)?)
+        .with_embedder(workspace::open_embedder(config)?)
         .with_request_concurrency(config.defaults.concurrency);
     let evaluator = if args.with_corrections { evaluator.with_kg_source(live) } else { evaluator };
     let mut records: Vec<Record> = done.into_iter().filter(|r| chosen.binary_search(&r.index).is_ok()).collect();
@@ -346,7 +347,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         writeln!(std::io::stdout().lock(), "{}", crate::safe_text::json::to_string_pretty(&json)?)?;
     } else {
         print_summary(&summary, Some(&meta), false)?;
-        let mut stdout = super::printable::Printable::new(std::io::stdout().lock());
+        let mut stdout = crate::printable::Printable::new(std::io::stdout().lock());
         writeln!(stdout, "This run: {ran} question(s), {at_once} at once, in {elapsed:.2} s")?;
         if network.queries + network.cache_hits > 0 {
             writeln!(stdout, "KG queries: {} sent, {} answered from the cache", network.queries, network.cache_hits)?;
@@ -360,7 +361,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
             130
         }
         Finished::EndpointGone { index, error } => {
-            let mut err = super::printable::Printable::new(std::io::stderr().lock());
+            let mut err = crate::printable::Printable::new(std::io::stderr().lock());
             writeln!(
                 err,
                 "stopped: the model's endpoint failed on {ENDPOINT_FAILURES} questions in a row, from question {} ({}) on: {error}; \
@@ -410,7 +411,7 @@ async fn open_model(
         }
         Arc::new(GoldPathModel::new(gold))
     } else {
-        super::open_llm(setup, config)?
+        workspace::open_llm(&setup.selection(), config)?
     };
     let description = llm.describe();
     let Some(latency) = latency else { return Ok((llm, description, None)) };

@@ -1,16 +1,15 @@
 //! `ongraph fix`: correct the knowledge graph through the overlay.
 
-use super::overlay::{kg_scope, list_scope, open_store, open_team, owner_of, sync_team};
-use super::scope::KgScope;
-use super::{SetupArgs, open_kg};
+use super::SetupArgs;
 use crate::config::Config;
 use crate::kg::{KnowledgeGraph, RelationRef, Term};
 use crate::overlay::export::{ExportFormat, Vocabulary, export};
 use crate::overlay::store::{Aside, CorrectionStore};
 use crate::overlay::team::Team;
-use crate::overlay::team_state::{Sharing, base_for, states, verdict};
+use crate::overlay::team_state::{Sharing, states, verdict};
 use crate::overlay::{Correction, CorrectionContext, Draft, Op, OverlayKg, check_relabel, default_author, validate_id};
 use crate::safe_text::OneLine;
+use crate::workspace::{self, KgScope, open_kg, open_store, open_team, owner_of, store_drafts, sync_team};
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
 use std::io::{BufRead, Write};
@@ -158,7 +157,7 @@ async fn holds(kg: &dyn KnowledgeGraph, s: &str, r: &str, o: &Term) -> Result<bo
 }
 
 pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
-    let scope = kg_scope(&args.setup, config);
+    let scope = KgScope::of(&args.setup.selection(), config);
     let author = default_author(config.defaults.author.as_deref());
     let draft = |op: Op, why: &Why| Draft {
         op,
@@ -172,7 +171,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
     if let FixAction::Export { format, salvage: true, .. } = &args.action {
         return salvage(&args.setup, config, &scope, format.unwrap_or(ExportFormat::Jsonl));
     }
-    let team = open_team(&args.setup, config)?;
+    let team = open_team(&args.setup.selection(), config)?;
     // What teammates did first: a correction is checked against, and based on, the KG as they
     // left it. `fix sync` says what it did itself.
     let before = match (&team, &args.action) {
@@ -241,20 +240,20 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             Some(draft(Op::Relabel { entity: entity.clone(), label: label.trim().to_string() }, why))
         }
         FixAction::List { json } => {
-            let list = super::overlay::corrections_for(config, &scope)?;
+            let list = workspace::corrections_for(config, &scope)?;
             list_corrections(&mut out, &list, *json, &scope.key, team.as_ref(), config)?;
             None
         }
         FixAction::Undo { id } => {
             let store = open_store(config)?;
-            let owner = owner_of(&store, &scope, &args.setup, *id)?;
+            let owner = owner_of(&store, &scope, &args.setup.selection(), *id)?;
             let c = store.undo(&owner.key, *id)?;
             writeln!(out, "correction {} undone{}: {}", c.id, owner.note(), OneLine(&c.op.describe()))?;
             None
         }
         FixAction::Supersede { id, reason } => {
             let store = open_store(config)?;
-            let owner = owner_of(&store, &scope, &args.setup, *id)?;
+            let owner = owner_of(&store, &scope, &args.setup.selection(), *id)?;
             let c = store.set_aside(&owner.key, *id, Aside::Supersede, reason.as_deref())?;
             writeln!(out, "correction {} superseded{}: {}", c.id, owner.note(), OneLine(&c.op.describe()))?;
             None
@@ -280,7 +279,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             return Ok(0);
         }
         FixAction::Review { verdict: None } => {
-            let list = super::overlay::corrections_for(config, &scope)?;
+            let list = workspace::corrections_for(config, &scope)?;
             list_unreviewed(&mut out, &list, &scope.key, config)?;
             None
         }
@@ -290,7 +289,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
                 ReviewAction::Reject { id, reason } => (*id, false, reason),
             };
             let store = open_store(config)?;
-            let owner = owner_of(&store, &scope, &args.setup, id)?;
+            let owner = owner_of(&store, &scope, &args.setup.selection(), id)?;
             let c = store.review(&owner.key, id, approve, reason.as_deref())?;
             let verdict = if approve { "approved" } else { "rejected" };
             writeln!(
@@ -305,20 +304,20 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         }
         FixAction::Export { format, approved: true, .. } => {
             let set = team.as_ref().map(|t| t.graph().to_string());
-            let mut list = super::overlay::corrections_for(config, &scope)?;
+            let mut list = workspace::corrections_for(config, &scope)?;
             list.retain(|c| {
                 c.team
                     .as_ref()
                     .is_some_and(|t| set.as_deref().is_none_or(|s| s == t.set) && verdict(t).is_some_and(|r| r.approve))
             });
-            let (kg, _) = open_kg(&args.setup, config)?;
+            let (kg, _) = open_kg(&args.setup.selection(), config)?;
             write!(out, "{}", export(&list, format.unwrap_or(default_format(&scope)), &Vocabulary::of(kg.as_ref())))?;
             None
         }
         FixAction::Export { format, approved: false, .. } => {
             // Never a teammate's correction that waits for approval.
-            let list = super::overlay::applicable_corrections(config, &scope)?;
-            let (kg, _) = open_kg(&args.setup, config)?;
+            let list = workspace::applicable_corrections(config, &scope)?;
+            let (kg, _) = open_kg(&args.setup.selection(), config)?;
             write!(out, "{}", export(&list, format.unwrap_or(default_format(&scope)), &Vocabulary::of(kg.as_ref())))?;
             None
         }
@@ -329,16 +328,8 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
     };
     let made_any = made.is_some();
     if let Some(draft) = made {
-        let store = open_store(config)?;
-        let c = match &team {
-            Some(t) => {
-                let base = base_for(&list_scope(&store, &scope)?, t.graph(), &draft.op);
-                // Under the name teammates know the KG by (see `KgScope`).
-                store.add_shared(&scope.shared_key, draft, t.graph(), base)?
-            }
-            None => store.add(&scope.key, draft)?,
-        };
-        drop(store);
+        let stored = store_drafts(config, &scope, team.as_ref().map(Team::graph), vec![draft])?;
+        let Some(c) = stored.into_iter().next() else { bail!("the correction was not stored") };
         writeln!(out, "correction {}: {}", c.id, OneLine(&c.op.describe()))?;
         if c.author == crate::overlay::NO_AUTHOR {
             let file = config.file.clone().or_else(Config::default_path).unwrap_or_else(|| "config.toml".into());
@@ -365,7 +356,7 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
     if !lines.is_empty() {
         let note = lines.join("\n");
         // On stderr, so `fix list --json` and `fix export` stay what they say they are.
-        let mut err = super::printable::Printable::new(std::io::stderr().lock());
+        let mut err = crate::printable::Printable::new(std::io::stderr().lock());
         // One line per thing said; each line's own text shown on one line.
         for line in note.lines() {
             writeln!(err, "{}", OneLine(line))?;
@@ -386,7 +377,7 @@ fn list_corrections(
 ) -> Result<()> {
     let states = states(list);
     // Under `apply = "approved"` (of the correction's own set), teammates' corrections wait.
-    let waiting = |c: &Correction| super::overlay::unapproved(config, c);
+    let waiting = |c: &Correction| workspace::unapproved(config, c);
     if json {
         #[derive(serde::Serialize)]
         struct Listed<'a> {
@@ -425,7 +416,7 @@ fn list_corrections(
     }
     // The sharing column only where there is something to say.
     let sharing_shown = team.is_some() || list.iter().any(|c| c.team.is_some());
-    let mut out = super::printable::Printable::new(out);
+    let mut out = crate::printable::Printable::new(out);
     for (c, s) in list.iter().zip(&states) {
         let state = if c.active { "active" } else { "undone" };
         let sharing = if !sharing_shown {
@@ -471,9 +462,9 @@ fn list_unreviewed(out: &mut impl Write, list: &[Correction], scope: &str, confi
         writeln!(out, "no teammate's correction waits for review in {scope}")?;
         return Ok(());
     }
-    let mut out = super::printable::Printable::new(out);
+    let mut out = crate::printable::Printable::new(out);
     for c in waiting {
-        let held = if super::overlay::unapproved(config, c) { "  (applies once approved)" } else { "" };
+        let held = if workspace::unapproved(config, c) { "  (applies once approved)" } else { "" };
         writeln!(
             out,
             "{:>5}  {}  ({}; {} on {}){held}",
@@ -493,9 +484,9 @@ fn list_unreviewed(out: &mut impl Write, list: &[Correction], scope: &str, confi
 /// `fix export --salvage`: what a damaged store still holds for `scope`, exported; on stderr,
 /// how much was found. Nothing is synced and the store is not written.
 fn salvage(setup: &SetupArgs, config: &Config, scope: &KgScope, format: ExportFormat) -> Result<i32> {
-    let path = super::overlay::store_path(config);
+    let path = workspace::store_path(config);
     let found = crate::overlay::store::salvage(&path, &scope.keys)?;
-    let (kg, _) = open_kg(setup, config)?;
+    let (kg, _) = open_kg(&setup.selection(), config)?;
     let mut out = std::io::stdout().lock();
     write!(out, "{}", export(&found.corrections, format, &Vocabulary::of(kg.as_ref())))?;
     out.flush()?;
@@ -504,7 +495,7 @@ fn salvage(setup: &SetupArgs, config: &Config, scope: &KgScope, format: ExportFo
         0 => String::new(),
         n => format!("; {n} record(s) could not be decoded"),
     };
-    let mut err = super::printable::Printable::new(std::io::stderr().lock());
+    let mut err = crate::printable::Printable::new(std::io::stderr().lock());
     writeln!(
         err,
         "salvaged {} correction(s) of {} from {}{how}{unreadable}; the store was left as it is",
@@ -537,7 +528,8 @@ fn import(out: &mut impl Write, file: &std::path::Path, config: &Config, scope: 
     }
     let store = open_store(config)?;
     // A correction already active here is not made twice (a backup imported again).
-    let mut here: Vec<_> = list_scope(&store, scope)?.into_iter().filter(|c| c.active).map(|c| c.op).collect();
+    let mut here: Vec<_> =
+        workspace::list_scope(&store, scope)?.into_iter().filter(|c| c.active).map(|c| c.op).collect();
     let (mut count, mut undone, mut already) = (0, 0, 0);
     for c in read {
         if !c.active {
@@ -577,6 +569,6 @@ fn default_format(scope: &KgScope) -> ExportFormat {
 
 /// The KG as the user sees it now, through the store's current corrections.
 fn current_view(setup: &SetupArgs, config: &Config, scope: &KgScope) -> Result<Arc<dyn KnowledgeGraph>> {
-    let (kg, _) = open_kg(setup, config)?;
-    Ok(Arc::new(OverlayKg::new(kg, &super::overlay::applicable_corrections(config, scope)?)))
+    let (kg, _) = open_kg(&setup.selection(), config)?;
+    Ok(Arc::new(OverlayKg::new(kg, &workspace::applicable_corrections(config, scope)?)))
 }

@@ -1,10 +1,10 @@
 //! `ongraph kg`: look at the knowledge graph as the engine sees it (corrections applied).
 
-use super::overlay::with_overlay;
-use super::{SetupArgs, open_kg};
+use super::SetupArgs;
 use crate::config::Config;
 use crate::kg::RelationRef;
 use crate::safe_text::OneLine;
+use crate::workspace::{open_kg, with_overlay};
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use std::io::Write;
@@ -43,11 +43,11 @@ pub enum KgAction {
 
 pub async fn kg(args: KgArgs, config: &Config) -> Result<i32> {
     if !args.no_overlay {
-        super::overlay::sync_and_say(&args.setup, config).await?;
+        super::sync_and_say(&args.setup.selection(), config).await?;
     }
-    let (base, _) = open_kg(&args.setup, config)?;
-    let (kg, _) = with_overlay(base, config, &args.setup, !args.no_overlay)?;
-    let mut out = super::printable::Printable::new(std::io::stdout().lock());
+    let (base, _) = open_kg(&args.setup.selection(), config)?;
+    let (kg, _) = with_overlay(base, config, &args.setup.selection(), !args.no_overlay)?;
+    let mut out = crate::printable::Printable::new(std::io::stdout().lock());
     match args.action {
         KgAction::Relations { entity } => {
             let entity = entity_of(kg.as_ref(), &entity).await?;
@@ -108,7 +108,7 @@ async fn entity_of(kg: &dyn crate::kg::KnowledgeGraph, given: &str) -> Result<St
         kg.find_entities(given, 5).await?.into_iter().filter(|m| m.exact).collect();
     match exact.as_slice() {
         [one] => {
-            let mut err = super::printable::Printable::new(std::io::stderr().lock());
+            let mut err = crate::printable::Printable::new(std::io::stderr().lock());
             writeln!(err, "note: {} is the entity named {}", OneLine(&one.id), OneLine(given))?;
             Ok(one.id.clone())
         }

@@ -1,15 +1,13 @@
 //! `ongraph` / `ongraph tui` and `ongraph replay`: set up the terminal UI's app and executor.
 
-use super::{SetupArgs, TuiArgs, open_embedder, open_kg, open_llm, overlay, settings};
+use super::{SetupArgs, TuiArgs, settings};
 use crate::config::Config;
-use crate::driver::Driver;
 use crate::kg::KnowledgeGraph;
 use crate::llm::LanguageModel;
-use crate::overlay::Correction;
-use crate::overlay::store::CorrectionStore;
 use crate::session::Session;
+use crate::tui::Executor;
 use crate::tui::app::{Action, App};
-use crate::tui::{Corrections, Executor};
+use crate::workspace::{self, StoreCorrections, open_embedder, open_kg, open_llm};
 use anyhow::{Context as _, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -71,10 +69,11 @@ pub async fn tui(args: TuiArgs, config: &Config) -> Result<i32> {
         crate::engine::Registry::builtin().prompts(s.prompts.as_deref().or(config.defaults.prompts.as_deref()))?,
     );
     // Teammates' corrections first: the UI's first step sees them.
-    let shared = overlay::sync_before_reading(s, config).await?;
-    let (base, _) = open_kg(s, config)?;
-    let llm = open_llm(s, config)?;
-    let corrections = StoreCorrections::new(base, llm.clone(), config, s)?;
+    let selection = s.selection();
+    let shared = workspace::sync_before_reading(&selection, config).await?;
+    let (base, _) = open_kg(&selection, config)?;
+    let llm = open_llm(&selection, config)?;
+    let corrections = store_corrections(base, llm.clone(), config, &selection)?;
     let driver = corrections.driver();
     let kg = driver.kg().clone();
     let mut app = configure(App::new(settings, prompts, kg.profile().clone(), kg.name(), &llm.describe()), config)?;
@@ -116,12 +115,13 @@ pub async fn replay(args: ReplayArgs, config: &Config) -> Result<i32> {
     let (tx, rx) = mpsc::unbounded_channel();
     let executor = if args.live {
         let s = &args.setup;
-        if let Some(note) = overlay::sync_before_reading(s, config).await? {
+        let selection = s.selection();
+        if let Some(note) = workspace::sync_before_reading(&selection, config).await? {
             tracing::warn!("{note}");
         }
-        let (base, _) = open_kg(s, config)?;
-        let llm = open_llm(s, config)?;
-        let corrections = StoreCorrections::new(base, llm, config, s)?;
+        let (base, _) = open_kg(&selection, config)?;
+        let llm = open_llm(&selection, config)?;
+        let corrections = store_corrections(base, llm, config, &selection)?;
         Executor::new(Some(Arc::new(corrections.driver())), Some(Arc::new(corrections)), None, tx.clone())
     } else {
         Executor::new(None, None, None, tx.clone())
@@ -143,7 +143,7 @@ fn check(session: &Session, file: &Path) -> Result<i32> {
         anyhow::bail!("{} records no runs: there is nothing to check", file.display());
     }
     // Questions, answers and reasons come from a file: shown, never obeyed by the terminal.
-    let mut out = super::printable::Printable::new(std::io::stdout().lock());
+    let mut out = crate::printable::Printable::new(std::io::stdout().lock());
     let mut failed = 0;
     for (i, record) in session.runs.iter().enumerate() {
         let run = session.replay(i).with_context(|| format!("replaying {}", file.display()))?;
@@ -179,170 +179,13 @@ fn check(session: &Session, file: &Path) -> Result<i32> {
     Ok(if failed == 0 { 0 } else { 1 })
 }
 
-/// The format `:export-corrections FILE` writes: the one its extension names (`fixes.tsv` is
-/// lines a TSV KB takes), JSON lines (what `fix import` reads) otherwise.
-fn export_format_for(path: &Path) -> crate::overlay::export::ExportFormat {
-    use crate::overlay::export::ExportFormat;
-    match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
-        Some("tsv" | "txt") => ExportFormat::Tsv,
-        Some("nt") => ExportFormat::Nt,
-        Some("ru" | "rq" | "sparql") => ExportFormat::SparqlUpdate,
-        _ => ExportFormat::Jsonl,
-    }
-}
-
-/// The UI's corrections: written to the sled store of `--kg`'s scope, then a driver over the
-/// same (already loaded) graph seen through every active correction. Another process may
-/// change the store meanwhile: `refresh`, before each step, reads it again when it moved.
-pub struct StoreCorrections {
-    live: overlay::LiveOverlay,
+/// The UI's corrections over the sled store of `selection`'s scope.
+fn store_corrections(
+    base: Arc<dyn KnowledgeGraph>,
     llm: Arc<dyn LanguageModel>,
-    embedder: Option<Arc<dyn crate::llm::Embedder>>,
-    config: Config,
-    setup: SetupArgs,
-    /// The shared set synced with before each step, if one is in use.
-    team: Option<super::team_watch::TeamWatch>,
-}
-
-impl StoreCorrections {
-    /// Corrections for `base` in the store `config` names, in `setup`'s scope (and scenario).
-    pub fn new(
-        base: Arc<dyn KnowledgeGraph>,
-        llm: Arc<dyn LanguageModel>,
-        config: &Config,
-        setup: &SetupArgs,
-    ) -> Result<Self> {
-        Ok(Self {
-            live: overlay::LiveOverlay::open(base, config, setup, true)?,
-            llm,
-            embedder: open_embedder(config)?,
-            config: config.clone(),
-            setup: setup.clone(),
-            team: super::team_watch::TeamWatch::open(setup, config)?,
-        })
-    }
-
-    /// A driver over the corrections as last read.
-    pub fn driver(&self) -> Driver {
-        self.driver_over(self.live.current().kg)
-    }
-
-    fn driver_over(&self, kg: Arc<dyn KnowledgeGraph>) -> Driver {
-        let mut driver = Driver::new(kg, self.llm.clone())
-            .with_concurrency(self.setup.concurrency.unwrap_or(self.config.defaults.concurrency));
-        if let Some(embedder) = &self.embedder {
-            driver = driver.with_embedder(embedder.clone());
-        }
-        driver
-    }
-
-    fn scope(&self) -> super::scope::KgScope {
-        overlay::kg_scope(&self.setup, &self.config)
-    }
-
-    /// The key the correction `id` is stored under (the UI names only its KG's corrections).
-    fn key_of(&self, store: &crate::overlay::store::SledStore, id: u64) -> Result<String> {
-        Ok(overlay::owner_of(store, &self.scope(), &self.setup, id)?.key)
-    }
-
-    fn reloaded(&self) -> Result<Driver> {
-        Ok(self.driver_over(self.live.reload()?.kg))
-    }
-}
-
-impl Corrections for StoreCorrections {
-    fn record(&self, drafts: Vec<crate::overlay::Draft>) -> Result<(Vec<u64>, Driver)> {
-        let scope = self.scope();
-        // In a shared set, each is queued to be sent (at the next `ongraph` command or
-        // `fix sync`: the UI does not wait on the server).
-        let set = overlay::shared_entry(&self.setup, &self.config)?.map(|(_, e)| e.graph.clone());
-        let ids = {
-            let store = overlay::open_store(&self.config)?;
-            let mut ids = Vec::with_capacity(drafts.len());
-            for d in drafts {
-                let c = match &set {
-                    Some(set) => {
-                        let base =
-                            crate::overlay::team_state::base_for(&overlay::list_scope(&store, &scope)?, set, &d.op);
-                        store.add_shared(&scope.shared_key, d, set, base)?
-                    }
-                    None => store.add(&scope.key, d)?,
-                };
-                ids.push(c.id);
-            }
-            ids
-        };
-        Ok((ids, self.reloaded()?))
-    }
-
-    fn undo(&self, id: u64) -> Result<Driver> {
-        let store = overlay::open_store(&self.config)?;
-        store.undo(&self.key_of(&store, id)?, id)?;
-        drop(store);
-        self.reloaded()
-    }
-
-    fn review(&self, id: u64, approve: bool) -> Result<Driver> {
-        let store = overlay::open_store(&self.config)?;
-        store.review(&self.key_of(&store, id)?, id, approve, None)?;
-        drop(store);
-        self.reloaded()
-    }
-
-    fn list(&self) -> Result<Vec<Correction>> {
-        overlay::corrections_for(&self.config, &self.scope())
-    }
-
-    fn sync(&self) -> Option<crate::tui::TeamNote> {
-        self.team.as_ref().and_then(|t| t.step())
-    }
-
-    /// When the store changed since it was last read (another process wrote or undid, a
-    /// teammate's record was pulled): a driver that sees it as it is now, and its corrections
-    /// (those waiting for approval too, to be shown and reviewed).
-    fn refresh(&self) -> Result<Option<(Driver, Vec<Correction>)>> {
-        match self.live.refresh()? {
-            Some(seen) => Ok(Some((self.driver_over(seen.kg), self.list()?))),
-            None => Ok(None),
-        }
-    }
-
-    fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)> {
-        let list = self.list()?;
-        let path = path
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| crate::session::default_dir().with_file_name("corrections.jsonl"));
-        let text = crate::overlay::export::export(
-            &list,
-            export_format_for(&path),
-            &crate::overlay::export::Vocabulary::of(self.live.base().as_ref()),
-        );
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-        Ok((path, list.len()))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::export_format_for;
-    use crate::overlay::export::ExportFormat;
-    use std::path::Path;
-
-    #[test]
-    fn an_export_is_written_in_the_format_its_file_name_says() {
-        // Found by a trial: `fixes.tsv` held JSON lines.
-        for (name, format) in [
-            ("fixes.tsv", ExportFormat::Tsv),
-            ("FIXES.TSV", ExportFormat::Tsv),
-            ("fixes.nt", ExportFormat::Nt),
-            ("fixes.ru", ExportFormat::SparqlUpdate),
-            ("corrections.jsonl", ExportFormat::Jsonl),
-            ("corrections", ExportFormat::Jsonl),
-        ] {
-            assert_eq!(export_format_for(Path::new(name)), format, "{name}");
-        }
-    }
+    config: &Config,
+    selection: &workspace::Selection,
+) -> Result<StoreCorrections> {
+    let concurrency = selection.concurrency.unwrap_or(config.defaults.concurrency);
+    StoreCorrections::new(base, llm, config, selection, open_embedder(config)?, concurrency)
 }

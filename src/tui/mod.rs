@@ -12,8 +12,9 @@ pub mod theme;
 pub mod view;
 
 use crate::driver::Driver;
-use crate::overlay::{Correction, Draft};
+use crate::overlay::Draft;
 use crate::session::Session;
+pub use crate::workspace::{Corrections, TeamNote};
 use anyhow::Result;
 use app::{Action, App, Effect, update};
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture, Event, EventStream, KeyEventKind};
@@ -25,50 +26,6 @@ use tokio::sync::mpsc;
 
 /// The shortest time between two frames: input bursts and result bursts draw once.
 pub const FRAME: Duration = Duration::from_millis(10);
-
-/// Where the UI's corrections go: stored durably, then a driver that sees the KG through them.
-/// The CLI provides the real one (the sled store of `--kg`'s scope); tests provide their own.
-/// Its calls may block (the store may be held by another process): the executor makes them on
-/// tokio's blocking pool, one at a time, never on the UI's loop.
-pub trait Corrections: Send + Sync {
-    fn record(&self, drafts: Vec<Draft>) -> Result<(Vec<u64>, Driver)>;
-    fn undo(&self, id: u64) -> Result<Driver>;
-    /// Approves (or rejects) a teammate's correction; a driver over the corrections as they
-    /// apply after it. The default suits corrections no team shares.
-    fn review(&self, id: u64, approve: bool) -> Result<Driver> {
-        let _ = approve;
-        anyhow::bail!("correction {id} is not a teammate's shared correction: nothing to review")
-    }
-    fn list(&self) -> Result<Vec<Correction>>;
-    /// Called before every step, before [`Self::refresh`]: sends what is queued for the shared
-    /// set in use and pulls what teammates published, within a short timeout. What the user
-    /// should be told, when something changed about it (the server stopped or started
-    /// answering): said once, never at every step. The default has no shared set.
-    fn sync(&self) -> Option<TeamNote> {
-        None
-    }
-    /// Called before every step: when the store changed since this one last read it (another
-    /// process corrected or undid), a driver that sees it as it is now and its corrections
-    /// (undone ones too); `None` when nothing changed. Cheap then: one small file read. The
-    /// default suits corrections no other process writes.
-    fn refresh(&self) -> Result<Option<(Driver, Vec<Correction>)>> {
-        Ok(None)
-    }
-    /// Writes the corrections as JSON lines to `path` (or a default file); returns where and
-    /// how many.
-    fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)>;
-}
-
-/// What the per-step sync with a shared set has to say (see [`Corrections::sync`]).
-#[derive(Clone, Debug, PartialEq)]
-pub enum TeamNote {
-    /// The server stopped answering: why.
-    Down(String),
-    /// It answers again.
-    Back(String),
-    /// What a pull skipped or flagged (one line per kind).
-    Remark(String),
-}
 
 /// Performs effects: KG lookups and LLM calls as tokio tasks, the corrections store's calls off
 /// the event loop (another process may hold the store for up to two seconds).

@@ -3,11 +3,11 @@
 //! step. A server that is down costs one step at most one connect timeout; then it is left
 //! alone for a while (longer each time it still fails) and said once, not at every step.
 
-use super::SetupArgs;
-use super::overlay::{open_store, shared_entry, store_generation};
+use super::Selection;
+use super::store::{open_store, store_generation};
+use super::team::shared_entry;
 use crate::config::Config;
 use crate::overlay::team::{PullCache, Team, TeamError};
-use crate::tui::TeamNote;
 use anyhow::Result;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -39,9 +39,9 @@ struct Watch {
 }
 
 impl TeamWatch {
-    /// The shared set `setup` uses, if any, with a short timeout for each step's sync.
-    pub fn open(setup: &SetupArgs, config: &Config) -> Result<Option<Self>> {
-        let Some((name, entry)) = shared_entry(setup, config)? else { return Ok(None) };
+    /// The shared set `selection` uses, if any, with a short timeout for each step's sync.
+    pub fn open(selection: &Selection, config: &Config) -> Result<Option<Self>> {
+        let Some((name, entry)) = shared_entry(selection, config)? else { return Ok(None) };
         let mut entry = entry.clone();
         entry.timeout_secs = entry.timeout_secs.min(STEP_TIMEOUT_SECS);
         let team = Team::open(&name, &entry)?;
@@ -123,4 +123,15 @@ impl TeamWatch {
         // Plain values, replaced whole: a panic elsewhere cannot leave them half-written.
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// What the per-step sync with a shared set has to say (see [`TeamWatch::step`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum TeamNote {
+    /// The server stopped answering: why.
+    Down(String),
+    /// It answers again.
+    Back(String),
+    /// What a pull skipped or flagged (one line per kind).
+    Remark(String),
 }

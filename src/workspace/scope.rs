@@ -1,7 +1,7 @@
 //! Which corrections are a KG's: the keys they are stored under in the correction store, however
 //! the KG is named on the command line.
 
-use super::SetupArgs;
+use super::Selection;
 use crate::config::Config;
 use crate::kg::load::KgFormat;
 use std::path::{Path, PathBuf};
@@ -29,9 +29,9 @@ pub struct KgScope {
 }
 
 impl KgScope {
-    /// The scope of the KG `setup` names (`--kg`, else the config's default).
-    pub fn of(setup: &SetupArgs, config: &Config) -> Self {
-        let name = setup.kg.clone().unwrap_or_else(|| config.defaults.kg.clone());
+    /// The scope of the KG `selection` names (`--kg`, else the config's default).
+    pub fn of(selection: &Selection, config: &Config) -> Self {
+        let name = selection.kg.clone().unwrap_or_else(|| config.defaults.kg.clone());
         Self::named(&name, config)
     }
 

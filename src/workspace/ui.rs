@@ -1,0 +1,210 @@
+//! What the terminal UI asks of the workspace: corrections stored durably, and a driver that
+//! sees the KG through them. [`StoreCorrections`] is the real one (the sled store of the
+//! selected KG's scope, synced with its shared set); tests provide their own.
+
+use super::Selection;
+use super::live::LiveOverlay;
+use super::scope::KgScope;
+use super::store::{corrections_for, open_store, owner_of, store_drafts};
+use super::team::shared_entry;
+use super::watch::{TeamNote, TeamWatch};
+use crate::config::Config;
+use crate::driver::Driver;
+use crate::kg::KnowledgeGraph;
+use crate::llm::{Embedder, LanguageModel};
+use crate::overlay::export::ExportFormat;
+use crate::overlay::store::{CorrectionStore, SledStore};
+use crate::overlay::{Correction, Draft};
+use anyhow::{Context as _, Result};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Where the UI's corrections go: stored durably, then a driver that sees the KG through them.
+/// The CLI provides the real one (the sled store of `--kg`'s scope); tests provide their own.
+/// Its calls may block (the store may be held by another process): the executor makes them on
+/// tokio's blocking pool, one at a time, never on the UI's loop.
+pub trait Corrections: Send + Sync {
+    fn record(&self, drafts: Vec<Draft>) -> Result<(Vec<u64>, Driver)>;
+    fn undo(&self, id: u64) -> Result<Driver>;
+    /// Approves (or rejects) a teammate's correction; a driver over the corrections as they
+    /// apply after it. The default suits corrections no team shares.
+    fn review(&self, id: u64, approve: bool) -> Result<Driver> {
+        let _ = approve;
+        anyhow::bail!("correction {id} is not a teammate's shared correction: nothing to review")
+    }
+    fn list(&self) -> Result<Vec<Correction>>;
+    /// Called before every step, before [`Self::refresh`]: sends what is queued for the shared
+    /// set in use and pulls what teammates published, within a short timeout. What the user
+    /// should be told, when something changed about it (the server stopped or started
+    /// answering): said once, never at every step. The default has no shared set.
+    fn sync(&self) -> Option<TeamNote> {
+        None
+    }
+    /// Called before every step: when the store changed since this one last read it (another
+    /// process corrected or undid), a driver that sees it as it is now and its corrections
+    /// (undone ones too); `None` when nothing changed. Cheap then: one small file read. The
+    /// default suits corrections no other process writes.
+    fn refresh(&self) -> Result<Option<(Driver, Vec<Correction>)>> {
+        Ok(None)
+    }
+    /// Writes the corrections as JSON lines to `path` (or a default file); returns where and
+    /// how many.
+    fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)>;
+}
+
+/// The UI's corrections: written to the sled store of `--kg`'s scope, then a driver over the
+/// same (already loaded) graph seen through every active correction. Another process may
+/// change the store meanwhile: `refresh`, before each step, reads it again when it moved.
+pub struct StoreCorrections {
+    live: LiveOverlay,
+    llm: Arc<dyn LanguageModel>,
+    embedder: Option<Arc<dyn crate::llm::Embedder>>,
+    config: Config,
+    selection: Selection,
+    /// Requests in flight at once.
+    concurrency: usize,
+    /// The shared set synced with before each step, if one is in use.
+    team: Option<TeamWatch>,
+}
+
+impl StoreCorrections {
+    /// Corrections for `base` in the store `config` names, in `selection`'s scope (and scenario), with `concurrency` requests in flight at once.
+    pub fn new(
+        base: Arc<dyn KnowledgeGraph>,
+        llm: Arc<dyn LanguageModel>,
+        config: &Config,
+        selection: &Selection,
+        embedder: Option<Arc<dyn Embedder>>,
+        concurrency: usize,
+    ) -> Result<Self> {
+        Ok(Self {
+            live: LiveOverlay::open(base, config, selection, true)?,
+            llm,
+            embedder,
+            config: config.clone(),
+            selection: selection.clone(),
+            concurrency,
+            team: TeamWatch::open(selection, config)?,
+        })
+    }
+
+    /// A driver over the corrections as last read.
+    pub fn driver(&self) -> Driver {
+        self.driver_over(self.live.current().kg)
+    }
+
+    fn driver_over(&self, kg: Arc<dyn KnowledgeGraph>) -> Driver {
+        let mut driver = Driver::new(kg, self.llm.clone()).with_concurrency(self.concurrency);
+        if let Some(embedder) = &self.embedder {
+            driver = driver.with_embedder(embedder.clone());
+        }
+        driver
+    }
+
+    fn scope(&self) -> KgScope {
+        KgScope::of(&self.selection, &self.config)
+    }
+
+    /// The key the correction `id` is stored under (the UI names only its KG's corrections).
+    fn key_of(&self, store: &SledStore, id: u64) -> Result<String> {
+        Ok(owner_of(store, &self.scope(), &self.selection, id)?.key)
+    }
+
+    fn reloaded(&self) -> Result<Driver> {
+        Ok(self.driver_over(self.live.reload()?.kg))
+    }
+}
+
+impl Corrections for StoreCorrections {
+    fn record(&self, drafts: Vec<Draft>) -> Result<(Vec<u64>, Driver)> {
+        let scope = self.scope();
+        // In a shared set, each is queued to be sent (at the next `ongraph` command or
+        // `fix sync`: the UI does not wait on the server).
+        let set = shared_entry(&self.selection, &self.config)?.map(|(_, e)| e.graph.clone());
+        let stored = store_drafts(&self.config, &scope, set.as_deref(), drafts)?;
+        let ids = stored.iter().map(|c| c.id).collect();
+        Ok((ids, self.reloaded()?))
+    }
+
+    fn undo(&self, id: u64) -> Result<Driver> {
+        let store = open_store(&self.config)?;
+        store.undo(&self.key_of(&store, id)?, id)?;
+        drop(store);
+        self.reloaded()
+    }
+
+    fn review(&self, id: u64, approve: bool) -> Result<Driver> {
+        let store = open_store(&self.config)?;
+        store.review(&self.key_of(&store, id)?, id, approve, None)?;
+        drop(store);
+        self.reloaded()
+    }
+
+    fn list(&self) -> Result<Vec<Correction>> {
+        corrections_for(&self.config, &self.scope())
+    }
+
+    fn sync(&self) -> Option<TeamNote> {
+        self.team.as_ref().and_then(|t| t.step())
+    }
+
+    /// When the store changed since it was last read (another process wrote or undid, a
+    /// teammate's record was pulled): a driver that sees it as it is now, and its corrections
+    /// (those waiting for approval too, to be shown and reviewed).
+    fn refresh(&self) -> Result<Option<(Driver, Vec<Correction>)>> {
+        match self.live.refresh()? {
+            Some(seen) => Ok(Some((self.driver_over(seen.kg), self.list()?))),
+            None => Ok(None),
+        }
+    }
+
+    fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)> {
+        let list = self.list()?;
+        let path = path
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| crate::session::default_dir().with_file_name("corrections.jsonl"));
+        let text = crate::overlay::export::export(
+            &list,
+            export_format_for(&path),
+            &crate::overlay::export::Vocabulary::of(self.live.base().as_ref()),
+        );
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        Ok((path, list.len()))
+    }
+}
+
+/// The format `:export-corrections FILE` writes: the one its extension names (`fixes.tsv` is
+/// lines a TSV KB takes), JSON lines (what `fix import` reads) otherwise.
+fn export_format_for(path: &Path) -> ExportFormat {
+    match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        Some("tsv" | "txt") => ExportFormat::Tsv,
+        Some("nt") => ExportFormat::Nt,
+        Some("ru" | "rq" | "sparql") => ExportFormat::SparqlUpdate,
+        _ => ExportFormat::Jsonl,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::export_format_for;
+    use crate::overlay::export::ExportFormat;
+    use std::path::Path;
+
+    #[test]
+    fn an_export_is_written_in_the_format_its_file_name_says() {
+        // Found by a trial: `fixes.tsv` held JSON lines.
+        for (name, format) in [
+            ("fixes.tsv", ExportFormat::Tsv),
+            ("FIXES.TSV", ExportFormat::Tsv),
+            ("fixes.nt", ExportFormat::Nt),
+            ("fixes.ru", ExportFormat::SparqlUpdate),
+            ("corrections.jsonl", ExportFormat::Jsonl),
+            ("corrections", ExportFormat::Jsonl),
+        ] {
+            assert_eq!(export_format_for(Path::new(name)), format, "{name}");
+        }
+    }
+}
