@@ -25,6 +25,7 @@ mod driver;
 pub mod engine;
 mod eval;
 mod http;
+mod impact;
 pub mod kg;
 pub mod llm;
 mod overlay;

@@ -46,6 +46,11 @@ pub mod overlay {
     pub use crate::workspace::LiveOverlay;
 }
 
+/// What a correction changes (`fix impact`).
+pub mod impact {
+    pub use crate::impact::{Touch, touch};
+}
+
 /// The configuration file.
 pub mod config {
     pub use crate::config::Config;

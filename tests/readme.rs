@@ -256,6 +256,14 @@ const COMMANDS: &[(&str, Kept)] = &[
         Kept::By("readme.rs::the_figure_4_commands_run_as_written"),
     ),
     (
+        r#"ongraph fix replace m.phillies baseball.baseball_team.spring_training_stadium m.bright_house_field new.baycare_ballpark --label "BayCare Ballpark" --reason "Renamed in 2021""#,
+        Kept::By("readme.rs::the_impact_story_prints_what_the_readme_shows"),
+    ),
+    (
+        "ongraph fix impact 1 --runs sessions --rerun",
+        Kept::By("readme.rs::the_impact_story_prints_what_the_readme_shows"),
+    ),
+    (
         r#"ongraph fix relabel m.bright_house_field "BayCare Ballpark" --reason "Renamed in 2021""#,
         Kept::By("team_sync.rs::a_teammates_relabel_changes_the_next_answer_and_fix_list_names_its_author"),
     ),
@@ -431,6 +439,28 @@ fn the_figure_4_commands_run_as_written() {
         }
     }
     assert_eq!(answers, 2, "the answer before the fix and after it");
+}
+
+/// "What a correction changes" (issue 38): the Phanatic's ballpark replaced, in a fresh home,
+/// then `fix impact --rerun` over the demo sessions prints the README's block, line for line.
+#[test]
+fn the_impact_story_prints_what_the_readme_shows() {
+    let commands = readme_commands();
+    let first = commands.iter().position(|(c, _)| c.starts_with("ongraph fix replace")).expect("the impact block");
+    let home = tempfile::tempdir().unwrap();
+    let mut printed = String::new();
+    for (command, _) in &commands[first..first + 2] {
+        let words = words(command);
+        assert_eq!(words[0], "ongraph", "{command}");
+        let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+        let out = ongraph(home.path(), &args);
+        assert_eq!(out.status.code(), Some(0), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+        printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    }
+    let at = README.find("### What a correction changes").expect("the section");
+    let block = README[at..].split("```text").nth(1).and_then(|b| b.split("```").next()).expect("its output block");
+    assert_eq!(printed.trim_end(), block.trim(), "fix impact --rerun printed otherwise");
+    assert!(printed.contains("→ BayCare Ballpark  (changes"), "{printed}");
 }
 
 /// `ongraph replay --check` on every session in sessions/: each still replays to its trace.

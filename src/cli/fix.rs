@@ -73,6 +73,9 @@ pub enum FixAction {
         #[command(flatten)]
         why: Why,
     },
+    /// Which kept runs (saved sessions, eval records) a correction touches: those whose answer
+    /// rests on it, and those that read it while searching.
+    Impact(super::impact::ImpactArgs),
     /// List this KG's corrections (undone ones too), with their authors and, with a shared
     /// set, whether each is shared, pending (not sent yet) or in conflict.
     List {
@@ -238,6 +241,9 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             }
             check_relabel(entity, current.as_deref(), label).map_err(anyhow::Error::msg)?;
             Some(draft(Op::Relabel { entity: entity.clone(), label: label.trim().to_string() }, why))
+        }
+        FixAction::Impact(impact) => {
+            return super::impact::impact(&mut out, impact, &args.setup.selection(), config, &scope).await;
         }
         FixAction::List { json } => {
             let list = workspace::corrections_for(config, &scope)?;

@@ -4,6 +4,7 @@ mod ask;
 mod entry;
 mod eval;
 mod fix;
+mod impact;
 mod kg;
 mod tui;
 

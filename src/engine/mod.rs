@@ -15,6 +15,7 @@ mod baseline;
 pub mod beam;
 mod context;
 pub mod events;
+mod footprint;
 pub mod gog;
 mod history;
 pub(crate) mod lexical;
@@ -40,6 +41,7 @@ pub use answer::{Answer, AnswerSource, GeneratedTriple, MERGED_ROUTES, OTHER_PAT
 pub use context::Context;
 #[cfg(test)]
 pub(crate) use context::test_context;
+pub use footprint::{Fact, Footprint, Lookup};
 use history::Snapshot;
 pub use history::{Abandoned, SetAside};
 pub use method::{Machine, Method, MethodView, Tone, ViewItem, ViewLine};
@@ -145,6 +147,9 @@ pub struct Run {
     /// State after each trace entry, for rewinding.
     history: Vec<Snapshot>,
     abandoned: Vec<Abandoned>,
+    /// What the run read of the KG, rewinds included: kept apart from the snapshots, since a
+    /// rewound step was still read (see [`Run::footprint`]).
+    read: Footprint,
 }
 
 /// Who names the topic entities.

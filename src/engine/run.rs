@@ -2,7 +2,9 @@
 
 use super::beam::Beam;
 use super::events::{Costs, Event, EventKind};
-use super::{Context, EngineError, Override, Pending, Poll, Registry, Request, Response, Run, Settings, Topics, step};
+use super::{
+    Context, EngineError, Footprint, Override, Pending, Poll, Registry, Request, Response, Run, Settings, Topics, step,
+};
 use crate::kg::KgProfile;
 use crate::prompts::Prompts;
 use rand::SeedableRng;
@@ -53,7 +55,15 @@ impl Run {
             shared_prefix: None,
         };
         let machine = (entry.start)(&mut cx, topics)?;
-        Ok(Self { entry: *entry, machine, cx, pending: None, history: Vec::new(), abandoned: Vec::new() })
+        Ok(Self {
+            entry: *entry,
+            machine,
+            cx,
+            pending: None,
+            history: Vec::new(),
+            abandoned: Vec::new(),
+            read: Footprint::default(),
+        })
     }
 
     /// What the run needs next. Calling it again before `feed` returns the same batch.
@@ -87,6 +97,7 @@ impl Run {
         }
         let before = (self.machine.clone(), self.context_without_trace());
         self.account(&pending.requests, &responses);
+        self.read.record(&pending.requests, &responses);
         let mut responses = responses;
         let reading_notes = step::read_structured(&pending.requests, &mut responses);
         let result = self.machine.inner_mut().absorb(&mut self.cx, &pending.plan, &pending.requests, responses);

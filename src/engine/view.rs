@@ -3,7 +3,7 @@
 
 use super::beam::Beam;
 use super::events::{Costs, Event};
-use super::{Abandoned, Answer, Method, MethodEntry, MethodView, PathView, Run, Settings, gog, pog};
+use super::{Abandoned, Answer, Footprint, Method, MethodEntry, MethodView, PathView, Run, Settings, gog, pog};
 
 impl Run {
     pub fn question(&self) -> &str {
@@ -34,6 +34,16 @@ impl Run {
 
     pub fn answer(&self) -> Option<&Answer> {
         self.cx.answer.as_ref()
+    }
+
+    /// What the run read of the KG (every lookup it was fed, rewound steps too) and the
+    /// triples its answer rests on, once it has one.
+    pub fn footprint(&self) -> Footprint {
+        let mut footprint = self.read.clone();
+        if let Some(answer) = &self.cx.answer {
+            footprint.rest_on(answer);
+        }
+        footprint
     }
 
     pub fn abandoned(&self) -> &[Abandoned] {

@@ -63,6 +63,11 @@ pub struct Record {
     /// kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corrections: Option<CorrectionsSeen>,
+    /// What the question's run read of the KG and the triples its answer rests on (what a
+    /// correction must touch to change it: `fix impact`). `None` in records written before it
+    /// was kept, and when the run could not start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footprint: Option<crate::engine::Footprint>,
 }
 
 /// Which corrections a question saw. Two records saw the same corrections exactly when their
@@ -171,6 +176,7 @@ impl Record {
             error: None,
             reads: Default::default(),
             corrections: None,
+            footprint: None,
         }
     }
 

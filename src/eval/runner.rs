@@ -128,6 +128,7 @@ impl Evaluator {
             error: None,
             reads: Default::default(),
             corrections,
+            footprint: None,
         };
         if item.answers.is_empty() {
             // Nothing to score against: counted, and wrong, without spending calls on it.
@@ -186,6 +187,7 @@ impl Evaluator {
             .filter(|g| g.kept)
             .map(|g| format!("{}, {}, {}", g.head, g.relation, g.tail))
             .collect();
+        record.footprint = Some(run.footprint());
         record.wall_ms = started.elapsed().as_millis() as u64;
         (record, endpoint_failed)
     }

@@ -1,0 +1,327 @@
+//! `ongraph fix impact`: which kept answers a correction touches, before approving a
+//! teammate's or after making one.
+
+use crate::config::Config;
+use crate::impact::{self, KeptRun, Skipped, Touch};
+use crate::kg::KnowledgeGraph;
+use crate::overlay::team_state::{Sharing, states};
+use crate::overlay::{Correction, OverlayKg};
+use crate::safe_text::OneLine;
+use crate::workspace::{self, KgScope};
+use anyhow::{Result, bail};
+use clap::Args;
+use serde::Serialize;
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Debug, Args)]
+pub struct ImpactArgs {
+    /// The corrections, by id (`fix list` shows them).
+    pub ids: Vec<u64>,
+    /// Your corrections queued for the shared set, not sent yet.
+    #[arg(long)]
+    pub pending: bool,
+    /// Teammates' corrections waiting for your approval.
+    #[arg(long)]
+    pub team_pending: bool,
+    /// Where the kept runs are: directories (searched a few levels down) or files, saved
+    /// sessions and eval runs' records.jsonl (default: ./sessions, ./eval-runs and the UI's
+    /// sessions directory).
+    #[arg(long, value_name = "DIR", num_args = 1..)]
+    pub runs: Vec<PathBuf>,
+    /// Re-run the runs it touches with the correction applied (same method, settings and
+    /// seed; a session's recorded replies are reused where the run asks the same, an eval run
+    /// of the gold-path simulation asks it again, any other with --llm) and show old → new.
+    #[arg(long)]
+    pub rerun: bool,
+    /// One JSON document, for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One correction's reach.
+#[derive(Serialize)]
+struct Reach<'a> {
+    id: u64,
+    correction: String,
+    rests_on: Vec<Touched<'a>>,
+    read: Vec<Touched<'a>>,
+}
+
+#[derive(Serialize)]
+struct Touched<'a> {
+    place: String,
+    question: &'a str,
+    method: &'static str,
+    answer: &'a [String],
+    paths: &'a [String],
+    /// With --rerun: what it answers with the correction applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rerun: Option<Rerun>,
+    #[serde(skip)]
+    run: &'a KeptRun,
+}
+
+/// A touched run asked again.
+#[derive(Serialize)]
+struct Rerun {
+    answer: Vec<String>,
+    changed: bool,
+    llm_calls: u64,
+    /// Why it could not be re-run (then `answer` is empty and `changed` false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+impl<'a> Touched<'a> {
+    fn of(run: &'a KeptRun) -> Self {
+        Self {
+            place: run.place(),
+            question: &run.question,
+            method: run.settings.method.label(),
+            answer: &run.answer,
+            paths: &run.paths,
+            rerun: None,
+            run,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    corrections: Vec<Reach<'a>>,
+    /// Kept runs of this KG.
+    kept: usize,
+    /// Of those, the runs one of the corrections touches.
+    touched: usize,
+    /// With --rerun: the runs re-run, and those whose answer changed under a correction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rerun: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    changed: Option<usize>,
+    /// Kept runs of other KGs, not looked at.
+    other_kg: usize,
+    skipped: Vec<SkippedOut>,
+}
+
+#[derive(Serialize)]
+struct SkippedOut {
+    file: String,
+    why: String,
+}
+
+pub async fn impact(
+    out: &mut impl Write,
+    args: &ImpactArgs,
+    selection: &workspace::Selection,
+    config: &Config,
+    scope: &KgScope,
+) -> Result<i32> {
+    let chosen = chosen(args, config, scope)?;
+    let places = if args.runs.is_empty() { impact::default_dirs() } else { args.runs.clone() };
+    for place in &args.runs {
+        if !place.exists() {
+            bail!("no such directory or file: {}", place.display());
+        }
+    }
+    let (runs, skipped) = impact::load(&places);
+    let (ours, theirs): (Vec<KeptRun>, Vec<KeptRun>) = runs.into_iter().partition(|r| same_kg(&r.kg, scope));
+    let mut corrections: Vec<Reach<'_>> = chosen.iter().map(|c| reach(c, &ours)).collect();
+    let mut touched: Vec<String> =
+        corrections.iter().flat_map(|r| r.rests_on.iter().chain(&r.read)).map(|t| t.place.clone()).collect();
+    touched.sort();
+    touched.dedup();
+    let (rerun, changed) = if args.rerun {
+        let (rerun, changed) = rerun_touched(&mut corrections, &chosen, selection, config, scope).await?;
+        (Some(rerun), Some(changed))
+    } else {
+        (None, None)
+    };
+    let report = Report {
+        kept: ours.len(),
+        touched: touched.len(),
+        rerun,
+        changed,
+        other_kg: theirs.len(),
+        skipped: skipped
+            .iter()
+            .map(|Skipped { file, why }| SkippedOut { file: file.display().to_string(), why: why.clone() })
+            .collect(),
+        corrections,
+    };
+    if args.json {
+        crate::safe_text::json::to_writer_pretty(&mut *out, &report).map_err(std::io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        print(&mut crate::printable::Printable::new(out), &report, &places)?;
+    }
+    Ok(0)
+}
+
+/// Re-runs every run `corrections` touch, each over the KG as the store's corrections leave
+/// it with that one applied: how many runs were re-run, and how many of them changed answer.
+async fn rerun_touched(
+    corrections: &mut [Reach<'_>],
+    chosen: &[Correction],
+    selection: &workspace::Selection,
+    config: &Config,
+    scope: &KgScope,
+) -> Result<(usize, usize)> {
+    let (base, _) = workspace::open_kg(selection, config)?;
+    let llm = workspace::open_llm(selection, config)?;
+    let applying = workspace::applicable_corrections(config, scope)?;
+    let (mut rerun, mut changed) = (BTreeSet::new(), BTreeSet::new());
+    for (reach, correction) in corrections.iter_mut().zip(chosen) {
+        // The store's corrections but this one, then this one last (as if just made), active.
+        let mut with_it: Vec<Correction> = applying.iter().filter(|c| c.id != correction.id).cloned().collect();
+        with_it.push(Correction { active: true, ..correction.clone() });
+        let kg: Arc<dyn KnowledgeGraph> = Arc::new(OverlayKg::new(base.clone(), &with_it));
+        for touched in reach.rests_on.iter_mut().chain(reach.read.iter_mut()) {
+            rerun.insert(touched.place.clone());
+            let again = impact::rerun(touched.run, kg.clone(), llm.clone()).await;
+            touched.rerun = Some(match again {
+                Ok(again) => {
+                    let differs = again.answers != touched.run.answer;
+                    if differs {
+                        changed.insert(touched.place.clone());
+                    }
+                    Rerun { answer: again.answers, changed: differs, llm_calls: again.calls, error: None }
+                }
+                Err(why) => Rerun { answer: Vec::new(), changed: false, llm_calls: 0, error: Some(why) },
+            });
+        }
+    }
+    Ok((rerun.len(), changed.len()))
+}
+
+/// The corrections asked about: by id, and those `--pending` and `--team-pending` name.
+fn chosen(args: &ImpactArgs, config: &Config, scope: &KgScope) -> Result<Vec<Correction>> {
+    if args.ids.is_empty() && !args.pending && !args.team_pending {
+        bail!("name the corrections by id (fix list shows them), or pass --pending or --team-pending");
+    }
+    let list = workspace::corrections_for(config, scope)?;
+    let sharing = states(&list);
+    let mut chosen = Vec::new();
+    for id in &args.ids {
+        match list.iter().find(|c| c.id == *id) {
+            Some(c) => chosen.push(c.clone()),
+            None => bail!(
+                "no correction {id} for knowledge graph {} (fix list shows its corrections and their ids)",
+                scope.key
+            ),
+        }
+    }
+    for (c, state) in list.iter().zip(&sharing) {
+        let pending = args.pending && c.active && state.sharing == Sharing::Pending;
+        let waiting = args.team_pending && workspace::unapproved(config, c);
+        if (pending || waiting) && !chosen.iter().any(|k| k.id == c.id) {
+            chosen.push(c.clone());
+        }
+    }
+    Ok(chosen)
+}
+
+/// Whether a run saved as run on KG `name` is on the KG of `scope`: one of its keys, or its
+/// file (by path or by file name: an eval run keeps the KG's file name).
+fn same_kg(name: &str, scope: &KgScope) -> bool {
+    scope.holds(name)
+        || scope.file.as_deref().is_some_and(|f| {
+            f == std::path::Path::new(name) || f.file_name().is_some_and(|n| n.to_string_lossy() == name)
+        })
+}
+
+fn reach<'a>(c: &Correction, runs: &'a [KeptRun]) -> Reach<'a> {
+    let (mut rests_on, mut read) = (Vec::new(), Vec::new());
+    for run in runs {
+        match impact::touch(&c.op, &run.footprint) {
+            Some(Touch::RestsOn) => rests_on.push(Touched::of(run)),
+            Some(Touch::Read) => read.push(Touched::of(run)),
+            None => {}
+        }
+    }
+    Reach { id: c.id, correction: c.op.describe(), rests_on, read }
+}
+
+fn print(out: &mut impl Write, report: &Report<'_>, places: &[PathBuf]) -> Result<()> {
+    // A reason a run could not be re-run is said once; the runs after it that failed alike
+    // point back to it.
+    let mut said = BTreeSet::new();
+    if report.corrections.is_empty() {
+        writeln!(out, "no correction is pending")?;
+    }
+    for reach in &report.corrections {
+        let what = format!("correction {}: {}", reach.id, OneLine(&reach.correction));
+        if reach.rests_on.is_empty() && reach.read.is_empty() {
+            writeln!(out, "{what}: no kept run read it")?;
+            continue;
+        }
+        writeln!(out, "{what}")?;
+        for (touch, runs) in [(Touch::RestsOn, &reach.rests_on), (Touch::Read, &reach.read)] {
+            if runs.is_empty() {
+                continue;
+            }
+            writeln!(out, "  {} ({}):", touch.heading(), runs.len())?;
+            for run in runs {
+                print_run(out, run, &mut said)?;
+            }
+        }
+    }
+    for s in &report.skipped {
+        writeln!(out, "skipped {}: {}", OneLine(&s.file), OneLine(&s.why))?;
+    }
+    let searched: Vec<String> = places.iter().map(|p| p.display().to_string()).collect();
+    let searched = if searched.is_empty() {
+        "nowhere (no ./sessions, ./eval-runs or saved sessions)".into()
+    } else {
+        searched.join(", ")
+    };
+    let others =
+        if report.other_kg > 0 { format!("; {} of other KGs left out", report.other_kg) } else { String::new() };
+    match (report.changed, report.rerun) {
+        (Some(changed), Some(rerun)) => writeln!(
+            out,
+            "{changed} of {} kept answers change ({rerun} re-run; in {}{others})",
+            report.kept,
+            OneLine(&searched)
+        )?,
+        _ => writeln!(
+            out,
+            "{} of {} kept runs touched (in {}{others})",
+            report.touched,
+            report.kept,
+            OneLine(&searched)
+        )?,
+    }
+    Ok(())
+}
+
+/// One touched run: where, what it answered, the path it showed first, and with --rerun what
+/// it answers now (a reason it could not be re-run said once, in `said`).
+fn print_run<'a>(out: &mut impl Write, run: &'a Touched<'_>, said: &mut BTreeSet<&'a str>) -> Result<()> {
+    let answer = if run.answer.is_empty() { "no answer".to_string() } else { run.answer.join(", ") };
+    writeln!(out, "    {}  {}  {} → {}", OneLine(&run.place), run.method, OneLine(run.question), OneLine(&answer))?;
+    if let Some(path) = run.paths.first() {
+        writeln!(out, "      {}", OneLine(path))?;
+    }
+    match &run.rerun {
+        Some(Rerun { error: Some(why), .. }) if !said.insert(why.as_str()) => {
+            writeln!(out, "      not re-run: as above")?
+        }
+        Some(Rerun { error: Some(why), .. }) => writeln!(out, "      not re-run: {}", OneLine(why))?,
+        Some(again) => {
+            let new = if again.answer.is_empty() { "no answer".to_string() } else { again.answer.join(", ") };
+            let verdict = if again.changed { "changes" } else { "stays" };
+            writeln!(
+                out,
+                "      re-run: {} → {}  ({verdict}; {} LLM call(s))",
+                OneLine(&answer),
+                OneLine(&new),
+                again.llm_calls
+            )?;
+        }
+        None => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! The runs ongraph keeps, read back with what each one read: saved sessions (each run's
+//! exchanges) and eval records (each record's footprint). A file that cannot be read, a record
+//! written before footprints were kept, a run of another KG: skipped, and said, never taken for
+//! a run the correction leaves alone.
+
+use crate::engine::{Footprint, Settings, Topics};
+use crate::session::{Moment, Session};
+use std::path::{Path, PathBuf};
+
+/// One kept run.
+#[derive(Clone, Debug)]
+pub struct KeptRun {
+    /// Where it is kept: a session file, or an eval run's records.jsonl.
+    pub file: PathBuf,
+    /// Which run of the file: a session's run number (from 1), a record's dataset index.
+    pub at: usize,
+    /// The KG it ran on, by the name it was saved with.
+    pub kg: String,
+    pub question: String,
+    pub settings: Settings,
+    /// What named its topic entities (sessions; an eval record's come from its dataset).
+    pub topics: Option<Topics>,
+    /// The answer(s), best first; empty when it gave none.
+    pub answer: Vec<String>,
+    /// The paths it showed for its answer, best first.
+    pub paths: Vec<String>,
+    pub footprint: Footprint,
+}
+
+impl KeptRun {
+    /// How the user finds it: `sessions/canberra.json run 2`, `eval-runs/x/records.jsonl #14`.
+    pub fn place(&self) -> String {
+        if self.topics.is_some() {
+            format!("{} run {}", self.file.display(), self.at)
+        } else {
+            format!("{} #{}", self.file.display(), self.at)
+        }
+    }
+}
+
+/// A file, or a record, left out, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    pub file: PathBuf,
+    pub why: String,
+}
+
+/// Where runs are kept when none is named: `./sessions`, `./eval-runs` and the UI's sessions
+/// directory, those that exist.
+pub fn default_dirs() -> Vec<PathBuf> {
+    let mut dirs = vec![PathBuf::from("sessions"), PathBuf::from("eval-runs"), crate::session::default_dir()];
+    dirs.retain(|d| d.is_dir());
+    dirs.dedup();
+    dirs
+}
+
+/// How deep under a directory runs are looked for (eval runs nest a few levels down).
+const MAX_DEPTH: usize = 6;
+
+/// Every run kept under `places` (directories, searched down to a few levels, or files), in
+/// path order; what could not be read is in the second list.
+pub fn load(places: &[PathBuf]) -> (Vec<KeptRun>, Vec<Skipped>) {
+    let mut files = Vec::new();
+    for place in places {
+        collect(place, 0, &mut files);
+    }
+    files.sort();
+    files.dedup();
+    let (mut runs, mut skipped) = (Vec::new(), Vec::new());
+    for file in files {
+        let read = if file.file_name().is_some_and(|n| n == "records.jsonl") {
+            records(&file, &mut runs)
+        } else {
+            session(&file, &mut runs)
+        };
+        if let Err(why) = read {
+            skipped.push(Skipped { file, why });
+        }
+    }
+    (runs, skipped)
+}
+
+fn collect(place: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    if place.is_file() {
+        out.push(place.to_path_buf());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(place) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if path.is_dir() && depth < MAX_DEPTH {
+            collect(&path, depth + 1, out);
+        } else if name == "records.jsonl" || (name.ends_with(".json") && name != "run.json" && name != "summary.json") {
+            out.push(path);
+        }
+    }
+}
+
+/// A session's runs, each with what its exchanges read.
+fn session(file: &Path, out: &mut Vec<KeptRun>) -> Result<(), String> {
+    let session = match Session::load(file) {
+        Ok(session) => session,
+        // Another kind of JSON (a scenario beside the sessions, say) holds no runs.
+        Err(crate::session::SessionError::NotASession { .. }) => return Ok(()),
+        Err(e) => return Err(e.to_string()),
+    };
+    for (i, run) in session.runs.iter().enumerate() {
+        let mut footprint = Footprint::default();
+        for moment in &run.moments {
+            if let Moment::Exchange { requests, responses, .. } = moment {
+                footprint.record(requests, responses);
+            }
+        }
+        if let Some(answer) = &run.answer {
+            footprint.rest_on(answer);
+        }
+        out.push(KeptRun {
+            file: file.to_path_buf(),
+            at: i + 1,
+            kg: session.kg.clone(),
+            question: run.question.clone(),
+            settings: run.settings.clone().unwrap_or_else(|| session.settings.clone()),
+            topics: Some(run.topics.clone()),
+            answer: run.answer.as_ref().map(|a| a.answers.clone()).unwrap_or_default(),
+            paths: run.answer.as_ref().map(|a| a.paths.iter().map(|p| p.text.clone()).collect()).unwrap_or_default(),
+            footprint,
+        });
+    }
+    Ok(())
+}
+
+/// An eval run's records; its KG from the run.json beside them.
+fn records(file: &Path, out: &mut Vec<KeptRun>) -> Result<(), String> {
+    let meta = file.with_file_name("run.json");
+    let kg = std::fs::read_to_string(&meta)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("kg").and_then(|k| k.as_str()).map(str::to_string))
+        .ok_or_else(|| format!("no readable {} beside it to say which KG it ran on", meta.display()))?;
+    let (records, _torn) = crate::eval::record::read(file).map_err(|e| e.to_string())?;
+    let before = records.iter().filter(|r| r.footprint.is_none()).count();
+    if before == records.len() && !records.is_empty() {
+        return Err("written before ongraph kept what each run read: run the eval again to include it".into());
+    }
+    for record in records {
+        let Some(footprint) = record.footprint else { continue };
+        out.push(KeptRun {
+            file: file.to_path_buf(),
+            at: record.index,
+            kg: kg.clone(),
+            question: record.question,
+            settings: record.settings,
+            topics: None,
+            answer: record.prediction,
+            paths: record.paths,
+            footprint,
+        });
+    }
+    if before > 0 {
+        return Err(format!(
+            "{before} of its records were written before ongraph kept what each run read (the others are counted)"
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,150 @@
+//! What a correction changes: the kept runs (saved sessions, eval records) whose answers it
+//! could change, found from what each run read of the KG ([`Footprint`]). A run that read
+//! nothing a correction touches cannot see it, whatever its method: every choice it made came
+//! from what it read. So the list misses no run whose answer changes; it may list runs whose
+//! answer stays (the correction touched what they read, and they chose the same).
+
+mod kept;
+mod rerun;
+
+pub use kept::{KeptRun, Skipped, default_dirs, load};
+pub use rerun::rerun;
+
+use crate::engine::{Fact, Footprint, Lookup};
+use crate::kg::{CLOSE_NAME_MIN, Direction, Term, name_similarity};
+use crate::overlay::Op;
+use serde::Serialize;
+
+/// How a correction reaches a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Touch {
+    /// A path the answer rests on goes through the triple, or through the relabelled entity.
+    RestsOn,
+    /// The run read something the correction changes while searching: the search could go
+    /// otherwise.
+    Read,
+}
+
+impl Touch {
+    /// The heading of its group.
+    pub fn heading(self) -> &'static str {
+        match self {
+            Touch::RestsOn => "the answer rests on it",
+            Touch::Read => "it was read while searching",
+        }
+    }
+}
+
+/// How `op` reaches a run that read `footprint`, if it does.
+pub fn touch(op: &Op, footprint: &Footprint) -> Option<Touch> {
+    match op {
+        Op::Retract { subject, relation, object } => fact(footprint, subject, relation, object, true),
+        Op::Assert { subject, relation, object } => fact(footprint, subject, relation, object, false),
+        Op::Relabel { entity, label } => relabel(footprint, entity, label),
+        Op::Replace { subject, relation, old, new, label } => {
+            let named = match (new, label) {
+                (Term::Entity(entity), Some(label)) => relabel(footprint, entity, label),
+                _ => None,
+            };
+            // The strongest of its parts: the retract, the assert, the new entity's name.
+            [fact(footprint, subject, relation, old, true), fact(footprint, subject, relation, new, false), named]
+                .into_iter()
+                .flatten()
+                .min()
+        }
+    }
+}
+
+/// A triple retracted (`held`: it was in the KG) or asserted.
+fn fact(footprint: &Footprint, subject: &str, relation: &str, object: &Term, held: bool) -> Option<Touch> {
+    let object_text = object.as_str();
+    if held && footprint.rests_on.contains(&Fact(subject.into(), relation.into(), object_text.into())) {
+        return Some(Touch::RestsOn);
+    }
+    let object_entity = matches!(object, Term::Entity(_)).then_some(object_text);
+    let listed = footprint.relations_of.contains(subject)
+        || object_entity.is_some_and(|o| footprint.relations_of.contains(o))
+        || footprint.neighbours.contains(&Lookup(subject.into(), relation.into(), Direction::Out))
+        || object_entity
+            .is_some_and(|o| footprint.neighbours.contains(&Lookup(o.into(), relation.into(), Direction::In)));
+    if listed {
+        return Some(Touch::Read);
+    }
+    // A literal may be a name (the KG's name predicate): the subject is then found, or shown,
+    // under another name.
+    match object {
+        Term::Literal(name) => relabel(footprint, subject, name),
+        Term::Entity(_) => None,
+    }
+}
+
+/// `entity` shown as `label`.
+fn relabel(footprint: &Footprint, entity: &str, label: &str) -> Option<Touch> {
+    if footprint.rests_on.iter().any(|f| f.0 == entity || f.2 == entity) {
+        return Some(Touch::RestsOn);
+    }
+    // Shown under its old name, or a search its new name would answer (as every backend finds
+    // names: exact, else close enough).
+    let found_by = |searched: &String| {
+        label.trim().to_lowercase() == *searched || name_similarity(label, searched) >= CLOSE_NAME_MIN
+    };
+    (footprint.entities().any(|e| e == entity) || footprint.searched.iter().any(found_by)).then_some(Touch::Read)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn footprint() -> Footprint {
+        Footprint {
+            relations_of: BTreeSet::from(["phanatic".to_string()]),
+            neighbours: BTreeSet::from([
+                Lookup("phanatic".into(), "team".into(), Direction::Out),
+                Lookup("phillies".into(), "ballpark".into(), Direction::Out),
+            ]),
+            searched: BTreeSet::from(["phillie phanatic".to_string()]),
+            named: BTreeSet::from(["phillies".to_string(), "cbp".to_string(), "vet".to_string()]),
+            rests_on: BTreeSet::from([
+                Fact("phanatic".into(), "team".into(), "phillies".into()),
+                Fact("phillies".into(), "ballpark".into(), "cbp".into()),
+            ]),
+        }
+    }
+
+    fn retract(s: &str, r: &str, o: &str) -> Op {
+        Op::Retract { subject: s.into(), relation: r.into(), object: Term::Entity(o.into()) }
+    }
+
+    #[test]
+    fn a_correction_reaches_a_run_through_its_answer_or_its_search() {
+        let f = footprint();
+        assert_eq!(touch(&retract("phillies", "ballpark", "cbp"), &f), Some(Touch::RestsOn));
+        let elsewhere =
+            Op::Assert { subject: "phillies".into(), relation: "ballpark".into(), object: Term::Entity("x".into()) };
+        assert_eq!(touch(&elsewhere, &f), Some(Touch::Read), "the lookup of the Phillies' ballparks changes");
+        assert_eq!(touch(&retract("mets", "ballpark", "citi"), &f), None, "never read");
+        assert_eq!(
+            touch(&retract("x", "mascot", "phanatic"), &f),
+            Some(Touch::Read),
+            "the Phanatic's relations were listed"
+        );
+        assert_eq!(touch(&Op::Relabel { entity: "cbp".into(), label: "Vet".into() }, &f), Some(Touch::RestsOn));
+        assert_eq!(touch(&Op::Relabel { entity: "vet".into(), label: "Veterans".into() }, &f), Some(Touch::Read));
+        // A name a search would now find, on an entity the run never saw.
+        assert_eq!(
+            touch(&Op::Relabel { entity: "m.9".into(), label: "Phillie Phanatic".into() }, &f),
+            Some(Touch::Read)
+        );
+        assert_eq!(touch(&Op::Relabel { entity: "m.9".into(), label: "Mr. Met".into() }, &f), None);
+        let replace = Op::Replace {
+            subject: "phillies".into(),
+            relation: "ballpark".into(),
+            old: Term::Entity("cbp".into()),
+            new: Term::Entity("vet".into()),
+            label: None,
+        };
+        assert_eq!(touch(&replace, &f), Some(Touch::RestsOn));
+    }
+}
