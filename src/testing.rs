@@ -48,7 +48,7 @@ pub mod overlay {
 
 /// What a correction changes (`fix impact`).
 pub mod impact {
-    pub use crate::impact::{Touch, touch};
+    pub use crate::impact::{Kept, Touch, load, touch};
 }
 
 /// The configuration file.

@@ -295,6 +295,41 @@ fn fix_impact_lists_and_reruns_eval_records_and_says_what_it_skipped() {
     assert!(out.lines().last().unwrap().starts_with("3 of 3 kept answers change (3 re-run; in "), "{out}");
     assert!(out.lines().last().unwrap().ends_with("2 of other KGs left out)"), "{out}");
 
+    // The index beside the store follows the files: records added since are read, and a
+    // damaged index is rebuilt from the files.
+    let index = home.path().join("data/ongraph/impact-index");
+    assert!(index.is_dir(), "the index is kept beside the store");
+    let more = [
+        "eval",
+        "--dataset",
+        "tests/fixtures/pathquestion/eval/PQ-2H.txt",
+        "--kg",
+        kb,
+        "--llm",
+        "gold-path",
+        "--limit",
+        "4",
+        "--resume",
+        "--out",
+        eval.to_str().unwrap(),
+    ];
+    let (code, _, err) = ongraph(home.path(), &more);
+    assert_eq!(code, 0, "{err}");
+    let only_eval = |home: &std::path::Path| {
+        let (code, out, err) =
+            ongraph(home, &[&["fix", "impact", "1", "--runs", eval.to_str().unwrap()][..], pq].concat());
+        assert_eq!(code, 0, "{err}");
+        out.lines().last().unwrap().to_string()
+    };
+    assert!(only_eval(home.path()).starts_with("3 of 4 kept runs touched"), "{}", only_eval(home.path()));
+    for entry in std::fs::read_dir(&index).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::write(&path, b"not a database").unwrap();
+        }
+    }
+    assert!(only_eval(home.path()).starts_with("3 of 4 kept runs touched"), "a damaged index is rebuilt");
+
     // A correction no kept run read: one line.
     let relabel = ["fix", "relabel", "manuel_i_of_portugal", "Manuel the Fortunate", "--reason", "test"];
     assert_eq!(ongraph(home.path(), &[&relabel[..], pq].concat()).0, 0);
@@ -310,4 +345,44 @@ fn fix_impact_lists_and_reruns_eval_records_and_says_what_it_skipped() {
     let (code, _, err) = ongraph(home.path(), &[&["fix", "impact", "--json"][..], pq].concat());
     assert_eq!(code, 1);
     assert!(err.contains("name the corrections by id"), "{err}");
+
+    // eval --affected-only: only the touched questions are asked again, with the earlier run's
+    // dataset and settings, into a run `eval compare` reads beside the original.
+    let (code, _, err) = ongraph(
+        home.path(),
+        &[
+            &["eval", "--with-corrections", "--affected-only", "--from", eval.to_str().unwrap(), "--llm", "gold-path"]
+                [..],
+            pq,
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("3 of the 4 questions of"), "{err}");
+    let corrected = format!("{}-corrected", eval.display());
+    let records = std::fs::read_to_string(format!("{corrected}/records.jsonl")).unwrap();
+    assert_eq!(records.lines().count(), 3, "{records}");
+    let (code, out, err) = ongraph(home.path(), &["eval", "compare", eval.to_str().unwrap(), &corrected]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("On the 3 questions in both (strict): both right 0, only A 3"), "{out}");
+    // Records that do not say what they read are never taken for untouched.
+    let (code, _, err) =
+        ongraph(
+            home.path(),
+            &[
+                &[
+                    "eval",
+                    "--with-corrections",
+                    "--affected-only",
+                    "--from",
+                    old.to_str().unwrap(),
+                    "--llm",
+                    "gold-path",
+                ][..],
+                pq,
+            ]
+            .concat(),
+        );
+    assert_eq!(code, 1);
+    assert!(err.contains("were written before eval kept what each question read"), "{err}");
 }

@@ -630,7 +630,10 @@ async fn flag_relabel_undo_and_ask_again() {
     assert_eq!(drafts[0].context.as_ref().unwrap().question.as_deref(), Some(PHANATIC));
     // The executor stores it durably in sled and swaps in a driver that sees it.
     ui.settle(effects).await;
-    assert_eq!(ui.app.message.as_deref(), Some("correction 1 recorded; a: ask again with it"));
+    assert_eq!(
+        ui.app.message.as_deref(),
+        Some("correction 1 recorded; touches 1 kept answer (I: which); a: ask again")
+    );
     assert_eq!(ui.app.corrections.len(), 1, "the corrections pane lists it, once");
     let flagged = ui.screen(120, 40);
     assert!(flagged.contains("⚑"), "the replaced triple is marked: {flagged}");
@@ -729,7 +732,10 @@ async fn one_u_in_the_tree_undoes_the_flag_just_made() {
     );
     ui.flag_the_stadium("Renamed").await;
     ui.press(KeyCode::Enter).await;
-    assert_eq!(ui.app.message.as_deref(), Some("correction 1 recorded; a: ask again with it"));
+    assert_eq!(
+        ui.app.message.as_deref(),
+        Some("correction 1 recorded; touches 2 kept answers (I: which); a: ask again")
+    );
     assert_eq!(ui.app.focus, Focus::Tree);
     ui.press(KeyCode::Char('u')).await;
     assert!(!ui.app.corrections[0].active, "undone from the tree");
@@ -2361,6 +2367,46 @@ async fn a_question_the_demo_does_not_know_says_what_to_do_in_the_tree() {
     assert!(pane.contains("i edits the question"), "{pane}");
 }
 
+/// Issue 38, in the UI: what a correction touches of the kept answers (here, this sitting's
+/// runs) is said when it is stored, listed by `I` in the messages pane, and shown beside a
+/// teammate's correction waiting for review.
+#[tokio::test]
+async fn the_ui_says_lists_and_shows_what_a_correction_touches() {
+    let mut ui = Ui::new();
+    ui.flag_the_stadium("Renamed").await;
+    ui.press(KeyCode::Enter).await;
+    assert_eq!(
+        ui.app.message.as_deref(),
+        Some("correction 1 recorded; touches 1 kept answer (I: which); a: ask again")
+    );
+    ui.press(KeyCode::Char('I')).await;
+    assert_eq!(ui.app.focus, Focus::Messages);
+    let said: Vec<&str> = ui.app.messages.iter().map(|m| m.text.as_str()).collect();
+    assert!(said.contains(&"correction 1 touches 1 of 1 kept answers (1 rest on it)"), "{said:?}");
+    assert!(
+        said.iter()
+            .any(|l| l.starts_with("  rests on it: this sitting, run 1  ") && l.ends_with("→ Bright House Field")),
+        "{said:?}"
+    );
+
+    // A teammate's correction of the Phillies' name, pulled and held for approval: listed, its
+    // impact is read, and the review pane shows it before y or X.
+    let pulled: ongraph::testing::overlay::Correction = serde_json::from_value(serde_json::json!({
+        "id": 2, "kg": "demo", "op": "relabel", "entity": "m.phillies", "label": "The Phils",
+        "reason": "r", "author": "Bea", "created": "2026-11-25T10:00:00.000Z", "active": true, "history": [],
+        "team": { "record": "urn:uuid:2", "set": "http://example.org/c", "shared": true, "pulled": true, "reviews": [] }
+    }))
+    .unwrap();
+    ui.app.held_sets = vec!["http://example.org/c".into()];
+    let effects = update(&mut ui.app, Action::Listed(Ok(vec![pulled])));
+    assert!(matches!(&effects[..], [Effect::Impact { corrections }] if corrections[0].0 == 2), "{effects:?}");
+    ui.settle(effects).await;
+    ui.app.focus = Focus::Corrections;
+    ui.app.bottom = Bottom::Corrections;
+    let shown = ui.screen(140, 40);
+    assert!(shown.contains("#2   active [awaits approval] [touches 1 kept] relabel m.phillies"), "{shown}");
+}
+
 #[tokio::test]
 async fn the_corrections_pane_reviews_teammates_corrections_only_and_shows_their_state() {
     let mut ui = Ui::new();
@@ -2441,7 +2487,10 @@ async fn a_long_correction_is_read_whole_in_the_corrections_pane_at_80x24() {
     // The first Enter looks the name up, the second makes it a new entity.
     ui.press(KeyCode::Enter).await;
     ui.press(KeyCode::Enter).await;
-    assert_eq!(ui.app.message.as_deref(), Some("correction 1 recorded; a: ask again with it"));
+    assert_eq!(
+        ui.app.message.as_deref(),
+        Some("correction 1 recorded; touches 1 kept answer (I: which); a: ask again")
+    );
     // A second, short one: the pane lists two.
     ui.select("Philadelphia Phillies");
     ui.press(KeyCode::Char('e')).await;

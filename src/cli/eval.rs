@@ -32,8 +32,8 @@ const META: &str = "run.json";
 pub struct EvalArgs {
     #[command(subcommand)]
     pub action: Option<EvalAction>,
-    /// The question file.
-    #[arg(long, value_name = "FILE", required = true)]
+    /// The question file (with --from: the earlier run's, unless given).
+    #[arg(long, value_name = "FILE", required_unless_present = "from")]
     pub dataset: Option<PathBuf>,
     /// Its layout (default: from the file name: cwq.json, data_with_ct_0.4.json, PQ-2H.txt, *.jsonl, …).
     #[arg(long, value_enum)]
@@ -71,6 +71,14 @@ pub struct EvalArgs {
     /// Apply the correction overlay (off by default: a benchmark measures the KG as published).
     #[arg(long)]
     pub with_corrections: bool,
+    /// Ask again only the questions of the earlier run in --from that the active corrections
+    /// touch (what each question read, kept in its record), with that run's dataset and
+    /// settings; `eval compare FROM OUT` then shows what the corrections did to them.
+    #[arg(long, requires_all = ["from", "with_corrections"])]
+    pub affected_only: bool,
+    /// The earlier run (a directory `eval` wrote) for --affected-only (default --out: DIR-corrected).
+    #[arg(long, value_name = "DIR", requires = "affected_only")]
+    pub from: Option<PathBuf>,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -200,7 +208,13 @@ fn is_simulation(llm: &str) -> bool {
 }
 
 async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
-    let Some(dataset) = args.dataset.clone() else { bail!("--dataset FILE is required") };
+    let earlier = match &args.from {
+        Some(dir) => Some(read_meta(&dir.join(META))?),
+        None => None,
+    };
+    let Some(dataset) = args.dataset.clone().or_else(|| earlier.as_ref().map(|m| PathBuf::from(&m.dataset))) else {
+        bail!("--dataset FILE is required")
+    };
     // Before its name is read for a format: a mistyped path is said as such.
     if !dataset.is_file() {
         bail!("cannot read the dataset {}: no such file", dataset.display());
@@ -225,7 +239,11 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         })?;
         setup.kg = Some(kb.display().to_string());
     }
-    let settings = super::settings(&setup, config)?;
+    // The earlier run's settings, as it was asked: its records are compared with these.
+    let settings = match &earlier {
+        Some(meta) => meta.settings.clone(),
+        None => super::settings(&setup, config)?,
+    };
     let (base, report) = workspace::open_kg(&setup.selection(), config)?;
     if report.skipped > 0 {
         // --lenient: say what the KG lost, as `ask` does.
@@ -261,6 +279,10 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
             chosen
         }
     };
+    let chosen = match &args.from {
+        Some(from) => affected(from, &setup, config)?,
+        None => chosen,
+    };
     // With --with-corrections each question sees the corrections as they are when it starts
     // (another process may change them during a long run).
     if args.with_corrections {
@@ -288,7 +310,8 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         selected: chosen.len(),
         split: args.split,
     };
-    let out = args.out.clone().unwrap_or_else(|| {
+    let corrected = args.from.as_ref().map(|from| PathBuf::from(format!("{}-corrected", from.display())));
+    let out = args.out.clone().or(corrected).unwrap_or_else(|| {
         let stem = dataset.file_stem().and_then(|s| s.to_str()).unwrap_or("dataset");
         let llm = llm_name.replace(['/', ':', '\\'], "-");
         PathBuf::from("eval-runs").join(format!("{stem}.{}.{llm}", settings.method.label().to_lowercase()))
@@ -389,6 +412,41 @@ fn resume_command(args: impl Iterator<Item = String>) -> String {
 fn shell_word(word: &str) -> String {
     let plain = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
     if plain { word.to_string() } else { format!("'{}'", word.replace('\'', r"'\''")) }
+}
+
+/// The questions of the run in `from` that the active corrections of `setup`'s KG touch (see
+/// `fix impact`), in dataset order. Records written before each kept what it read cannot be
+/// told apart: refused, never taken for untouched.
+fn affected(from: &Path, setup: &SetupArgs, config: &Config) -> Result<Vec<usize>> {
+    let (records, _torn) = crate::eval::record::read(&from.join(RECORDS))?;
+    let old = records.iter().filter(|r| r.footprint.is_none()).count();
+    if old > 0 {
+        bail!(
+            "{old} record(s) in {} were written before eval kept what each question read: run that eval again without --affected-only",
+            from.display()
+        );
+    }
+    let scope = workspace::KgScope::of(&setup.selection(), config);
+    let active: Vec<_> = workspace::applicable_corrections(config, &scope)?.into_iter().filter(|c| c.active).collect();
+    let mut chosen: Vec<usize> = records
+        .iter()
+        .filter(|r| {
+            let footprint = r.footprint.as_ref();
+            footprint.is_some_and(|f| active.iter().any(|c| crate::impact::touch(&c.op, f).is_some()))
+        })
+        .map(|r| r.index)
+        .collect();
+    chosen.sort_unstable();
+    chosen.dedup();
+    writeln!(
+        std::io::stderr(),
+        "{} of the {} questions of {} are touched by the {} active correction(s): asking those again",
+        chosen.len(),
+        records.len(),
+        from.display(),
+        active.len()
+    )?;
+    Ok(chosen)
 }
 
 /// The model `--llm` names (`gold-path` built from the dataset's gold paths), its description,

@@ -43,25 +43,25 @@ pub struct ImpactArgs {
 
 /// One correction's reach.
 #[derive(Serialize)]
-struct Reach<'a> {
+struct Reach {
     id: u64,
     correction: String,
-    rests_on: Vec<Touched<'a>>,
-    read: Vec<Touched<'a>>,
+    rests_on: Vec<Touched>,
+    read: Vec<Touched>,
 }
 
 #[derive(Serialize)]
-struct Touched<'a> {
+struct Touched {
     place: String,
-    question: &'a str,
+    question: String,
     method: &'static str,
-    answer: &'a [String],
-    paths: &'a [String],
+    answer: Vec<String>,
+    paths: Vec<String>,
     /// With --rerun: what it answers with the correction applied.
     #[serde(skip_serializing_if = "Option::is_none")]
     rerun: Option<Rerun>,
     #[serde(skip)]
-    run: &'a KeptRun,
+    run: KeptRun,
 }
 
 /// A touched run asked again.
@@ -75,14 +75,14 @@ struct Rerun {
     error: Option<String>,
 }
 
-impl<'a> Touched<'a> {
-    fn of(run: &'a KeptRun) -> Self {
+impl Touched {
+    fn of(run: KeptRun) -> Self {
         Self {
             place: run.place(),
-            question: &run.question,
+            question: run.question.clone(),
             method: run.settings.method.label(),
-            answer: &run.answer,
-            paths: &run.paths,
+            answer: run.answer.clone(),
+            paths: run.paths.clone(),
             rerun: None,
             run,
         }
@@ -90,8 +90,8 @@ impl<'a> Touched<'a> {
 }
 
 #[derive(Serialize)]
-struct Report<'a> {
-    corrections: Vec<Reach<'a>>,
+struct Report {
+    corrections: Vec<Reach>,
     /// Kept runs of this KG.
     kept: usize,
     /// Of those, the runs one of the corrections touches.
@@ -126,9 +126,10 @@ pub async fn impact(
             bail!("no such directory or file: {}", place.display());
         }
     }
-    let (runs, skipped) = impact::load(&places);
-    let (ours, theirs): (Vec<KeptRun>, Vec<KeptRun>) = runs.into_iter().partition(|r| same_kg(&r.kg, scope));
-    let mut corrections: Vec<Reach<'_>> = chosen.iter().map(|c| reach(c, &ours)).collect();
+    let kept = impact::Kept::open(&workspace::impact_index_path(config), &places);
+    let ours = |kg: &str| scope.holds_run(kg);
+    let (mine, theirs) = kept.counts(ours);
+    let mut corrections: Vec<Reach> = chosen.iter().map(|c| reach(c, &kept, ours)).collect();
     let mut touched: Vec<String> =
         corrections.iter().flat_map(|r| r.rests_on.iter().chain(&r.read)).map(|t| t.place.clone()).collect();
     touched.sort();
@@ -140,12 +141,13 @@ pub async fn impact(
         (None, None)
     };
     let report = Report {
-        kept: ours.len(),
+        kept: mine,
         touched: touched.len(),
         rerun,
         changed,
-        other_kg: theirs.len(),
-        skipped: skipped
+        other_kg: theirs,
+        skipped: kept
+            .skipped()
             .iter()
             .map(|Skipped { file, why }| SkippedOut { file: file.display().to_string(), why: why.clone() })
             .collect(),
@@ -163,7 +165,7 @@ pub async fn impact(
 /// Re-runs every run `corrections` touch, each over the KG as the store's corrections leave
 /// it with that one applied: how many runs were re-run, and how many of them changed answer.
 async fn rerun_touched(
-    corrections: &mut [Reach<'_>],
+    corrections: &mut [Reach],
     chosen: &[Correction],
     selection: &workspace::Selection,
     config: &Config,
@@ -180,7 +182,7 @@ async fn rerun_touched(
         let kg: Arc<dyn KnowledgeGraph> = Arc::new(OverlayKg::new(base.clone(), &with_it));
         for touched in reach.rests_on.iter_mut().chain(reach.read.iter_mut()) {
             rerun.insert(touched.place.clone());
-            let again = impact::rerun(touched.run, kg.clone(), llm.clone()).await;
+            let again = impact::rerun(&touched.run, kg.clone(), llm.clone()).await;
             touched.rerun = Some(match again {
                 Ok(again) => {
                     let differs = again.answers != touched.run.answer;
@@ -223,28 +225,18 @@ fn chosen(args: &ImpactArgs, config: &Config, scope: &KgScope) -> Result<Vec<Cor
     Ok(chosen)
 }
 
-/// Whether a run saved as run on KG `name` is on the KG of `scope`: one of its keys, or its
-/// file (by path or by file name: an eval run keeps the KG's file name).
-fn same_kg(name: &str, scope: &KgScope) -> bool {
-    scope.holds(name)
-        || scope.file.as_deref().is_some_and(|f| {
-            f == std::path::Path::new(name) || f.file_name().is_some_and(|n| n.to_string_lossy() == name)
-        })
-}
-
-fn reach<'a>(c: &Correction, runs: &'a [KeptRun]) -> Reach<'a> {
+fn reach(c: &Correction, kept: &impact::Kept, ours: impl Fn(&str) -> bool) -> Reach {
     let (mut rests_on, mut read) = (Vec::new(), Vec::new());
-    for run in runs {
-        match impact::touch(&c.op, &run.footprint) {
-            Some(Touch::RestsOn) => rests_on.push(Touched::of(run)),
-            Some(Touch::Read) => read.push(Touched::of(run)),
-            None => {}
+    for (run, how) in kept.touched(&c.op, ours) {
+        match how {
+            Touch::RestsOn => rests_on.push(Touched::of(run)),
+            Touch::Read => read.push(Touched::of(run)),
         }
     }
     Reach { id: c.id, correction: c.op.describe(), rests_on, read }
 }
 
-fn print(out: &mut impl Write, report: &Report<'_>, places: &[PathBuf]) -> Result<()> {
+fn print(out: &mut impl Write, report: &Report, places: &[PathBuf]) -> Result<()> {
     // A reason a run could not be re-run is said once; the runs after it that failed alike
     // point back to it.
     let mut said = BTreeSet::new();
@@ -299,9 +291,9 @@ fn print(out: &mut impl Write, report: &Report<'_>, places: &[PathBuf]) -> Resul
 
 /// One touched run: where, what it answered, the path it showed first, and with --rerun what
 /// it answers now (a reason it could not be re-run said once, in `said`).
-fn print_run<'a>(out: &mut impl Write, run: &'a Touched<'_>, said: &mut BTreeSet<&'a str>) -> Result<()> {
+fn print_run<'a>(out: &mut impl Write, run: &'a Touched, said: &mut BTreeSet<&'a str>) -> Result<()> {
     let answer = if run.answer.is_empty() { "no answer".to_string() } else { run.answer.join(", ") };
-    writeln!(out, "    {}  {}  {} → {}", OneLine(&run.place), run.method, OneLine(run.question), OneLine(&answer))?;
+    writeln!(out, "    {}  {}  {} → {}", OneLine(&run.place), run.method, OneLine(&run.question), OneLine(&answer))?;
     if let Some(path) = run.paths.first() {
         writeln!(out, "      {}", OneLine(path))?;
     }

@@ -4,11 +4,11 @@
 //! a run the correction leaves alone.
 
 use crate::engine::{Footprint, Settings, Topics};
-use crate::session::{Moment, Session};
+use crate::session::{Moment, RunRecord, Session};
 use std::path::{Path, PathBuf};
 
 /// One kept run.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct KeptRun {
     /// Where it is kept: a session file, or an eval run's records.jsonl.
     pub file: PathBuf,
@@ -28,6 +28,12 @@ pub struct KeptRun {
 }
 
 impl KeptRun {
+    /// One line for a list: where, the method, the question and its answer.
+    pub fn line(&self) -> String {
+        let answer = if self.answer.is_empty() { "no answer".to_string() } else { self.answer.join(", ") };
+        format!("{}  {}  {} → {}", self.place(), self.settings.method.label(), self.question, answer)
+    }
+
     /// How the user finds it: `sessions/canberra.json run 2`, `eval-runs/x/records.jsonl #14`.
     pub fn place(&self) -> String {
         if self.topics.is_some() {
@@ -60,24 +66,37 @@ const MAX_DEPTH: usize = 6;
 /// Every run kept under `places` (directories, searched down to a few levels, or files), in
 /// path order; what could not be read is in the second list.
 pub fn load(places: &[PathBuf]) -> (Vec<KeptRun>, Vec<Skipped>) {
+    let (mut runs, mut skipped) = (Vec::new(), Vec::new());
+    for file in files(places) {
+        let (read, why) = read_file(&file);
+        runs.extend(read);
+        if let Some(why) = why {
+            skipped.push(Skipped { file, why });
+        }
+    }
+    (runs, skipped)
+}
+
+/// The files that may keep runs under `places`, in path order.
+pub fn files(places: &[PathBuf]) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for place in places {
         collect(place, 0, &mut files);
     }
     files.sort();
     files.dedup();
-    let (mut runs, mut skipped) = (Vec::new(), Vec::new());
-    for file in files {
-        let read = if file.file_name().is_some_and(|n| n == "records.jsonl") {
-            records(&file, &mut runs)
-        } else {
-            session(&file, &mut runs)
-        };
-        if let Err(why) = read {
-            skipped.push(Skipped { file, why });
-        }
-    }
-    (runs, skipped)
+    files
+}
+
+/// The runs one file keeps, and why some or all of it could not be read, if so.
+pub fn read_file(file: &Path) -> (Vec<KeptRun>, Option<String>) {
+    let mut runs = Vec::new();
+    let read = if file.file_name().is_some_and(|n| n == "records.jsonl") {
+        records(file, &mut runs)
+    } else {
+        session(file, &mut runs)
+    };
+    (runs, read.err())
 }
 
 fn collect(place: &Path, depth: usize, out: &mut Vec<PathBuf>) {
@@ -107,15 +126,7 @@ fn session(file: &Path, out: &mut Vec<KeptRun>) -> Result<(), String> {
         Err(e) => return Err(e.to_string()),
     };
     for (i, run) in session.runs.iter().enumerate() {
-        let mut footprint = Footprint::default();
-        for moment in &run.moments {
-            if let Moment::Exchange { requests, responses, .. } = moment {
-                footprint.record(requests, responses);
-            }
-        }
-        if let Some(answer) = &run.answer {
-            footprint.rest_on(answer);
-        }
+        let footprint = footprint_of(run);
         out.push(KeptRun {
             file: file.to_path_buf(),
             at: i + 1,
@@ -129,6 +140,20 @@ fn session(file: &Path, out: &mut Vec<KeptRun>) -> Result<(), String> {
         });
     }
     Ok(())
+}
+
+/// What a recorded run read, from its exchanges, and what its answer rests on.
+pub fn footprint_of(run: &RunRecord) -> Footprint {
+    let mut footprint = Footprint::default();
+    for moment in &run.moments {
+        if let Moment::Exchange { requests, responses, .. } = moment {
+            footprint.record(requests, responses);
+        }
+    }
+    if let Some(answer) = &run.answer {
+        footprint.rest_on(answer);
+    }
+    footprint
 }
 
 /// An eval run's records; its KG from the run.json beside them.

@@ -4,16 +4,82 @@
 //! from what it read. So the list misses no run whose answer changes; it may list runs whose
 //! answer stays (the correction touched what they read, and they chose the same).
 
+mod index;
 mod kept;
 mod rerun;
 
-pub use kept::{KeptRun, Skipped, default_dirs, load};
+pub use kept::{KeptRun, Skipped, default_dirs, footprint_of, load};
 pub use rerun::rerun;
 
 use crate::engine::{Fact, Footprint, Lookup};
 use crate::kg::{CLOSE_NAME_MIN, Direction, Term, name_similarity};
 use crate::overlay::Op;
 use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// The kept runs under some places: through the index beside the store, or, when it cannot be
+/// used (another process holds it), read from the files.
+pub enum Kept {
+    Indexed(index::Index, index::Listing),
+    Read(Vec<KeptRun>, Vec<Skipped>),
+}
+
+impl Kept {
+    /// The runs under `places`, the index at `index` brought up to date first.
+    pub fn open(index: &Path, places: &[PathBuf]) -> Self {
+        let indexed = index::Index::open(index).and_then(|i| {
+            let listing = i.refresh(places)?;
+            Ok((i, listing))
+        });
+        match indexed {
+            Ok((i, listing)) => Kept::Indexed(i, listing),
+            Err(e) => {
+                tracing::warn!("{e}: reading the kept runs from their files");
+                let (runs, skipped) = kept::load(places);
+                Kept::Read(runs, skipped)
+            }
+        }
+    }
+
+    /// How many runs are on a KG `ours` accepts, and how many are not.
+    pub fn counts(&self, ours: impl Fn(&str) -> bool) -> (usize, usize) {
+        match self {
+            Kept::Indexed(_, listing) => listing.counts(ours),
+            Kept::Read(runs, _) => {
+                let mine = runs.iter().filter(|r| ours(&r.kg)).count();
+                (mine, runs.len() - mine)
+            }
+        }
+    }
+
+    /// What could not be read, and why.
+    pub fn skipped(&self) -> &[Skipped] {
+        match self {
+            Kept::Indexed(_, listing) => &listing.skipped,
+            Kept::Read(_, skipped) => skipped,
+        }
+    }
+
+    /// The runs on a KG `ours` accepts that `op` touches, and how, in file order.
+    pub fn touched(&self, op: &Op, ours: impl Fn(&str) -> bool) -> Vec<(KeptRun, Touch)> {
+        let mut found: Vec<(KeptRun, Touch)> = match self {
+            Kept::Indexed(index, listing) => match index.touched(op, listing) {
+                Ok(found) => found,
+                Err(e) => {
+                    tracing::warn!("{e}: reading the kept runs from their files");
+                    let places: Vec<PathBuf> = listing.files().collect();
+                    kept::load(&places).0.into_iter().filter_map(|r| touch(op, &r.footprint).map(|t| (r, t))).collect()
+                }
+            },
+            Kept::Read(runs, _) => {
+                runs.iter().filter_map(|r| touch(op, &r.footprint).map(|t| (r.clone(), t))).collect()
+            }
+        };
+        found.retain(|(r, _)| ours(&r.kg));
+        found.sort_by(|a, b| a.0.file.cmp(&b.0.file).then(a.0.at.cmp(&b.0.at)));
+        found
+    }
+}
 
 /// How a correction reaches a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -61,6 +61,7 @@ enum StoreJob {
     Review { id: u64, approve: bool },
     List,
     Export { path: Option<PathBuf> },
+    Impact { corrections: Vec<(u64, crate::overlay::Op)> },
 }
 
 impl Executor {
@@ -100,6 +101,7 @@ impl Executor {
             Effect::Undo { id } => self.queue(StoreJob::Undo { id }),
             Effect::Review { id, approve } => self.queue(StoreJob::Review { id, approve }),
             Effect::ListCorrections => self.queue(StoreJob::List),
+            Effect::Impact { corrections } => self.queue(StoreJob::Impact { corrections }),
             Effect::Export { path } => self.queue(StoreJob::Export { path }),
             Effect::Save { path, session } => {
                 let path =
@@ -147,6 +149,7 @@ impl Executor {
                 StoreJob::Review { .. } => self.tx.send(Action::Reviewed(Err(OFFLINE.into()))),
                 StoreJob::List => self.tx.send(Action::Listed(Err(OFFLINE.into()))),
                 StoreJob::Export { .. } => self.tx.send(Action::Exported(Err(OFFLINE.into()))),
+                StoreJob::Impact { .. } => self.tx.send(Action::Impacts(Err(OFFLINE.into()))),
             };
             return;
         };
@@ -280,6 +283,10 @@ async fn store_worker(
             StoreJob::Export { path } => {
                 let result = blocking(&corrections, move |c| c.export(path.as_deref())).await;
                 let _ = tx.send(Action::Exported(result.map_err(|e| format!("{e:#}"))));
+            }
+            StoreJob::Impact { corrections: asked } => {
+                let result = blocking(&corrections, move |c| c.impact(&asked)).await;
+                let _ = tx.send(Action::Impacts(result.map_err(|e| format!("{e:#}"))));
             }
         }
     }

@@ -77,6 +77,17 @@ impl KgScope {
         self.keys.iter().any(|k| k == key)
     }
 
+    /// Whether a run saved as run on KG `name` (a session's `kg`, an eval run's) ran on this
+    /// KG: one of its keys, or its file (by path, or by file name: an eval run keeps the KG's
+    /// file name).
+    pub fn holds_run(&self, name: &str) -> bool {
+        self.holds(name)
+            || self
+                .file
+                .as_deref()
+                .is_some_and(|f| f == Path::new(name) || f.file_name().is_some_and(|n| n.to_string_lossy() == name))
+    }
+
     /// Whether the KG is a tab-separated triples file.
     pub fn is_tsv(&self) -> bool {
         self.file.as_deref().is_some_and(|f| KgFormat::from_path(f) == KgFormat::Tsv)

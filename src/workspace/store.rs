@@ -19,6 +19,11 @@ pub fn store_path(config: &Config) -> PathBuf {
         .unwrap_or_else(|| dirs::data_dir().unwrap_or_else(std::env::temp_dir).join("ongraph").join("overlay"))
 }
 
+/// Where the impact index lives: beside the store (see `impact`).
+pub fn impact_index_path(config: &Config) -> PathBuf {
+    store_path(config).with_file_name("impact-index")
+}
+
 /// Opens the store (waiting up to two seconds for another ongraph process to let go of it:
 /// readers hold it only for milliseconds), its corrections signed by the configured author.
 /// What the user should know of the opening (an unfinished snapshot set aside) is said on

@@ -5,16 +5,17 @@
 use super::Selection;
 use super::live::LiveOverlay;
 use super::scope::KgScope;
-use super::store::{corrections_for, open_store, owner_of, store_drafts};
+use super::store::{corrections_for, impact_index_path, open_store, owner_of, store_drafts};
 use super::team::shared_entry;
 use super::watch::{TeamNote, TeamWatch};
 use crate::config::Config;
 use crate::driver::Driver;
+use crate::impact;
 use crate::kg::KnowledgeGraph;
 use crate::llm::{Embedder, LanguageModel};
 use crate::overlay::export::ExportFormat;
 use crate::overlay::store::{CorrectionStore, SledStore};
-use crate::overlay::{Correction, Draft};
+use crate::overlay::{Correction, Draft, Op};
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,6 +51,29 @@ pub trait Corrections: Send + Sync {
     /// Writes the corrections as JSON lines to `path` (or a default file); returns where and
     /// how many.
     fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)>;
+    /// The kept runs (saved sessions, eval records) each of `corrections` touches (see
+    /// `ongraph fix impact`). The default keeps no runs.
+    fn impact(&self, corrections: &[(u64, Op)]) -> Result<Vec<ImpactOf>> {
+        Ok(corrections.iter().map(|(id, _)| ImpactOf { id: *id, ..ImpactOf::default() }).collect())
+    }
+}
+
+/// The kept runs one correction touches.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ImpactOf {
+    pub id: u64,
+    /// One line per run: where it is kept, its method, its question and answer; first those
+    /// whose answer rests on the correction (`true`), then those that read it while searching.
+    pub runs: Vec<(bool, String)>,
+    /// Kept runs of this KG, touched or not.
+    pub kept: usize,
+}
+
+impl ImpactOf {
+    /// How many touched runs' answers rest on it.
+    pub fn resting(&self) -> usize {
+        self.runs.iter().filter(|(rests, _)| *rests).count()
+    }
 }
 
 /// The UI's corrections: written to the sled store of `--kg`'s scope, then a driver over the
@@ -156,6 +180,27 @@ impl Corrections for StoreCorrections {
             Some(seen) => Ok(Some((self.driver_over(seen.kg), self.list()?))),
             None => Ok(None),
         }
+    }
+
+    /// Through the index beside the store, over `./sessions`, `./eval-runs` and the saved
+    /// sessions' directory.
+    fn impact(&self, corrections: &[(u64, Op)]) -> Result<Vec<ImpactOf>> {
+        let scope = self.scope();
+        let kept = impact::Kept::open(&impact_index_path(&self.config), &impact::default_dirs());
+        let ours = |kg: &str| scope.holds_run(kg);
+        let (mine, _) = kept.counts(ours);
+        Ok(corrections
+            .iter()
+            .map(|(id, op)| {
+                let mut runs: Vec<(bool, String)> = kept
+                    .touched(op, ours)
+                    .into_iter()
+                    .map(|(run, how)| (how == impact::Touch::RestsOn, run.line()))
+                    .collect();
+                runs.sort_by_key(|(rests, _)| !*rests);
+                ImpactOf { id: *id, runs, kept: mine }
+            })
+            .collect())
     }
 
     fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)> {

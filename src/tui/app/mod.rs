@@ -28,6 +28,7 @@ use std::time::Instant;
 
 mod commands;
 mod corrections;
+mod impact;
 mod input;
 mod replay;
 mod run;
@@ -61,6 +62,8 @@ pub enum Action {
     Shared(super::TeamNote),
     /// The overlay's corrections for this KG.
     Listed(Result<Vec<Correction>, String>),
+    /// The kept runs corrections touch (`Effect::Impact`).
+    Impacts(Result<Vec<crate::workspace::ImpactOf>, String>),
     /// Before a step, the executor found the store changed by another process (`ongraph fix`,
     /// a second UI): the step runs through these corrections (undone ones too). `Err`: they
     /// could not be read again, and the step runs through those read before.
@@ -106,6 +109,10 @@ pub enum Effect {
         approve: bool,
     },
     ListCorrections,
+    /// Find the kept runs these corrections (id and operation) touch: `Action::Impacts`.
+    Impact {
+        corrections: Vec<(u64, Op)>,
+    },
     /// Write the session (to `path`, or a new file in the sessions directory).
     Save {
         path: Option<PathBuf>,
@@ -318,6 +325,12 @@ pub struct App {
     /// The graphs of the shared sets that apply only approved corrections (`apply =
     /// "approved"`): their teammates' corrections wait for approval.
     pub held_sets: Vec<String>,
+    /// What each correction touches of the kept runs, as last read.
+    pub impacts: std::collections::BTreeMap<u64, crate::workspace::ImpactOf>,
+    /// Corrections just made whose impact is to be said when it is known.
+    announce: std::collections::BTreeMap<u64, String>,
+    /// The correction `I` asked the list of, while it is read.
+    show_impact_of: Option<u64>,
     /// The shared set's server did not answer the last per-step sync (the status bar says so
     /// until it does).
     pub team_offline: bool,
@@ -387,6 +400,9 @@ impl App {
             author: crate::overlay::default_author(None),
             corrections: Vec::new(),
             held_sets: Vec::new(),
+            impacts: Default::default(),
+            announce: Default::default(),
+            show_impact_of: None,
             team_offline: false,
             pending_drafts: std::collections::VecDeque::new(),
             recording,
@@ -567,7 +583,11 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
             }));
             let list = ids.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
             app.say(format!("correction {list} recorded; a: ask again with it"));
-            vec![Effect::ListCorrections]
+            // Said again when known, with how many kept answers it touches.
+            app.announce.extend(ids.iter().map(|id| (*id, format!("correction {list} recorded"))));
+            let mut effects = vec![Effect::ListCorrections];
+            effects.extend(app.ask_impact(&ids));
+            effects
         }
         Action::Corrected(Err(e)) => {
             app.pending_drafts.pop_front();
@@ -613,6 +633,22 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
         Action::Listed(Ok(list)) => {
             app.corrections = list;
             app.corrections_at = app.corrections_at.min(app.corrections.len().saturating_sub(1));
+            // A teammate's correction shows what it touches before it is reviewed.
+            let waiting: Vec<u64> = app
+                .corrections
+                .iter()
+                .filter(|c| app.awaits_approval(c) && !app.impacts.contains_key(&c.id))
+                .map(|c| c.id)
+                .collect();
+            app.ask_impact(&waiting)
+        }
+        Action::Impacts(Ok(known)) => {
+            app.impacts_known(known);
+            Vec::new()
+        }
+        Action::Impacts(Err(e)) => {
+            app.show_impact_of = None;
+            app.fail(format!("cannot tell what the corrections touch: {e}"));
             Vec::new()
         }
         Action::Listed(Err(e)) => {

@@ -258,7 +258,15 @@ impl App {
             .iter()
             .zip(&states)
             .map(|(c, s)| {
-                let Some(team) = &c.team else { return String::new() };
+                // A teammate's correction waiting for review: what it touches of the kept
+                // answers, once known (I lists them).
+                let reach = self
+                    .impacts
+                    .get(&c.id)
+                    .filter(|_| self.awaits_approval(c))
+                    .map(|i| format!("[touches {} kept] ", i.runs.len()))
+                    .unwrap_or_default();
+                let Some(team) = &c.team else { return reach };
                 let review = verdict(team).map(|r| format!("{} by {}", r.verdict(), r.author));
                 let tag = match s.sharing {
                     Sharing::Conflict => {
@@ -273,7 +281,7 @@ impl App {
                     },
                     _ => review.unwrap_or_else(|| if team.pulled { "not reviewed".into() } else { "shared".into() }),
                 };
-                format!("[{tag}] ")
+                format!("[{tag}] {reach}")
             })
             .collect()
     }
