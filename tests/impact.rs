@@ -386,3 +386,28 @@ fn fix_impact_lists_and_reruns_eval_records_and_says_what_it_skipped() {
     assert_eq!(code, 1);
     assert!(err.contains("were written before eval kept what each question read"), "{err}");
 }
+
+/// A second process asking while another holds the index open (the UI keeps it) reads the
+/// files instead, and leaves the index as it is.
+#[test]
+fn an_index_in_use_is_read_around_never_removed() {
+    use ongraph::testing::impact::Kept;
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    std::fs::copy("sessions/phillie-phanatic.json", runs.join("phanatic.json")).unwrap();
+    let index = dir.path().join("impact-index");
+    let places = vec![runs];
+    let held = Kept::open(&index, &places);
+    assert!(matches!(held, Kept::Indexed(..)));
+    let again = Kept::open(&index, &places);
+    assert!(matches!(again, Kept::Read(..)), "read from the files while the index is held");
+    assert_eq!(again.counts(|_| true), held.counts(|_| true));
+    drop(again);
+    let retract = Op::Retract {
+        subject: "m.phillies".into(),
+        relation: "baseball.baseball_team.spring_training_stadium".into(),
+        object: Term::Entity("m.bright_house_field".into()),
+    };
+    assert_eq!(held.touched(&retract, &[], |_| true).len(), 2, "the index the holder has is whole");
+}

@@ -279,15 +279,26 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
             chosen
         }
     };
-    let chosen = match &args.from {
-        Some(from) => affected(from, &setup, config)?,
-        None => chosen,
-    };
     // With --with-corrections each question sees the corrections as they are when it starts
     // (another process may change them during a long run).
     if args.with_corrections {
         super::sync_and_say(&setup.selection(), config).await?;
     }
+    // After the sync: the teammates' corrections it pulls choose questions too.
+    let chosen = match (&args.from, &earlier) {
+        (Some(from), Some(meta)) => {
+            if meta.kg != base.name() {
+                bail!(
+                    "the run in {} was made on knowledge graph {}, not {}: pass --kg to name it",
+                    from.display(),
+                    meta.kg,
+                    base.name()
+                );
+            }
+            affected(from, &setup, config, base.as_ref()).await?
+        }
+        _ => chosen,
+    };
     let live = Arc::new(workspace::LiveOverlay::open(base, config, &setup.selection(), args.with_corrections)?);
     let (kg, corrections, seen_now) = {
         let seen = live.current();
@@ -417,7 +428,12 @@ fn shell_word(word: &str) -> String {
 /// The questions of the run in `from` that the active corrections of `setup`'s KG touch (see
 /// `fix impact`), in dataset order. Records written before each kept what it read cannot be
 /// told apart: refused, never taken for untouched.
-fn affected(from: &Path, setup: &SetupArgs, config: &Config) -> Result<Vec<usize>> {
+async fn affected(
+    from: &Path,
+    setup: &SetupArgs,
+    config: &Config,
+    base: &dyn crate::kg::KnowledgeGraph,
+) -> Result<Vec<usize>> {
     let (records, _torn) = crate::eval::record::read(&from.join(RECORDS))?;
     let old = records.iter().filter(|r| r.footprint.is_none()).count();
     if old > 0 {
@@ -427,12 +443,18 @@ fn affected(from: &Path, setup: &SetupArgs, config: &Config) -> Result<Vec<usize
         );
     }
     let scope = workspace::KgScope::of(&setup.selection(), config);
-    let active: Vec<_> = workspace::applicable_corrections(config, &scope)?.into_iter().filter(|c| c.active).collect();
+    let mut active = Vec::new();
+    for c in workspace::applicable_corrections(config, &scope)?.into_iter().filter(|c| c.active) {
+        let former = crate::impact::former_names(base, &c.op).await;
+        active.push((c, former));
+    }
     let mut chosen: Vec<usize> = records
         .iter()
         .filter(|r| {
             let footprint = r.footprint.as_ref();
-            footprint.is_some_and(|f| active.iter().any(|c| crate::impact::touch(&c.op, f).is_some()))
+            footprint.is_some_and(|f| {
+                active.iter().any(|(c, former)| crate::impact::touch_named(&c.op, f, former).is_some())
+            })
         })
         .map(|r| r.index)
         .collect();

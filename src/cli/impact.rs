@@ -3,9 +3,9 @@
 
 use crate::config::Config;
 use crate::impact::{self, KeptRun, Skipped, Touch};
-use crate::kg::KnowledgeGraph;
+use crate::kg::{KnowledgeGraph, Term};
 use crate::overlay::team_state::{Sharing, states};
-use crate::overlay::{Correction, OverlayKg};
+use crate::overlay::{Correction, Op, OverlayKg};
 use crate::safe_text::OneLine;
 use crate::workspace::{self, KgScope};
 use anyhow::{Result, bail};
@@ -129,7 +129,26 @@ pub async fn impact(
     let kept = impact::Kept::open(&workspace::impact_index_path(config), &places);
     let ours = |kg: &str| scope.holds_run(kg);
     let (mine, theirs) = kept.counts(ours);
-    let mut corrections: Vec<Reach> = chosen.iter().map(|c| reach(c, &kept, ours)).collect();
+    // The names a renamed entity had before: a run made while the rename was in force looked
+    // for it under them.
+    let mut formers = Vec::with_capacity(chosen.len());
+    let renames = |c: &Correction| {
+        matches!(
+            &c.op,
+            Op::Relabel { .. }
+                | Op::Retract { object: Term::Literal(_), .. }
+                | Op::Assert { object: Term::Literal(_), .. }
+        )
+    };
+    let base = if chosen.iter().any(renames) { Some(workspace::open_kg(selection, config)?.0) } else { None };
+    for c in &chosen {
+        formers.push(match &base {
+            Some(kg) => impact::former_names(kg.as_ref(), &c.op).await,
+            None => Vec::new(),
+        });
+    }
+    let mut corrections: Vec<Reach> =
+        chosen.iter().zip(&formers).map(|(c, former)| reach(c, former, &kept, ours)).collect();
     let mut touched: Vec<String> =
         corrections.iter().flat_map(|r| r.rests_on.iter().chain(&r.read)).map(|t| t.place.clone()).collect();
     touched.sort();
@@ -207,6 +226,9 @@ fn chosen(args: &ImpactArgs, config: &Config, scope: &KgScope) -> Result<Vec<Cor
     let sharing = states(&list);
     let mut chosen = Vec::new();
     for id in &args.ids {
+        if chosen.iter().any(|c: &Correction| c.id == *id) {
+            continue;
+        }
         match list.iter().find(|c| c.id == *id) {
             Some(c) => chosen.push(c.clone()),
             None => bail!(
@@ -225,9 +247,9 @@ fn chosen(args: &ImpactArgs, config: &Config, scope: &KgScope) -> Result<Vec<Cor
     Ok(chosen)
 }
 
-fn reach(c: &Correction, kept: &impact::Kept, ours: impl Fn(&str) -> bool) -> Reach {
+fn reach(c: &Correction, former: &[String], kept: &impact::Kept, ours: impl Fn(&str) -> bool) -> Reach {
     let (mut rests_on, mut read) = (Vec::new(), Vec::new());
-    for (run, how) in kept.touched(&c.op, ours) {
+    for (run, how) in kept.touched(&c.op, former, ours) {
         match how {
             Touch::RestsOn => rests_on.push(Touched::of(run)),
             Touch::Read => read.push(Touched::of(run)),

@@ -128,7 +128,8 @@ impl Evaluator {
             error: None,
             reads: Default::default(),
             corrections,
-            footprint: None,
+            // Until it runs, it has read nothing (a question that never runs is untouched).
+            footprint: Some(Default::default()),
         };
         if item.answers.is_empty() {
             // Nothing to score against: counted, and wrong, without spending calls on it.

@@ -5,7 +5,7 @@
 //! a damaged index is removed and rebuilt from the files.
 
 use super::kept::{self, KeptRun};
-use super::{Skipped, touch};
+use super::{Skipped, touch_named};
 use crate::kg::{CLOSE_NAME_MIN, Term, name_similarity};
 use crate::overlay::Op;
 use serde::{Deserialize, Serialize};
@@ -79,6 +79,14 @@ impl Index {
     pub fn open(path: &Path) -> Result<Self, IndexError> {
         let db = match crate::sled_open::open_contained(path) {
             Ok(Ok(db)) => db,
+            // Another process has it open (a UI keeps it): never removed, the files are read
+            // instead.
+            Ok(Err(sled::Error::Io(io))) if io.to_string().contains("could not acquire lock") => {
+                return Err(IndexError::Db {
+                    path: path.display().to_string(),
+                    message: "in use by another ongraph".into(),
+                });
+            }
             damaged => {
                 tracing::warn!(index = %path.display(), ?damaged, "the impact index could not be opened: rebuilt");
                 let _ = std::fs::remove_dir_all(path);
@@ -134,12 +142,17 @@ impl Index {
     }
 
     /// The runs of `listing` that `op` touches, with how (see [`touch`]).
-    pub fn touched(&self, op: &Op, listing: &Listing) -> Result<Vec<(KeptRun, super::Touch)>, IndexError> {
+    pub fn touched(
+        &self,
+        op: &Op,
+        former: &[String],
+        listing: &Listing,
+    ) -> Result<Vec<(KeptRun, super::Touch)>, IndexError> {
         let mut ids = BTreeSet::new();
         for entity in entities(op) {
             ids.extend(self.posting(&key(b'e', entity))?);
         }
-        for label in labels(op) {
+        for label in labels(op).into_iter().chain(former.iter().map(String::as_str)) {
             let wanted = label.trim().to_lowercase();
             for item in self.postings.scan_prefix(b"s\0") {
                 let (k, v) = item.map_err(|e| db_error(&self.path, e))?;
@@ -154,7 +167,7 @@ impl Index {
             let Some(mut run) = self.get_json::<KeptRun>(&self.runs, &id.to_be_bytes())? else { continue };
             // Shown as the user named it this time.
             run.file = file.clone();
-            if let Some(how) = touch(op, &run.footprint) {
+            if let Some(how) = touch_named(op, &run.footprint, former) {
                 out.push((run, how));
             }
         }

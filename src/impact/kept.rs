@@ -109,8 +109,11 @@ fn collect(place: &Path, depth: usize, out: &mut Vec<PathBuf>) {
         let path = entry.path();
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if path.is_dir() && depth < MAX_DEPTH {
+        // A link to a directory is not followed: a loop would fan out to the depth limit.
+        if entry.file_type().is_ok_and(|t| t.is_dir()) && depth < MAX_DEPTH {
             collect(&path, depth + 1, out);
+        } else if !path.is_file() {
+            // A FIFO or a device named like a session would block the read.
         } else if name == "records.jsonl" || (name.ends_with(".json") && name != "run.json" && name != "summary.json") {
             out.push(path);
         }

@@ -41,6 +41,25 @@ impl Kept {
         }
     }
 
+    /// The same places brought up to date again, the index kept open: what a process that
+    /// asks often (the UI) does, since opening the index is most of a query's time.
+    pub fn refreshed(self, places: &[PathBuf]) -> Self {
+        match self {
+            Kept::Indexed(index, _) => match index.refresh(places) {
+                Ok(listing) => Kept::Indexed(index, listing),
+                Err(e) => {
+                    tracing::warn!("{e}: reading the kept runs from their files");
+                    let (runs, skipped) = kept::load(places);
+                    Kept::Read(runs, skipped)
+                }
+            },
+            Kept::Read(..) => {
+                let (runs, skipped) = kept::load(places);
+                Kept::Read(runs, skipped)
+            }
+        }
+    }
+
     /// How many runs are on a KG `ours` accepts, and how many are not.
     pub fn counts(&self, ours: impl Fn(&str) -> bool) -> (usize, usize) {
         match self {
@@ -61,14 +80,15 @@ impl Kept {
     }
 
     /// The runs on a KG `ours` accepts that `op` touches, and how, in file order.
-    pub fn touched(&self, op: &Op, ours: impl Fn(&str) -> bool) -> Vec<(KeptRun, Touch)> {
+    pub fn touched(&self, op: &Op, former: &[String], ours: impl Fn(&str) -> bool) -> Vec<(KeptRun, Touch)> {
+        let reach = |r: &KeptRun| touch_named(op, &r.footprint, former);
         let mut found: Vec<(KeptRun, Touch)> = match self {
-            Kept::Indexed(index, listing) => match index.touched(op, listing) {
+            Kept::Indexed(index, listing) => match index.touched(op, former, listing) {
                 Ok(found) => found,
                 Err(e) => {
                     tracing::warn!("{e}: reading the kept runs from their files");
                     let places: Vec<PathBuf> = listing.files().collect();
-                    kept::load(&places).0.into_iter().filter_map(|r| touch(op, &r.footprint).map(|t| (r, t))).collect()
+                    kept::load(&places).0.into_iter().filter_map(|r| reach(&r).map(|t| (r, t))).collect()
                 }
             },
             Kept::Read(runs, _) => {
@@ -104,6 +124,42 @@ impl Touch {
 
 /// How `op` reaches a run that read `footprint`, if it does.
 pub fn touch(op: &Op, footprint: &Footprint) -> Option<Touch> {
+    touch_named(op, footprint, &[])
+}
+
+/// As [`touch`], `former` being the names the corrected entity had before it (see
+/// [`former_names`]): a run made while the correction was in force searched for it under its
+/// old name and found nothing; undoing it would change that search.
+pub fn touch_named(op: &Op, footprint: &Footprint, former: &[String]) -> Option<Touch> {
+    let reach = touch_op(op, footprint);
+    if reach.is_some() || former.is_empty() {
+        return reach;
+    }
+    let renames = matches!(
+        op,
+        Op::Relabel { .. } | Op::Retract { object: Term::Literal(_), .. } | Op::Assert { object: Term::Literal(_), .. }
+    );
+    let found = |searched: &String| {
+        former
+            .iter()
+            .any(|name| name.trim().to_lowercase() == *searched || name_similarity(name, searched) >= CLOSE_NAME_MIN)
+    };
+    (renames && footprint.searched.iter().any(found)).then_some(Touch::Read)
+}
+
+/// The names the entity `op` renames has in `kg` (the KG before corrections), for
+/// [`touch_named`]: none for a correction that renames nothing.
+pub async fn former_names(kg: &dyn crate::kg::KnowledgeGraph, op: &Op) -> Vec<String> {
+    let entity = match op {
+        Op::Relabel { entity, .. } => entity,
+        Op::Retract { subject, object: Term::Literal(_), .. }
+        | Op::Assert { subject, object: Term::Literal(_), .. } => subject,
+        _ => return Vec::new(),
+    };
+    kg.label(entity).await.ok().flatten().into_iter().collect()
+}
+
+fn touch_op(op: &Op, footprint: &Footprint) -> Option<Touch> {
     match op {
         Op::Retract { subject, relation, object } => fact(footprint, subject, relation, object, true),
         Op::Assert { subject, relation, object } => fact(footprint, subject, relation, object, false),
@@ -204,6 +260,10 @@ mod tests {
             Some(Touch::Read)
         );
         assert_eq!(touch(&Op::Relabel { entity: "m.9".into(), label: "Mr. Met".into() }, &f), None);
+        // Made while the relabel was in force, the search for the old name found nothing:
+        // undoing it would change that.
+        let renamed = Op::Relabel { entity: "m.9".into(), label: "Mr. Met".into() };
+        assert_eq!(touch_named(&renamed, &f, &["Phillie Phanatic".into()]), Some(Touch::Read));
         let replace = Op::Replace {
             subject: "phillies".into(),
             relation: "ballpark".into(),

@@ -89,6 +89,9 @@ pub struct StoreCorrections {
     concurrency: usize,
     /// The shared set synced with before each step, if one is in use.
     team: Option<TeamWatch>,
+    /// The kept runs, through the impact index kept open once asked (opening it is most of a
+    /// query's time; another process asking meanwhile reads the files instead).
+    kept: std::sync::Mutex<Option<impact::Kept>>,
 }
 
 impl StoreCorrections {
@@ -109,6 +112,7 @@ impl StoreCorrections {
             selection: selection.clone(),
             concurrency,
             team: TeamWatch::open(selection, config)?,
+            kept: std::sync::Mutex::new(None),
         })
     }
 
@@ -186,21 +190,34 @@ impl Corrections for StoreCorrections {
     /// sessions' directory.
     fn impact(&self, corrections: &[(u64, Op)]) -> Result<Vec<ImpactOf>> {
         let scope = self.scope();
-        let kept = impact::Kept::open(&impact_index_path(&self.config), &impact::default_dirs());
+        let places = impact::default_dirs();
+        // Replaced whole: a panic elsewhere cannot leave it half-made.
+        let mut held = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let kept = match held.take() {
+            Some(kept) => kept.refreshed(&places),
+            None => impact::Kept::open(&impact_index_path(&self.config), &places),
+        };
         let ours = |kg: &str| scope.holds_run(kg);
         let (mine, _) = kept.counts(ours);
-        Ok(corrections
+        let found = corrections
             .iter()
             .map(|(id, op)| {
+                // The names a renamed entity had before, from the KG without corrections.
+                let former = match tokio::runtime::Handle::try_current() {
+                    Ok(runtime) => runtime.block_on(impact::former_names(self.live.base().as_ref(), op)),
+                    Err(_) => Vec::new(),
+                };
                 let mut runs: Vec<(bool, String)> = kept
-                    .touched(op, ours)
+                    .touched(op, &former, ours)
                     .into_iter()
                     .map(|(run, how)| (how == impact::Touch::RestsOn, run.line()))
                     .collect();
                 runs.sort_by_key(|(rests, _)| !*rests);
                 ImpactOf { id: *id, runs, kept: mine }
             })
-            .collect())
+            .collect();
+        *held = Some(kept);
+        Ok(found)
     }
 
     fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)> {
