@@ -330,22 +330,6 @@ fn fix_impact_lists_and_reruns_eval_records_and_says_what_it_skipped() {
     }
     assert!(only_eval(home.path()).starts_with("3 of 4 kept runs touched"), "a damaged index is rebuilt");
 
-    // A correction no kept run read: one line.
-    let relabel = ["fix", "relabel", "manuel_i_of_portugal", "Manuel the Fortunate", "--reason", "test"];
-    assert_eq!(ongraph(home.path(), &[&relabel[..], pq].concat()).0, 0);
-    let (code, out, _) =
-        ongraph(home.path(), &[&["fix", "impact", "2", "--runs", eval.to_str().unwrap()][..], pq].concat());
-    assert_eq!(code, 0);
-    assert!(
-        out.starts_with(
-            "correction 2: relabel manuel_i_of_portugal as \"Manuel the Fortunate\": no kept run read it\n"
-        ),
-        "{out}"
-    );
-    let (code, _, err) = ongraph(home.path(), &[&["fix", "impact", "--json"][..], pq].concat());
-    assert_eq!(code, 1);
-    assert!(err.contains("name the corrections by id"), "{err}");
-
     // eval --affected-only: only the touched questions are asked again, with the earlier run's
     // dataset and settings, into a run `eval compare` reads beside the original.
     let (code, _, err) = ongraph(
@@ -385,6 +369,23 @@ fn fix_impact_lists_and_reruns_eval_records_and_says_what_it_skipped() {
         );
     assert_eq!(code, 1);
     assert!(err.contains("were written before eval kept what each question read"), "{err}");
+    // A correction no kept run read: one line (with correction 1 undone, no other changed what
+    // the runs read).
+    assert_eq!(ongraph(home.path(), &[&["fix", "undo", "1"][..], pq].concat()).0, 0);
+    let relabel = ["fix", "relabel", "manuel_i_of_portugal", "Manuel the Fortunate", "--reason", "test"];
+    assert_eq!(ongraph(home.path(), &[&relabel[..], pq].concat()).0, 0);
+    let (code, out, _) =
+        ongraph(home.path(), &[&["fix", "impact", "2", "--runs", eval.to_str().unwrap()][..], pq].concat());
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with(
+            "correction 2: relabel manuel_i_of_portugal as \"Manuel the Fortunate\": no kept run read it\n"
+        ),
+        "{out}"
+    );
+    let (code, _, err) = ongraph(home.path(), &[&["fix", "impact", "--json"][..], pq].concat());
+    assert_eq!(code, 1);
+    assert!(err.contains("name the corrections by id"), "{err}");
 }
 
 /// A second process asking while another holds the index open (the UI keeps it) reads the
@@ -410,4 +411,57 @@ fn an_index_in_use_is_read_around_never_removed() {
         object: Term::Entity("m.bright_house_field".into()),
     };
     assert_eq!(held.touched(&retract, &[], |_| true).len(), 2, "the index the holder has is whole");
+}
+
+/// A correction made after a run can send it where the run never read: a later correction
+/// there then changes its answer though the run read nothing of it. Such a run is listed, in
+/// its own group, for every other correction (found by an adversarial review).
+#[test]
+fn a_run_that_later_corrections_moved_is_listed_for_the_next_one_too() {
+    let home = tempfile::tempdir().unwrap();
+    let kb = "tests/fixtures/pathquestion/eval/2H-kb.txt";
+    let pq = &["--kg", kb];
+    let runs = home.path().join("runs");
+    let (code, _, err) = ongraph(
+        home.path(),
+        &[
+            "eval",
+            "--dataset",
+            "tests/fixtures/pathquestion/eval/PQ-2H.txt",
+            "--kg",
+            kb,
+            "--llm",
+            "gold-path",
+            "--limit",
+            "3",
+            "--out",
+            runs.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    // The spouse replaced by a new entity (as the UI's flag with a right object does), then a
+    // fact about that new entity: the runs never read it, yet it decides their answer now.
+    let replace = [
+        "fix",
+        "replace",
+        "frederica_of_mecklenburg-strelitz",
+        "spouse",
+        "ernest_augustus_i_of_hanover",
+        "new.ernest",
+        "--label",
+        "ernest augustus i of hanover",
+        "--reason",
+        "test",
+    ];
+    assert_eq!(ongraph(home.path(), &[&replace[..], pq].concat()).0, 0);
+    let assert_fact = ["fix", "assert", "new.ernest", "nationality", "united_kingdom", "--reason", "test"];
+    assert_eq!(ongraph(home.path(), &[&assert_fact[..], pq].concat()).0, 0);
+    let (code, out, err) =
+        ongraph(home.path(), &[&["fix", "impact", "2", "--runs", runs.to_str().unwrap()][..], pq].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("other corrections it did not see changed what it read (it may go elsewhere now) (3):"),
+        "{out}"
+    );
+    assert!(out.lines().last().unwrap().starts_with("3 of 3 kept runs touched"), "{out}");
 }

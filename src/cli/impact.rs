@@ -48,6 +48,14 @@ struct Reach {
     correction: String,
     rests_on: Vec<Touched>,
     read: Vec<Touched>,
+    /// Runs other corrections they did not see changed what they read (see `Touch::Since`).
+    since: Vec<Touched>,
+}
+
+impl Reach {
+    fn runs(&self) -> impl Iterator<Item = &Touched> {
+        self.rests_on.iter().chain(&self.read).chain(&self.since)
+    }
 }
 
 #[derive(Serialize)]
@@ -129,28 +137,8 @@ pub async fn impact(
     let kept = impact::Kept::open(&workspace::impact_index_path(config), &places);
     let ours = |kg: &str| scope.holds_run(kg);
     let (mine, theirs) = kept.counts(ours);
-    // The names a renamed entity had before: a run made while the rename was in force looked
-    // for it under them.
-    let mut formers = Vec::with_capacity(chosen.len());
-    let renames = |c: &Correction| {
-        matches!(
-            &c.op,
-            Op::Relabel { .. }
-                | Op::Retract { object: Term::Literal(_), .. }
-                | Op::Assert { object: Term::Literal(_), .. }
-        )
-    };
-    let base = if chosen.iter().any(renames) { Some(workspace::open_kg(selection, config)?.0) } else { None };
-    for c in &chosen {
-        formers.push(match &base {
-            Some(kg) => impact::former_names(kg.as_ref(), &c.op).await,
-            None => Vec::new(),
-        });
-    }
-    let mut corrections: Vec<Reach> =
-        chosen.iter().zip(&formers).map(|(c, former)| reach(c, former, &kept, ours)).collect();
-    let mut touched: Vec<String> =
-        corrections.iter().flat_map(|r| r.rests_on.iter().chain(&r.read)).map(|t| t.place.clone()).collect();
+    let mut corrections = reaches(&chosen, &kept, selection, config, scope).await?;
+    let mut touched: Vec<String> = corrections.iter().flat_map(Reach::runs).map(|t| t.place.clone()).collect();
     touched.sort();
     touched.dedup();
     let (rerun, changed) = if args.rerun {
@@ -181,6 +169,56 @@ pub async fn impact(
     Ok(0)
 }
 
+/// What each of `chosen` reaches of the kept runs, with the runs the other corrections in force
+/// moved since (see `Touch::Since`).
+async fn reaches(
+    chosen: &[Correction],
+    kept: &impact::Kept,
+    selection: &workspace::Selection,
+    config: &Config,
+    scope: &KgScope,
+) -> Result<Vec<Reach>> {
+    // The names a renamed entity had before: a run made while the rename was in force looked
+    // for it under them.
+    let applying = workspace::applicable_corrections(config, scope)?;
+    let ours = |kg: &str| scope.holds_run(kg);
+    let now = crate::eval::record::CorrectionsSeen::of(0, &applying).digest;
+    let active: Vec<&Correction> = applying.iter().filter(|c| c.active).collect();
+    let renames = |c: &&Correction| {
+        matches!(
+            &c.op,
+            Op::Relabel { .. }
+                | Op::Retract { object: Term::Literal(_), .. }
+                | Op::Assert { object: Term::Literal(_), .. }
+        )
+    };
+    let base = match chosen.iter().chain(active.iter().copied()).any(|c| renames(&c)) {
+        true => Some(workspace::open_kg(selection, config)?.0),
+        false => None,
+    };
+    let mut formers = std::collections::BTreeMap::new();
+    for c in chosen.iter().chain(active.iter().copied()) {
+        let former = match &base {
+            Some(kg) => impact::former_names(kg.as_ref(), &c.op).await,
+            None => Vec::new(),
+        };
+        formers.insert(c.id, former);
+    }
+    let corrections = chosen
+        .iter()
+        .map(|c| {
+            let others: Vec<(Op, Vec<String>)> = active
+                .iter()
+                .filter(|o| o.id != c.id)
+                .map(|o| (o.op.clone(), formers.get(&o.id).cloned().unwrap_or_default()))
+                .collect();
+            let former = formers.get(&c.id).map(Vec::as_slice).unwrap_or_default();
+            reach(c, kept.reach((&c.op, former), &others, &now, ours))
+        })
+        .collect();
+    Ok(corrections)
+}
+
 /// Re-runs every run `corrections` touch, each over the KG as the store's corrections leave
 /// it with that one applied: how many runs were re-run, and how many of them changed answer.
 async fn rerun_touched(
@@ -199,7 +237,7 @@ async fn rerun_touched(
         let mut with_it: Vec<Correction> = applying.iter().filter(|c| c.id != correction.id).cloned().collect();
         with_it.push(Correction { active: true, ..correction.clone() });
         let kg: Arc<dyn KnowledgeGraph> = Arc::new(OverlayKg::new(base.clone(), &with_it));
-        for touched in reach.rests_on.iter_mut().chain(reach.read.iter_mut()) {
+        for touched in reach.rests_on.iter_mut().chain(reach.read.iter_mut()).chain(reach.since.iter_mut()) {
             rerun.insert(touched.place.clone());
             let again = impact::rerun(&touched.run, kg.clone(), llm.clone()).await;
             touched.rerun = Some(match again {
@@ -247,15 +285,16 @@ fn chosen(args: &ImpactArgs, config: &Config, scope: &KgScope) -> Result<Vec<Cor
     Ok(chosen)
 }
 
-fn reach(c: &Correction, former: &[String], kept: &impact::Kept, ours: impl Fn(&str) -> bool) -> Reach {
-    let (mut rests_on, mut read) = (Vec::new(), Vec::new());
-    for (run, how) in kept.touched(&c.op, former, ours) {
+fn reach(c: &Correction, found: Vec<(KeptRun, Touch)>) -> Reach {
+    let (mut rests_on, mut read, mut since) = (Vec::new(), Vec::new(), Vec::new());
+    for (run, how) in found {
         match how {
             Touch::RestsOn => rests_on.push(Touched::of(run)),
             Touch::Read => read.push(Touched::of(run)),
+            Touch::Since => since.push(Touched::of(run)),
         }
     }
-    Reach { id: c.id, correction: c.op.describe(), rests_on, read }
+    Reach { id: c.id, correction: c.op.describe(), rests_on, read, since }
 }
 
 fn print(out: &mut impl Write, report: &Report, places: &[PathBuf]) -> Result<()> {
@@ -267,12 +306,14 @@ fn print(out: &mut impl Write, report: &Report, places: &[PathBuf]) -> Result<()
     }
     for reach in &report.corrections {
         let what = format!("correction {}: {}", reach.id, OneLine(&reach.correction));
-        if reach.rests_on.is_empty() && reach.read.is_empty() {
+        if reach.runs().next().is_none() {
             writeln!(out, "{what}: no kept run read it")?;
             continue;
         }
         writeln!(out, "{what}")?;
-        for (touch, runs) in [(Touch::RestsOn, &reach.rests_on), (Touch::Read, &reach.read)] {
+        for (touch, runs) in
+            [(Touch::RestsOn, &reach.rests_on), (Touch::Read, &reach.read), (Touch::Since, &reach.since)]
+        {
             if runs.is_empty() {
                 continue;
             }

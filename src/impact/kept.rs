@@ -25,6 +25,10 @@ pub struct KeptRun {
     /// The paths it showed for its answer, best first.
     pub paths: Vec<String>,
     pub footprint: Footprint,
+    /// The digest of the corrections it was answered under (an eval record's `corrections`),
+    /// when known.
+    #[serde(default)]
+    pub corrections_seen: Option<String>,
 }
 
 impl KeptRun {
@@ -140,6 +144,7 @@ fn session(file: &Path, out: &mut Vec<KeptRun>) -> Result<(), String> {
             answer: run.answer.as_ref().map(|a| a.answers.clone()).unwrap_or_default(),
             paths: run.answer.as_ref().map(|a| a.paths.iter().map(|p| p.text.clone()).collect()).unwrap_or_default(),
             footprint,
+            corrections_seen: None,
         });
     }
     Ok(())
@@ -184,6 +189,7 @@ fn records(file: &Path, out: &mut Vec<KeptRun>) -> Result<(), String> {
             answer: record.prediction,
             paths: record.paths,
             footprint,
+            corrections_seen: record.corrections.map(|c| c.digest),
         });
     }
     if before > 0 {

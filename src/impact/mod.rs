@@ -60,6 +60,31 @@ impl Kept {
         }
     }
 
+    /// What `asked` (a correction and its entity's former names) touches, and the runs that
+    /// `others` (the other corrections in force now, each with its former names) touch but
+    /// that did not see them all ([`Touch::Since`]): `now` is the digest of the corrections in
+    /// force now (see `CorrectionsSeen`); a run that saw exactly those saw every other one.
+    pub fn reach(
+        &self,
+        asked: (&Op, &[String]),
+        others: &[(Op, Vec<String>)],
+        now: &str,
+        ours: impl Fn(&str) -> bool + Copy,
+    ) -> Vec<(KeptRun, Touch)> {
+        let mut found = self.touched(asked.0, asked.1, ours);
+        let mut seen: std::collections::BTreeSet<(PathBuf, usize)> =
+            found.iter().map(|(r, _)| (r.file.clone(), r.at)).collect();
+        for (op, former) in others {
+            for (run, _) in self.touched(op, former, ours) {
+                if run.corrections_seen.as_deref() != Some(now) && seen.insert((run.file.clone(), run.at)) {
+                    found.push((run, Touch::Since));
+                }
+            }
+        }
+        found.sort_by(|a, b| a.0.file.cmp(&b.0.file).then(a.0.at.cmp(&b.0.at)));
+        found
+    }
+
     /// How many runs are on a KG `ours` accepts, and how many are not.
     pub fn counts(&self, ours: impl Fn(&str) -> bool) -> (usize, usize) {
         match self {
@@ -110,6 +135,9 @@ pub enum Touch {
     /// The run read something the correction changes while searching: the search could go
     /// otherwise.
     Read,
+    /// Corrections it did not see (made since, or not known to have applied) changed what it
+    /// read: asked again, its search may go where this one reaches.
+    Since,
 }
 
 impl Touch {
@@ -118,6 +146,7 @@ impl Touch {
         match self {
             Touch::RestsOn => "the answer rests on it",
             Touch::Read => "it was read while searching",
+            Touch::Since => "other corrections it did not see changed what it read (it may go elsewhere now)",
         }
     }
 }

@@ -199,16 +199,22 @@ impl Corrections for StoreCorrections {
         };
         let ours = |kg: &str| scope.holds_run(kg);
         let (mine, _) = kept.counts(ours);
+        // The names a renamed entity had before, from the KG without corrections.
+        let former = |op: &Op| match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime.block_on(impact::former_names(self.live.base().as_ref(), op)),
+            Err(_) => Vec::new(),
+        };
+        let applying = self.live.current().corrections;
+        let now = crate::eval::record::CorrectionsSeen::of(0, &applying).digest;
+        let active: Vec<(u64, Op, Vec<String>)> =
+            applying.iter().filter(|c| c.active).map(|c| (c.id, c.op.clone(), former(&c.op))).collect();
         let found = corrections
             .iter()
             .map(|(id, op)| {
-                // The names a renamed entity had before, from the KG without corrections.
-                let former = match tokio::runtime::Handle::try_current() {
-                    Ok(runtime) => runtime.block_on(impact::former_names(self.live.base().as_ref(), op)),
-                    Err(_) => Vec::new(),
-                };
+                let others: Vec<(Op, Vec<String>)> =
+                    active.iter().filter(|(o, ..)| o != id).map(|(_, op, f)| (op.clone(), f.clone())).collect();
                 let mut runs: Vec<(bool, String)> = kept
-                    .touched(op, &former, ours)
+                    .reach((op, &former(op)), &others, &now, ours)
                     .into_iter()
                     .map(|(run, how)| (how == impact::Touch::RestsOn, run.line()))
                     .collect();
