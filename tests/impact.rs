@@ -227,6 +227,30 @@ async fn every_run_a_correction_changes_is_in_its_impact_list() {
     );
 }
 
+/// `ongraph eval` of the gold-path simulation over the first `limit` questions of the
+/// PathQuestion fixture, into `out` (going on with `resume`).
+fn gold_path_eval(home: &std::path::Path, limit: usize, out: &std::path::Path, resume: bool) {
+    let limit = limit.to_string();
+    let mut args = vec![
+        "eval",
+        "--dataset",
+        "tests/fixtures/pathquestion/eval/PQ-2H.txt",
+        "--kg",
+        "tests/fixtures/pathquestion/eval/2H-kb.txt",
+        "--llm",
+        "gold-path",
+        "--limit",
+        &limit,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    if resume {
+        args.push("--resume");
+    }
+    let (code, _, err) = ongraph(home, &args);
+    assert_eq!(code, 0, "{err}");
+}
+
 fn ongraph(home: &std::path::Path, args: &[&str]) -> (i32, String, String) {
     let out = common::ongraph_cmd(home, args).output().expect("the binary runs");
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
@@ -244,23 +268,7 @@ fn fix_impact_lists_and_reruns_eval_records_and_says_what_it_skipped() {
     let kb = "tests/fixtures/pathquestion/eval/2H-kb.txt";
     let pq = &["--kg", kb];
     let eval = runs.join("pq");
-    let (code, _, err) = ongraph(
-        home.path(),
-        &[
-            "eval",
-            "--dataset",
-            "tests/fixtures/pathquestion/eval/PQ-2H.txt",
-            "--kg",
-            kb,
-            "--llm",
-            "gold-path",
-            "--limit",
-            "3",
-            "--out",
-            eval.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
+    gold_path_eval(home.path(), 3, &eval, false);
     // The first question's second hop, retracted.
     let retract =
         ["fix", "retract", "ernest_augustus_i_of_hanover", "nationality", "united_kingdom", "--reason", "test"];
@@ -299,22 +307,7 @@ fn fix_impact_lists_and_reruns_eval_records_and_says_what_it_skipped() {
     // damaged index is rebuilt from the files.
     let index = home.path().join("data/ongraph/impact-index");
     assert!(index.is_dir(), "the index is kept beside the store");
-    let more = [
-        "eval",
-        "--dataset",
-        "tests/fixtures/pathquestion/eval/PQ-2H.txt",
-        "--kg",
-        kb,
-        "--llm",
-        "gold-path",
-        "--limit",
-        "4",
-        "--resume",
-        "--out",
-        eval.to_str().unwrap(),
-    ];
-    let (code, _, err) = ongraph(home.path(), &more);
-    assert_eq!(code, 0, "{err}");
+    gold_path_eval(home.path(), 4, &eval, true);
     let only_eval = |home: &std::path::Path| {
         let (code, out, err) =
             ongraph(home, &[&["fix", "impact", "1", "--runs", eval.to_str().unwrap()][..], pq].concat());
@@ -422,23 +415,7 @@ fn a_run_that_later_corrections_moved_is_listed_for_the_next_one_too() {
     let kb = "tests/fixtures/pathquestion/eval/2H-kb.txt";
     let pq = &["--kg", kb];
     let runs = home.path().join("runs");
-    let (code, _, err) = ongraph(
-        home.path(),
-        &[
-            "eval",
-            "--dataset",
-            "tests/fixtures/pathquestion/eval/PQ-2H.txt",
-            "--kg",
-            kb,
-            "--llm",
-            "gold-path",
-            "--limit",
-            "3",
-            "--out",
-            runs.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
+    gold_path_eval(home.path(), 3, &runs, false);
     // The spouse replaced by a new entity (as the UI's flag with a right object does), then a
     // fact about that new entity: the runs never read it, yet it decides their answer now.
     let replace = [
