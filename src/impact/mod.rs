@@ -1,8 +1,10 @@
 //! What a correction changes: the kept runs (saved sessions, eval records) whose answers it
 //! could change, found from what each run read of the KG ([`Footprint`]). A run that read
 //! nothing a correction touches cannot see it, whatever its method: every choice it made came
-//! from what it read. So the list misses no run whose answer changes; it may list runs whose
-//! answer stays (the correction touched what they read, and they chose the same).
+//! from what it read, unless other corrections it did not see have moved it since (those runs
+//! are listed too: [`Touch::Since`]). So the list misses no run whose answer changes; it may
+//! list runs whose answer stays (the correction touched what they read, and they chose the
+//! same).
 
 mod index;
 mod kept;
