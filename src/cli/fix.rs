@@ -74,7 +74,8 @@ pub enum FixAction {
         why: Why,
     },
     /// Which kept runs (saved sessions, eval records) a correction touches: those whose answer
-    /// rests on it, and those that read it while searching.
+    /// rests on it, those that read it while searching, and those other corrections they did
+    /// not see moved since.
     Impact(super::impact::ImpactArgs),
     /// List this KG's corrections (undone ones too), with their authors and, with a shared
     /// set, whether each is shared, pending (not sent yet) or in conflict.
