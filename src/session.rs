@@ -31,6 +31,10 @@ pub struct Session {
     pub saved_at: String,
     /// The knowledge graph and model in use, by name (never a key or a secret).
     pub kg: String,
+    /// The KG's file, canonical, when it is one: two files of one name are two KGs (the
+    /// impact of a correction counts only the runs of its own). Absent in earlier sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kg_file: Option<String>,
     pub llm: String,
     pub settings: Settings,
     pub profile: KgProfile,
@@ -138,6 +142,7 @@ impl Session {
             version: VERSION,
             saved_at: crate::overlay::now(),
             kg: kg.into(),
+            kg_file: None,
             llm: llm.into(),
             settings,
             profile,

@@ -48,7 +48,7 @@ pub mod overlay {
 
 /// What a correction changes (`fix impact`).
 pub mod impact {
-    pub use crate::impact::{Kept, Touch, load, touch};
+    pub use crate::impact::{Kept, Touch, load, note_saved, touch};
 }
 
 /// The configuration file.

@@ -230,13 +230,17 @@ async fn every_run_a_correction_changes_is_in_its_impact_list() {
 /// `ongraph eval` of the gold-path simulation over the first `limit` questions of the
 /// PathQuestion fixture, into `out` (going on with `resume`).
 fn gold_path_eval(home: &std::path::Path, limit: usize, out: &std::path::Path, resume: bool) {
+    gold_path_eval_on("tests/fixtures/pathquestion/eval/2H-kb.txt", home, limit, out, resume);
+}
+
+fn gold_path_eval_on(kb: &str, home: &std::path::Path, limit: usize, out: &std::path::Path, resume: bool) {
     let limit = limit.to_string();
     let mut args = vec![
         "eval",
         "--dataset",
         "tests/fixtures/pathquestion/eval/PQ-2H.txt",
         "--kg",
-        "tests/fixtures/pathquestion/eval/2H-kb.txt",
+        kb,
         "--llm",
         "gold-path",
         "--limit",
@@ -255,6 +259,38 @@ fn ongraph(home: &std::path::Path, args: &[&str]) -> (i32, String, String) {
     let out = common::ongraph_cmd(home, args).output().expect("the binary runs");
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+/// Runs keep their KG's canonical file: a copy of the KB elsewhere, of the same file name, is
+/// another KG, and its runs are left out and counted, never listed.
+#[test]
+fn a_kb_of_the_same_name_elsewhere_is_another_kg() {
+    let home = tempfile::tempdir().unwrap();
+    let runs = home.path().join("runs");
+    let kb = "tests/fixtures/pathquestion/eval/2H-kb.txt";
+    gold_path_eval(home.path(), 2, &runs.join("here"), false);
+    let copy = home.path().join("copy/2H-kb.txt");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(kb, &copy).unwrap();
+    gold_path_eval_on(copy.to_str().unwrap(), home.path(), 2, &runs.join("there"), false);
+    let retract = [
+        "fix",
+        "retract",
+        "ernest_augustus_i_of_hanover",
+        "nationality",
+        "united_kingdom",
+        "--reason",
+        "test",
+        "--kg",
+        kb,
+    ];
+    let (code, _, err) = ongraph(home.path(), &retract);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = ongraph(home.path(), &["fix", "impact", "1", "--runs", runs.to_str().unwrap(), "--kg", kb]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("runs/here/records.jsonl #0") && !out.contains("runs/there"), "{out}");
+    let last = out.lines().last().unwrap();
+    assert!(last.starts_with("2 of 2 kept runs touched (in ") && last.ends_with("; 2 of other KGs left out)"), "{out}");
 }
 
 /// From outside: eval records keep what each question read, `fix impact --rerun` asks the
@@ -306,8 +342,15 @@ fn fix_impact_lists_and_reruns_eval_records_and_says_what_it_skipped() {
     // The index beside the store follows the files: records added since are read, and a
     // damaged index is rebuilt from the files.
     let index = home.path().join("data/ongraph/impact-index");
-    assert!(index.is_dir(), "the index is kept beside the store");
+    assert!(index.is_file(), "the index is kept beside the store");
     gold_path_eval(home.path(), 4, &eval, true);
+    // An eval run's records are indexed as the run ends, not at the next `fix impact`.
+    let records = std::fs::canonicalize(eval.join("records.jsonl")).unwrap();
+    let indexed = std::fs::read(&index).unwrap();
+    assert!(
+        indexed.windows(records.as_os_str().len()).any(|w| w == records.as_os_str().as_encoded_bytes()),
+        "the eval's records are in the index"
+    );
     let only_eval = |home: &std::path::Path| {
         let (code, out, err) =
             ongraph(home, &[&["fix", "impact", "1", "--runs", eval.to_str().unwrap()][..], pq].concat());
@@ -315,13 +358,18 @@ fn fix_impact_lists_and_reruns_eval_records_and_says_what_it_skipped() {
         out.lines().last().unwrap().to_string()
     };
     assert!(only_eval(home.path()).starts_with("3 of 4 kept runs touched"), "{}", only_eval(home.path()));
-    for entry in std::fs::read_dir(&index).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() {
-            std::fs::write(&path, b"not a database").unwrap();
-        }
+    // Damaged (a byte flipped), torn (a crash mid-write), not an index at all: rebuilt.
+    let whole = std::fs::read(&index).unwrap();
+    let mut flipped = whole.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 1;
+    let mut rebuilt = Vec::new();
+    for damaged in [flipped, whole[..whole.len() / 3].to_vec(), b"not an index".to_vec()] {
+        std::fs::write(&index, damaged).unwrap();
+        assert!(only_eval(home.path()).starts_with("3 of 4 kept runs touched"), "a damaged index is rebuilt");
+        rebuilt.push(std::fs::read(&index).unwrap());
     }
-    assert!(only_eval(home.path()).starts_with("3 of 4 kept runs touched"), "a damaged index is rebuilt");
+    assert!(rebuilt[0].starts_with(b"ONGIMP") && rebuilt.iter().all(|r| *r == rebuilt[0]), "written again whole");
 
     // eval --affected-only: only the touched questions are asked again, with the earlier run's
     // dataset and settings, into a run `eval compare` reads beside the original.
@@ -365,6 +413,22 @@ fn fix_impact_lists_and_reruns_eval_records_and_says_what_it_skipped() {
     // A correction no kept run read: one line (with correction 1 undone, no other changed what
     // the runs read).
     assert_eq!(ongraph(home.path(), &[&["fix", "undo", "1"][..], pq].concat()).0, 0);
+    // The run made with it, asked again after the undo: the questions it touched go back.
+    let undone = home.path().join("undone");
+    let (code, _, err) = ongraph(
+        home.path(),
+        &[
+            &["eval", "--with-corrections", "--affected-only", "--from", &corrected, "--llm", "gold-path", "--out"][..],
+            &[undone.to_str().unwrap()],
+            pq,
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("3 of the 3 questions of") && err.contains("by the 0 active and 1 undone"), "{err}");
+    let (code, out, err) = ongraph(home.path(), &["eval", "compare", &corrected, undone.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("On the 3 questions in both (strict): both right 0, only A 0, only B 3"), "{out}");
     let relabel = ["fix", "relabel", "manuel_i_of_portugal", "Manuel the Fortunate", "--reason", "test"];
     assert_eq!(ongraph(home.path(), &[&relabel[..], pq].concat()).0, 0);
     let (code, out, _) =
@@ -381,29 +445,38 @@ fn fix_impact_lists_and_reruns_eval_records_and_says_what_it_skipped() {
     assert!(err.contains("name the corrections by id"), "{err}");
 }
 
-/// A second process asking while another holds the index open (the UI keeps it) reads the
-/// files instead, and leaves the index as it is.
+/// Two processes with the index open at once (the UI keeps it; a `fix impact` beside it) never
+/// wait for each other, and each sees the files as they are; the sled directory earlier
+/// versions kept at its place is replaced.
 #[test]
-fn an_index_in_use_is_read_around_never_removed() {
+fn two_processes_share_the_index_and_an_old_one_is_replaced() {
     use ongraph::testing::impact::Kept;
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
     std::fs::create_dir_all(&runs).unwrap();
     std::fs::copy("sessions/phillie-phanatic.json", runs.join("phanatic.json")).unwrap();
     let index = dir.path().join("impact-index");
-    let places = vec![runs];
+    std::fs::create_dir_all(&index).unwrap();
+    std::fs::write(index.join("conf"), "segment_size: 524288").unwrap();
+    std::fs::write(index.join("db"), [0u8; 64]).unwrap();
+    let places = vec![runs.clone()];
     let held = Kept::open(&index, &places);
-    assert!(matches!(held, Kept::Indexed(..)));
+    assert!(index.is_file(), "the old directory is replaced by the index");
     let again = Kept::open(&index, &places);
-    assert!(matches!(again, Kept::Read(..)), "read from the files while the index is held");
-    assert_eq!(again.counts(|_| true), held.counts(|_| true));
-    drop(again);
+    assert!(matches!((&held, &again), (Kept::Indexed(..), Kept::Indexed(..))), "both through the index");
     let retract = Op::Retract {
         subject: "m.phillies".into(),
         relation: "baseball.baseball_team.spring_training_stadium".into(),
         object: Term::Entity("m.bright_house_field".into()),
     };
-    assert_eq!(held.touched(&retract, &[], |_| true).len(), 2, "the index the holder has is whole");
+    assert_eq!(held.touched(&retract, &[], |_| true).len(), 2);
+    assert_eq!(again.touched(&retract, &[], |_| true).len(), 2);
+    // One saves a session; the other, refreshed, finds it.
+    std::fs::copy("sessions/phillie-phanatic.json", runs.join("again.json")).unwrap();
+    ongraph::testing::impact::note_saved(&index, &runs.join("again.json"));
+    let held = held.refreshed(&places);
+    assert_eq!(held.touched(&retract, &[], |_| true).len(), 4, "the session saved meanwhile is read");
+    assert_eq!(held.counts(|_| true), Kept::open(&index, &places).counts(|_| true));
 }
 
 /// A correction made after a run can send it where the run never read: a later correction

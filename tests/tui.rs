@@ -2407,6 +2407,79 @@ async fn the_ui_says_lists_and_shows_what_a_correction_touches() {
     assert!(shown.contains("#2   active [awaits approval] [touches 1 kept] relabel m.phillies"), "{shown}");
 }
 
+/// With the real corrections (`StoreCorrections`, a sled store and the impact index on disk)
+/// and a saved session kept: `I` lists the saved runs a correction touches and `R` re-runs
+/// them with it applied, old → new, reusing the session's recorded replies where the run asks
+/// the same. The re-runs are made beside the store's queue: steps do not wait for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ui_reruns_the_kept_answers_a_correction_touches() {
+    use ongraph::testing::overlay::{Draft, Op};
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("sessions");
+    std::fs::create_dir_all(&runs).unwrap();
+    std::fs::copy("sessions/phillie-phanatic.json", runs.join("phanatic.json")).unwrap();
+    let store = dir.path().join("overlay");
+    let mut config = ongraph::testing::config::Config::default();
+    config.defaults.overlay = Some(store.clone());
+    let model = ongraph::testing::llm::ScriptedModel::from_toml("t", common::DEMO_SCRIPT).unwrap();
+    let corrections = ongraph::testing::tui::StoreCorrections::new(
+        Arc::new(ongraph::testing::kg::demo_graph()),
+        Arc::new(model),
+        &config,
+        &Default::default(),
+        None,
+        config.defaults.concurrency,
+    )
+    .unwrap()
+    .with_runs(vec![runs]);
+    let driver = corrections.driver();
+    let mut ui = Ui::over(Settings::default(), Arc::new(corrections), driver, dir);
+    // The README's correction, made with `ongraph fix replace` in another shell.
+    let replace = Op::Replace {
+        subject: "m.phillies".into(),
+        relation: "baseball.baseball_team.spring_training_stadium".into(),
+        old: ongraph::kg::Term::Entity("m.bright_house_field".into()),
+        new: ongraph::kg::Term::Entity("new.baycare_ballpark".into()),
+        label: Some("BayCare Ballpark".into()),
+    };
+    let draft = Draft {
+        op: replace,
+        reason: "Renamed".into(),
+        generated: false,
+        author: "other".into(),
+        context: None,
+        origin: None,
+    };
+    SledStore::open(&store).unwrap().add("demo", draft).unwrap();
+    ui.settle(vec![Effect::ListCorrections]).await;
+    ui.app.focus = Focus::Corrections;
+    ui.app.corrections_at = 0;
+    ui.press(KeyCode::Char('I')).await;
+    let said: Vec<&str> = ui.app.messages.iter().map(|m| m.text.as_str()).collect();
+    assert!(said.contains(&"correction 1 touches 2 of 2 kept answers (2 rest on it)"), "{said:?}");
+    ui.app.focus = Focus::Corrections;
+    ui.press(KeyCode::Char('R')).await;
+    assert_eq!(ui.app.focus, Focus::Messages);
+    let said: Vec<&str> = ui.app.messages.iter().map(|m| m.text.as_str()).collect();
+    assert!(said.contains(&"correction 1: re-running the kept answers it touches…"), "{said:?}");
+    assert!(said.contains(&"correction 1: 1 of 2 kept answers change (2 re-run)"), "{said:?}");
+    let rerun = |run: &str| {
+        said.iter().find(|l| l.contains(&format!("phanatic.json run {run}  ")) && l.contains("LLM call")).copied()
+    };
+    assert!(
+        rerun("1").is_some_and(|l| l.ends_with(": Bright House Field → BayCare Ballpark  (changes; 1 LLM call(s))")),
+        "{said:?}"
+    );
+    assert!(
+        rerun("2").is_some_and(|l| l.ends_with(": BayCare Ballpark → BayCare Ballpark  (stays; 0 LLM call(s))")),
+        "{said:?}"
+    );
+    // The help lists the key.
+    ui.press(KeyCode::Char('?')).await;
+    let help = ui.screen(140, 60);
+    assert!(help.contains("re-run the kept answers the selected correction touches"), "{help}");
+}
+
 #[tokio::test]
 async fn the_corrections_pane_reviews_teammates_corrections_only_and_shows_their_state() {
     let mut ui = Ui::new();

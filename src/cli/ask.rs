@@ -28,6 +28,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         Run::new(&args.question, topics.clone(), settings.clone(), prompts.clone(), kg.profile().clone(), kg.name())?;
     let mut session = args.save_session.as_ref().map(|_| {
         let mut session = Session::new(kg.name(), &llm.describe(), settings.clone(), kg.profile().clone(), &prompts);
+        session.kg_file = workspace::KgScope::of(&s.selection(), config).canonical_file();
         session.begin(run.question(), topics, &settings);
         session
     });
@@ -65,7 +66,11 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         (Some(path), Some(session)) => {
             session.sync(&run);
             session.saved_at = crate::overlay::now();
-            session.save(path).context("the session could not be saved")
+            let saved = session.save(path).context("the session could not be saved");
+            if saved.is_ok() {
+                crate::impact::note_saved(&workspace::impact_index_path(config), path);
+            }
+            saved
         }
         _ => Ok(()),
     };

@@ -117,6 +117,10 @@ struct RunMeta {
     dataset: String,
     format: Format,
     kg: String,
+    /// The KG's file, canonical, when it is one (see `KgScope::canonical_file`); not compared on
+    /// --resume (runs made before it was kept have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kg_file: Option<String>,
     llm: String,
     /// The model is a simulation (scripted, gold-path): the figures measure the engine.
     simulation: bool,
@@ -313,6 +317,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         dataset: std::fs::canonicalize(&dataset).unwrap_or(dataset.clone()).display().to_string(),
         format,
         kg: kg.name().to_string(),
+        kg_file: workspace::KgScope::of(&setup.selection(), config).canonical_file(),
         llm: llm_description,
         simulation,
         corrections,
@@ -367,6 +372,10 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         })
         .await?;
     progress.finish();
+    if ran > 0 {
+        // Indexed now, so the next `fix impact` finds this run's records without reading them.
+        crate::impact::note_saved(&workspace::impact_index_path(config), &out.join(RECORDS));
+    }
     records.sort_by_key(|r| r.index);
     let summary = summarise(&records, Some(chosen.len()));
     let elapsed = started.elapsed().as_secs_f64();
@@ -443,30 +452,42 @@ async fn affected(
         );
     }
     let scope = workspace::KgScope::of(&setup.selection(), config);
-    let mut active = Vec::new();
-    for c in workspace::applicable_corrections(config, &scope)?.into_iter().filter(|c| c.active) {
+    let applying = workspace::applicable_corrections(config, &scope)?;
+    let now = CorrectionsSeen::of(0, &applying).digest;
+    let mut corrections = Vec::new();
+    for c in applying {
         let former = crate::impact::former_names(base, &c.op).await;
-        active.push((c, former));
+        corrections.push((c, former));
     }
+    // A question asked under exactly the corrections in force now would answer the same; one
+    // asked under some may have seen a correction undone since (which, the digest does not
+    // say: every undone one that touches it counts).
     let mut chosen: Vec<usize> = records
         .iter()
         .filter(|r| {
-            let footprint = r.footprint.as_ref();
-            footprint.is_some_and(|f| {
-                active.iter().any(|(c, former)| crate::impact::touch_named(&c.op, f, former).is_some())
+            let seen = r.corrections.as_ref();
+            if seen.is_some_and(|s| s.digest == now) {
+                return false;
+            }
+            let saw_some = seen.is_some_and(|s| s.active > 0);
+            r.footprint.as_ref().is_some_and(|f| {
+                corrections
+                    .iter()
+                    .any(|(c, former)| (c.active || saw_some) && crate::impact::touch_named(&c.op, f, former).is_some())
             })
         })
         .map(|r| r.index)
         .collect();
     chosen.sort_unstable();
     chosen.dedup();
+    let active = corrections.iter().filter(|(c, _)| c.active).count();
     writeln!(
         std::io::stderr(),
-        "{} of the {} questions of {} are touched by the {} active correction(s): asking those again",
+        "{} of the {} questions of {} are touched by the {active} active and {} undone correction(s): asking those again",
         chosen.len(),
         records.len(),
         from.display(),
-        active.len()
+        corrections.len() - active
     )?;
     Ok(chosen)
 }
@@ -683,6 +704,7 @@ mod tests {
             dataset: "d".into(),
             format: super::Format::Jsonl,
             kg: "demo".into(),
+            kg_file: None,
             llm: "demo".into(),
             simulation: true,
             corrections,

@@ -3,9 +3,9 @@
 
 use crate::config::Config;
 use crate::impact::{self, KeptRun, Skipped, Touch};
-use crate::kg::{KnowledgeGraph, Term};
+use crate::kg::Term;
 use crate::overlay::team_state::{Sharing, states};
-use crate::overlay::{Correction, Op, OverlayKg};
+use crate::overlay::{Correction, Op};
 use crate::safe_text::OneLine;
 use crate::workspace::{self, KgScope};
 use anyhow::{Result, bail};
@@ -14,7 +14,6 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 #[derive(Debug, Args)]
 pub struct ImpactArgs {
@@ -233,10 +232,7 @@ async fn rerun_touched(
     let applying = workspace::applicable_corrections(config, scope)?;
     let (mut rerun, mut changed) = (BTreeSet::new(), BTreeSet::new());
     for (reach, correction) in corrections.iter_mut().zip(chosen) {
-        // The store's corrections but this one, then this one last (as if just made), active.
-        let mut with_it: Vec<Correction> = applying.iter().filter(|c| c.id != correction.id).cloned().collect();
-        with_it.push(Correction { active: true, ..correction.clone() });
-        let kg: Arc<dyn KnowledgeGraph> = Arc::new(OverlayKg::new(base.clone(), &with_it));
+        let kg = impact::applied(base.clone(), &applying, correction);
         for touched in reach.rests_on.iter_mut().chain(reach.read.iter_mut()).chain(reach.since.iter_mut()) {
             rerun.insert(touched.place.clone());
             let again = impact::rerun(&touched.run, kg.clone(), llm.clone()).await;

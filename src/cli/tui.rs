@@ -77,6 +77,7 @@ pub async fn tui(args: TuiArgs, config: &Config) -> Result<i32> {
     let driver = corrections.driver();
     let kg = driver.kg().clone();
     let mut app = configure(App::new(settings, prompts, kg.profile().clone(), kg.name(), &llm.describe()), config)?;
+    app.recording.kg_file = workspace::KgScope::of(&selection, config).canonical_file();
     // Off the demo, the first screen suggests a question this KG can answer.
     if kg.name() != "demo" {
         app.suggestion = match kg.example_fact() {

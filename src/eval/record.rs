@@ -200,6 +200,15 @@ pub enum RecordError {
 /// Reads every record of a file. A last line without its newline is a write the process did
 /// not finish (a crash): it is reported as `torn` rather than as an error.
 pub fn read(path: &Path) -> Result<(Vec<Record>, Option<u64>), RecordError> {
+    let (located, torn) = read_located(path)?;
+    Ok((located.into_iter().map(|(_, r)| r).collect(), torn))
+}
+
+/// A record and the byte offset of its line.
+pub type Located = (u64, Record);
+
+/// As [`read`], each record with the byte offset of its line (see [`Seeker`]).
+pub fn read_located(path: &Path) -> Result<(Vec<Located>, Option<u64>), RecordError> {
     let shown = path.display().to_string();
     let io = |source| RecordError::Io { path: shown.clone(), error: source };
     let file = File::open(path).map_err(io)?;
@@ -217,6 +226,7 @@ pub fn read(path: &Path) -> Result<(Vec<Record>, Option<u64>), RecordError> {
             // A torn tail: everything before `offset` is whole.
             return Ok((records, Some(offset)));
         }
+        let at = offset;
         offset += n as u64;
         if line.trim().is_empty() {
             continue;
@@ -226,7 +236,39 @@ pub fn read(path: &Path) -> Result<(Vec<Record>, Option<u64>), RecordError> {
             line: number,
             message: e.to_string(),
         })?;
-        records.push(record);
+        records.push((at, record));
+    }
+}
+
+/// Reads single records of a file by the byte offsets of their lines (from [`read_located`]),
+/// the file opened once.
+pub struct Seeker<'a> {
+    path: &'a Path,
+    file: Option<File>,
+}
+
+impl<'a> Seeker<'a> {
+    pub fn new(path: &'a Path) -> Self {
+        Self { path, file: None }
+    }
+
+    /// The record whose line starts at byte `offset`.
+    pub fn read_at(&mut self, offset: u64) -> Result<Record, RecordError> {
+        use std::io::{Seek, SeekFrom};
+        let shown = || self.path.display().to_string();
+        let io = |error| RecordError::Io { path: shown(), error };
+        let file = match self.file.as_mut() {
+            Some(file) => file,
+            None => self.file.insert(File::open(self.path).map_err(io)?),
+        };
+        file.seek(SeekFrom::Start(offset)).map_err(io)?;
+        let mut line = String::new();
+        BufReader::new(crate::text_file::BoundedLines::new(&mut *file)).read_line(&mut line).map_err(io)?;
+        serde_json::from_str(&line).map_err(|e| RecordError::Line {
+            path: shown(),
+            line: 0,
+            message: format!("the record at byte {offset}: {e}"),
+        })
     }
 }
 

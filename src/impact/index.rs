@@ -1,264 +1,279 @@
-//! An index from facts to the kept runs that read them, beside the correction store, so a
-//! correction's impact over thousands of kept runs is a few lookups, not a read of every file.
-//! It is derived data: each file's entry carries the file's size and modification time, and a
-//! file that changed (a session saved again, records appended) is read again when next asked;
-//! a damaged index is removed and rebuilt from the files.
+//! An index from facts to the kept runs that read them, in one file beside the correction
+//! store, so a correction's impact over thousands of kept runs is a few lookups, not a read of
+//! every file.
+//!
+//! It is derived data. Each file's entry carries the file's size and modification time; a file
+//! that changed (a session saved again, records appended) is read again when next asked, and an
+//! index file that cannot be read (damaged, torn, another layout) is rebuilt from the files.
+//! It is written whole to a temporary file renamed over the old one: a reader never sees half
+//! of it, and two processes never wait for each other (the last to write wins; both wrote what
+//! the files hold). It keeps where each run is, not the run: a touched run is read back from
+//! its file (an eval record by its byte offset), so opening the index reads postings only.
 
+use super::codec::{Reader, Writer};
 use super::kept::{self, KeptRun};
 use super::{Skipped, touch_named};
 use crate::kg::{CLOSE_NAME_MIN, Term, name_similarity};
 use crate::overlay::Op;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, thiserror::Error)]
-pub enum IndexError {
-    #[error("the impact index at {path}: {message}")]
-    Db { path: String, message: String },
-}
-
-/// The index, open.
+/// The index, read into memory.
 pub struct Index {
     path: PathBuf,
-    /// File path → [`FileEntry`].
-    files: sled::Tree,
-    /// Run id → its [`KeptRun`] (JSON).
-    runs: sled::Tree,
-    /// `e\0ENTITY` or `s\0SEARCHED` → the ids of the runs that read it (8 bytes each, sorted).
-    postings: sled::Tree,
-    db: sled::Db,
+    /// By the file's canonical path.
+    files: BTreeMap<String, FileIndex>,
+    /// Changed since read: written back by [`Index::refresh`].
+    changed: bool,
 }
 
 /// What the index knows of one file.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct FileEntry {
+#[derive(Debug, Default, PartialEq)]
+struct FileIndex {
     stamp: Stamp,
-    /// Its runs: id and KG.
-    runs: Vec<(u64, String)>,
+    /// The KG its runs ran on (a session's; an eval run's, from its run.json).
+    kg: String,
+    /// Where each run is in the file (see [`kept::read_run`]).
+    runs: Vec<u64>,
+    /// Entity → the runs that touched it; searched name → the runs that searched it (positions
+    /// in `runs`).
+    entities: BTreeMap<String, Vec<u32>>,
+    searched: BTreeMap<String, Vec<u32>>,
     /// Why some or all of it could not be read.
     skipped: Option<String>,
 }
 
 /// A file as it was read: a change to either means it is read again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Stamp {
     len: u64,
-    modified_ns: u128,
+    modified_ns: u64,
 }
 
 fn stamp(path: &Path) -> Option<Stamp> {
     let meta = std::fs::metadata(path).ok()?;
     let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
-    Some(Stamp { len: meta.len(), modified_ns: modified.as_nanos() })
+    Some(Stamp { len: meta.len(), modified_ns: u64::try_from(modified.as_nanos()).unwrap_or(u64::MAX) })
 }
 
-/// The kept runs under the places asked about, as the index has them.
+/// The kept runs under the places asked about: their files, as the index has them.
 pub struct Listing {
-    /// Run id of every run under them, with its KG and its file as found now.
-    runs: BTreeMap<u64, (String, PathBuf)>,
+    /// Canonical path (the index's key) and the path as found under the places asked about.
+    files: Vec<(String, PathBuf)>,
     pub skipped: Vec<Skipped>,
 }
 
 impl Listing {
     /// The files its runs are in.
     pub fn files(&self) -> impl Iterator<Item = PathBuf> + '_ {
-        self.runs.values().map(|(_, f)| f.clone()).collect::<BTreeSet<_>>().into_iter()
-    }
-
-    /// How many runs are on a KG `ours` accepts, and how many are not.
-    pub fn counts(&self, ours: impl Fn(&str) -> bool) -> (usize, usize) {
-        let mine = self.runs.values().filter(|(kg, _)| ours(kg)).count();
-        (mine, self.runs.len() - mine)
+        self.files.iter().map(|(_, shown)| shown.clone())
     }
 }
 
 impl Index {
-    /// Opens the index at `path`, creating it; one that cannot be read is removed and made
-    /// afresh (it holds nothing the files do not).
-    pub fn open(path: &Path) -> Result<Self, IndexError> {
-        let db = match crate::sled_open::open_contained(path) {
-            Ok(Ok(db)) => db,
-            // Another process has it open (a UI keeps it): never removed, the files are read
-            // instead.
-            Ok(Err(sled::Error::Io(io))) if io.to_string().contains("could not acquire lock") => {
-                return Err(IndexError::Db {
-                    path: path.display().to_string(),
-                    message: "in use by another ongraph".into(),
-                });
-            }
-            damaged => {
-                tracing::warn!(index = %path.display(), ?damaged, "the impact index could not be opened: rebuilt");
-                let _ = std::fs::remove_dir_all(path);
-                match crate::sled_open::open_contained(path) {
-                    Ok(Ok(db)) => db,
-                    Ok(Err(e)) => return Err(db_error(path, e)),
-                    Err(()) => {
-                        return Err(IndexError::Db {
-                            path: path.display().to_string(),
-                            message: "cannot be made".into(),
-                        });
-                    }
+    /// Reads the index at `path`. A missing one is empty; one that cannot be read is rebuilt as
+    /// it is refreshed (it holds nothing the files do not).
+    pub fn open(path: &Path) -> Self {
+        // Earlier versions kept a sled database here, a directory: derived data, as this is.
+        if path.join("conf").is_file() && path.join("db").is_file() {
+            let _ = std::fs::remove_dir_all(path);
+        }
+        let files = match std::fs::read(path) {
+            Ok(bytes) => decode(&bytes).unwrap_or_else(|| {
+                tracing::warn!(index = %path.display(), "the impact index could not be read: rebuilt");
+                BTreeMap::new()
+            }),
+            Err(e) => {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    tracing::warn!(index = %path.display(), "the impact index could not be read ({e}): rebuilt");
                 }
+                BTreeMap::new()
             }
         };
-        let tree = |name: &str| db.open_tree(name).map_err(|e| db_error(path, e));
-        Ok(Self {
-            path: path.to_path_buf(),
-            files: tree("files")?,
-            runs: tree("runs")?,
-            postings: tree("postings")?,
-            db,
-        })
+        Self { path: path.to_path_buf(), files, changed: false }
     }
 
     /// Brings the index up to date with the files under `places` (reading again those that
-    /// changed since): the runs they keep.
-    pub fn refresh(&self, places: &[PathBuf]) -> Result<Listing, IndexError> {
-        let mut listing = Listing { runs: BTreeMap::new(), skipped: Vec::new() };
+    /// changed), writes it back if anything changed, and lists them.
+    pub fn refresh(&mut self, places: &[PathBuf]) -> Listing {
+        let mut listing = Listing { files: Vec::new(), skipped: Vec::new() };
+        let mut seen = BTreeSet::new();
         for file in kept::files(places) {
-            // One entry per file, however it is reached.
-            let key = std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone()).to_string_lossy().into_owned();
-            let now = stamp(&file);
-            let known: Option<FileEntry> = self.get_json(&self.files, key.as_bytes())?;
-            let entry = match known {
-                Some(entry) if Some(entry.stamp) == now => entry,
-                old => {
-                    if let Some(old) = old {
-                        self.forget(&old)?;
-                    }
-                    let entry = self.add(&file, now)?;
-                    self.put_json(&self.files, key.as_bytes(), &entry)?;
-                    entry
-                }
-            };
-            listing.runs.extend(entry.runs.iter().map(|(id, kg)| (*id, (kg.clone(), file.clone()))));
-            if let Some(why) = entry.skipped {
-                listing.skipped.push(Skipped { file, why });
+            let key = self.note(&file);
+            if !seen.insert(key.clone()) {
+                continue;
             }
+            if let Some(why) = self.files.get(&key).and_then(|f| f.skipped.clone()) {
+                listing.skipped.push(Skipped { file: file.clone(), why });
+            }
+            listing.files.push((key, file));
         }
-        self.db.flush().map_err(|e| db_error(&self.path, e))?;
-        Ok(listing)
+        // Files deleted since: their entries would only grow the index.
+        let before = self.files.len();
+        self.files.retain(|key, _| Path::new(key).exists());
+        self.changed |= self.files.len() != before;
+        self.save();
+        listing
     }
 
-    /// The runs of `listing` that `op` touches, with how (see [`touch`]).
+    /// Brings one file's entry up to date (a session just saved, a run's records): its key.
+    pub fn note(&mut self, file: &Path) -> String {
+        // One entry per file, however it is reached.
+        let key = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf()).to_string_lossy().into_owned();
+        let now = stamp(file);
+        if now.is_none() || self.files.get(&key).map(|f| f.stamp) != now {
+            // A file gone since it was listed has no stamp: it is read again next time.
+            let entry = index_file(file, now.unwrap_or_default());
+            self.files.insert(key.clone(), entry);
+            self.changed = true;
+        }
+        key
+    }
+
+    /// Writes the index back if it changed: to a temporary file renamed over the old one. A
+    /// failure is logged, not fatal: the index is only ever a shortcut.
+    pub fn save(&mut self) {
+        if !self.changed {
+            return;
+        }
+        let tmp = self.path.with_extension(format!("tmp.{}", std::process::id()));
+        let written = self
+            .path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&tmp, encode(&self.files)))
+            .and_then(|()| std::fs::rename(&tmp, &self.path));
+        match written {
+            Ok(()) => self.changed = false,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                tracing::warn!(index = %self.path.display(), "the impact index could not be written: {e}");
+            }
+        }
+    }
+
+    /// How many runs of `listing` are on a KG `ours` accepts, and how many are not.
+    pub fn counts(&self, listing: &Listing, ours: impl Fn(&str) -> bool) -> (usize, usize) {
+        let (mut mine, mut others) = (0, 0);
+        for f in listing.files.iter().filter_map(|(key, _)| self.files.get(key)) {
+            if ours(&f.kg) { mine += f.runs.len() } else { others += f.runs.len() }
+        }
+        (mine, others)
+    }
+
+    /// The runs of `listing` on a KG `ours` accepts that `op` touches, with how (see
+    /// [`touch_named`]). A run its file no longer holds as indexed is logged and left out: the
+    /// file changed since the refresh, and the next one reads it again.
     pub fn touched(
         &self,
         op: &Op,
         former: &[String],
         listing: &Listing,
-    ) -> Result<Vec<(KeptRun, super::Touch)>, IndexError> {
-        let mut ids = BTreeSet::new();
-        for entity in entities(op) {
-            ids.extend(self.posting(&key(b'e', entity))?);
-        }
-        for label in labels(op).into_iter().chain(former.iter().map(String::as_str)) {
-            let wanted = label.trim().to_lowercase();
-            for item in self.postings.scan_prefix(b"s\0") {
-                let (k, v) = item.map_err(|e| db_error(&self.path, e))?;
-                let searched = String::from_utf8_lossy(&k[2..]);
-                if wanted == searched || name_similarity(label, &searched) >= CLOSE_NAME_MIN {
-                    ids.extend(decode(&v));
+        ours: impl Fn(&str) -> bool,
+    ) -> Vec<(KeptRun, super::Touch)> {
+        let names: Vec<String> =
+            labels(op).into_iter().chain(former.iter().map(String::as_str)).map(str::to_string).collect();
+        let mut out = Vec::new();
+        for (key, shown) in &listing.files {
+            let Some(f) = self.files.get(key).filter(|f| ours(&f.kg)) else { continue };
+            let mut at: BTreeSet<u32> = BTreeSet::new();
+            for entity in entities(op) {
+                at.extend(f.entities.get(entity).into_iter().flatten().copied());
+            }
+            for name in &names {
+                let wanted = name.trim().to_lowercase();
+                for (searched, runs) in &f.searched {
+                    if wanted == *searched || name_similarity(name, searched) >= CLOSE_NAME_MIN {
+                        at.extend(runs.iter().copied());
+                    }
+                }
+            }
+            let locators: Vec<u64> = at.into_iter().filter_map(|i| f.runs.get(i as usize).copied()).collect();
+            for run in kept::read_runs(shown, &f.kg, &locators) {
+                match run {
+                    Ok(run) => {
+                        if let Some(how) = touch_named(op, &run.footprint, former) {
+                            out.push((run, how));
+                        }
+                    }
+                    Err(e) => tracing::warn!(file = %shown.display(), "a run the index lists could not be read: {e}"),
                 }
             }
         }
-        let mut out = Vec::new();
-        for (id, (_, file)) in ids.into_iter().filter_map(|id| listing.runs.get(&id).map(|at| (id, at))) {
-            let Some(mut run) = self.get_json::<KeptRun>(&self.runs, &id.to_be_bytes())? else { continue };
-            // Shown as the user named it this time.
-            run.file = file.clone();
-            if let Some(how) = touch_named(op, &run.footprint, former) {
-                out.push((run, how));
-            }
-        }
-        Ok(out)
-    }
-
-    /// Reads `file` and indexes its runs.
-    fn add(&self, file: &Path, stamp: Option<Stamp>) -> Result<FileEntry, IndexError> {
-        let (runs, skipped) = kept::read_file(file);
-        let mut postings: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
-        let mut ids = Vec::with_capacity(runs.len());
-        // One batch per tree: a file of thousands of records is a few writes, not thousands.
-        let mut batch = sled::Batch::default();
-        for run in &runs {
-            let id = self.db.generate_id().map_err(|e| db_error(&self.path, e))?;
-            for k in keys(run) {
-                postings.entry(k).or_default().push(id);
-            }
-            batch.insert(&id.to_be_bytes(), self.json(run)?);
-            ids.push((id, run.kg.clone()));
-        }
-        self.runs.apply_batch(batch).map_err(|e| db_error(&self.path, e))?;
-        let mut batch = sled::Batch::default();
-        for (k, add) in postings {
-            let mut all = self.posting(&k)?;
-            all.extend(add);
-            all.sort_unstable();
-            all.dedup();
-            batch.insert(k, encode(&all));
-        }
-        // Only this process writes the index while it refreshes (sled holds it alone).
-        self.postings.apply_batch(batch).map_err(|e| db_error(&self.path, e))?;
-        // A file gone since it was listed has no stamp: it is read again next time.
-        Ok(FileEntry { stamp: stamp.unwrap_or(Stamp { len: 0, modified_ns: 0 }), runs: ids, skipped })
-    }
-
-    /// Removes a file's runs and their postings.
-    fn forget(&self, entry: &FileEntry) -> Result<(), IndexError> {
-        for (id, _) in &entry.runs {
-            let Some(run) = self.get_json::<KeptRun>(&self.runs, &id.to_be_bytes())? else { continue };
-            for k in keys(&run) {
-                self.postings
-                    .update_and_fetch(&k, |old| {
-                        let kept: Vec<u64> =
-                            old.map(decode).unwrap_or_default().into_iter().filter(|i| i != id).collect();
-                        (!kept.is_empty()).then(|| encode(&kept))
-                    })
-                    .map_err(|e| db_error(&self.path, e))?;
-            }
-            self.runs.remove(id.to_be_bytes()).map_err(|e| db_error(&self.path, e))?;
-        }
-        Ok(())
-    }
-
-    fn posting(&self, k: &[u8]) -> Result<Vec<u64>, IndexError> {
-        Ok(self.postings.get(k).map_err(|e| db_error(&self.path, e))?.map(|v| decode(&v)).unwrap_or_default())
-    }
-
-    fn get_json<T: for<'de> Deserialize<'de>>(&self, tree: &sled::Tree, k: &[u8]) -> Result<Option<T>, IndexError> {
-        match tree.get(k).map_err(|e| db_error(&self.path, e))? {
-            None => Ok(None),
-            // An entry this build cannot read is as good as absent: the file is read again.
-            Some(v) => Ok(serde_json::from_slice(&v).ok()),
-        }
-    }
-
-    fn put_json<T: Serialize>(&self, tree: &sled::Tree, k: &[u8], value: &T) -> Result<(), IndexError> {
-        tree.insert(k, self.json(value)?).map_err(|e| db_error(&self.path, e))?;
-        Ok(())
-    }
-
-    fn json<T: Serialize>(&self, value: &T) -> Result<Vec<u8>, IndexError> {
-        serde_json::to_vec(value)
-            .map_err(|e| IndexError::Db { path: self.path.display().to_string(), message: e.to_string() })
+        out
     }
 }
 
-fn db_error(path: &Path, e: sled::Error) -> IndexError {
-    IndexError::Db { path: path.display().to_string(), message: e.to_string() }
+/// Reads `file` and indexes its runs.
+fn index_file(file: &Path, stamp: Stamp) -> FileIndex {
+    let (runs, skipped) = kept::read_located(file);
+    let mut entry = FileIndex { stamp, skipped, ..FileIndex::default() };
+    for (i, (locator, run)) in runs.iter().enumerate() {
+        let i = u32::try_from(i).unwrap_or(u32::MAX);
+        let f = &run.footprint;
+        for entity in f.entities().collect::<BTreeSet<_>>() {
+            entry.entities.entry(entity.to_string()).or_default().push(i);
+        }
+        for name in &f.searched {
+            entry.searched.entry(name.clone()).or_default().push(i);
+        }
+        entry.runs.push(*locator);
+        entry.kg.clone_from(&run.kg);
+    }
+    entry
 }
 
-fn key(kind: u8, text: &str) -> Vec<u8> {
-    let mut k = vec![kind, 0];
-    k.extend_from_slice(text.as_bytes());
-    k
+fn encode(files: &BTreeMap<String, FileIndex>) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.len(files.len());
+    for (key, f) in files {
+        w.str(key);
+        w.u64(f.stamp.len);
+        w.u64(f.stamp.modified_ns);
+        w.str(&f.kg);
+        w.str(f.skipped.as_deref().unwrap_or(""));
+        w.len(f.runs.len());
+        for locator in &f.runs {
+            w.u64(*locator);
+        }
+        for postings in [&f.entities, &f.searched] {
+            w.len(postings.len());
+            for (name, runs) in postings {
+                w.str(name);
+                w.len(runs.len());
+                for i in runs {
+                    w.u32(*i);
+                }
+            }
+        }
+    }
+    w.finish()
 }
 
-/// The posting keys of a run: every entity it touched, every name it searched.
-fn keys(run: &KeptRun) -> BTreeSet<Vec<u8>> {
-    let f = &run.footprint;
-    f.entities().map(|e| key(b'e', e)).chain(f.searched.iter().map(|s| key(b's', s))).collect()
+fn decode(bytes: &[u8]) -> Option<BTreeMap<String, FileIndex>> {
+    let mut r = Reader::open(bytes)?;
+    let mut files = BTreeMap::new();
+    for _ in 0..r.len(40)? {
+        let key = r.str()?.to_string();
+        let stamp = Stamp { len: r.u64()?, modified_ns: r.u64()? };
+        let kg = r.str()?.to_string();
+        let skipped = Some(r.str()?.to_string()).filter(|s| !s.is_empty());
+        let runs = (0..r.len(8)?).map(|_| r.u64()).collect::<Option<Vec<_>>>()?;
+        let mut postings = || -> Option<BTreeMap<String, Vec<u32>>> {
+            let n = r.len(8)?;
+            let mut map = BTreeMap::new();
+            for _ in 0..n {
+                let name = r.str()?.to_string();
+                let ids = (0..r.len(4)?).map(|_| r.u32()).collect::<Option<Vec<_>>>()?;
+                map.insert(name, ids);
+            }
+            Some(map)
+        };
+        let entities = postings()?;
+        let searched = postings()?;
+        files.insert(key, FileIndex { stamp, kg, runs, entities, searched, skipped });
+    }
+    r.is_done().then_some(files)
 }
 
 /// The entities whose postings hold every run `op` may touch.
@@ -297,10 +312,27 @@ fn labels(op: &Op) -> Vec<&str> {
     }
 }
 
-fn encode(ids: &[u64]) -> Vec<u8> {
-    ids.iter().flat_map(|i| i.to_be_bytes()).collect()
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn decode(bytes: &[u8]) -> Vec<u64> {
-    bytes.chunks_exact(8).map(|c| u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect()
+    #[test]
+    fn an_index_reads_back_as_written() {
+        let mut files = BTreeMap::new();
+        files.insert(
+            "/runs/records.jsonl".to_string(),
+            FileIndex {
+                stamp: Stamp { len: 10, modified_ns: 7 },
+                kg: "2H-kb.txt".into(),
+                runs: vec![0, 812],
+                entities: BTreeMap::from([("phillies".into(), vec![0, 1]), ("cbp".into(), vec![1])]),
+                searched: BTreeMap::from([("phillie phanatic".into(), vec![0])]),
+                skipped: Some("1 of its records were written before".into()),
+            },
+        );
+        files.insert("/sessions/empty.json".to_string(), FileIndex::default());
+        let bytes = encode(&files);
+        assert_eq!(decode(&bytes), Some(files));
+        assert_eq!(decode(&bytes[..bytes.len() - 3]), None);
+    }
 }

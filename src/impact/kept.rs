@@ -48,6 +48,13 @@ impl KeptRun {
     }
 }
 
+/// The KG a run kept as run on `name`, with `kg_file` (its KG's canonical file, when it kept
+/// one), is known by: `file:` and the path, as the correction store keys a file KG, else (a
+/// run saved before runs kept it, or a KG that is no file) the name.
+pub fn run_kg(name: &str, kg_file: Option<&str>) -> String {
+    kg_file.map_or_else(|| name.to_string(), |f| format!("file:{f}"))
+}
+
 /// A file, or a record, left out, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Skipped {
@@ -94,13 +101,45 @@ pub fn files(places: &[PathBuf]) -> Vec<PathBuf> {
 
 /// The runs one file keeps, and why some or all of it could not be read, if so.
 pub fn read_file(file: &Path) -> (Vec<KeptRun>, Option<String>) {
+    let (located, why) = read_located(file);
+    (located.into_iter().map(|(_, run)| run).collect(), why)
+}
+
+/// As [`read_file`], each run with where [`read_run`] finds it again: an eval record's byte
+/// offset, a session run's number.
+pub fn read_located(file: &Path) -> (Vec<(u64, KeptRun)>, Option<String>) {
     let mut runs = Vec::new();
-    let read = if file.file_name().is_some_and(|n| n == "records.jsonl") {
-        records(file, &mut runs)
-    } else {
-        session(file, &mut runs)
-    };
+    let read = if is_records(file) { records(file, &mut runs) } else { session(file, &mut runs) };
     (runs, read.err())
+}
+
+/// Some runs of `file` (on `kg`), by where [`read_located`] said they are: the file read once.
+pub fn read_runs(file: &Path, kg: &str, locators: &[u64]) -> Vec<Result<KeptRun, String>> {
+    if is_records(file) {
+        let mut records = crate::eval::record::Seeker::new(file);
+        return locators
+            .iter()
+            .map(|at| {
+                let record = records.read_at(*at).map_err(|e| e.to_string())?;
+                let index = record.index;
+                kept_record(file, kg, record).ok_or_else(|| format!("record #{index} keeps no footprint"))
+            })
+            .collect();
+    }
+    let (runs, why) = read_located(file);
+    locators
+        .iter()
+        .map(|at| {
+            runs.iter()
+                .find(|(here, _)| here == at)
+                .map(|(_, run)| run.clone())
+                .ok_or_else(|| why.clone().unwrap_or_else(|| format!("it has no run {at}")))
+        })
+        .collect()
+}
+
+fn is_records(file: &Path) -> bool {
+    file.file_name().is_some_and(|n| n == "records.jsonl")
 }
 
 fn collect(place: &Path, depth: usize, out: &mut Vec<PathBuf>) {
@@ -125,7 +164,7 @@ fn collect(place: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 }
 
 /// A session's runs, each with what its exchanges read.
-fn session(file: &Path, out: &mut Vec<KeptRun>) -> Result<(), String> {
+fn session(file: &Path, out: &mut Vec<(u64, KeptRun)>) -> Result<(), String> {
     let session = match Session::load(file) {
         Ok(session) => session,
         // Another kind of JSON (a scenario beside the sessions, say) holds no runs.
@@ -134,18 +173,25 @@ fn session(file: &Path, out: &mut Vec<KeptRun>) -> Result<(), String> {
     };
     for (i, run) in session.runs.iter().enumerate() {
         let footprint = footprint_of(run);
-        out.push(KeptRun {
-            file: file.to_path_buf(),
-            at: i + 1,
-            kg: session.kg.clone(),
-            question: run.question.clone(),
-            settings: run.settings.clone().unwrap_or_else(|| session.settings.clone()),
-            topics: Some(run.topics.clone()),
-            answer: run.answer.as_ref().map(|a| a.answers.clone()).unwrap_or_default(),
-            paths: run.answer.as_ref().map(|a| a.paths.iter().map(|p| p.text.clone()).collect()).unwrap_or_default(),
-            footprint,
-            corrections_seen: None,
-        });
+        out.push((
+            i as u64 + 1,
+            KeptRun {
+                file: file.to_path_buf(),
+                at: i + 1,
+                kg: run_kg(&session.kg, session.kg_file.as_deref()),
+                question: run.question.clone(),
+                settings: run.settings.clone().unwrap_or_else(|| session.settings.clone()),
+                topics: Some(run.topics.clone()),
+                answer: run.answer.as_ref().map(|a| a.answers.clone()).unwrap_or_default(),
+                paths: run
+                    .answer
+                    .as_ref()
+                    .map(|a| a.paths.iter().map(|p| p.text.clone()).collect())
+                    .unwrap_or_default(),
+                footprint,
+                corrections_seen: None,
+            },
+        ));
     }
     Ok(())
 }
@@ -165,37 +211,44 @@ pub fn footprint_of(run: &RunRecord) -> Footprint {
 }
 
 /// An eval run's records; its KG from the run.json beside them.
-fn records(file: &Path, out: &mut Vec<KeptRun>) -> Result<(), String> {
-    let meta = file.with_file_name("run.json");
-    let kg = std::fs::read_to_string(&meta)
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| v.get("kg").and_then(|k| k.as_str()).map(str::to_string))
-        .ok_or_else(|| format!("no readable {} beside it to say which KG it ran on", meta.display()))?;
-    let (records, _torn) = crate::eval::record::read(file).map_err(|e| e.to_string())?;
-    let before = records.iter().filter(|r| r.footprint.is_none()).count();
+fn records(file: &Path, out: &mut Vec<(u64, KeptRun)>) -> Result<(), String> {
+    let kg = records_kg(file)?;
+    let (records, _torn) = crate::eval::record::read_located(file).map_err(|e| e.to_string())?;
+    let before = records.iter().filter(|(_, r)| r.footprint.is_none()).count();
     if before == records.len() && !records.is_empty() {
         return Err("written before ongraph kept what each run read: run the eval again to include it".into());
     }
-    for record in records {
-        let Some(footprint) = record.footprint else { continue };
-        out.push(KeptRun {
-            file: file.to_path_buf(),
-            at: record.index,
-            kg: kg.clone(),
-            question: record.question,
-            settings: record.settings,
-            topics: None,
-            answer: record.prediction,
-            paths: record.paths,
-            footprint,
-            corrections_seen: record.corrections.map(|c| c.digest),
-        });
-    }
+    out.extend(records.into_iter().filter_map(|(at, record)| Some((at, kept_record(file, &kg, record)?))));
     if before > 0 {
         return Err(format!(
             "{before} of its records were written before ongraph kept what each run read (the others are counted)"
         ));
     }
     Ok(())
+}
+
+/// The KG an eval run's records ran on, from the run.json beside them.
+pub fn records_kg(file: &Path) -> Result<String, String> {
+    let meta = file.with_file_name("run.json");
+    let read = std::fs::read_to_string(&meta).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let text = |key: &str| read.as_ref().and_then(|v| v.get(key)).and_then(|k| k.as_str());
+    let name =
+        text("kg").ok_or_else(|| format!("no readable {} beside it to say which KG it ran on", meta.display()))?;
+    Ok(run_kg(name, text("kg_file")))
+}
+
+/// An eval record as a kept run; none when it was written before footprints were kept.
+fn kept_record(file: &Path, kg: &str, record: crate::eval::record::Record) -> Option<KeptRun> {
+    Some(KeptRun {
+        file: file.to_path_buf(),
+        at: record.index,
+        kg: kg.to_string(),
+        question: record.question,
+        settings: record.settings,
+        topics: None,
+        answer: record.prediction,
+        paths: record.paths,
+        footprint: record.footprint?,
+        corrections_seen: record.corrections.map(|c| c.digest),
+    })
 }

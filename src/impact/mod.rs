@@ -6,12 +6,13 @@
 //! list runs whose answer stays (the correction touched what they read, and they chose the
 //! same).
 
+mod codec;
 mod index;
 mod kept;
 mod rerun;
 
 pub use kept::{KeptRun, Skipped, default_dirs, footprint_of, load};
-pub use rerun::rerun;
+pub use rerun::{applied, rerun};
 
 use crate::engine::{Fact, Footprint, Lookup};
 use crate::kg::{CLOSE_NAME_MIN, Direction, Term, name_similarity};
@@ -19,8 +20,8 @@ use crate::overlay::Op;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-/// The kept runs under some places: through the index beside the store, or, when it cannot be
-/// used (another process holds it), read from the files.
+/// The kept runs under some places: through the index beside the store, or read from their
+/// files (a caller with no index).
 pub enum Kept {
     Indexed(index::Index, index::Listing),
     Read(Vec<KeptRun>, Vec<Skipped>),
@@ -29,32 +30,19 @@ pub enum Kept {
 impl Kept {
     /// The runs under `places`, the index at `index` brought up to date first.
     pub fn open(index: &Path, places: &[PathBuf]) -> Self {
-        let indexed = index::Index::open(index).and_then(|i| {
-            let listing = i.refresh(places)?;
-            Ok((i, listing))
-        });
-        match indexed {
-            Ok((i, listing)) => Kept::Indexed(i, listing),
-            Err(e) => {
-                tracing::warn!("{e}: reading the kept runs from their files");
-                let (runs, skipped) = kept::load(places);
-                Kept::Read(runs, skipped)
-            }
-        }
+        let mut index = index::Index::open(index);
+        let listing = index.refresh(places);
+        Kept::Indexed(index, listing)
     }
 
-    /// The same places brought up to date again, the index kept open: what a process that
-    /// asks often (the UI) does, since opening the index is most of a query's time.
+    /// The same places brought up to date again, the index kept in memory: what a process
+    /// that asks often (the UI) does.
     pub fn refreshed(self, places: &[PathBuf]) -> Self {
         match self {
-            Kept::Indexed(index, _) => match index.refresh(places) {
-                Ok(listing) => Kept::Indexed(index, listing),
-                Err(e) => {
-                    tracing::warn!("{e}: reading the kept runs from their files");
-                    let (runs, skipped) = kept::load(places);
-                    Kept::Read(runs, skipped)
-                }
-            },
+            Kept::Indexed(mut index, _) => {
+                let listing = index.refresh(places);
+                Kept::Indexed(index, listing)
+            }
             Kept::Read(..) => {
                 let (runs, skipped) = kept::load(places);
                 Kept::Read(runs, skipped)
@@ -90,7 +78,7 @@ impl Kept {
     /// How many runs are on a KG `ours` accepts, and how many are not.
     pub fn counts(&self, ours: impl Fn(&str) -> bool) -> (usize, usize) {
         match self {
-            Kept::Indexed(_, listing) => listing.counts(ours),
+            Kept::Indexed(index, listing) => index.counts(listing, ours),
             Kept::Read(runs, _) => {
                 let mine = runs.iter().filter(|r| ours(&r.kg)).count();
                 (mine, runs.len() - mine)
@@ -108,24 +96,25 @@ impl Kept {
 
     /// The runs on a KG `ours` accepts that `op` touches, and how, in file order.
     pub fn touched(&self, op: &Op, former: &[String], ours: impl Fn(&str) -> bool) -> Vec<(KeptRun, Touch)> {
-        let reach = |r: &KeptRun| touch_named(op, &r.footprint, former);
         let mut found: Vec<(KeptRun, Touch)> = match self {
-            Kept::Indexed(index, listing) => match index.touched(op, former, listing) {
-                Ok(found) => found,
-                Err(e) => {
-                    tracing::warn!("{e}: reading the kept runs from their files");
-                    let places: Vec<PathBuf> = listing.files().collect();
-                    kept::load(&places).0.into_iter().filter_map(|r| reach(&r).map(|t| (r, t))).collect()
-                }
-            },
-            Kept::Read(runs, _) => {
-                runs.iter().filter_map(|r| touch(op, &r.footprint).map(|t| (r.clone(), t))).collect()
-            }
+            Kept::Indexed(index, listing) => index.touched(op, former, listing, ours),
+            Kept::Read(runs, _) => runs
+                .iter()
+                .filter(|r| ours(&r.kg))
+                .filter_map(|r| touch_named(op, &r.footprint, former).map(|t| (r.clone(), t)))
+                .collect(),
         };
-        found.retain(|(r, _)| ours(&r.kg));
         found.sort_by(|a, b| a.0.file.cmp(&b.0.file).then(a.0.at.cmp(&b.0.at)));
         found
     }
+}
+
+/// Brings the index at `index` up to date with `file`, a session just saved or an eval run's
+/// records just written, so the next `fix impact` finds it indexed.
+pub fn note_saved(index: &Path, file: &Path) {
+    let mut index = index::Index::open(index);
+    index.note(file);
+    index.save();
 }
 
 /// How a correction reaches a run.

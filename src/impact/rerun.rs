@@ -11,7 +11,7 @@ use crate::engine::{Registry, Run};
 use crate::eval::gold_path::GoldPathModel;
 use crate::kg::KnowledgeGraph;
 use crate::llm::LanguageModel;
-use crate::overlay::OverlayKg;
+use crate::overlay::{Correction, OverlayKg};
 use crate::session::{Player, Session};
 use std::sync::Arc;
 
@@ -22,6 +22,18 @@ pub struct Rerun {
     pub answers: Vec<String>,
     /// LLM calls made (replies taken from a recording are not made).
     pub calls: u64,
+}
+
+/// The KG `base` seen through the corrections `applying`, `correction` among them applied last
+/// and active (as if just made: a teammate's awaiting review, one undone), for [`rerun`].
+pub fn applied(
+    base: Arc<dyn KnowledgeGraph>,
+    applying: &[Correction],
+    correction: &Correction,
+) -> Arc<dyn KnowledgeGraph> {
+    let mut with_it: Vec<Correction> = applying.iter().filter(|c| c.id != correction.id).cloned().collect();
+    with_it.push(Correction { active: true, ..correction.clone() });
+    Arc::new(OverlayKg::new(base, &with_it))
 }
 
 /// Runs `kept` again over `kg` (the KG seen through the corrections, the one asked about

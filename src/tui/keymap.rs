@@ -91,6 +91,7 @@ commands! {
     Approve, "approve", Corrections, ["y"], "approve the selected teammate's correction (a review, shared with the team)";
     Reject, "reject", Corrections, ["X"], "reject the selected teammate's correction (a review, shared with the team)";
     Impact, "impact", Any, ["I"], "the kept answers the selected correction touches (elsewhere: the last one made here)";
+    RerunImpact, "rerun-impact", Any, ["R"], "re-run the kept answers the selected correction touches, with it applied: old → new";
     Search, "search", Any, ["/"], "fuzzy search the beam and the KG's labels";
     SearchNext, "next-match", Matches, ["n"], "next match of the search (esc ends the search)";
     SearchPrev, "previous-match", Matches, ["N"], "previous match of the search";

@@ -55,13 +55,32 @@ const OFFLINE: &str = "offline replay: no KG or model to ask (replay with --live
 
 /// What the store worker does, in the order the effects came.
 enum StoreJob {
-    Perform { generation: u64, requests: Vec<crate::engine::Request>, method: crate::engine::MethodId },
-    Correct { drafts: Vec<Draft> },
-    Undo { id: u64 },
-    Review { id: u64, approve: bool },
+    Perform {
+        generation: u64,
+        requests: Vec<crate::engine::Request>,
+        method: crate::engine::MethodId,
+    },
+    Correct {
+        drafts: Vec<Draft>,
+    },
+    Undo {
+        id: u64,
+    },
+    Review {
+        id: u64,
+        approve: bool,
+    },
     List,
-    Export { path: Option<PathBuf> },
-    Impact { corrections: Vec<(u64, crate::overlay::Op)> },
+    Export {
+        path: Option<PathBuf>,
+    },
+    Impact {
+        corrections: Vec<(u64, crate::overlay::Op)>,
+    },
+    /// A session saved there: its runs indexed for `fix impact`.
+    Saved {
+        path: PathBuf,
+    },
 }
 
 impl Executor {
@@ -102,6 +121,18 @@ impl Executor {
             Effect::Review { id, approve } => self.queue(StoreJob::Review { id, approve }),
             Effect::ListCorrections => self.queue(StoreJob::List),
             Effect::Impact { corrections } => self.queue(StoreJob::Impact { corrections }),
+            // Beside the store's queue: it asks the model, and steps must not wait for it.
+            Effect::RerunImpact { id } => match self.corrections.clone() {
+                Some(corrections) => {
+                    tokio::spawn(async move {
+                        let result = blocking(&corrections, move |c| c.rerun_impact(id)).await;
+                        let _ = tx.send(Action::Reran(result.map_err(|e| format!("{e:#}"))));
+                    });
+                }
+                None => {
+                    let _ = tx.send(Action::Reran(Err(OFFLINE.into())));
+                }
+            },
             Effect::Export { path } => self.queue(StoreJob::Export { path }),
             Effect::Save { path, session } => {
                 let path =
@@ -113,6 +144,9 @@ impl Executor {
                     .and_then(|()| session.save(&path))
                     .map(|()| path)
                     .map_err(|e| e.to_string());
+                if let Ok(path) = &result {
+                    self.queue(StoreJob::Saved { path: path.clone() });
+                }
                 let _ = tx.send(Action::Saved(result));
             }
             Effect::Open { path } => {
@@ -150,6 +184,7 @@ impl Executor {
                 StoreJob::List => self.tx.send(Action::Listed(Err(OFFLINE.into()))),
                 StoreJob::Export { .. } => self.tx.send(Action::Exported(Err(OFFLINE.into()))),
                 StoreJob::Impact { .. } => self.tx.send(Action::Impacts(Err(OFFLINE.into()))),
+                StoreJob::Saved { .. } => Ok(()),
             };
             return;
         };
@@ -287,6 +322,13 @@ async fn store_worker(
             StoreJob::Impact { corrections: asked } => {
                 let result = blocking(&corrections, move |c| c.impact(&asked)).await;
                 let _ = tx.send(Action::Impacts(result.map_err(|e| format!("{e:#}"))));
+            }
+            StoreJob::Saved { path } => {
+                let _ = blocking(&corrections, move |c| {
+                    c.saved(&path);
+                    Ok(())
+                })
+                .await;
             }
         }
     }

@@ -19,7 +19,7 @@ pub use store::{
     store_path, unapproved,
 };
 pub use team::{open_team, sync_before_reading, sync_team};
-pub use ui::{Corrections, ImpactOf, StoreCorrections};
+pub use ui::{Corrections, ImpactOf, RerunOf, StoreCorrections};
 pub use watch::TeamNote;
 
 use crate::llm::openai::StructuredMode;

@@ -72,15 +72,24 @@ impl KgScope {
         Self { key: name.to_string(), keys: vec![name.to_string()], shared_key: name.to_string(), file: None }
     }
 
+    /// The KG's file, canonical, when it is one: what a run keeps to say which KG it ran on
+    /// (`kg_file` in sessions and run.json).
+    pub fn canonical_file(&self) -> Option<String> {
+        self.file.as_ref().and_then(|_| self.key.strip_prefix("file:")).map(str::to_string)
+    }
+
     /// Whether a correction stored under `key` is this KG's.
     pub fn holds(&self, key: &str) -> bool {
         self.keys.iter().any(|k| k == key)
     }
 
-    /// Whether a run saved as run on KG `name` (a session's `kg`, an eval run's) ran on this
-    /// KG: one of its keys, or its file (by path, or by file name: an eval run keeps the KG's
-    /// file name).
+    /// Whether a run saved as run on KG `name` (see `impact::run_kg`) ran on this KG: one of
+    /// its keys (a run that kept its KG's canonical file: that file only), or, for a run saved
+    /// before runs kept it, its file by path or by file name.
     pub fn holds_run(&self, name: &str) -> bool {
+        if name.starts_with("file:") {
+            return self.holds(name);
+        }
         self.holds(name)
             || self
                 .file

@@ -16,7 +16,7 @@ use crate::llm::{Embedder, LanguageModel};
 use crate::overlay::export::ExportFormat;
 use crate::overlay::store::{CorrectionStore, SledStore};
 use crate::overlay::{Correction, Draft, Op};
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -56,7 +56,33 @@ pub trait Corrections: Send + Sync {
     fn impact(&self, corrections: &[(u64, Op)]) -> Result<Vec<ImpactOf>> {
         Ok(corrections.iter().map(|(id, _)| ImpactOf { id: *id, ..ImpactOf::default() }).collect())
     }
+    /// Re-runs the kept runs correction `id` touches with it applied (see `ongraph fix impact
+    /// --rerun`): old → new. Slow (it asks the model): made beside the store's other calls,
+    /// never in their queue. The default keeps no runs.
+    fn rerun_impact(&self, id: u64) -> Result<RerunOf> {
+        Ok(RerunOf { id, ..RerunOf::default() })
+    }
+    /// A session was saved to `file`: the impact index notes its runs now. The default keeps
+    /// no index.
+    fn saved(&self, _file: &Path) {}
 }
+
+/// What re-running the kept runs one correction touches gave.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RerunOf {
+    pub id: u64,
+    /// One line per run: where, the question, old → new and whether it changed; or why it
+    /// could not be re-run.
+    pub lines: Vec<String>,
+    /// Runs re-run, and those whose answer changed.
+    pub rerun: usize,
+    pub changed: usize,
+    /// Kept runs of this KG, touched or not.
+    pub kept: usize,
+}
+
+/// A correction (by id) and the kept runs it reaches, with how.
+type Reached = (u64, Vec<(impact::KeptRun, impact::Touch)>);
 
 /// The kept runs one correction touches.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -92,6 +118,8 @@ pub struct StoreCorrections {
     /// The kept runs, through the impact index kept open once asked (opening it is most of a
     /// query's time; another process asking meanwhile reads the files instead).
     kept: std::sync::Mutex<Option<impact::Kept>>,
+    /// Where the kept runs are (default: `impact::default_dirs`).
+    runs: Option<Vec<PathBuf>>,
 }
 
 impl StoreCorrections {
@@ -113,7 +141,49 @@ impl StoreCorrections {
             concurrency,
             team: TeamWatch::open(selection, config)?,
             kept: std::sync::Mutex::new(None),
+            runs: None,
         })
+    }
+
+    /// The kept runs are under `places` (saved sessions, eval runs), not the default ones.
+    pub fn with_runs(mut self, places: Vec<PathBuf>) -> Self {
+        self.runs = Some(places);
+        self
+    }
+
+    /// The kept runs each of `corrections` touches (with those the other corrections in force
+    /// moved since: `Touch::Since`), and how many runs of this KG are kept; through the index,
+    /// held in memory once read.
+    fn reach(&self, corrections: &[(u64, Op)]) -> (Vec<Reached>, usize) {
+        let scope = self.scope();
+        let places = self.runs.clone().unwrap_or_else(impact::default_dirs);
+        // Replaced whole: a panic elsewhere cannot leave it half-made.
+        let mut held = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let kept = match held.take() {
+            Some(kept) => kept.refreshed(&places),
+            None => impact::Kept::open(&impact_index_path(&self.config), &places),
+        };
+        let ours = |kg: &str| scope.holds_run(kg);
+        let (mine, _) = kept.counts(ours);
+        // The names a renamed entity had before, from the KG without corrections.
+        let former = |op: &Op| match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime.block_on(impact::former_names(self.live.base().as_ref(), op)),
+            Err(_) => Vec::new(),
+        };
+        let applying = self.live.current().corrections;
+        let now = crate::eval::record::CorrectionsSeen::of(0, &applying).digest;
+        let active: Vec<(u64, Op, Vec<String>)> =
+            applying.iter().filter(|c| c.active).map(|c| (c.id, c.op.clone(), former(&c.op))).collect();
+        let found = corrections
+            .iter()
+            .map(|(id, op)| {
+                let others: Vec<(Op, Vec<String>)> =
+                    active.iter().filter(|(o, ..)| o != id).map(|(_, op, f)| (op.clone(), f.clone())).collect();
+                (*id, kept.reach((op, &former(op)), &others, &now, ours))
+            })
+            .collect();
+        *held = Some(kept);
+        (found, mine)
     }
 
     /// A driver over the corrections as last read.
@@ -189,41 +259,55 @@ impl Corrections for StoreCorrections {
     /// Through the index beside the store, over `./sessions`, `./eval-runs` and the saved
     /// sessions' directory.
     fn impact(&self, corrections: &[(u64, Op)]) -> Result<Vec<ImpactOf>> {
-        let scope = self.scope();
-        let places = impact::default_dirs();
-        // Replaced whole: a panic elsewhere cannot leave it half-made.
-        let mut held = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let kept = match held.take() {
-            Some(kept) => kept.refreshed(&places),
-            None => impact::Kept::open(&impact_index_path(&self.config), &places),
-        };
-        let ours = |kg: &str| scope.holds_run(kg);
-        let (mine, _) = kept.counts(ours);
-        // The names a renamed entity had before, from the KG without corrections.
-        let former = |op: &Op| match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => runtime.block_on(impact::former_names(self.live.base().as_ref(), op)),
-            Err(_) => Vec::new(),
-        };
-        let applying = self.live.current().corrections;
-        let now = crate::eval::record::CorrectionsSeen::of(0, &applying).digest;
-        let active: Vec<(u64, Op, Vec<String>)> =
-            applying.iter().filter(|c| c.active).map(|c| (c.id, c.op.clone(), former(&c.op))).collect();
-        let found = corrections
-            .iter()
-            .map(|(id, op)| {
-                let others: Vec<(Op, Vec<String>)> =
-                    active.iter().filter(|(o, ..)| o != id).map(|(_, op, f)| (op.clone(), f.clone())).collect();
-                let mut runs: Vec<(bool, String)> = kept
-                    .reach((op, &former(op)), &others, &now, ours)
-                    .into_iter()
-                    .map(|(run, how)| (how == impact::Touch::RestsOn, run.line()))
-                    .collect();
+        let (found, kept) = self.reach(corrections);
+        Ok(found
+            .into_iter()
+            .map(|(id, found)| {
+                let mut runs: Vec<(bool, String)> =
+                    found.into_iter().map(|(run, how)| (how == impact::Touch::RestsOn, run.line())).collect();
                 runs.sort_by_key(|(rests, _)| !*rests);
-                ImpactOf { id: *id, runs, kept: mine }
+                ImpactOf { id, runs, kept }
             })
-            .collect();
-        *held = Some(kept);
-        Ok(found)
+            .collect())
+    }
+
+    fn saved(&self, file: &Path) {
+        impact::note_saved(&impact_index_path(&self.config), file);
+    }
+
+    fn rerun_impact(&self, id: u64) -> Result<RerunOf> {
+        let scope = self.scope();
+        let Some(correction) = corrections_for(&self.config, &scope)?.into_iter().find(|c| c.id == id) else {
+            bail!("no correction {id} for this KG");
+        };
+        let runtime = tokio::runtime::Handle::try_current().context("no runtime to re-run on")?;
+        let (mut found, kept) = self.reach(&[(id, correction.op.clone())]);
+        let runs = found.pop().map(|(_, runs)| runs).unwrap_or_default();
+        let applying = super::store::applicable_corrections(&self.config, &scope)?;
+        let kg = impact::applied(self.live.base().clone(), &applying, &correction);
+        let mut out = RerunOf { id, kept, ..RerunOf::default() };
+        let shown = |answer: &[String]| if answer.is_empty() { "no answer".to_string() } else { answer.join(", ") };
+        for (run, _) in &runs {
+            out.rerun += 1;
+            let line = match runtime.block_on(impact::rerun(run, kg.clone(), self.llm.clone())) {
+                Ok(again) => {
+                    let changed = again.answers != run.answer;
+                    out.changed += usize::from(changed);
+                    let verdict = if changed { "changes" } else { "stays" };
+                    format!(
+                        "{}  {}: {} → {}  ({verdict}; {} LLM call(s))",
+                        run.place(),
+                        run.question,
+                        shown(&run.answer),
+                        shown(&again.answers),
+                        again.calls
+                    )
+                }
+                Err(why) => format!("{}  {}: not re-run: {why}", run.place(), run.question),
+            };
+            out.lines.push(line);
+        }
+        Ok(out)
     }
 
     fn export(&self, path: Option<&Path>) -> Result<(PathBuf, usize)> {

@@ -297,6 +297,7 @@ impl App {
             }
             Command::Approve | Command::Reject => return self.review(command == Command::Approve),
             Command::Impact => return self.show_impact(),
+            Command::RerunImpact => return self.rerun_impact(),
             Command::Search => {
                 self.search = Some(Search { typing: true, ..Search::default() });
             }

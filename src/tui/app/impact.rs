@@ -67,15 +67,19 @@ impl App {
         }
     }
 
-    /// `I`: the runs the selected correction touches (outside its pane: the last one made
-    /// here), in the messages pane.
-    pub(super) fn show_impact(&mut self) -> Vec<Effect> {
-        let id = if self.focus == Focus::Corrections {
+    /// The selected correction (outside its pane: the last one made here).
+    fn impact_target(&self) -> Option<u64> {
+        if self.focus == Focus::Corrections {
             self.corrections.get(self.corrections_at).map(|c| c.id)
         } else {
             self.recording.corrections.last().map(|c| c.id)
-        };
-        let Some(id) = id else {
+        }
+    }
+
+    /// `I`: the runs the selected correction touches (outside its pane: the last one made
+    /// here), in the messages pane.
+    pub(super) fn show_impact(&mut self) -> Vec<Effect> {
+        let Some(id) = self.impact_target() else {
             self.say("no correction to show the impact of: Tab to the corrections pane and select one");
             return Vec::new();
         };
@@ -101,6 +105,56 @@ impl App {
         self.say(head);
         for line in lines {
             self.note(Note { error: false, text: line });
+        }
+        self.focus_on(Focus::Messages);
+        self.messages_at = self.messages.len().saturating_sub(1);
+    }
+
+    /// `R`: the kept runs the selected correction touches, re-run with it applied (saved
+    /// sessions reuse their recorded replies where the run asks the same); old → new comes
+    /// back in the messages pane ([`App::reran`]).
+    pub(super) fn rerun_impact(&mut self) -> Vec<Effect> {
+        let Some(id) = self.impact_target() else {
+            self.say("no correction to re-run the answers of: Tab to the corrections pane and select one");
+            return Vec::new();
+        };
+        if !self.live {
+            self.say("offline replay: nothing can be re-run (replay with --live)");
+            return Vec::new();
+        }
+        self.say(format!("correction {id}: re-running the kept answers it touches…"));
+        vec![Effect::RerunImpact { id }]
+    }
+
+    /// The re-runs came back: `N of M kept answers change (K re-run)`, each run's old → new in
+    /// the messages pane; this sitting's touched runs are asked again with `a`.
+    pub(super) fn reran(&mut self, result: Result<crate::workspace::RerunOf, String>) {
+        let r = match result {
+            Ok(r) => r,
+            Err(e) => {
+                self.fail(format!("cannot re-run the kept answers: {e}"));
+                return;
+            }
+        };
+        let sitting: Vec<usize> = match self.op_of(r.id) {
+            Some(op) => (self.recording.runs.iter().enumerate())
+                .filter(|(_, run)| crate::impact::touch(&op, &crate::impact::footprint_of(run)).is_some())
+                .map(|(i, _)| i + 1)
+                .collect(),
+            None => Vec::new(),
+        };
+        self.say(format!(
+            "correction {}: {} of {} kept answers change ({} re-run)",
+            r.id,
+            r.changed,
+            r.kept + self.recording.runs.len(),
+            r.rerun
+        ));
+        for line in r.lines {
+            self.note(Note { error: false, text: format!("  {line}") });
+        }
+        for run in sitting {
+            self.note(Note { error: false, text: format!("  this sitting, run {run}: a asks it again") });
         }
         self.focus_on(Focus::Messages);
         self.messages_at = self.messages.len().saturating_sub(1);

@@ -64,6 +64,8 @@ pub enum Action {
     Listed(Result<Vec<Correction>, String>),
     /// The kept runs corrections touch (`Effect::Impact`).
     Impacts(Result<Vec<crate::workspace::ImpactOf>, String>),
+    /// The kept runs a correction touches, re-run with it applied (`Effect::RerunImpact`).
+    Reran(Result<crate::workspace::RerunOf, String>),
     /// Before a step, the executor found the store changed by another process (`ongraph fix`,
     /// a second UI): the step runs through these corrections (undone ones too). `Err`: they
     /// could not be read again, and the step runs through those read before.
@@ -112,6 +114,10 @@ pub enum Effect {
     /// Find the kept runs these corrections (id and operation) touch: `Action::Impacts`.
     Impact {
         corrections: Vec<(u64, Op)>,
+    },
+    /// Re-run the kept runs correction `id` touches, with it applied: `Action::Reran`.
+    RerunImpact {
+        id: u64,
     },
     /// Write the session (to `path`, or a new file in the sessions directory).
     Save {
@@ -649,6 +655,10 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
         Action::Impacts(Err(e)) => {
             app.show_impact_of = None;
             app.fail(format!("cannot tell what the corrections touch: {e}"));
+            Vec::new()
+        }
+        Action::Reran(result) => {
+            app.reran(result);
             Vec::new()
         }
         Action::Listed(Err(e)) => {
