@@ -212,7 +212,7 @@ impl Driver {
                 // Reason first, then format: a free reply the step cannot read as it is has its
                 // answer extracted by a second, structured call.
                 if let Some(schema) = chat.extract.as_ref().map(|e| &e.schema)
-                    && !crate::engine::structured::readable_as_text(&schema.name, &completion.text)
+                    && !crate::engine::readable_as_text(&schema.name, &completion.text)
                     && let Some(extraction) = chat.extraction(&completion.text)
                 {
                     tracing::debug!(step = %chat.step, "LLM call: extracting the answer");

@@ -2474,6 +2474,19 @@ async fn the_ui_reruns_the_kept_answers_a_correction_touches() {
         rerun("2").is_some_and(|l| l.ends_with(": BayCare Ballpark → BayCare Ballpark  (stays; 0 LLM call(s))")),
         "{said:?}"
     );
+    // One at a time; and answers that come back while a question is being typed leave the
+    // focus where it is (the keys typed stay text, never commands).
+    ui.app.focus = Focus::Corrections;
+    let effects = update(&mut ui.app, key(KeyCode::Char('R')));
+    assert!(matches!(&effects[..], [Effect::RerunImpact { .. }]), "{effects:?}");
+    assert!(update(&mut ui.app, key(KeyCode::Char('R'))).is_empty(), "one at a time");
+    assert!(ui.app.message.as_deref().unwrap_or_default().contains("being re-run already"));
+    ui.press(KeyCode::Char('i')).await;
+    assert_eq!(ui.app.focus, Focus::Question);
+    ui.settle(effects).await;
+    assert_eq!(ui.app.focus, Focus::Question, "not moved while typing");
+    assert_eq!(ui.app.message.as_deref(), Some("correction 1: 1 of 2 kept answers change (2 re-run) (M: which)"));
+    ui.press(KeyCode::Esc).await;
     // The help lists the key.
     ui.press(KeyCode::Char('?')).await;
     let help = ui.screen(140, 60);

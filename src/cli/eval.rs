@@ -291,12 +291,14 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     // After the sync: the teammates' corrections it pulls choose questions too.
     let chosen = match (&args.from, &earlier) {
         (Some(from), Some(meta)) => {
-            if meta.kg != base.name() {
+            // By its file when both runs keep it: two KBs of one file name are two KGs.
+            let kg_file = workspace::KgScope::of(&setup.selection(), config).canonical_file();
+            if meta.kg != base.name() || !same_kg_file(meta.kg_file.as_deref(), kg_file.as_deref()) {
                 bail!(
                     "the run in {} was made on knowledge graph {}, not {}: pass --kg to name it",
                     from.display(),
-                    meta.kg,
-                    base.name()
+                    meta.kg_file.as_deref().unwrap_or(&meta.kg),
+                    kg_file.as_deref().unwrap_or(base.name())
                 );
             }
             affected(from, &setup, config, base.as_ref()).await?
@@ -419,6 +421,12 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     })
 }
 
+/// Whether two runs' KG files are one: equal when both kept it (a run made before runs kept
+/// it is judged by the KG's name alone).
+fn same_kg_file(a: Option<&str>, b: Option<&str>) -> bool {
+    a.zip(b).is_none_or(|(a, b)| a == b)
+}
+
 /// The command line that goes on with this run: the one given, with `--resume`.
 fn resume_command(args: impl Iterator<Item = String>) -> String {
     let mut words: Vec<String> = args.collect();
@@ -452,16 +460,18 @@ async fn affected(
         );
     }
     let scope = workspace::KgScope::of(&setup.selection(), config);
-    let applying = workspace::applicable_corrections(config, &scope)?;
-    let now = CorrectionsSeen::of(0, &applying).digest;
+    let now = CorrectionsSeen::of(0, &workspace::applicable_corrections(config, &scope)?).digest;
+    // Every correction stored for this KG: in force now (active, and a teammate's approved or
+    // not awaiting approval), or not (undone, rejected, awaiting approval since).
     let mut corrections = Vec::new();
-    for c in applying {
+    for mut c in workspace::corrections_for(config, &scope)? {
+        c.active &= !workspace::unapproved(config, &c);
         let former = crate::impact::former_names(base, &c.op).await;
         corrections.push((c, former));
     }
     // A question asked under exactly the corrections in force now would answer the same; one
-    // asked under some may have seen a correction undone since (which, the digest does not
-    // say: every undone one that touches it counts).
+    // asked under some may have seen one that is no longer in force (which, the digest does not
+    // say: every such one that touches it counts).
     let mut chosen: Vec<usize> = records
         .iter()
         .filter(|r| {
@@ -483,7 +493,7 @@ async fn affected(
     let active = corrections.iter().filter(|(c, _)| c.active).count();
     writeln!(
         std::io::stderr(),
-        "{} of the {} questions of {} are touched by the {active} active and {} undone correction(s): asking those again",
+        "{} of the {} questions of {} are touched by the {active} correction(s) in force or the {} not in force (undone, rejected or awaiting approval): asking those again",
         chosen.len(),
         records.len(),
         from.display(),
@@ -595,6 +605,7 @@ fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
         let same = |a: &RunMeta, b: &RunMeta| {
             (&a.dataset, a.format, &a.kg, without_loopback_port(&a.llm), &a.settings)
                 == (&b.dataset, b.format, &b.kg, without_loopback_port(&b.llm), &b.settings)
+                && same_kg_file(a.kg_file.as_deref(), b.kg_file.as_deref())
         };
         // A run of one split never takes questions of the other.
         let same_split = before.split.is_none() || before.split == meta.split;

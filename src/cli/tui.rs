@@ -114,6 +114,8 @@ pub async fn replay(args: ReplayArgs, config: &Config) -> Result<i32> {
         return check(&session, &args.file);
     }
     let (tx, rx) = mpsc::unbounded_channel();
+    // Live, the runs asked off the recording are on the KG opened here: saved as its runs.
+    let mut live_kg = None;
     let executor = if args.live {
         let s = &args.setup;
         let selection = s.selection();
@@ -121,6 +123,7 @@ pub async fn replay(args: ReplayArgs, config: &Config) -> Result<i32> {
             tracing::warn!("{note}");
         }
         let (base, _) = open_kg(&selection, config)?;
+        live_kg = Some((base.name().to_string(), workspace::KgScope::of(&selection, config).canonical_file()));
         let llm = open_llm(&selection, config)?;
         let corrections = store_corrections(base, llm, config, &selection)?;
         Executor::new(Some(Arc::new(corrections.driver())), Some(Arc::new(corrections)), None, tx.clone())
@@ -128,6 +131,10 @@ pub async fn replay(args: ReplayArgs, config: &Config) -> Result<i32> {
         Executor::new(None, None, None, tx.clone())
     };
     let mut app = configure(App::replaying(session, args.live)?, config)?;
+    if let Some((kg, kg_file)) = live_kg {
+        app.recording.kg = kg;
+        app.recording.kg_file = kg_file;
+    }
     app.say(format!(
         "replaying {}{}: enter asks the recorded question, then n steps through it",
         args.file.display(),

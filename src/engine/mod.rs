@@ -8,11 +8,12 @@
 //! what it shows its clients in `view`. `context` is the state every method shares, `settings`
 //! what a run is asked to do, `answer` and `overrides` the answer and the user's changes as
 //! data; each method (`tog`, `pog`, `gog`, `baseline`) is a module of its own implementing
-//! the trait in `method`, listed in `registry`.
+//! the trait in `method`, listed in `builtin` (a row each in the `registry`).
 
 mod answer;
 mod baseline;
 pub mod beam;
+mod builtin;
 mod context;
 pub mod events;
 mod footprint;
@@ -20,6 +21,7 @@ pub mod gog;
 mod history;
 pub(crate) mod lexical;
 mod method;
+mod method_id;
 mod overrides;
 pub(crate) mod parse;
 pub mod pog;
@@ -38,6 +40,7 @@ use crate::llm::{ChatRequest, Completion};
 use serde::{Deserialize, Serialize};
 
 pub use answer::{Answer, AnswerSource, GeneratedTriple, MERGED_ROUTES, OTHER_PATHS, PathView};
+pub use builtin::builtin_prompts;
 pub use context::Context;
 #[cfg(test)]
 pub(crate) use context::test_context;
@@ -45,12 +48,24 @@ pub use footprint::{Fact, Footprint, Lookup};
 use history::Snapshot;
 pub use history::{Abandoned, SetAside};
 pub use method::{Machine, Method, MethodView, Tone, ViewItem, ViewLine};
+pub use method_id::MethodId;
 pub use overrides::Override;
 pub use parse::parse_answers;
-pub use registry::{MethodEntry, MethodId, Registry, RegistryError, builtin_prompts, depth_progress};
+pub use registry::{MethodEntry, Registry, RegistryError, depth_progress};
 pub use settings::{Fallback, GogSettings, PogSettings, PromptLayout, PruneTool, ScSettings, Settings};
 pub use structured::ReplyShape;
 pub use view::progress_line;
+
+/// Whether a free reply to a call of reply shape `name` can be read as it is: an answer in
+/// braces (or "the answer is …"), or a GoG step with its action. Otherwise a reason-first call
+/// has the reply extracted by a second call. At the engine's root: it reads a method's step
+/// (GoG's) and the generic answers alike, and `structured/` knows no method.
+pub(crate) fn readable_as_text(name: &str, reply: &str) -> bool {
+    match name {
+        "gog_step" => gog::parse::parse_step(reply).is_ok(),
+        _ => parse::parse_answers(reply).is_some_and(|a| !a.is_empty()),
+    }
+}
 
 /// Something the run needs from the outside world before it can take its next step.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! What a run is asked to do: the method and its knobs, as plain values (the CLI and the config
 //! fill them in; the engine reads nothing else).
 
-use super::{MethodId, pog};
+use super::method_id::MethodId;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -134,14 +134,14 @@ pub struct PogSettings {
     /// How many paths fuzzy selection keeps (W1).
     pub fuzzy_width: usize,
     /// Which pruning steps run.
-    pub pog_pruning: pog::PogPruning,
+    pub pog_pruning: PogPruning,
     /// Condense the selected paths before each sufficiency check.
     pub path_summary: bool,
 }
 
 impl Default for PogSettings {
     fn default() -> Self {
-        Self { fuzzy_width: 80, pog_pruning: pog::PogPruning::default(), path_summary: true }
+        Self { fuzzy_width: 80, pog_pruning: PogPruning::default(), path_summary: true }
     }
 }
 
@@ -186,6 +186,21 @@ impl Default for Settings {
             prompt_layout: PromptLayout::default(),
         }
     }
+}
+
+/// PoG's pruning strategies (the paper's four).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum PogPruning {
+    /// Similarity to the indicator only: the top W paths.
+    Fuzzy,
+    /// Similarity, then the LLM picks among path prefixes, one hop longer each round.
+    FuzzyBranch,
+    /// Similarity, then the LLM picks the top W from numbered candidates (the paper's default).
+    #[default]
+    FuzzyPrecise,
+    /// Similarity, branch-reduced selection down to one prompt's worth, then precise selection.
+    All,
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! a few megabytes parsed in milliseconds, with no framework to load.
 
 /// The first bytes of an index file of this layout; another layout is rebuilt.
-pub const MAGIC: &[u8; 8] = b"ONGIMP03";
+pub const MAGIC: &[u8; 8] = b"ONGIMP04";
 
 /// Builds a file's bytes.
 pub struct Writer {

@@ -43,17 +43,26 @@ struct FileIndex {
     skipped: Option<String>,
 }
 
-/// A file as it was read: a change to either means it is read again.
+/// A file as it was read: a change to any part means it is read again.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Stamp {
     len: u64,
     modified_ns: u64,
+    /// An eval run's run.json (which says its KG), modified: 0 when none.
+    meta_ns: u64,
 }
 
 fn stamp(path: &Path) -> Option<Stamp> {
+    let modified = |meta: &std::fs::Metadata| {
+        let at = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+        Some(u64::try_from(at.as_nanos()).unwrap_or(u64::MAX))
+    };
     let meta = std::fs::metadata(path).ok()?;
-    let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
-    Some(Stamp { len: meta.len(), modified_ns: u64::try_from(modified.as_nanos()).unwrap_or(u64::MAX) })
+    let meta_ns = match path.file_name().is_some_and(|n| n == "records.jsonl") {
+        true => std::fs::metadata(path.with_file_name("run.json")).ok().and_then(|m| modified(&m)).unwrap_or(0),
+        false => 0,
+    };
+    Some(Stamp { len: meta.len(), modified_ns: modified(&meta)?, meta_ns })
 }
 
 /// The kept runs under the places asked about: their files, as the index has them.
@@ -136,7 +145,10 @@ impl Index {
         if !self.changed {
             return;
         }
-        let tmp = self.path.with_extension(format!("tmp.{}", std::process::id()));
+        // Unique to this write: two threads of one process may save at once.
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = self.path.with_extension(format!("tmp.{}.{n}", std::process::id()));
         let written = self
             .path
             .parent()
@@ -189,7 +201,17 @@ impl Index {
                 }
             }
             let locators: Vec<u64> = at.into_iter().filter_map(|i| f.runs.get(i as usize).copied()).collect();
-            for run in kept::read_runs(shown, &f.kg, &locators) {
+            if locators.is_empty() {
+                continue;
+            }
+            // Changed since the refresh (an eval resumed meanwhile): its offsets may be stale,
+            // so the file is read whole and every run of it checked.
+            let runs = if stamp(shown) == Some(f.stamp) {
+                kept::read_runs(shown, &f.kg, &locators)
+            } else {
+                kept::read_file(shown).0.into_iter().map(Ok).collect()
+            };
+            for run in runs {
                 match run {
                     Ok(run) => {
                         if let Some(how) = touch_named(op, &run.footprint, former) {
@@ -230,6 +252,7 @@ fn encode(files: &BTreeMap<String, FileIndex>) -> Vec<u8> {
         w.str(key);
         w.u64(f.stamp.len);
         w.u64(f.stamp.modified_ns);
+        w.u64(f.stamp.meta_ns);
         w.str(&f.kg);
         w.str(f.skipped.as_deref().unwrap_or(""));
         w.len(f.runs.len());
@@ -253,9 +276,9 @@ fn encode(files: &BTreeMap<String, FileIndex>) -> Vec<u8> {
 fn decode(bytes: &[u8]) -> Option<BTreeMap<String, FileIndex>> {
     let mut r = Reader::open(bytes)?;
     let mut files = BTreeMap::new();
-    for _ in 0..r.len(40)? {
+    for _ in 0..r.len(48)? {
         let key = r.str()?.to_string();
-        let stamp = Stamp { len: r.u64()?, modified_ns: r.u64()? };
+        let stamp = Stamp { len: r.u64()?, modified_ns: r.u64()?, meta_ns: r.u64()? };
         let kg = r.str()?.to_string();
         let skipped = Some(r.str()?.to_string()).filter(|s| !s.is_empty());
         let runs = (0..r.len(8)?).map(|_| r.u64()).collect::<Option<Vec<_>>>()?;
@@ -322,7 +345,7 @@ mod tests {
         files.insert(
             "/runs/records.jsonl".to_string(),
             FileIndex {
-                stamp: Stamp { len: 10, modified_ns: 7 },
+                stamp: Stamp { len: 10, modified_ns: 7, meta_ns: 3 },
                 kg: "2H-kb.txt".into(),
                 runs: vec![0, 812],
                 entities: BTreeMap::from([("phillies".into(), vec![0, 1]), ("cbp".into(), vec![1])]),

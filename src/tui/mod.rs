@@ -122,10 +122,10 @@ impl Executor {
             Effect::ListCorrections => self.queue(StoreJob::List),
             Effect::Impact { corrections } => self.queue(StoreJob::Impact { corrections }),
             // Beside the store's queue: it asks the model, and steps must not wait for it.
-            Effect::RerunImpact { id } => match self.corrections.clone() {
+            Effect::RerunImpact { correction } => match self.corrections.clone() {
                 Some(corrections) => {
                     tokio::spawn(async move {
-                        let result = blocking(&corrections, move |c| c.rerun_impact(id)).await;
+                        let result = blocking(&corrections, move |c| c.rerun_impact(&correction)).await;
                         let _ = tx.send(Action::Reran(result.map_err(|e| format!("{e:#}"))));
                     });
                 }

@@ -21,7 +21,11 @@ pub fn store_path(config: &Config) -> PathBuf {
 
 /// Where the impact index lives: beside the store (see `impact`).
 pub fn impact_index_path(config: &Config) -> PathBuf {
-    store_path(config).with_file_name("impact-index")
+    let store = store_path(config);
+    let index = store.with_file_name("impact-index");
+    // A store itself named so (an `overlay` path chosen so) keeps the index beside it, never in
+    // its place.
+    if index == store { store.with_file_name("impact-index.idx") } else { index }
 }
 
 /// Opens the store (waiting up to two seconds for another ongraph process to let go of it:

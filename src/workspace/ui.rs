@@ -16,7 +16,7 @@ use crate::llm::{Embedder, LanguageModel};
 use crate::overlay::export::ExportFormat;
 use crate::overlay::store::{CorrectionStore, SledStore};
 use crate::overlay::{Correction, Draft, Op};
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -56,11 +56,11 @@ pub trait Corrections: Send + Sync {
     fn impact(&self, corrections: &[(u64, Op)]) -> Result<Vec<ImpactOf>> {
         Ok(corrections.iter().map(|(id, _)| ImpactOf { id: *id, ..ImpactOf::default() }).collect())
     }
-    /// Re-runs the kept runs correction `id` touches with it applied (see `ongraph fix impact
+    /// Re-runs the kept runs `correction` touches with it applied (see `ongraph fix impact
     /// --rerun`): old → new. Slow (it asks the model): made beside the store's other calls,
-    /// never in their queue. The default keeps no runs.
-    fn rerun_impact(&self, id: u64) -> Result<RerunOf> {
-        Ok(RerunOf { id, ..RerunOf::default() })
+    /// never in their queue, so it opens no store. The default keeps no runs.
+    fn rerun_impact(&self, correction: &Correction) -> Result<RerunOf> {
+        Ok(RerunOf { id: correction.id, ..RerunOf::default() })
     }
     /// A session was saved to `file`: the impact index notes its runs now. The default keeps
     /// no index.
@@ -157,15 +157,8 @@ impl StoreCorrections {
     fn reach(&self, corrections: &[(u64, Op)]) -> (Vec<Reached>, usize) {
         let scope = self.scope();
         let places = self.runs.clone().unwrap_or_else(impact::default_dirs);
-        // Replaced whole: a panic elsewhere cannot leave it half-made.
-        let mut held = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let kept = match held.take() {
-            Some(kept) => kept.refreshed(&places),
-            None => impact::Kept::open(&impact_index_path(&self.config), &places),
-        };
-        let ours = |kg: &str| scope.holds_run(kg);
-        let (mine, _) = kept.counts(ours);
-        // The names a renamed entity had before, from the KG without corrections.
+        // The names a renamed entity had before, from the KG without corrections (a lookup
+        // that may go over the network: made before the index is held).
         let former = |op: &Op| match tokio::runtime::Handle::try_current() {
             Ok(runtime) => runtime.block_on(impact::former_names(self.live.base().as_ref(), op)),
             Err(_) => Vec::new(),
@@ -174,12 +167,21 @@ impl StoreCorrections {
         let now = crate::eval::record::CorrectionsSeen::of(0, &applying).digest;
         let active: Vec<(u64, Op, Vec<String>)> =
             applying.iter().filter(|c| c.active).map(|c| (c.id, c.op.clone(), former(&c.op))).collect();
-        let found = corrections
-            .iter()
-            .map(|(id, op)| {
+        let asked: Vec<(u64, &Op, Vec<String>)> = corrections.iter().map(|(id, op)| (*id, op, former(op))).collect();
+        // Replaced whole: a panic elsewhere cannot leave it half-made.
+        let mut held = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let kept = match held.take() {
+            Some(kept) => kept.refreshed(&places),
+            None => impact::Kept::open(&impact_index_path(&self.config), &places),
+        };
+        let ours = |kg: &str| scope.holds_run(kg);
+        let (mine, _) = kept.counts(ours);
+        let found = asked
+            .into_iter()
+            .map(|(id, op, former)| {
                 let others: Vec<(Op, Vec<String>)> =
-                    active.iter().filter(|(o, ..)| o != id).map(|(_, op, f)| (op.clone(), f.clone())).collect();
-                (*id, kept.reach((op, &former(op)), &others, &now, ours))
+                    active.iter().filter(|(o, ..)| *o != id).map(|(_, op, f)| (op.clone(), f.clone())).collect();
+                (id, kept.reach((op, &former), &others, &now, ours))
             })
             .collect();
         *held = Some(kept);
@@ -275,16 +277,14 @@ impl Corrections for StoreCorrections {
         impact::note_saved(&impact_index_path(&self.config), file);
     }
 
-    fn rerun_impact(&self, id: u64) -> Result<RerunOf> {
-        let scope = self.scope();
-        let Some(correction) = corrections_for(&self.config, &scope)?.into_iter().find(|c| c.id == id) else {
-            bail!("no correction {id} for this KG");
-        };
+    fn rerun_impact(&self, correction: &Correction) -> Result<RerunOf> {
+        let id = correction.id;
         let runtime = tokio::runtime::Handle::try_current().context("no runtime to re-run on")?;
         let (mut found, kept) = self.reach(&[(id, correction.op.clone())]);
         let runs = found.pop().map(|(_, runs)| runs).unwrap_or_default();
-        let applying = super::store::applicable_corrections(&self.config, &scope)?;
-        let kg = impact::applied(self.live.base().clone(), &applying, &correction);
+        // The corrections as the UI's steps see them (read by the store's queue), this one
+        // applied: the store itself is not opened beside that queue.
+        let kg = impact::applied(self.live.base().clone(), &self.live.current().corrections, correction);
         let mut out = RerunOf { id, kept, ..RerunOf::default() };
         let shown = |answer: &[String]| if answer.is_empty() { "no answer".to_string() } else { answer.join(", ") };
         for (run, _) in &runs {

@@ -56,20 +56,7 @@ const REDUCTION_SLACK: u32 = 1;
 /// A name the model predicts matches a subgraph node at this similarity or more.
 const SUPPLEMENT_MATCH_MIN: f64 = 0.8;
 
-/// PoG's pruning strategies (the paper's four).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum PogPruning {
-    /// Similarity to the indicator only: the top W paths.
-    Fuzzy,
-    /// Similarity, then the LLM picks among path prefixes, one hop longer each round.
-    FuzzyBranch,
-    /// Similarity, then the LLM picks the top W from numbered candidates (the paper's default).
-    #[default]
-    FuzzyPrecise,
-    /// Similarity, branch-reduced selection down to one prompt's worth, then precise selection.
-    All,
-}
+pub use super::settings::PogPruning;
 
 /// Which exploration stage the candidates come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

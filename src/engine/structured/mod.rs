@@ -11,7 +11,7 @@
 mod read;
 mod shape;
 
-pub(crate) use read::{judgment_options, reachable_answers, read, readable_as_text};
+pub(crate) use read::{judgment_options, reachable_answers, read};
 pub use shape::ReplyShape;
 pub(crate) use shape::Shape;
 
@@ -228,10 +228,10 @@ mod tests {
         assert!(Shape::ReasonedAnswer.reasons_first() && Shape::GogStep.reasons_first());
         assert!(!Shape::Answer.reasons_first() && !Shape::Judgment { options: &[] }.reasons_first());
         assert_eq!(Shape::ReasonedAnswer.extracted(), Shape::Answer);
-        assert!(readable_as_text("answer", "First, … The answer is {Canberra}."));
-        assert!(!readable_as_text("answer", "I am not sure."));
-        assert!(readable_as_text("gog_step", "Thought: look it up\nAction: Search[Canberra]"));
-        assert!(!readable_as_text("gog_step", "Thought: look it up"));
+        assert!(crate::engine::readable_as_text("answer", "First, … The answer is {Canberra}."));
+        assert!(!crate::engine::readable_as_text("answer", "I am not sure."));
+        assert!(crate::engine::readable_as_text("gog_step", "Thought: look it up\nAction: Search[Canberra]"));
+        assert!(!crate::engine::readable_as_text("gog_step", "Thought: look it up"));
     }
 
     #[test]

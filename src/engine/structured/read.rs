@@ -6,16 +6,6 @@ use crate::llm::ReplySchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Whether a free reply to a call of shape `name` can be read as it is: an answer in braces (or
-/// "the answer is …"), or a GoG step with its action. Otherwise a reason-first call has the
-/// reply extracted by a second call.
-pub(crate) fn readable_as_text(name: &str, reply: &str) -> bool {
-    match name {
-        "gog_step" => crate::engine::gog::parse::parse_step(reply).is_ok(),
-        _ => crate::engine::parse::parse_answers(reply).is_some_and(|a| !a.is_empty()),
-    }
-}
-
 /// The result of reading a structured reply back.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Reading {

@@ -112,7 +112,7 @@ impl App {
 
     /// `R`: the kept runs the selected correction touches, re-run with it applied (saved
     /// sessions reuse their recorded replies where the run asks the same); old → new comes
-    /// back in the messages pane ([`App::reran`]).
+    /// back in the messages pane ([`App::reran`]). One at a time: they ask the model.
     pub(super) fn rerun_impact(&mut self) -> Vec<Effect> {
         let Some(id) = self.impact_target() else {
             self.say("no correction to re-run the answers of: Tab to the corrections pane and select one");
@@ -122,13 +122,24 @@ impl App {
             self.say("offline replay: nothing can be re-run (replay with --live)");
             return Vec::new();
         }
+        if self.rerunning.is_some() {
+            self.say("the kept answers are being re-run already: their answers come to the messages pane");
+            return Vec::new();
+        }
+        let Some(correction) = self.corrections.iter().find(|c| c.id == id).cloned() else {
+            self.say(format!("correction {id} is not listed yet: try again in a moment"));
+            return Vec::new();
+        };
+        self.rerunning = Some(self.focus);
         self.say(format!("correction {id}: re-running the kept answers it touches…"));
-        vec![Effect::RerunImpact { id }]
+        vec![Effect::RerunImpact { correction: Box::new(correction) }]
     }
 
     /// The re-runs came back: `N of M kept answers change (K re-run)`, each run's old → new in
-    /// the messages pane; this sitting's touched runs are asked again with `a`.
+    /// the messages pane; this sitting's touched runs are asked again with `a`. The focus moves
+    /// there only if the user has not moved on since `R` (typing a question, a form open).
     pub(super) fn reran(&mut self, result: Result<crate::workspace::RerunOf, String>) {
+        let pressed_in = self.rerunning.take();
         let r = match result {
             Ok(r) => r,
             Err(e) => {
@@ -143,20 +154,24 @@ impl App {
                 .collect(),
             None => Vec::new(),
         };
-        self.say(format!(
+        let head = format!(
             "correction {}: {} of {} kept answers change ({} re-run)",
             r.id,
             r.changed,
             r.kept + self.recording.runs.len(),
             r.rerun
-        ));
+        );
+        let undisturbed = pressed_in == Some(self.focus) && self.form.is_none() && self.picker.is_none();
+        self.say(if undisturbed { head } else { format!("{head} (M: which)") });
         for line in r.lines {
             self.note(Note { error: false, text: format!("  {line}") });
         }
         for run in sitting {
             self.note(Note { error: false, text: format!("  this sitting, run {run}: a asks it again") });
         }
-        self.focus_on(Focus::Messages);
-        self.messages_at = self.messages.len().saturating_sub(1);
+        if undisturbed {
+            self.focus_on(Focus::Messages);
+            self.messages_at = self.messages.len().saturating_sub(1);
+        }
     }
 }

@@ -115,9 +115,9 @@ pub enum Effect {
     Impact {
         corrections: Vec<(u64, Op)>,
     },
-    /// Re-run the kept runs correction `id` touches, with it applied: `Action::Reran`.
+    /// Re-run the kept runs `correction` touches, with it applied: `Action::Reran`.
     RerunImpact {
-        id: u64,
+        correction: Box<Correction>,
     },
     /// Write the session (to `path`, or a new file in the sessions directory).
     Save {
@@ -337,6 +337,9 @@ pub struct App {
     announce: std::collections::BTreeMap<u64, String>,
     /// The correction `I` asked the list of, while it is read.
     show_impact_of: Option<u64>,
+    /// While `R`'s re-runs are made: the focus when it was pressed (the answer moves it to the
+    /// messages only if the user has not moved on meanwhile).
+    rerunning: Option<Focus>,
     /// The shared set's server did not answer the last per-step sync (the status bar says so
     /// until it does).
     pub team_offline: bool,
@@ -409,6 +412,7 @@ impl App {
             impacts: Default::default(),
             announce: Default::default(),
             show_impact_of: None,
+            rerunning: None,
             team_offline: false,
             pending_drafts: std::collections::VecDeque::new(),
             recording,
