@@ -154,6 +154,15 @@ fn the_front_ends_share_a_workspace_that_knows_neither() {
         assert!(!edges[module].contains(never), "{module} imports {never}");
     }
     assert!(edges["cli"].contains("workspace") && edges["tui"].contains("workspace"), "{edges:?}");
+    // A stored correction is undone, superseded or reviewed through the workspace
+    // (`change_correction`), never by a front end calling the store itself.
+    for (module, path, code) in modules() {
+        if module == "cli" || module == "tui" {
+            for call in [".undo(&", ".review(&", ".set_aside("] {
+                assert!(!code.contains(call), "{} calls the store's {call}", path.display());
+            }
+        }
+    }
 }
 
 #[test]

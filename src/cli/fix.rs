@@ -4,12 +4,14 @@ use super::SetupArgs;
 use crate::config::Config;
 use crate::kg::{KnowledgeGraph, RelationRef, Term};
 use crate::overlay::export::{ExportFormat, Vocabulary, export};
-use crate::overlay::store::{Aside, CorrectionStore};
+use crate::overlay::store::CorrectionStore;
 use crate::overlay::team::Team;
 use crate::overlay::team_state::{Sharing, states, verdict};
 use crate::overlay::{Correction, CorrectionContext, Draft, Op, OverlayKg, check_relabel, default_author, validate_id};
 use crate::safe_text::OneLine;
-use crate::workspace::{self, KgScope, open_kg, open_store, open_team, owner_of, store_drafts, sync_team};
+use crate::workspace::{
+    self, Change, KgScope, change_correction, open_kg, open_store, open_team, store_drafts, sync_team,
+};
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
 use std::io::{BufRead, Write};
@@ -252,16 +254,13 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
             None
         }
         FixAction::Undo { id } => {
-            let store = open_store(config)?;
-            let owner = owner_of(&store, &scope, &args.setup.selection(), *id)?;
-            let c = store.undo(&owner.key, *id)?;
+            let (c, owner) = change_correction(config, &scope, &args.setup.selection(), *id, &Change::Undo)?;
             writeln!(out, "correction {} undone{}: {}", c.id, owner.note(), OneLine(&c.op.describe()))?;
             None
         }
         FixAction::Supersede { id, reason } => {
-            let store = open_store(config)?;
-            let owner = owner_of(&store, &scope, &args.setup.selection(), *id)?;
-            let c = store.set_aside(&owner.key, *id, Aside::Supersede, reason.as_deref())?;
+            let supersede = Change::Supersede(reason.clone());
+            let (c, owner) = change_correction(config, &scope, &args.setup.selection(), *id, &supersede)?;
             writeln!(out, "correction {} superseded{}: {}", c.id, owner.note(), OneLine(&c.op.describe()))?;
             None
         }
@@ -295,9 +294,8 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
                 ReviewAction::Approve { id, reason } => (*id, true, reason),
                 ReviewAction::Reject { id, reason } => (*id, false, reason),
             };
-            let store = open_store(config)?;
-            let owner = owner_of(&store, &scope, &args.setup.selection(), id)?;
-            let c = store.review(&owner.key, id, approve, reason.as_deref())?;
+            let review = Change::Review { approve, reason: reason.clone() };
+            let (c, owner) = change_correction(config, &scope, &args.setup.selection(), id, &review)?;
             let verdict = if approve { "approved" } else { "rejected" };
             writeln!(
                 out,

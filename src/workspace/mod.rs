@@ -15,8 +15,8 @@ pub use live::{LiveOverlay, with_overlay};
 pub use open::{Opened, cache_path, endpoint, open_driver, open_embedder, open_kg, open_llm};
 pub use scope::KgScope;
 pub use store::{
-    applicable_corrections, corrections_for, impact_index_path, list_scope, open_store, owner_of, store_drafts,
-    store_path, unapproved,
+    Change, applicable_corrections, change_correction, corrections_for, impact_index_path, list_scope, open_store,
+    store_drafts, store_path, unapproved,
 };
 pub use team::{open_team, sync_before_reading, sync_team};
 pub use ui::{Corrections, ImpactOf, RerunOf, StoreCorrections};

@@ -3,7 +3,7 @@
 use super::Selection;
 use super::scope::{KgScope, kg_argument};
 use crate::config::Config;
-use crate::overlay::store::{CorrectionStore, ReadCopy, SledStore, StoreError};
+use crate::overlay::store::{Aside, CorrectionStore, ReadCopy, SledStore, StoreError};
 use crate::overlay::team::Apply;
 use crate::overlay::team_state::{base_for, verdict};
 use crate::overlay::{Correction, Draft, default_author};
@@ -48,7 +48,7 @@ pub fn open_store(config: &Config) -> Result<SledStore, StoreError> {
 /// named in the output, see [`Owner::elsewhere`]), and refused when `--kg` named another KG:
 /// the user said two things that disagree (an id read off another KG's count, a mistyped
 /// id), and an undo cannot be taken back, so nothing is done on a guess.
-pub fn owner_of(store: &SledStore, scope: &KgScope, selection: &Selection, id: u64) -> Result<Owner> {
+fn owner_of(store: &SledStore, scope: &KgScope, selection: &Selection, id: u64) -> Result<Owner> {
     let Some(c) = store.find(id)? else {
         bail!(
             "no correction {id} in the correction store (fix list shows a knowledge graph's corrections and their ids)"
@@ -62,6 +62,39 @@ pub fn owner_of(store: &SledStore, scope: &KgScope, selection: &Selection, id: u
         bail!("correction {id} belongs to knowledge graph {theirs}, not {given}: pass --kg {theirs} to act on it");
     }
     Ok(Owner { key: c.kg, elsewhere: Some(theirs) })
+}
+
+/// What is done to a stored correction, by id.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    Undo,
+    /// Replaced by a correction made since (its reason, if given).
+    Supersede(Option<String>),
+    /// A teammate's correction approved (or rejected), with a reason if given.
+    Review {
+        approve: bool,
+        reason: Option<String>,
+    },
+}
+
+/// Does `change` to correction `id` of `scope` (the KG `selection` names) in the store: the
+/// correction as it is now, and where it was found. What `fix undo`, `fix supersede`, `fix
+/// review` and the UI's undo and review all go through.
+pub fn change_correction(
+    config: &Config,
+    scope: &KgScope,
+    selection: &Selection,
+    id: u64,
+    change: &Change,
+) -> Result<(Correction, Owner)> {
+    let store = open_store(config)?;
+    let owner = owner_of(&store, scope, selection, id)?;
+    let c = match change {
+        Change::Undo => store.undo(&owner.key, id)?,
+        Change::Supersede(reason) => store.set_aside(&owner.key, id, Aside::Supersede, reason.as_deref())?,
+        Change::Review { approve, reason } => store.review(&owner.key, id, *approve, reason.as_deref())?,
+    };
+    Ok((c, owner))
 }
 
 /// Where a correction named by id is stored (see [`owner_of`]).

@@ -5,7 +5,7 @@
 use super::Selection;
 use super::live::LiveOverlay;
 use super::scope::KgScope;
-use super::store::{corrections_for, impact_index_path, open_store, owner_of, store_drafts};
+use super::store::{Change, change_correction, corrections_for, impact_index_path, store_drafts};
 use super::team::shared_entry;
 use super::watch::{TeamNote, TeamWatch};
 use crate::config::Config;
@@ -14,7 +14,6 @@ use crate::impact;
 use crate::kg::KnowledgeGraph;
 use crate::llm::{Embedder, LanguageModel};
 use crate::overlay::export::ExportFormat;
-use crate::overlay::store::{CorrectionStore, SledStore};
 use crate::overlay::{Correction, Draft, Op};
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
@@ -206,10 +205,6 @@ impl StoreCorrections {
     }
 
     /// The key the correction `id` is stored under (the UI names only its KG's corrections).
-    fn key_of(&self, store: &SledStore, id: u64) -> Result<String> {
-        Ok(owner_of(store, &self.scope(), &self.selection, id)?.key)
-    }
-
     fn reloaded(&self) -> Result<Driver> {
         Ok(self.driver_over(self.live.reload()?.kg))
     }
@@ -227,16 +222,13 @@ impl Corrections for StoreCorrections {
     }
 
     fn undo(&self, id: u64) -> Result<Driver> {
-        let store = open_store(&self.config)?;
-        store.undo(&self.key_of(&store, id)?, id)?;
-        drop(store);
+        change_correction(&self.config, &self.scope(), &self.selection, id, &Change::Undo)?;
         self.reloaded()
     }
 
     fn review(&self, id: u64, approve: bool) -> Result<Driver> {
-        let store = open_store(&self.config)?;
-        store.review(&self.key_of(&store, id)?, id, approve, None)?;
-        drop(store);
+        let review = Change::Review { approve, reason: None };
+        change_correction(&self.config, &self.scope(), &self.selection, id, &review)?;
         self.reloaded()
     }
 
