@@ -330,6 +330,62 @@ fn a_kb_of_the_same_name_elsewhere_is_another_kg() {
     assert_eq!(found, [1], "the record left, read at its new place");
 }
 
+/// An eval record is re-run with the prompts its run was made with: run.json keeps the
+/// directory, and one gone since is said, never replaced by the built-in prompts.
+#[test]
+fn an_eval_record_is_rerun_with_its_own_prompts() {
+    let home = tempfile::tempdir().unwrap();
+    let kb = "tests/fixtures/pathquestion/eval/2H-kb.txt";
+    let prompts = home.path().join("my-prompts");
+    std::fs::create_dir_all(&prompts).unwrap();
+    std::fs::copy("prompts/answer.txt", prompts.join("answer.txt")).unwrap();
+    let out = home.path().join("runs/pq");
+    let (code, _, err) = ongraph(
+        home.path(),
+        &[
+            "eval",
+            "--dataset",
+            "tests/fixtures/pathquestion/eval/PQ-2H.txt",
+            "--kg",
+            kb,
+            "--llm",
+            "gold-path",
+            "--limit",
+            "1",
+            "--prompts",
+            prompts.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let kept = std::fs::canonicalize(&prompts).unwrap().display().to_string();
+    assert_eq!(meta["prompts"].as_str(), Some(kept.as_str()), "{meta}");
+    assert_eq!(meta["topic_ids"].as_str(), Some("freebase"), "{meta}");
+    let retract = [
+        "fix",
+        "retract",
+        "ernest_augustus_i_of_hanover",
+        "nationality",
+        "united_kingdom",
+        "--reason",
+        "test",
+        "--kg",
+        kb,
+    ];
+    assert_eq!(ongraph(home.path(), &retract).0, 0);
+    let rerun = ["fix", "impact", "1", "--rerun", "--runs", out.to_str().unwrap(), "--kg", kb];
+    let (code, with_them, err) = ongraph(home.path(), &rerun);
+    assert_eq!(code, 0, "{err}");
+    assert!(with_them.contains("re-run: united kingdom → "), "{with_them}");
+    std::fs::remove_dir_all(&prompts).unwrap();
+    let (code, gone, err) = ongraph(home.path(), &rerun);
+    assert_eq!(code, 0, "{err}");
+    assert!(gone.contains("not re-run: its prompts (") && gone.contains("my-prompts"), "{gone}");
+}
+
 /// From outside: eval records keep what each question read, `fix impact --rerun` asks the
 /// touched ones again (of the gold-path simulation, as they were made), and what cannot be
 /// counted (a damaged session, records written before footprints, a run of another KG) is

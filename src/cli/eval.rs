@@ -121,6 +121,14 @@ struct RunMeta {
     /// --resume (runs made before it was kept have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kg_file: Option<String>,
+    /// The prompts directory the templates were overridden from, canonical (`None`: the
+    /// built-in prompts, or a run made before it was kept). `fix impact --rerun` asks with them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prompts: Option<String>,
+    /// How topic ids were read from the dataset, `freebase` or `wikidata` (`None` in runs made
+    /// before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    topic_ids: Option<String>,
     llm: String,
     /// The model is a simulation (scripted, gold-path): the figures measure the engine.
     simulation: bool,
@@ -313,6 +321,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     };
     let llm_name = setup.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
     let simulation = is_simulation(&llm_name);
+    let prompts_dir = setup.prompts.clone().or_else(|| config.defaults.prompts.clone());
     // `_server` stays alive for the run: with --latency the model is reached through it.
     let (llm, llm_description, _server) = open_model(&llm_name, &items, &dataset, &setup, config, args.latency).await?;
     let meta = RunMeta {
@@ -320,6 +329,13 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         format,
         kg: kg.name().to_string(),
         kg_file: workspace::KgScope::of(&setup.selection(), config).canonical_file(),
+        prompts: prompts_dir
+            .as_deref()
+            .map(|d| std::fs::canonicalize(d).unwrap_or(d.to_path_buf()).display().to_string()),
+        topic_ids: Some(match ids {
+            TopicIds::Wikidata => "wikidata".into(),
+            TopicIds::Freebase => "freebase".into(),
+        }),
         llm: llm_description,
         simulation,
         corrections,
@@ -345,7 +361,6 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     check_same_questions(&done, &items, &out, &dataset)?;
     let todo: Vec<(usize, &Item)> = chosen.iter().filter(|i| !done_at.contains(i)).map(|&i| (i, &items[i])).collect();
     let at_once = setup.concurrency.unwrap_or(config.defaults.concurrency).max(1);
-    let prompts_dir = setup.prompts.clone().or_else(|| config.defaults.prompts.clone());
     let prompts = Arc::new(crate::engine::Registry::builtin().prompts(prompts_dir.as_deref())?);
     // All questions' calls share one limit: the larger of the questions at once and the
     // config's requests in flight.
@@ -421,8 +436,8 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     })
 }
 
-/// Whether two runs' KG files are one: equal when both kept it (a run made before runs kept
-/// it is judged by the KG's name alone).
+/// Whether two runs' KG files (or prompts directories) are one: equal when both kept it (a run
+/// made before runs kept it is judged by the rest alone).
 fn same_kg_file(a: Option<&str>, b: Option<&str>) -> bool {
     a.zip(b).is_none_or(|(a, b)| a == b)
 }
@@ -606,6 +621,7 @@ fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
             (&a.dataset, a.format, &a.kg, without_loopback_port(&a.llm), &a.settings)
                 == (&b.dataset, b.format, &b.kg, without_loopback_port(&b.llm), &b.settings)
                 && same_kg_file(a.kg_file.as_deref(), b.kg_file.as_deref())
+                && same_kg_file(a.prompts.as_deref(), b.prompts.as_deref())
         };
         // A run of one split never takes questions of the other.
         let same_split = before.split.is_none() || before.split == meta.split;
@@ -716,6 +732,8 @@ mod tests {
             format: super::Format::Jsonl,
             kg: "demo".into(),
             kg_file: None,
+            prompts: None,
+            topic_ids: None,
             llm: "demo".into(),
             simulation: true,
             corrections,

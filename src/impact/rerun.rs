@@ -82,11 +82,18 @@ async fn from_records(
     llm: Arc<dyn LanguageModel>,
 ) -> Result<Rerun, String> {
     let meta = read_meta(&kept.file.with_file_name("run.json"))?;
-    let ids = if kg.profile().label_predicates == crate::kg::KgProfile::wikidata().label_predicates {
-        crate::dataset::tog::TopicIds::Wikidata
-    } else {
-        crate::dataset::tog::TopicIds::Freebase
+    let ids = match meta.topic_ids.as_deref() {
+        Some("wikidata") => crate::dataset::tog::TopicIds::Wikidata,
+        Some(_) => crate::dataset::tog::TopicIds::Freebase,
+        // A run made before run.json said: as eval reads them by default.
+        None if kg.profile().label_predicates == crate::kg::KgProfile::wikidata().label_predicates => {
+            crate::dataset::tog::TopicIds::Wikidata
+        }
+        None => crate::dataset::tog::TopicIds::Freebase,
     };
+    let prompts = Registry::builtin()
+        .prompts(meta.prompts.as_deref().map(std::path::Path::new))
+        .map_err(|e| format!("its prompts ({}): {e}", meta.prompts.as_deref().unwrap_or("built in")))?;
     let items = crate::dataset::load(std::path::Path::new(&meta.dataset), meta.format, ids)
         .map_err(|e| format!("its dataset: {e}"))?;
     let item: &Item = items.get(kept.at).ok_or_else(|| format!("its dataset has no question {}", kept.at))?;
@@ -101,7 +108,7 @@ async fn from_records(
         &item.question,
         item.engine_topics(),
         kept.settings.clone(),
-        Arc::new(crate::engine::builtin_prompts()),
+        Arc::new(prompts),
         kg.profile().clone(),
         kg.name(),
     )
@@ -120,6 +127,11 @@ struct Meta {
     dataset: String,
     format: Format,
     llm: String,
+    /// The prompts directory it ran with (none: the built-in prompts).
+    #[serde(default)]
+    prompts: Option<String>,
+    #[serde(default)]
+    topic_ids: Option<String>,
 }
 
 fn read_meta(path: &std::path::Path) -> Result<Meta, String> {
