@@ -386,6 +386,45 @@ fn an_eval_record_is_rerun_with_its_own_prompts() {
     assert!(gone.contains("not re-run: its prompts (") && gone.contains("my-prompts"), "{gone}");
 }
 
+/// A kept run is re-run with the model it was made with, where this machine can name it (an
+/// endpoint of the config with that model and URL, the script it ran on); `--llm` overrides.
+#[test]
+fn a_session_is_rerun_with_its_own_model() {
+    let home = tempfile::tempdir().unwrap();
+    let runs = home.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    // The README's session, as if made with a script that has none of the replies asked now.
+    let script = home.path().join("other-model.toml");
+    std::fs::write(&script, "[[reply]]\nstep = \"nothing\"\ncontains = [\"nothing at all\"]\ntext = \"x\"\n").unwrap();
+    let mut session: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("sessions/phillie-phanatic.json").unwrap()).unwrap();
+    session["llm"] = serde_json::json!(format!("scripted model ({})", script.display()));
+    std::fs::write(runs.join("phanatic.json"), session.to_string()).unwrap();
+    let replace = [
+        "fix",
+        "replace",
+        "m.phillies",
+        "baseball.baseball_team.spring_training_stadium",
+        "m.bright_house_field",
+        "new.baycare_ballpark",
+        "--label",
+        "BayCare Ballpark",
+        "--reason",
+        "Renamed",
+    ];
+    assert_eq!(ongraph(home.path(), &replace).0, 0);
+    let rerun = ["fix", "impact", "1", "--runs", runs.to_str().unwrap(), "--rerun"];
+    let (code, own, err) = ongraph(home.path(), &rerun);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        own.contains("not re-run: ") && own.contains("other-model.toml"),
+        "its own script, which has no reply: {own}"
+    );
+    let (code, demo, err) = ongraph(home.path(), &[&rerun[..], &["--llm", "demo"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(demo.contains("re-run: Bright House Field → BayCare Ballpark  (changes; 1 LLM call(s))"), "{demo}");
+}
+
 /// From outside: eval records keep what each question read, `fix impact --rerun` asks the
 /// touched ones again (of the gold-path simulation, as they were made), and what cannot be
 /// counted (a damaged session, records written before footprints, a run of another KG) is

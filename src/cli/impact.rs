@@ -30,9 +30,11 @@ pub struct ImpactArgs {
     /// sessions directory).
     #[arg(long, value_name = "DIR", num_args = 1..)]
     pub runs: Vec<PathBuf>,
-    /// Re-run the runs it touches with the correction applied (same method, settings and
-    /// seed; a session's recorded replies are reused where the run asks the same, an eval run
-    /// of the gold-path simulation asks it again, any other with --llm) and show old → new.
+    /// Re-run the runs it touches with the correction applied (same method, settings, seed and
+    /// prompts; a session's recorded replies are reused where the run asks the same; an eval
+    /// run of the gold-path simulation asks it again; any other asks the model it was made
+    /// with, where the config has that endpoint or the script is there, else --llm or the
+    /// default model) and show old → new.
     #[arg(long)]
     pub rerun: bool,
     /// One JSON document, for scripts.
@@ -228,14 +230,26 @@ async fn rerun_touched(
     scope: &KgScope,
 ) -> Result<(usize, usize)> {
     let (base, _) = workspace::open_kg(selection, config)?;
-    let llm = workspace::open_llm(selection, config)?;
+    // Each run asks the model it was made with, where this machine's config names it.
+    let mut models = std::collections::BTreeMap::new();
     let applying = workspace::applicable_corrections(config, scope)?;
     let (mut rerun, mut changed) = (BTreeSet::new(), BTreeSet::new());
     for (reach, correction) in corrections.iter_mut().zip(chosen) {
         let kg = impact::applied(base.clone(), &applying, correction);
         for touched in reach.rests_on.iter_mut().chain(reach.read.iter_mut()).chain(reach.since.iter_mut()) {
             rerun.insert(touched.place.clone());
-            let again = impact::rerun(&touched.run, kg.clone(), llm.clone()).await;
+            // A model that cannot be opened leaves its runs not re-run, the others go on.
+            let llm = models
+                .entry(touched.run.llm.clone())
+                .or_insert_with(|| {
+                    workspace::open_llm_of_run(&touched.run.llm, selection, config)
+                        .map_err(|e| format!("its model: {e:#}"))
+                })
+                .clone();
+            let again = match llm {
+                Ok(llm) => impact::rerun(&touched.run, kg.clone(), llm).await,
+                Err(why) => Err(why),
+            };
             touched.rerun = Some(match again {
                 Ok(again) => {
                     let differs = again.answers != touched.run.answer;

@@ -16,6 +16,9 @@ pub struct KeptRun {
     pub at: usize,
     /// The KG it ran on, by the name it was saved with.
     pub kg: String,
+    /// The model it was asked of, as it was described (`MODEL at URL`, a scripted model).
+    #[serde(default)]
+    pub llm: String,
     pub question: String,
     pub settings: Settings,
     /// What named its topic entities (sessions; an eval record's come from its dataset).
@@ -116,13 +119,14 @@ pub fn read_located(file: &Path) -> (Vec<(u64, KeptRun)>, Option<String>) {
 /// Some runs of `file` (on `kg`), by where [`read_located`] said they are: the file read once.
 pub fn read_runs(file: &Path, kg: &str, locators: &[u64]) -> Vec<Result<KeptRun, String>> {
     if is_records(file) {
+        let llm = records_meta(file).map(|(_, llm)| llm).unwrap_or_default();
         let mut records = crate::eval::record::Seeker::new(file);
         return locators
             .iter()
             .map(|at| {
                 let record = records.read_at(*at).map_err(|e| e.to_string())?;
                 let index = record.index;
-                kept_record(file, kg, record).ok_or_else(|| format!("record #{index} keeps no footprint"))
+                kept_record(file, kg, &llm, record).ok_or_else(|| format!("record #{index} keeps no footprint"))
             })
             .collect();
     }
@@ -179,6 +183,7 @@ fn session(file: &Path, out: &mut Vec<(u64, KeptRun)>) -> Result<(), String> {
                 file: file.to_path_buf(),
                 at: i + 1,
                 kg: run_kg(&session.kg, session.kg_file.as_deref()),
+                llm: session.llm.clone(),
                 question: run.question.clone(),
                 settings: run.settings.clone().unwrap_or_else(|| session.settings.clone()),
                 topics: Some(run.topics.clone()),
@@ -212,13 +217,13 @@ pub fn footprint_of(run: &RunRecord) -> Footprint {
 
 /// An eval run's records; its KG from the run.json beside them.
 fn records(file: &Path, out: &mut Vec<(u64, KeptRun)>) -> Result<(), String> {
-    let kg = records_kg(file)?;
+    let (kg, llm) = records_meta(file)?;
     let (records, _torn) = crate::eval::record::read_located(file).map_err(|e| e.to_string())?;
     let before = records.iter().filter(|(_, r)| r.footprint.is_none()).count();
     if before == records.len() && !records.is_empty() {
         return Err("written before ongraph kept what each run read: run the eval again to include it".into());
     }
-    out.extend(records.into_iter().filter_map(|(at, record)| Some((at, kept_record(file, &kg, record)?))));
+    out.extend(records.into_iter().filter_map(|(at, record)| Some((at, kept_record(file, &kg, &llm, record)?))));
     if before > 0 {
         return Err(format!(
             "{before} of its records were written before ongraph kept what each run read (the others are counted)"
@@ -227,22 +232,24 @@ fn records(file: &Path, out: &mut Vec<(u64, KeptRun)>) -> Result<(), String> {
     Ok(())
 }
 
-/// The KG an eval run's records ran on, from the run.json beside them.
-pub fn records_kg(file: &Path) -> Result<String, String> {
+/// The KG an eval run's records ran on (see [`run_kg`]) and the model, from the run.json
+/// beside them.
+fn records_meta(file: &Path) -> Result<(String, String), String> {
     let meta = file.with_file_name("run.json");
     let read = std::fs::read_to_string(&meta).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
     let text = |key: &str| read.as_ref().and_then(|v| v.get(key)).and_then(|k| k.as_str());
     let name =
         text("kg").ok_or_else(|| format!("no readable {} beside it to say which KG it ran on", meta.display()))?;
-    Ok(run_kg(name, text("kg_file")))
+    Ok((run_kg(name, text("kg_file")), text("llm").unwrap_or_default().to_string()))
 }
 
 /// An eval record as a kept run; none when it was written before footprints were kept.
-fn kept_record(file: &Path, kg: &str, record: crate::eval::record::Record) -> Option<KeptRun> {
+fn kept_record(file: &Path, kg: &str, llm: &str, record: crate::eval::record::Record) -> Option<KeptRun> {
     Some(KeptRun {
         file: file.to_path_buf(),
         at: record.index,
         kg: kg.to_string(),
+        llm: llm.to_string(),
         question: record.question,
         settings: record.settings,
         topics: None,

@@ -12,7 +12,7 @@ mod ui;
 mod watch;
 
 pub use live::{LiveOverlay, with_overlay};
-pub use open::{Opened, cache_path, endpoint, open_driver, open_embedder, open_kg, open_llm};
+pub use open::{Opened, cache_path, endpoint, open_driver, open_embedder, open_kg, open_llm, open_llm_of_run};
 pub use scope::KgScope;
 pub use store::{
     Change, applicable_corrections, change_correction, corrections_for, impact_index_path, list_scope, open_store,

@@ -208,6 +208,24 @@ pub fn endpoint(selection: &Selection, config: &Config) -> Option<crate::config:
     Some(entry)
 }
 
+/// The model a kept run was asked of, by how it was described (`MODEL at URL`, `scripted model
+/// (FILE)`): `--llm` when given; else the config's endpoint of that model at that URL, or that
+/// script; else the config's default model.
+pub fn open_llm_of_run(description: &str, selection: &Selection, config: &Config) -> Result<Arc<dyn LanguageModel>> {
+    if selection.llm.is_none() {
+        let endpoint = config.llm.iter().find(|(_, e)| format!("{} at {}", e.model, e.base_url) == description);
+        let script = description
+            .strip_prefix("scripted model (")
+            .and_then(|s| s.strip_suffix(')'))
+            .filter(|file| Path::new(file).is_file())
+            .map(|file| format!("scripted:{file}"));
+        if let Some(name) = endpoint.map(|(name, _)| name.clone()).or(script) {
+            return open_llm(&Selection { llm: Some(name), ..selection.clone() }, config);
+        }
+    }
+    open_llm(selection, config)
+}
+
 /// Opens the language model named by `--llm` (or the config's default).
 pub fn open_llm(selection: &Selection, config: &Config) -> Result<Arc<dyn LanguageModel>> {
     let name = selection.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
