@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-const RECORDS: &str = "records.jsonl";
+const RECORDS: &str = crate::eval::record::FILE_NAME;
 const META: &str = "run.json";
 
 #[derive(Debug, Args)]
@@ -224,26 +224,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         Some(dir) => Some(read_meta(&dir.join(META))?),
         None => None,
     };
-    let Some(dataset) = args.dataset.clone().or_else(|| earlier.as_ref().map(|m| PathBuf::from(&m.dataset))) else {
-        bail!("--dataset FILE is required")
-    };
-    // Before its name is read for a format: a mistyped path is said as such.
-    if !dataset.is_file() {
-        bail!("cannot read the dataset {}: no such file", dataset.display());
-    }
-    let format = match args.format.or_else(|| Format::detect(&dataset)) {
-        Some(f) => f,
-        None => bail!(
-            "cannot tell the layout of {} from its name: give --format ({})",
-            dataset.display(),
-            Format::value_variants()
-                .iter()
-                .filter_map(|v| v.to_possible_value())
-                .map(|v| v.get_name().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
+    let (dataset, format) = dataset_of(&args, earlier.as_ref())?;
     let mut setup = args.setup.clone();
     if format == Format::Pathquestion && setup.kg.is_none() {
         let kb = pathquestion::kb_for(&dataset).with_context(|| {
@@ -264,33 +245,9 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         let examples: Vec<_> = report.skipped_examples.iter().map(|e| crate::safe_text::one_line(e)).collect();
         writeln!(err, "Skipped {} malformed KG line(s), e.g. {}", report.skipped, examples.join("; "))?;
     }
-    let ids = match args.topic_ids {
-        Some(TopicIdChoice::Wikidata) => TopicIds::Wikidata,
-        Some(TopicIdChoice::Freebase) => TopicIds::Freebase,
-        None if base.profile().label_predicates == crate::kg::KgProfile::wikidata().label_predicates => {
-            TopicIds::Wikidata
-        }
-        None => TopicIds::Freebase,
-    };
+    let ids = topic_ids(args.topic_ids, base.as_ref());
     let items = crate::dataset::load(&dataset, format, ids)?;
-    let chosen = match args.split {
-        Some(which) => {
-            let chosen = split(items.len(), which, args.take);
-            if chosen.is_empty() {
-                bail!(
-                    "{} has {} question(s): its dev split takes them all and leaves no test split",
-                    dataset.display(),
-                    items.len()
-                );
-            }
-            chosen
-        }
-        None => {
-            let mut chosen = select(items.len(), args.limit, args.sample, settings.seed);
-            chosen.truncate(args.take.unwrap_or(usize::MAX));
-            chosen
-        }
-    };
+    let chosen = choose(&args, items.len(), &dataset, settings.seed)?;
     // With --with-corrections each question sees the corrections as they are when it starts
     // (another process may change them during a long run).
     if args.with_corrections {
@@ -299,17 +256,8 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     // After the sync: the teammates' corrections it pulls choose questions too.
     let chosen = match (&args.from, &earlier) {
         (Some(from), Some(meta)) => {
-            // By its file when both runs keep it: two KBs of one file name are two KGs.
-            let kg_file = workspace::KgScope::of(&setup.selection(), config).canonical_file();
-            if meta.kg != base.name() || !same_kg_file(meta.kg_file.as_deref(), kg_file.as_deref()) {
-                bail!(
-                    "the run in {} was made on knowledge graph {}, not {}: pass --kg to name it",
-                    from.display(),
-                    meta.kg_file.as_deref().unwrap_or(&meta.kg),
-                    kg_file.as_deref().unwrap_or(base.name())
-                );
-            }
-            affected(from, &setup, config, base.as_ref()).await?
+            super::affected::check_same_kg(from, &meta.kg, meta.kg_file.as_deref(), &setup, config, base.as_ref())?;
+            super::affected::affected(from, &setup, config, base.as_ref()).await?
         }
         _ => chosen,
     };
@@ -394,26 +342,8 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         crate::impact::note_saved(&workspace::impact_index_path(config), &out.join(RECORDS));
     }
     records.sort_by_key(|r| r.index);
-    let summary = summarise(&records, Some(chosen.len()));
-    let elapsed = started.elapsed().as_secs_f64();
-    // SPARQL queries sent and answered from the cache (zero for local graphs).
-    let network = kg.network();
-    let this_run = serde_json::json!({"questions": ran, "at_once": at_once, "elapsed_s": elapsed, "network": network});
-    let json = serde_json::json!({"run": &meta, "summary": &summary, "this_run": this_run});
-    std::fs::write(out.join("summary.json"), crate::safe_text::json::to_string_pretty(&json)?)
-        .context("cannot write summary.json")?;
-    std::fs::write(out.join("summary.txt"), summary.render()).context("cannot write summary.txt")?;
-    if args.json {
-        writeln!(std::io::stdout().lock(), "{}", crate::safe_text::json::to_string_pretty(&json)?)?;
-    } else {
-        print_summary(&summary, Some(&meta), false)?;
-        let mut stdout = crate::printable::Printable::new(std::io::stdout().lock());
-        writeln!(stdout, "This run: {ran} question(s), {at_once} at once, in {elapsed:.2} s")?;
-        if network.queries + network.cache_hits > 0 {
-            writeln!(stdout, "KG queries: {} sent, {} answered from the cache", network.queries, network.cache_hits)?;
-        }
-        writeln!(stdout, "Records: {}", out.join(RECORDS).display())?;
-    }
+    let this_run = ThisRun { ran, at_once, elapsed_s: started.elapsed().as_secs_f64(), network: kg.network() };
+    write_summary(&out, &meta, &records, chosen.len(), &this_run, args.json)?;
     Ok(match finished {
         Finished::All => 0,
         Finished::Interrupted => {
@@ -436,10 +366,99 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     })
 }
 
-/// Whether two runs' KG files (or prompts directories) are one: equal when both kept it (a run
-/// made before runs kept it is judged by the rest alone).
-fn same_kg_file(a: Option<&str>, b: Option<&str>) -> bool {
-    a.zip(b).is_none_or(|(a, b)| a == b)
+/// The dataset (`--dataset`, else the earlier run's) and its layout (`--format`, else told by
+/// its name).
+fn dataset_of(args: &EvalArgs, earlier: Option<&RunMeta>) -> Result<(PathBuf, Format)> {
+    let Some(dataset) = args.dataset.clone().or_else(|| earlier.map(|m| PathBuf::from(&m.dataset))) else {
+        bail!("--dataset FILE is required")
+    };
+    // Before its name is read for a format: a mistyped path is said as such.
+    if !dataset.is_file() {
+        bail!("cannot read the dataset {}: no such file", dataset.display());
+    }
+    let format = match args.format.or_else(|| Format::detect(&dataset)) {
+        Some(f) => f,
+        None => bail!(
+            "cannot tell the layout of {} from its name: give --format ({})",
+            dataset.display(),
+            Format::value_variants()
+                .iter()
+                .filter_map(|v| v.to_possible_value())
+                .map(|v| v.get_name().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Ok((dataset, format))
+}
+
+/// How topic ids are read from the dataset: `--topic-ids`, else as the KG names entities.
+fn topic_ids(choice: Option<TopicIdChoice>, kg: &dyn crate::kg::KnowledgeGraph) -> TopicIds {
+    match choice {
+        Some(TopicIdChoice::Wikidata) => TopicIds::Wikidata,
+        Some(TopicIdChoice::Freebase) => TopicIds::Freebase,
+        None if kg.profile().label_predicates == crate::kg::KgProfile::wikidata().label_predicates => {
+            TopicIds::Wikidata
+        }
+        None => TopicIds::Freebase,
+    }
+}
+
+/// The questions asked, by index: `--split`'s, else `--limit`/`--sample`'s; `--take` first ones.
+fn choose(args: &EvalArgs, questions: usize, dataset: &Path, seed: u64) -> Result<Vec<usize>> {
+    if let Some(which) = args.split {
+        let chosen = split(questions, which, args.take);
+        if chosen.is_empty() {
+            bail!(
+                "{} has {questions} question(s): its dev split takes them all and leaves no test split",
+                dataset.display()
+            );
+        }
+        return Ok(chosen);
+    }
+    let mut chosen = select(questions, args.limit, args.sample, seed);
+    chosen.truncate(args.take.unwrap_or(usize::MAX));
+    Ok(chosen)
+}
+
+/// What this invocation did, for the summary.
+struct ThisRun {
+    ran: usize,
+    at_once: usize,
+    elapsed_s: f64,
+    /// SPARQL queries sent and answered from the cache (zero for local graphs).
+    network: crate::kg::NetworkStats,
+}
+
+/// Writes summary.json and summary.txt beside the records, and prints the summary (as JSON
+/// with `json`).
+fn write_summary(
+    out: &Path,
+    meta: &RunMeta,
+    records: &[Record],
+    chosen: usize,
+    this: &ThisRun,
+    json: bool,
+) -> Result<()> {
+    let summary = summarise(records, Some(chosen));
+    let (ran, at_once, elapsed, network) = (this.ran, this.at_once, this.elapsed_s, &this.network);
+    let this_run = serde_json::json!({"questions": ran, "at_once": at_once, "elapsed_s": elapsed, "network": network});
+    let doc = serde_json::json!({"run": meta, "summary": &summary, "this_run": this_run});
+    std::fs::write(out.join("summary.json"), crate::safe_text::json::to_string_pretty(&doc)?)
+        .context("cannot write summary.json")?;
+    std::fs::write(out.join("summary.txt"), summary.render()).context("cannot write summary.txt")?;
+    if json {
+        writeln!(std::io::stdout().lock(), "{}", crate::safe_text::json::to_string_pretty(&doc)?)?;
+        return Ok(());
+    }
+    print_summary(&summary, Some(meta), false)?;
+    let mut stdout = crate::printable::Printable::new(std::io::stdout().lock());
+    writeln!(stdout, "This run: {ran} question(s), {at_once} at once, in {elapsed:.2} s")?;
+    if network.queries + network.cache_hits > 0 {
+        writeln!(stdout, "KG queries: {} sent, {} answered from the cache", network.queries, network.cache_hits)?;
+    }
+    writeln!(stdout, "Records: {}", out.join(RECORDS).display())?;
+    Ok(())
 }
 
 /// The command line that goes on with this run: the one given, with `--resume`.
@@ -455,66 +474,6 @@ fn resume_command(args: impl Iterator<Item = String>) -> String {
 fn shell_word(word: &str) -> String {
     let plain = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
     if plain { word.to_string() } else { format!("'{}'", word.replace('\'', r"'\''")) }
-}
-
-/// The questions of the run in `from` that the active corrections of `setup`'s KG touch (see
-/// `fix impact`), in dataset order. Records written before each kept what it read cannot be
-/// told apart: refused, never taken for untouched.
-async fn affected(
-    from: &Path,
-    setup: &SetupArgs,
-    config: &Config,
-    base: &dyn crate::kg::KnowledgeGraph,
-) -> Result<Vec<usize>> {
-    let (records, _torn) = crate::eval::record::read(&from.join(RECORDS))?;
-    let old = records.iter().filter(|r| r.footprint.is_none()).count();
-    if old > 0 {
-        bail!(
-            "{old} record(s) in {} were written before eval kept what each question read: run that eval again without --affected-only",
-            from.display()
-        );
-    }
-    let scope = workspace::KgScope::of(&setup.selection(), config);
-    let now = CorrectionsSeen::of(0, &workspace::applicable_corrections(config, &scope)?).digest;
-    // Every correction stored for this KG: in force now (active, and a teammate's approved or
-    // not awaiting approval), or not (undone, rejected, awaiting approval since).
-    let mut corrections = Vec::new();
-    for mut c in workspace::corrections_for(config, &scope)? {
-        c.active &= !workspace::unapproved(config, &c);
-        let former = crate::impact::former_names(base, &c.op).await;
-        corrections.push((c, former));
-    }
-    // A question asked under exactly the corrections in force now would answer the same; one
-    // asked under some may have seen one that is no longer in force (which, the digest does not
-    // say: every such one that touches it counts).
-    let mut chosen: Vec<usize> = records
-        .iter()
-        .filter(|r| {
-            let seen = r.corrections.as_ref();
-            if seen.is_some_and(|s| s.digest == now) {
-                return false;
-            }
-            let saw_some = seen.is_some_and(|s| s.active > 0);
-            r.footprint.as_ref().is_some_and(|f| {
-                corrections
-                    .iter()
-                    .any(|(c, former)| (c.active || saw_some) && crate::impact::touch_named(&c.op, f, former).is_some())
-            })
-        })
-        .map(|r| r.index)
-        .collect();
-    chosen.sort_unstable();
-    chosen.dedup();
-    let active = corrections.iter().filter(|(c, _)| c.active).count();
-    writeln!(
-        std::io::stderr(),
-        "{} of the {} questions of {} are touched by the {active} correction(s) in force or the {} not in force (undone, rejected or awaiting approval): asking those again",
-        chosen.len(),
-        records.len(),
-        from.display(),
-        corrections.len() - active
-    )?;
-    Ok(chosen)
 }
 
 /// The model `--llm` names (`gold-path` built from the dataset's gold paths), its description,
@@ -620,8 +579,8 @@ fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
         let same = |a: &RunMeta, b: &RunMeta| {
             (&a.dataset, a.format, &a.kg, without_loopback_port(&a.llm), &a.settings)
                 == (&b.dataset, b.format, &b.kg, without_loopback_port(&b.llm), &b.settings)
-                && same_kg_file(a.kg_file.as_deref(), b.kg_file.as_deref())
-                && same_kg_file(a.prompts.as_deref(), b.prompts.as_deref())
+                && super::affected::same_kg_file(a.kg_file.as_deref(), b.kg_file.as_deref())
+                && super::affected::same_kg_file(a.prompts.as_deref(), b.prompts.as_deref())
         };
         // A run of one split never takes questions of the other.
         let same_split = before.split.is_none() || before.split == meta.split;

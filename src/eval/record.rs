@@ -197,6 +197,9 @@ pub enum RecordError {
     Line { path: String, line: usize, message: String },
 }
 
+/// What an eval run's records file is called, in its run directory.
+pub const FILE_NAME: &str = "records.jsonl";
+
 /// Reads every record of a file. A last line without its newline is a write the process did
 /// not finish (a crash): it is reported as `torn` rather than as an error.
 pub fn read(path: &Path) -> Result<(Vec<Record>, Option<u64>), RecordError> {
