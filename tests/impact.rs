@@ -229,6 +229,11 @@ async fn every_run_a_correction_changes_is_in_its_impact_list() {
 
 /// `ongraph eval` of the gold-path simulation over the first `limit` questions of the
 /// PathQuestion fixture, into `out` (going on with `resume`).
+/// `fix retract` of the first question's second hop (Ernest Augustus I's nationality) on `kb`.
+fn retract_nationality(kb: &str) -> [&str; 9] {
+    ["fix", "retract", "ernest_augustus_i_of_hanover", "nationality", "united_kingdom", "--reason", "test", "--kg", kb]
+}
+
 fn gold_path_eval(home: &std::path::Path, limit: usize, out: &std::path::Path, resume: bool) {
     gold_path_eval_on("tests/fixtures/pathquestion/eval/2H-kb.txt", home, limit, out, resume);
 }
@@ -273,17 +278,7 @@ fn a_kb_of_the_same_name_elsewhere_is_another_kg() {
     std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
     std::fs::copy(kb, &copy).unwrap();
     gold_path_eval_on(copy.to_str().unwrap(), home.path(), 2, &runs.join("there"), false);
-    let retract = [
-        "fix",
-        "retract",
-        "ernest_augustus_i_of_hanover",
-        "nationality",
-        "united_kingdom",
-        "--reason",
-        "test",
-        "--kg",
-        kb,
-    ];
+    let retract = retract_nationality(kb);
     let (code, _, err) = ongraph(home.path(), &retract);
     assert_eq!(code, 0, "{err}");
     let (code, out, err) = ongraph(home.path(), &["fix", "impact", "1", "--runs", runs.to_str().unwrap(), "--kg", kb]);
@@ -364,17 +359,7 @@ fn an_eval_record_is_rerun_with_its_own_prompts() {
     let kept = std::fs::canonicalize(&prompts).unwrap().display().to_string();
     assert_eq!(meta["prompts"].as_str(), Some(kept.as_str()), "{meta}");
     assert_eq!(meta["topic_ids"].as_str(), Some("freebase"), "{meta}");
-    let retract = [
-        "fix",
-        "retract",
-        "ernest_augustus_i_of_hanover",
-        "nationality",
-        "united_kingdom",
-        "--reason",
-        "test",
-        "--kg",
-        kb,
-    ];
+    let retract = retract_nationality(kb);
     assert_eq!(ongraph(home.path(), &retract).0, 0);
     let rerun = ["fix", "impact", "1", "--rerun", "--runs", out.to_str().unwrap(), "--kg", kb];
     let (code, with_them, err) = ongraph(home.path(), &rerun);

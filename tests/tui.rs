@@ -1612,12 +1612,32 @@ async fn going_back_says_what_it_sets_aside() {
     assert!(said.contains("set aside 1 step and 3 overrides"), "{said}");
 }
 
+/// The README's correction (the Phillies' spring-training ballpark replaced by BayCare
+/// Ballpark), as another process stores it.
+fn baycare_by_another() -> ongraph::testing::overlay::Draft {
+    use ongraph::testing::overlay::{Draft, Op};
+    let replace = Op::Replace {
+        subject: "m.phillies".into(),
+        relation: "baseball.baseball_team.spring_training_stadium".into(),
+        old: ongraph::kg::Term::Entity("m.bright_house_field".into()),
+        new: ongraph::kg::Term::Entity("new.baycare_ballpark".into()),
+        label: Some("BayCare Ballpark".into()),
+    };
+    Draft {
+        op: replace,
+        reason: "Renamed".into(),
+        generated: false,
+        author: "other".into(),
+        context: None,
+        origin: None,
+    }
+}
+
 /// A correction made by another process (`ongraph fix`, a second UI) while the UI runs: the
 /// UI's corrections are the real ones (`StoreCorrections` over a sled store on disk, opened
 /// briefly per operation), and the other process's writes land between two steps.
 #[tokio::test]
 async fn corrections_made_elsewhere_apply_from_the_next_step() {
-    use ongraph::testing::overlay::{Draft, Op};
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("overlay");
     let mut config = ongraph::testing::config::Config::default();
@@ -1638,21 +1658,7 @@ async fn corrections_made_elsewhere_apply_from_the_next_step() {
     assert!(ui.screen(120, 40).contains("fixes 0"));
 
     // Another process replaces the stadium before the step that reads it.
-    let replace = Op::Replace {
-        subject: "m.phillies".into(),
-        relation: "baseball.baseball_team.spring_training_stadium".into(),
-        old: ongraph::kg::Term::Entity("m.bright_house_field".into()),
-        new: ongraph::kg::Term::Entity("new.baycare_ballpark".into()),
-        label: Some("BayCare Ballpark".into()),
-    };
-    let draft = Draft {
-        op: replace,
-        reason: "Renamed".into(),
-        generated: false,
-        author: "other".into(),
-        context: None,
-        origin: None,
-    };
+    let draft = baycare_by_another();
     let id = SledStore::open(&store).unwrap().add("demo", draft).unwrap().id;
     ui.press(KeyCode::Char('n')).await;
     assert_eq!(ui.app.corrections.len(), 1, "the list is read again");
@@ -2413,7 +2419,6 @@ async fn the_ui_says_lists_and_shows_what_a_correction_touches() {
 /// the same. The re-runs are made beside the store's queue: steps do not wait for them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ui_reruns_the_kept_answers_a_correction_touches() {
-    use ongraph::testing::overlay::{Draft, Op};
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("sessions");
     std::fs::create_dir_all(&runs).unwrap();
@@ -2435,21 +2440,7 @@ async fn the_ui_reruns_the_kept_answers_a_correction_touches() {
     let driver = corrections.driver();
     let mut ui = Ui::over(Settings::default(), Arc::new(corrections), driver, dir);
     // The README's correction, made with `ongraph fix replace` in another shell.
-    let replace = Op::Replace {
-        subject: "m.phillies".into(),
-        relation: "baseball.baseball_team.spring_training_stadium".into(),
-        old: ongraph::kg::Term::Entity("m.bright_house_field".into()),
-        new: ongraph::kg::Term::Entity("new.baycare_ballpark".into()),
-        label: Some("BayCare Ballpark".into()),
-    };
-    let draft = Draft {
-        op: replace,
-        reason: "Renamed".into(),
-        generated: false,
-        author: "other".into(),
-        context: None,
-        origin: None,
-    };
+    let draft = baycare_by_another();
     SledStore::open(&store).unwrap().add("demo", draft).unwrap();
     ui.settle(vec![Effect::ListCorrections]).await;
     ui.app.focus = Focus::Corrections;
