@@ -567,6 +567,12 @@ fn ask_saves_a_session_that_replays_offline() {
     let session = ongraph::testing::session::Session::load(&path).unwrap();
     assert_eq!(session.runs.len(), 1);
     assert!(session.runs[0].answer.is_some(), "the answer is in the session");
+    // Indexed as it is saved, for `fix impact` (issue 38).
+    let index =
+        std::fs::read(home.path().join("data/ongraph/impact-index")).expect("the impact index beside the store");
+    let saved = std::fs::canonicalize(&path).unwrap();
+    let saved = saved.as_os_str().as_encoded_bytes();
+    assert!(index.windows(saved.len()).any(|w| w == saved), "the saved session is in the index");
     let check = ongraph(home.path(), &["replay", "--check", path.to_str().unwrap()]);
     assert!(
         check.status.success(),
