@@ -239,25 +239,25 @@ fn gold_path_eval(home: &std::path::Path, limit: usize, out: &std::path::Path, r
 }
 
 fn gold_path_eval_on(kb: &str, home: &std::path::Path, limit: usize, out: &std::path::Path, resume: bool) {
-    let limit = limit.to_string();
-    let mut args = vec![
-        "eval",
-        "--dataset",
-        "tests/fixtures/pathquestion/eval/PQ-2H.txt",
-        "--kg",
-        kb,
-        "--llm",
-        "gold-path",
-        "--limit",
-        &limit,
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    if resume {
-        args.push("--resume");
-    }
-    let (code, _, err) = ongraph(home, &args);
+    let more: &[&str] = if resume { &["--resume"] } else { &[] };
+    let (code, _, err) = gold_path_eval_with(kb, home, limit, out, more);
     assert_eq!(code, 0, "{err}");
+}
+
+/// `ongraph eval` of the first `limit` PQ-2H fixture questions on `kb` with the gold-path
+/// simulation into `out`, with `more` options: its exit code, stdout and stderr.
+fn gold_path_eval_with(
+    kb: &str,
+    home: &std::path::Path,
+    limit: usize,
+    out: &std::path::Path,
+    more: &[&str],
+) -> (i32, String, String) {
+    let limit = limit.to_string();
+    let dataset = "tests/fixtures/pathquestion/eval/PQ-2H.txt";
+    let out = out.to_str().unwrap();
+    let args = ["eval", "--dataset", dataset, "--kg", kb, "--llm", "gold-path", "--limit", &limit, "--out", out];
+    ongraph(home, &[&args[..], more].concat())
 }
 
 fn ongraph(home: &std::path::Path, args: &[&str]) -> (i32, String, String) {
@@ -287,23 +287,7 @@ fn a_kb_of_the_same_name_elsewhere_is_another_kg() {
     let last = out.lines().last().unwrap();
     assert!(last.starts_with("2 of 2 kept runs touched (in ") && last.ends_with("; 2 of other KGs left out)"), "{out}");
     // Nor does a run on one go on with the other's questions.
-    let (code, _, err) = ongraph(
-        home.path(),
-        &[
-            "eval",
-            "--dataset",
-            "tests/fixtures/pathquestion/eval/PQ-2H.txt",
-            "--kg",
-            copy.to_str().unwrap(),
-            "--llm",
-            "gold-path",
-            "--limit",
-            "3",
-            "--out",
-            runs.join("here").to_str().unwrap(),
-            "--resume",
-        ],
-    );
+    let (code, _, err) = gold_path_eval_with(copy.to_str().unwrap(), home.path(), 3, &runs.join("here"), &["--resume"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("was run with different settings"), "{err}");
 
@@ -335,24 +319,7 @@ fn an_eval_record_is_rerun_with_its_own_prompts() {
     std::fs::create_dir_all(&prompts).unwrap();
     std::fs::copy("prompts/answer.txt", prompts.join("answer.txt")).unwrap();
     let out = home.path().join("runs/pq");
-    let (code, _, err) = ongraph(
-        home.path(),
-        &[
-            "eval",
-            "--dataset",
-            "tests/fixtures/pathquestion/eval/PQ-2H.txt",
-            "--kg",
-            kb,
-            "--llm",
-            "gold-path",
-            "--limit",
-            "1",
-            "--prompts",
-            prompts.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
+    let (code, _, err) = gold_path_eval_with(kb, home.path(), 1, &out, &["--prompts", prompts.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();

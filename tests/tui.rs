@@ -1612,6 +1612,23 @@ async fn going_back_says_what_it_sets_aside() {
     assert!(said.contains("set aside 1 step and 3 overrides"), "{said}");
 }
 
+/// The UI's real corrections (`StoreCorrections`) over the demo KG and its scripted model, in
+/// the sled store at `store`.
+fn store_corrections(store: &std::path::Path) -> ongraph::testing::tui::StoreCorrections {
+    let mut config = ongraph::testing::config::Config::default();
+    config.defaults.overlay = Some(store.to_path_buf());
+    let model = ongraph::testing::llm::ScriptedModel::from_toml("t", common::DEMO_SCRIPT).unwrap();
+    ongraph::testing::tui::StoreCorrections::new(
+        Arc::new(ongraph::testing::kg::demo_graph()),
+        Arc::new(model),
+        &config,
+        &Default::default(),
+        None,
+        config.defaults.concurrency,
+    )
+    .unwrap()
+}
+
 /// The README's correction (the Phillies' spring-training ballpark replaced by BayCare
 /// Ballpark), as another process stores it.
 fn baycare_by_another() -> ongraph::testing::overlay::Draft {
@@ -1640,18 +1657,7 @@ fn baycare_by_another() -> ongraph::testing::overlay::Draft {
 async fn corrections_made_elsewhere_apply_from_the_next_step() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("overlay");
-    let mut config = ongraph::testing::config::Config::default();
-    config.defaults.overlay = Some(store.clone());
-    let model = ongraph::testing::llm::ScriptedModel::from_toml("t", common::DEMO_SCRIPT).unwrap();
-    let corrections = ongraph::testing::tui::StoreCorrections::new(
-        Arc::new(ongraph::testing::kg::demo_graph()),
-        Arc::new(model),
-        &config,
-        &Default::default(),
-        None,
-        config.defaults.concurrency,
-    )
-    .unwrap();
+    let corrections = store_corrections(&store);
     let driver = corrections.driver();
     let mut ui = Ui::over(Settings::default(), Arc::new(corrections), driver, dir);
     ui.ask(PHANATIC).await;
@@ -2424,19 +2430,7 @@ async fn the_ui_reruns_the_kept_answers_a_correction_touches() {
     std::fs::create_dir_all(&runs).unwrap();
     std::fs::copy("sessions/phillie-phanatic.json", runs.join("phanatic.json")).unwrap();
     let store = dir.path().join("overlay");
-    let mut config = ongraph::testing::config::Config::default();
-    config.defaults.overlay = Some(store.clone());
-    let model = ongraph::testing::llm::ScriptedModel::from_toml("t", common::DEMO_SCRIPT).unwrap();
-    let corrections = ongraph::testing::tui::StoreCorrections::new(
-        Arc::new(ongraph::testing::kg::demo_graph()),
-        Arc::new(model),
-        &config,
-        &Default::default(),
-        None,
-        config.defaults.concurrency,
-    )
-    .unwrap()
-    .with_runs(vec![runs]);
+    let corrections = store_corrections(&store).with_runs(vec![runs]);
     let driver = corrections.driver();
     let mut ui = Ui::over(Settings::default(), Arc::new(corrections), driver, dir);
     // The README's correction, made with `ongraph fix replace` in another shell.

@@ -72,13 +72,6 @@ pub struct Listing {
     pub skipped: Vec<Skipped>,
 }
 
-impl Listing {
-    /// The files its runs are in.
-    pub fn files(&self) -> impl Iterator<Item = PathBuf> + '_ {
-        self.files.iter().map(|(_, shown)| shown.clone())
-    }
-}
-
 impl Index {
     /// Reads the index at `path`. A missing one is empty; one that cannot be read is rebuilt as
     /// it is refreshed (it holds nothing the files do not).
