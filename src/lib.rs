@@ -12,7 +12,8 @@
 //! - [`kg`] and [`llm`]: the [`kg::KnowledgeGraph`] and [`llm::LanguageModel`] traits and the
 //!   values that cross them, for whoever performs a run's requests.
 //! - [`prompts`]: the templates a run renders its prompts from.
-//! - [`main`]: the `ongraph` command, which is all `src/main.rs` calls.
+//! - [`main`]: the `ongraph` command, which is all `src/main.rs` calls; [`main_with`] is the
+//!   same command with methods of one's own (`tests/custom_method_program.rs` is such a program).
 //!
 //! Everything else (the driver, sessions, datasets, evaluation, the correction overlay, the
 //! config, the CLI and the TUI) is the program's own and private, so the compiler reports what
@@ -41,4 +42,4 @@ mod text_file;
 mod tui;
 mod workspace;
 
-pub use cli::main;
+pub use cli::{main, main_with};

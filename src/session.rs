@@ -214,9 +214,9 @@ impl Session {
         Ok(session)
     }
 
-    /// The prompts saved with the session, for the built-in methods.
+    /// The prompts saved with the session, for the program's methods.
     pub fn prompts(&self) -> Result<Prompts, SessionError> {
-        self.prompts_in(Registry::builtin())
+        self.prompts_in(Registry::program())
     }
 
     /// The prompts saved with the session, for the methods `registry` knows (a method's own
@@ -291,7 +291,7 @@ impl Session {
     /// Replays run `index` to its end from the recording alone: no network, no model. Fails
     /// if the engine asks for anything other than what was recorded.
     pub fn replay(&self, index: usize) -> Result<Run, SessionError> {
-        self.replay_in(Registry::builtin(), index)
+        self.replay_in(Registry::program(), index)
     }
 
     /// As [`Session::replay`], for a method `registry` knows.

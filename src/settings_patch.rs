@@ -341,7 +341,7 @@ pub(crate) fn whole_number<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
 /// `--method`: the registry's names, each with its one line for `--help`.
 fn method_parser() -> impl clap::builder::TypedValueParser<Value = MethodId> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
-    let names = crate::engine::Registry::builtin().entries().iter().map(|e| PossibleValue::new(e.id).help(e.about));
+    let names = crate::engine::Registry::program().entries().iter().map(|e| PossibleValue::new(e.id).help(e.about));
     // `--method ToG`, as the papers write it, is `tog` (the UI's `:method` reads any case too).
     PossibleValuesParser::new(names).map(|name| MethodId::from(name.to_ascii_lowercase().as_str()))
 }
@@ -351,7 +351,7 @@ fn method_parser() -> impl clap::builder::TypedValueParser<Value = MethodId> {
 fn known_method<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<MethodId>, D::Error> {
     let name = String::deserialize(d)?;
     let id = MethodId::from(name.as_str());
-    let registry = crate::engine::Registry::builtin();
+    let registry = crate::engine::Registry::program();
     match registry.get(&id) {
         Some(_) => Ok(Some(id)),
         None => Err(serde::de::Error::custom(format!("unknown method {name:?} (methods: {})", registry.names()))),

@@ -1,226 +1,28 @@
-//! A method defined outside the engine, through the `Method` trait and a registry line: a
-//! breadth-first walk that asks the model only for the final answer, with a prompt template and
-//! a reply shape of its own (listed in its registry entry, nowhere else). It runs through
-//! `ask`'s driver with replies free or structured, a prompts directory may rewrite its
-//! template, it is recorded into a session saved on disk, and replays from that file alone.
+//! A method defined outside the engine, through the `Method` trait and a registry line
+//! (`common/bfs.rs`): a breadth-first walk that asks the model only for the final answer, with a
+//! prompt template and a reply shape of its own (listed in its registry entry, nowhere else).
+//! It runs through `ask`'s driver with replies free or structured, a prompts directory may
+//! rewrite its template, it is recorded into a session saved on disk, and replays from that file
+//! alone. `custom_method_program.rs` runs it in a program of its own: `ask`, `eval` and the UI.
+
+#[path = "common/bfs.rs"]
+mod bfs;
 
 use async_trait::async_trait;
-use ongraph::engine::beam::{NodeId, NodeKind, Provenance};
-use ongraph::engine::events::{CallRecord, Event, LookupRecord};
+use bfs::{BFS_ANSWER, BFS_REPLY, ENTRY, registry};
 use ongraph::engine::{
-    Answer, AnswerSource, Context, EngineError, Machine, Method, MethodEntry, MethodId, Override, PathView, Registry,
-    RegistryError, ReplyShape, Request, Response, Run, Settings, Topics,
+    EngineError, MethodEntry, MethodId, Override, Registry, RegistryError, ReplyShape, Run, Settings, Topics,
 };
-use ongraph::kg::{KnowledgeGraph, Term};
+use ongraph::kg::KnowledgeGraph;
 use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError};
 use ongraph::prompts::{Template, TemplateDef};
 use ongraph::testing::driver::Driver;
 use ongraph::testing::kg::demo_graph;
 use ongraph::testing::session::{Session, SessionError};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::sync::{Arc, Mutex};
 
 const QUESTION: &str = "In which time zone is Canberra?";
-
-/// The method's own prompt: the triples found, numbered, and the question.
-const BFS_ANSWER: Template = Template::new(&TemplateDef {
-    name: "bfs_answer",
-    placeholders: &["question", "triples"],
-    reply: Some("bfs_answer"),
-    text: "Numbered triples:\n{{triples}}\nQuestion: {{question}}\nAnswer in braces.",
-    json_text: None,
-});
-
-/// Its own reply shape: the answer, and the number of the triple that gives it.
-const BFS_REPLY: ReplyShape = ReplyShape {
-    name: "bfs_answer",
-    schema: || {
-        json!({"type": "object", "properties": {"answer": {"type": "string"}, "triple": {"type": "integer"}},
-               "required": ["answer", "triple"], "additionalProperties": false})
-    },
-    shape: r#"{"answer": "<the answer>", "triple": <the number of the triple that gives it>}"#,
-};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    Relations,
-    Neighbours,
-    Answer,
-    Done,
-}
-
-/// Every relation of every frontier entity, every neighbour through it, `depth` hops; then one
-/// call with all the triples found.
-#[derive(Clone, Debug)]
-struct Bfs {
-    phase: Phase,
-    hop: u32,
-    frontier: Vec<NodeId>,
-    /// Relation nodes awaiting their neighbours: (node, entity id, relation).
-    relations: Vec<(NodeId, String, ongraph::kg::RelationRef)>,
-}
-
-impl Bfs {
-    fn start(cx: &mut Context, topics: Topics) -> Result<Self, EngineError> {
-        let Topics::Linked(linked) = topics else { return Err(EngineError::NoTopic) };
-        let frontier = linked
-            .into_iter()
-            .map(|(id, label)| {
-                cx.beam_mut().add(None, NodeKind::Entity { term: Term::Entity(id), label }, Provenance::User)
-            })
-            .collect();
-        Ok(Self { phase: Phase::Relations, hop: 0, frontier, relations: Vec::new() })
-    }
-
-    fn entity(cx: &Context, node: NodeId) -> String {
-        cx.beam().nodes[node].term().map(|t| t.as_str().to_string()).unwrap_or_default()
-    }
-}
-
-impl Method for Bfs {
-    /// The nodes the batch's lookups expand, in request order.
-    type Plan = Vec<NodeId>;
-
-    fn next(&mut self, cx: &mut Context) -> (Vec<Request>, Vec<NodeId>) {
-        match self.phase {
-            Phase::Relations => (
-                self.frontier.iter().map(|&n| Request::Relations { entity: Self::entity(cx, n) }).collect(),
-                self.frontier.clone(),
-            ),
-            Phase::Neighbours => (
-                self.relations
-                    .iter()
-                    .map(|(_, entity, relation)| Request::Neighbours {
-                        entity: entity.clone(),
-                        relation: relation.clone(),
-                    })
-                    .collect(),
-                self.relations.iter().map(|(n, ..)| *n).collect(),
-            ),
-            Phase::Answer => {
-                let beam = cx.beam();
-                let lines: Vec<String> = self
-                    .frontier
-                    .iter()
-                    .flat_map(|&n| beam.triples(n))
-                    .enumerate()
-                    .map(|(i, t)| format!("{}. {}", i + 1, t.line()))
-                    .collect();
-                let prompt = cx.render(BFS_ANSWER, &[("question", cx.question()), ("triples", &lines.join("\n"))]);
-                (vec![cx.ask("bfs_answer", prompt, &BFS_REPLY)], Vec::new())
-            }
-            Phase::Done => (Vec::new(), Vec::new()),
-        }
-    }
-
-    fn absorb(
-        &mut self,
-        cx: &mut Context,
-        plan: &Vec<NodeId>,
-        requests: &[Request],
-        responses: Vec<Response>,
-    ) -> Result<Event, EngineError> {
-        let mut ev = Event::step(cx.next_index(), self.phase(), self.hop);
-        let graph = Provenance::Kg { graph: cx.graph_name().to_string() };
-        match (self.phase, responses.as_slice()) {
-            (Phase::Relations, _) => {
-                self.relations.clear();
-                for (&node, response) in plan.iter().zip(&responses) {
-                    let Response::Relations { relations } = response else { return Err(EngineError::NotPolled) };
-                    ev.lookups
-                        .push(LookupRecord { what: format!("relations of node {node}"), results: relations.len() });
-                    for r in relations {
-                        let kind = NodeKind::Relation {
-                            relation: r.relation.clone(),
-                            direction: r.direction,
-                            shown: r.relation.clone(),
-                        };
-                        let rel = cx.beam_mut().add(Some(node), kind, graph.clone());
-                        self.relations.push((rel, Self::entity(cx, node), r.clone()));
-                    }
-                }
-                ev.summary = format!("{} relations", self.relations.len());
-                self.phase = Phase::Neighbours;
-            }
-            (Phase::Neighbours, _) => {
-                self.frontier.clear();
-                for (&rel, response) in plan.iter().zip(&responses) {
-                    let Response::Neighbours { neighbours } = response else { return Err(EngineError::NotPolled) };
-                    for nb in neighbours {
-                        let kind = NodeKind::Entity { term: nb.term.clone(), label: nb.label.clone() };
-                        self.frontier.push(cx.beam_mut().add(Some(rel), kind, graph.clone()));
-                    }
-                }
-                self.hop += 1;
-                ev.summary = format!("hop {}: {} entities", self.hop, self.frontier.len());
-                self.phase = if self.hop >= cx.settings().depth { Phase::Answer } else { Phase::Relations };
-            }
-            (Phase::Answer, [Response::Llm { completion }]) => {
-                // Its own shape's JSON text when the reply fitted it; the model's free text else.
-                let (answers, because) = match serde_json::from_str::<Value>(&completion.text) {
-                    Ok(reply) => (
-                        reply["answer"].as_str().map(|a| vec![a.to_string()]).unwrap_or_default(),
-                        format!(" (triple {})", reply["triple"]),
-                    ),
-                    Err(_) => (ongraph::engine::parse_answers(&completion.text).unwrap_or_default(), String::new()),
-                };
-                ev.calls.push(CallRecord::of(&requests[0], completion, answers.join("; ")));
-                ev.summary = format!("answer {}{because}", answers.join(", "));
-                // Listed worst first, each path scored by its place: the run lists them best first.
-                let beam = cx.beam();
-                let paths = self
-                    .frontier
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &leaf)| PathView {
-                        leaf,
-                        text: beam.path_text(leaf),
-                        score: (i + 1) as f64 / 10.0,
-                        triples: beam.triples(leaf),
-                    })
-                    .collect();
-                cx.finish(Answer {
-                    answers,
-                    source: AnswerSource::KgPaths,
-                    reply: completion.text.clone(),
-                    paths,
-                    why: None,
-                });
-                self.phase = Phase::Done;
-            }
-            _ => return Err(EngineError::Finished),
-        }
-        Ok(ev)
-    }
-
-    fn phase(&self) -> &'static str {
-        match self.phase {
-            Phase::Relations => "relations",
-            Phase::Neighbours => "neighbours",
-            Phase::Answer => "answer",
-            Phase::Done => "done",
-        }
-    }
-
-    fn depth(&self) -> u32 {
-        self.hop
-    }
-}
-
-const ENTRY: MethodEntry = MethodEntry {
-    id: "bfs",
-    label: "BFS",
-    about: "breadth-first walk; the model only answers",
-    progress: ongraph::engine::depth_progress,
-    start: |cx, topics| Ok(Machine::new(Bfs::start(cx, topics)?)),
-    templates: &[BFS_ANSWER],
-    shapes: &[BFS_REPLY],
-};
-
-/// The one line that registers it.
-fn registry() -> Registry {
-    Registry::builtin().clone().with(ENTRY).expect("its template and shape are its own")
-}
 
 /// Reads its prompt only: answers with the object of the numbered triple whose relation is a
 /// time zone, or says it does not know; in JSON of the shape asked for, when one is. Keeps
@@ -469,6 +271,12 @@ fn a_registry_refuses_a_method_whose_templates_or_shapes_clash() {
     assert_eq!(
         Registry::builtin().clone().with(no_shape).unwrap_err(),
         RegistryError::UnknownShape { method: "x".into(), template: "bfs_answer".into(), shape: "bfs_answer".into() }
+    );
+    // A simulation is of a template the method renders.
+    let stray = MethodEntry { id: "x", templates: &[], shapes: &[], ..ENTRY };
+    assert_eq!(
+        Registry::builtin().clone().with(stray).unwrap_err().to_string(),
+        "method x: it simulates the template bfs_answer, which it does not render"
     );
     // The same template and shape under two ids is one template and one shape.
     let twin = MethodEntry { id: "bfs-twin", ..ENTRY };

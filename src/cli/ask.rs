@@ -17,7 +17,7 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
     let s = &args.setup;
     let settings = super::settings(s, config)?;
     let prompts_dir = s.prompts.clone().or_else(|| config.defaults.prompts.clone());
-    let prompts = Arc::new(crate::engine::Registry::builtin().prompts(prompts_dir.as_deref())?);
+    let prompts = Arc::new(crate::engine::Registry::program().prompts(prompts_dir.as_deref())?);
     if !args.no_overlay {
         super::sync_and_say(&s.selection(), config).await?;
     }

@@ -3,12 +3,27 @@
 
 use super::{Cli, print_error, run};
 use crate::config::Config;
+use crate::engine::Registry;
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Runs the `ongraph` command with the process's arguments, as the binary does.
 pub fn main() -> ExitCode {
+    run_main()
+}
+
+/// Runs the `ongraph` command with the methods of `registry` (ongraph's own and any a program
+/// adds with [`Registry::with`]): `--method`, `ask`, `eval`, the terminal UI and saved sessions
+/// all know them. This is how a program of one's own runs a method of one's own.
+pub fn main_with(registry: Registry) -> ExitCode {
+    if registry.install().is_err() {
+        return fail(&anyhow::anyhow!("the program's methods were set twice"));
+    }
+    run_main()
+}
+
+fn run_main() -> ExitCode {
     let cli = Cli::parse_from(asking_by_default(std::env::args_os().collect()));
     let config = match Config::load(cli.config.as_deref()) {
         Ok(c) => c,

@@ -309,7 +309,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     check_same_questions(&done, &items, &out, &dataset)?;
     let todo: Vec<(usize, &Item)> = chosen.iter().filter(|i| !done_at.contains(i)).map(|&i| (i, &items[i])).collect();
     let at_once = setup.concurrency.unwrap_or(config.defaults.concurrency).max(1);
-    let prompts = Arc::new(crate::engine::Registry::builtin().prompts(prompts_dir.as_deref())?);
+    let prompts = Arc::new(crate::engine::Registry::program().prompts(prompts_dir.as_deref())?);
     // All questions' calls share one limit: the larger of the questions at once and the
     // config's requests in flight.
     let llm = Arc::new(CallLimit::new(llm, at_once.max(config.defaults.concurrency)));

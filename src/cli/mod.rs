@@ -9,7 +9,7 @@ mod impact;
 mod kg;
 mod tui;
 
-pub use entry::main;
+pub use entry::{main, main_with};
 
 use crate::config::Config;
 use crate::llm::openai::StructuredMode;

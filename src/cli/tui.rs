@@ -66,7 +66,7 @@ pub async fn tui(args: TuiArgs, config: &Config) -> Result<i32> {
     let s = &args.setup;
     let settings = settings(s, config)?;
     let prompts = Arc::new(
-        crate::engine::Registry::builtin().prompts(s.prompts.as_deref().or(config.defaults.prompts.as_deref()))?,
+        crate::engine::Registry::program().prompts(s.prompts.as_deref().or(config.defaults.prompts.as_deref()))?,
     );
     // Teammates' corrections first: the UI's first step sees them.
     let selection = s.selection();

@@ -10,14 +10,8 @@ use crate::engine::Topics;
 use crate::overlay::scenario::Triple;
 use std::path::Path;
 
-/// One question's gold path, by label: the topic entity, then (relation id, entity) per hop.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GoldPath {
-    pub topic: String,
-    pub hops: Vec<(String, String)>,
-    /// Every accepted answer (the last hop may reach any of them).
-    pub answers: Vec<String>,
-}
+/// A question's gold path is what the methods' simulations follow.
+pub use crate::engine::simulate::GoldPath;
 
 /// One gold answer with the other names it goes by.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -6,6 +6,7 @@
 use super::events::Event;
 use super::method::{Method, MethodView};
 use super::parse::parse_answers;
+use super::simulate::{Simulation, own_knowledge};
 use super::step::{completion, record, unreadable};
 use super::structured::Shape;
 use super::{Answer, AnswerSource, Context, EngineError, Request, Response};
@@ -13,6 +14,10 @@ use crate::prompts::{Template, builtin_template};
 
 pub(crate) const IO: Template = builtin_template!("io", ["question"], Some("answer"));
 pub(crate) const COT: Template = builtin_template!("cot", ["question"], Some("answer"));
+
+/// The baselines answer from the model's own knowledge, which a gold-path simulation has none of.
+pub(crate) const IO_SIMULATION: &[Simulation] = &[Simulation { template: "io", reply: own_knowledge }];
+pub(crate) const COT_SIMULATION: &[Simulation] = &[Simulation { template: "cot", reply: own_knowledge }];
 
 /// How a baseline asks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,10 +9,10 @@ use crate::prompts::Prompts;
 use std::sync::LazyLock;
 
 impl MethodId {
-    /// The name people know it by (`ToG-R`); the id itself for a method the built-in
-    /// registry does not know.
+    /// The name people know it by (`ToG-R`); the id itself for a method the program does not
+    /// know.
     pub fn label(&self) -> &'static str {
-        Registry::builtin().get(self).map_or(self.as_str(), |e| e.label)
+        Registry::program().get(self).map_or(self.as_str(), |e| e.label)
     }
 }
 
@@ -49,6 +49,7 @@ pub const BUILTIN: &[MethodEntry] = &[
         start: |cx, topics| Ok(Machine::new(super::tog::TogMachine::new(cx, topics, false)?)),
         templates: super::tog::templates::TEMPLATES,
         shapes: &[],
+        simulations: super::tog::simulate::SIMULATIONS,
     },
     MethodEntry {
         id: "tog-r",
@@ -58,6 +59,7 @@ pub const BUILTIN: &[MethodEntry] = &[
         start: |cx, topics| Ok(Machine::new(super::tog::TogMachine::new(cx, topics, true)?)),
         templates: super::tog::templates::TEMPLATES,
         shapes: &[],
+        simulations: super::tog::simulate::SIMULATIONS,
     },
     MethodEntry {
         id: "pog",
@@ -67,6 +69,7 @@ pub const BUILTIN: &[MethodEntry] = &[
         start: |cx, topics| Ok(Machine::new(super::pog::PogMachine::new(cx, topics, false)?)),
         templates: super::pog::templates::TEMPLATES,
         shapes: &[],
+        simulations: super::pog::simulate::SIMULATIONS,
     },
     MethodEntry {
         id: "pog-e",
@@ -76,6 +79,7 @@ pub const BUILTIN: &[MethodEntry] = &[
         start: |cx, topics| Ok(Machine::new(super::pog::PogMachine::new(cx, topics, true)?)),
         templates: super::pog::templates::TEMPLATES,
         shapes: &[],
+        simulations: super::pog::simulate::SIMULATIONS,
     },
     MethodEntry {
         id: "gog",
@@ -85,6 +89,7 @@ pub const BUILTIN: &[MethodEntry] = &[
         start: |cx, topics| Ok(Machine::new(super::gog::GogMachine::new(cx, topics)?)),
         templates: super::gog::templates::TEMPLATES,
         shapes: &[],
+        simulations: super::gog::simulate::SIMULATIONS,
     },
     MethodEntry {
         id: "io",
@@ -94,6 +99,7 @@ pub const BUILTIN: &[MethodEntry] = &[
         start: |_, _| Ok(Machine::new(super::baseline::BaselineMachine::new(super::baseline::Prompting::Io))),
         templates: &[super::baseline::IO],
         shapes: &[],
+        simulations: super::baseline::IO_SIMULATION,
     },
     MethodEntry {
         id: "cot",
@@ -103,6 +109,7 @@ pub const BUILTIN: &[MethodEntry] = &[
         start: |_, _| Ok(Machine::new(super::baseline::BaselineMachine::new(super::baseline::Prompting::Cot))),
         templates: &[super::baseline::COT],
         shapes: &[],
+        simulations: super::baseline::COT_SIMULATION,
     },
     MethodEntry {
         id: "sc",
@@ -114,6 +121,7 @@ pub const BUILTIN: &[MethodEntry] = &[
         },
         templates: &[super::baseline::COT],
         shapes: &[],
+        simulations: super::baseline::COT_SIMULATION,
     },
 ];
 

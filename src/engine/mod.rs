@@ -28,6 +28,7 @@ pub mod pog;
 mod registry;
 mod run;
 mod settings;
+pub mod simulate;
 mod step;
 pub(crate) mod structured;
 pub(crate) mod templates;
@@ -54,6 +55,7 @@ pub use parse::parse_answers;
 pub use registry::{MethodEntry, Registry, RegistryError, depth_progress};
 pub use settings::{Fallback, GogSettings, PogSettings, PromptLayout, PruneTool, ScSettings, Settings};
 pub use structured::ReplyShape;
+pub use topics::TopicLinker;
 pub use view::progress_line;
 
 /// Whether a free reply to a call of reply shape `name` can be read as it is: an answer in

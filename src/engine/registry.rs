@@ -4,6 +4,7 @@
 
 use super::method::Machine;
 use super::method_id::MethodId;
+use super::simulate::{Simulate, Simulation};
 use super::structured::{ReplyShape, Shape};
 use super::{Context, EngineError, Settings, Topics};
 use crate::prompts::{PromptError, Prompts, Template};
@@ -29,6 +30,10 @@ pub struct MethodEntry {
     pub templates: &'static [Template],
     /// The reply shapes it defines for its own prompts (the built-in ones need no listing).
     pub shapes: &'static [ReplyShape],
+    /// How a model that knows the gold path, and reads nothing but the prompt, replies to each
+    /// of its templates (`eval --llm gold-path`; see [`super::simulate`]). A template without
+    /// one cannot be simulated.
+    pub simulations: &'static [Simulation],
 }
 
 impl fmt::Debug for MethodEntry {
@@ -58,7 +63,13 @@ pub enum RegistryError {
     ShapeTaken { method: String, shape: String },
     #[error("method {method}: its template {template} asks for the reply shape {shape}, which no method defines")]
     UnknownShape { method: String, template: String, shape: String },
+    #[error("method {method}: it simulates the template {template}, which it does not render")]
+    SimulatesOther { method: String, template: String },
 }
+
+/// The registry the program runs with: the built-in one, or the one [`crate::main_with`] was
+/// given. Set once, before anything reads it.
+static PROGRAM: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
 
 impl Registry {
     /// A registry of exactly `entries` (see `builtin.rs`; one from outside starts from the
@@ -74,6 +85,26 @@ impl Registry {
         self.entries.push(entry);
         check(&self.entries)?;
         Ok(self)
+    }
+
+    /// The methods this program runs: ongraph's own, or those [`crate::main_with`] was given.
+    pub(crate) fn program() -> &'static Registry {
+        PROGRAM.get().unwrap_or_else(|| Registry::builtin())
+    }
+
+    /// Makes `self` the program's registry; refused (and given back) once one is set.
+    pub(crate) fn install(self) -> Result<(), Registry> {
+        PROGRAM.set(self)
+    }
+
+    /// How a gold-path simulation replies to the template named `template`, when a method (or
+    /// the engine) defines it.
+    pub fn simulation(&self, template: &str) -> Option<Simulate> {
+        super::simulate::ENGINE
+            .iter()
+            .chain(self.entries.iter().flat_map(|e| e.simulations))
+            .find(|s| s.template == template)
+            .map(|s| s.reply)
     }
 
     pub fn get(&self, id: &MethodId) -> Option<&MethodEntry> {
@@ -142,6 +173,9 @@ pub(super) fn check(entries: &[MethodEntry]) -> Result<(), RegistryError> {
         }
     }
     for e in entries {
+        if let Some(s) = e.simulations.iter().find(|s| !e.templates.iter().any(|t| t.name() == s.template)) {
+            return Err(RegistryError::SimulatesOther { method: e.id.into(), template: s.template.into() });
+        }
         for t in e.templates {
             let Some(shape) = t.reply() else { continue };
             if !Shape::BUILTIN_NAMES.contains(&shape) && !shapes.iter().any(|s| s.name == shape) {

@@ -12,7 +12,8 @@ use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 
 impl Run {
-    /// A run of `settings.method`, one of ongraph's own methods.
+    /// A run of `settings.method`, one of the program's methods (ongraph's own, or those
+    /// [`crate::main_with`] was given).
     pub fn new(
         question: &str,
         topics: Topics,
@@ -21,7 +22,7 @@ impl Run {
         profile: KgProfile,
         graph_name: &str,
     ) -> Result<Self, EngineError> {
-        Self::new_in(Registry::builtin(), question, topics, settings, prompts, profile, graph_name)
+        Self::new_in(Registry::program(), question, topics, settings, prompts, profile, graph_name)
     }
 
     /// A run of `settings.method` as `registry` knows it.

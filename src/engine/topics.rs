@@ -89,8 +89,12 @@ fn question_spans(question: &str) -> Vec<String> {
     spans
 }
 
+/// The first steps of a graph method: the topic entities named, linked and made the beam's
+/// roots. A method asks its [`requests`](Self::requests) and hands the responses to
+/// [`absorb`](Self::absorb) until it is [`done`](Self::done); the roots are then
+/// [`Beam::roots`](super::beam::Beam::roots).
 #[derive(Clone, Debug)]
-pub(super) struct TopicLinker {
+pub struct TopicLinker {
     stage: Stage,
     /// Names to link to KG entities, and whether a fuzzy match is acceptable (model-extracted
     /// names) or only an exact one (names the user typed).

@@ -53,7 +53,7 @@ async fn from_session(
     let session = Session::load(&kept.file).map_err(|e| e.to_string())?;
     let index = kept.at.checked_sub(1).ok_or("no run 0")?;
     let record = session.runs.get(index).ok_or_else(|| format!("the session has no run {}", kept.at))?;
-    let registry = Registry::builtin();
+    let registry = Registry::program();
     let prompts = Arc::new(session.prompts_in(registry).map_err(|e| e.to_string())?);
     let mut run = session.start_in(registry, index, prompts).map_err(|e| e.to_string())?;
     let mut player = Player::new(record);
@@ -91,7 +91,7 @@ async fn from_records(
         }
         None => crate::dataset::tog::TopicIds::Freebase,
     };
-    let prompts = Registry::builtin()
+    let prompts = Registry::program()
         .prompts(meta.prompts.as_deref().map(std::path::Path::new))
         .map_err(|e| format!("its prompts ({}): {e}", meta.prompts.as_deref().unwrap_or("built in")))?;
     let items = crate::dataset::load(std::path::Path::new(&meta.dataset), meta.format, ids)

@@ -140,7 +140,7 @@ impl Executor {
                 // A session that would not replay is refused now, with the reason, rather
                 // than reported saved and found broken at `replay --check`.
                 let result = session
-                    .check_replays(crate::engine::Registry::builtin())
+                    .check_replays(crate::engine::Registry::program())
                     .and_then(|()| session.save(&path))
                     .map(|()| path)
                     .map_err(|e| e.to_string());

@@ -19,6 +19,7 @@ mod generate;
 mod overrides;
 pub(crate) mod parse;
 mod phases;
+pub(crate) mod simulate;
 pub(crate) mod templates;
 mod view;
 

@@ -23,6 +23,7 @@ mod overrides;
 pub(crate) mod parse;
 mod phases;
 mod pruning;
+pub(crate) mod simulate;
 mod stages;
 pub(crate) mod subgraph;
 pub(crate) mod templates;

@@ -28,6 +28,7 @@ mod keeps;
 mod overrides;
 mod phases;
 mod scoring;
+pub(crate) mod simulate;
 pub(crate) mod templates;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

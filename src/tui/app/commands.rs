@@ -340,7 +340,7 @@ impl App {
                 }
             }
             Command::SwitchMethod => {
-                let registry = crate::engine::Registry::builtin();
+                let registry = crate::engine::Registry::program();
                 let methods = registry.entries();
                 let chosen = match arg.as_deref() {
                     Some(name) => methods.iter().find(|e| e.id.eq_ignore_ascii_case(name.trim())),

@@ -224,7 +224,7 @@ impl App {
         };
         // The run's own settings: the app's may have changed for the next question.
         let settings = self.run.as_ref().map_or(&self.settings, |r| r.settings());
-        let progress = match (&self.run, crate::engine::Registry::builtin().get(&settings.method)) {
+        let progress = match (&self.run, crate::engine::Registry::program().get(&settings.method)) {
             (Some(run), _) => run.progress(),
             (None, Some(entry)) => crate::engine::progress_line(entry, settings, 0),
             (None, None) => settings.method.to_string(),
