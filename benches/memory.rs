@@ -344,23 +344,17 @@ fn measure(index: usize) {
         answer.source
     );
     let shape = match case.settings.method {
+        // What the method's pane shows of it: GoG's steps, PoG's report.
         MethodId::GOG => {
-            let actions: Vec<&str> = run.gog_steps().iter().map(|s| s.action.as_str()).collect();
+            let view = run.view();
+            let actions: Vec<&str> = view.items.iter().map(|i| i.row.as_str()).collect();
             println!("GoG steps {}: {}", actions.len(), actions.join(" / "));
             format!("{} T/A/O steps", actions.len())
         }
         MethodId::POG => {
-            let r = run.pog_report().expect("a PoG report");
-            println!(
-                "PoG predicted depth {:?}, subgraph {} nodes / {} triples, reduced {:?}, stages {}, answered by {:?}",
-                r.predicted_depth,
-                r.subgraph.0,
-                r.subgraph.1,
-                r.reduced,
-                r.stages.len(),
-                r.answered_by
-            );
-            format!("subgraph {} nodes", r.subgraph.0)
+            let report: Vec<String> = run.view().report.iter().map(|l| format!("{}{}", l.label, l.text)).collect();
+            println!("PoG {}", report.join(" | "));
+            report.iter().find(|l| l.contains("subgraph")).cloned().unwrap_or_else(|| "no subgraph".into())
         }
         _ => format!("beam {} nodes", run.beam().nodes.len()),
     };

@@ -9,9 +9,9 @@
 mod bfs;
 
 use async_trait::async_trait;
-use bfs::{BFS_ANSWER, BFS_REPLY, ENTRY, registry};
+use bfs::{BFS_ANSWER, BFS_REPLY, BFS_SHAPE, ENTRY, registry};
 use ongraph::engine::{
-    EngineError, MethodEntry, MethodId, Override, Registry, RegistryError, ReplyShape, Run, Settings, Topics,
+    EngineError, MethodEntry, MethodId, Offer, Override, Registry, RegistryError, ReplyShape, Run, Settings, Topics,
 };
 use ongraph::kg::KnowledgeGraph;
 use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError};
@@ -88,12 +88,19 @@ async fn runs_is_recorded_and_replays(structured: bool) {
     let requests = model.requests.lock().unwrap().clone();
     let [request] = requests.as_slice() else { panic!("one call: {requests:#?}") };
     assert!(request.prompt.starts_with("Numbered triples:\n1. "), "{}", request.prompt);
-    let shown = request.prompt.contains(BFS_REPLY.shape);
+    let shown = request.prompt.contains(BFS_SHAPE);
     match &request.schema {
         Some(schema) => {
             assert!(structured && shown, "the shape shown with its schema");
             assert_eq!(schema.name, "bfs_answer");
-            assert_eq!(schema.schema, (BFS_REPLY.schema)());
+            // Built from what the call offers: the numbers of the triples it shows.
+            let triples = request
+                .prompt
+                .lines()
+                .filter(|l| l.split_once(". ").is_some_and(|(n, _)| n.parse::<usize>().is_ok()))
+                .count();
+            assert_eq!(schema.schema["properties"]["triple"]["enum"], json!((1..=triples).collect::<Vec<_>>()));
+            assert_eq!(schema.schema, (BFS_REPLY.schema)(&Offer::numbered(triples, 1)));
         }
         None => assert!(!structured && !shown, "free text asks for no shape"),
     }
@@ -248,11 +255,8 @@ async fn a_prompts_directory_rewrites_the_methods_own_template() {
 
 #[test]
 fn a_registry_refuses_a_method_whose_templates_or_shapes_clash() {
-    let taken_shape = MethodEntry {
-        id: "x",
-        shapes: &[ReplyShape { name: "answer", schema: || json!({"type": "object"}), shape: "{}" }],
-        ..ENTRY
-    };
+    const TAKEN: ReplyShape = ReplyShape::json("answer", |_| json!({"type": "object"}), |_| "{}".into());
+    let taken_shape = MethodEntry { id: "x", shapes: &[TAKEN], ..ENTRY };
     assert_eq!(
         Registry::builtin().clone().with(taken_shape).unwrap_err(),
         RegistryError::ShapeTaken { method: "x".into(), shape: "answer".into() }

@@ -618,8 +618,6 @@ const KNOWN_LONG_FUNCTIONS: &[&str] = &[
     "engine/gog/mod.rs::next",
     "engine/pog/mod.rs::next",
     "engine/pog/overrides.rs::apply_override",
-    "engine/structured/read.rs::render",
-    "engine/structured/shape.rs::schema",
     "engine/tog/mod.rs::next",
     "engine/tog/overrides.rs::apply_override",
     "engine/tog/scoring.rs::absorb_scores",

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{DEMO_SCRIPT, demo_driver, named, new_run, run_to_end, run_until};
+use common::{DEMO_SCRIPT, demo_driver, gog_editable, gog_steps, named, new_run, report_lines, run_to_end, run_until};
 use ongraph::engine::beam::{Provenance, Status};
 use ongraph::engine::{AnswerSource, GogSettings, MethodId, Override, PogSettings, Run, Settings, Topics};
 use ongraph::kg::Term;
@@ -72,15 +72,18 @@ async fn pog_finds_the_path_joining_two_topic_entities() {
     // Topic extraction, analysis, summary, sufficiency; one candidate needs no precise call.
     let c = run.costs();
     assert_eq!((c.llm_calls, c.llm_rounds), (4, 4));
-    let report = run.pog_report().unwrap();
-    assert_eq!(report.predicted_depth, Some(1));
-    assert_eq!(report.sub_questions.len(), 2);
-    assert_eq!((report.subgraph, report.reduced, report.connected), ((13, 12), Some((13, 3)), true));
-    assert_eq!(report.stages.len(), 1);
-    let stage = &report.stages[0];
-    assert_eq!((stage.candidates, stage.after_fuzzy, stage.after_precise), (1, Some(1), None));
-    assert_eq!(stage.sufficient, Some(true));
-    assert_eq!(report.answered_by.as_deref(), Some("topic-entity paths (depth 1)"));
+    // What PoG's pane reports: the analysis, the subgraph, the one stage and what answered.
+    let report = report_lines(&run);
+    assert!(
+        report.contains(
+            &"depth 1 of 3 · subgraph 13 nodes, 12 triples · reduced 13 → 3 nodes (topics joined)".to_string()
+        ),
+        "{report:#?}"
+    );
+    assert_eq!(report.iter().filter(|l| l.starts_with("sub-question ")).count(), 2, "{report:#?}");
+    let stages: Vec<&String> = report.iter().filter(|l| l.starts_with("topic-entity paths")).collect();
+    assert_eq!(stages, ["topic-entity paths (depth 1): 1 → fuzzy 1 ✓ sufficient"], "{report:#?}");
+    assert!(report.contains(&"answered by topic-entity paths (depth 1)".to_string()), "{report:#?}");
 }
 
 #[tokio::test]
@@ -91,9 +94,10 @@ async fn pog_prunes_precisely_and_a_kept_path_reaches_the_sufficiency_check() {
     let precise = run.trace().last().unwrap();
     assert_eq!(precise.phase(), Some("precise_selection"));
     assert_eq!(precise.summary, "topic-entity paths (depth 2): the model chose 3 of 12 paths");
-    let stage = run.pog_report().unwrap().stages.last().unwrap().clone();
-    assert_eq!((stage.candidates, stage.after_fuzzy, stage.after_precise), (12, Some(12), Some(3)));
-    assert_eq!(stage.sufficient, None, "not checked yet");
+    // Its stage in PoG's pane: 12 candidates, all kept by fuzzy selection, 3 by the model; not
+    // checked yet.
+    let report = report_lines(&run);
+    assert!(report.contains(&"topic-entity paths (depth 2): 12 → fuzzy 12 → precise 3".to_string()), "{report:#?}");
     let melvin = precise.decisions.iter().find(|d| d.shown.ends_with("{Bob Melvin}")).unwrap().clone();
     assert_eq!(melvin.status, Status::PrunedByScore);
     assert_eq!(run.beam().nodes[melvin.node].reason.as_deref(), Some("precise: not chosen by the model"));
@@ -238,7 +242,8 @@ async fn gog_generates_the_hidden_triple_verifies_it_and_finishes() {
             "thought"
         ]
     );
-    let steps: Vec<&str> = run.gog_steps().iter().map(|s| s.action.as_str()).collect();
+    let rows = gog_steps(&run);
+    let steps: Vec<&str> = rows.iter().map(|s| s.action.as_str()).collect();
     assert_eq!(
         steps,
         [
@@ -250,7 +255,7 @@ async fn gog_generates_the_hidden_triple_verifies_it_and_finishes() {
         ]
     );
     // The search saw no time zone: the scenario hides it.
-    assert!(!run.gog_steps()[2].observation.contains("time_zones"));
+    assert!(!gog_steps(&run)[2].observation.contains("time_zones"));
     let generated = run.generated();
     assert_eq!(generated.len(), 2);
     assert_eq!(generated[0].tail, "Pacific Time Zone");
@@ -260,7 +265,7 @@ async fn gog_generates_the_hidden_triple_verifies_it_and_finishes() {
     assert!(!generated[1].kept, "the Mountain Time Zone sample was rejected");
     assert_eq!(run.beam().nodes[generated[0].node].provenance, Provenance::Generated { kept: true });
     assert_eq!(run.beam().nodes[generated[1].node].status, Status::PrunedByScore);
-    assert_eq!(run.gog_steps()[3].observation, "Cupertino, location.location.time_zones, Pacific Time Zone");
+    assert_eq!(gog_steps(&run)[3].observation, "Cupertino, location.location.time_zones, Pacific Time Zone");
     assert_eq!(run.answer().unwrap().answers, vec!["Pacific Time Zone"]);
     // It rests on the generated triple, not on the KG, and says so.
     assert_eq!(run.answer().unwrap().source, AnswerSource::GeneratedTriples);
@@ -301,7 +306,7 @@ async fn gog_an_edited_action_runs_instead_and_generated_triples_can_be_rejected
         action: "Search[Cupertino]".into(),
     })
     .unwrap();
-    assert_eq!(run.gog_steps()[0].action, "Search[Cupertino]");
+    assert_eq!(gog_steps(&run)[0].action, "Search[Cupertino]");
     // A name the run has not seen is linked by label first.
     driver.step(&mut run).await.unwrap();
     assert_eq!(run.trace().last().unwrap().lookups[0].what, "entities named \"Cupertino\"");
@@ -356,7 +361,7 @@ text = "Action 1: Finish[]"
     let driver = ikg_driver(empty, &[]);
     let mut run = new_run(&driver, APPLE, named(&["Apple Inc."]), settings(MethodId::GOG));
     run_to_end(&driver, &mut run).await;
-    assert_eq!(run.gog_steps().len(), 2);
+    assert_eq!(gog_steps(&run).len(), 2);
     assert_eq!(run.answer().unwrap().answers, vec!["Pacific Time Zone"]);
 }
 
@@ -376,7 +381,7 @@ text = "{Pacific Time Zone}"
         Settings { gog: GogSettings { gog_steps: 2, ..GogSettings::default() }, ..settings(MethodId::GOG) },
     );
     run_to_end(&driver, &mut run).await;
-    assert_eq!(run.gog_steps().len(), 2);
+    assert_eq!(gog_steps(&run).len(), 2);
     assert_eq!(run.answer().unwrap().source, AnswerSource::OwnKnowledge);
 }
 
@@ -392,8 +397,8 @@ async fn gog_rewinds_to_before_the_generate_step_and_replays_from_the_memo() {
     run.rewind(generate - 1).unwrap();
     assert!(!run.is_finished());
     assert_eq!(run.generated().len(), 0, "the generated triples belong to the branch set aside");
-    assert_eq!(run.gog_steps().last().unwrap().action, "Generate[Cupertino is in the Pacific Time Zone]");
-    assert!(run.gog_editable(), "back before the Generate ran, it can be edited");
+    assert_eq!(gog_steps(&run).last().unwrap().action, "Generate[Cupertino is in the Pacific Time Zone]");
+    assert!(gog_editable(&run), "back before the Generate ran, it can be edited");
     run_to_end(&driver, &mut run).await;
     assert_eq!(run.answer().unwrap().answers, vec!["Pacific Time Zone"]);
     assert_eq!(run.generated().len(), 2);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{named, new_run, run_to_end, run_until, run_until_depth};
+use common::{gog_editable, named, new_run, run_to_end, run_until, run_until_depth};
 use ongraph::engine::beam::NodeKind;
 use ongraph::engine::{AnswerSource, MethodId, Override, Run, Settings, Topics};
 use ongraph::kg::Term;
@@ -194,7 +194,7 @@ async fn gog_search_california_instead_of_generating() {
     let driver = demo_ikg();
     let mut run = new_run(&driver, APPLE, Topics::Extract, settings(MethodId::GOG));
     run_until(&driver, &mut run, "generate").await;
-    assert!(run.gog_editable(), "the Generate action is written, not run");
+    assert!(gog_editable(&run), "the Generate action is written, not run");
     run.apply(Override::EditAction { thought: None, action: "Search[California]".into() }).unwrap();
     run_to_end(&driver, &mut run).await;
     let answer = run.answer().unwrap();

@@ -8,7 +8,7 @@ use super::method::{Method, MethodView};
 use super::parse::parse_answers;
 use super::simulate::{Simulation, own_knowledge};
 use super::step::{completion, record, unreadable};
-use super::structured::Shape;
+use super::structured::{ANSWER, REASONED_ANSWER, ReplyShape};
 use super::{Answer, AnswerSource, Context, EngineError, Request, Response};
 use crate::prompts::{Template, builtin_template};
 
@@ -53,7 +53,7 @@ impl BaselineMachine {
                 let prompt = cx.prompts.render(COT, &[("question", question)]);
                 (0..s.sc.samples.max(1) as u32)
                     .map(|sample| {
-                        cx.llm_sample("cot", prompt.clone(), s.sc.sample_temperature, sample, Shape::ReasonedAnswer)
+                        cx.llm_sample("cot", prompt.clone(), s.sc.sample_temperature, sample, &REASONED_ANSWER)
                     })
                     .collect()
             }
@@ -61,7 +61,7 @@ impl BaselineMachine {
                 "cot",
                 cx.prompts.render(COT, &[("question", question)]),
                 s.reason_temperature,
-                Shape::ReasonedAnswer,
+                &REASONED_ANSWER,
             )],
         }
     }
@@ -74,8 +74,8 @@ impl BaselineMachine {
 /// free replies left 5 unread). Prompts that carry IO's one-call JSON variant (a session saved
 /// while IO had one, a user's `json/io.txt`) ask as that variant shows, and prompts saved before
 /// there were variants as JSON of the answer, as then: both replay.
-fn io_shape(cx: &Context) -> Shape<'static> {
-    if cx.reasons_then_formats() && !cx.prompts.has_variant(IO) { Shape::ReasonedAnswer } else { Shape::Answer }
+fn io_shape(cx: &Context) -> &'static ReplyShape {
+    if cx.reasons_then_formats() && !cx.prompts.has_variant(IO) { &REASONED_ANSWER } else { &ANSWER }
 }
 
 impl Method for BaselineMachine {

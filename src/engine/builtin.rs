@@ -48,7 +48,7 @@ pub const BUILTIN: &[MethodEntry] = &[
         progress: depth_progress,
         start: |cx, topics| Ok(Machine::new(super::tog::TogMachine::new(cx, topics, false)?)),
         templates: super::tog::templates::TEMPLATES,
-        shapes: &[],
+        shapes: super::tog::shapes::SHAPES,
         simulations: super::tog::simulate::SIMULATIONS,
     },
     MethodEntry {
@@ -58,7 +58,7 @@ pub const BUILTIN: &[MethodEntry] = &[
         progress: depth_progress,
         start: |cx, topics| Ok(Machine::new(super::tog::TogMachine::new(cx, topics, true)?)),
         templates: super::tog::templates::TEMPLATES,
-        shapes: &[],
+        shapes: super::tog::shapes::SHAPES,
         simulations: super::tog::simulate::SIMULATIONS,
     },
     MethodEntry {
@@ -68,7 +68,7 @@ pub const BUILTIN: &[MethodEntry] = &[
         progress: depth_progress,
         start: |cx, topics| Ok(Machine::new(super::pog::PogMachine::new(cx, topics, false)?)),
         templates: super::pog::templates::TEMPLATES,
-        shapes: &[],
+        shapes: super::pog::shapes::SHAPES,
         simulations: super::pog::simulate::SIMULATIONS,
     },
     MethodEntry {
@@ -78,7 +78,7 @@ pub const BUILTIN: &[MethodEntry] = &[
         progress: depth_progress,
         start: |cx, topics| Ok(Machine::new(super::pog::PogMachine::new(cx, topics, true)?)),
         templates: super::pog::templates::TEMPLATES,
-        shapes: &[],
+        shapes: super::pog::shapes::SHAPES,
         simulations: super::pog::simulate::SIMULATIONS,
     },
     MethodEntry {
@@ -88,7 +88,7 @@ pub const BUILTIN: &[MethodEntry] = &[
         progress: step_progress,
         start: |cx, topics| Ok(Machine::new(super::gog::GogMachine::new(cx, topics)?)),
         templates: super::gog::templates::TEMPLATES,
-        shapes: &[],
+        shapes: super::gog::shapes::SHAPES,
         simulations: super::gog::simulate::SIMULATIONS,
     },
     MethodEntry {
@@ -129,7 +129,6 @@ pub const BUILTIN: &[MethodEntry] = &[
 mod tests {
     use super::*;
     use crate::engine::registry::check;
-    use crate::engine::structured::Shape;
     use std::path::Path;
 
     #[test]
@@ -138,7 +137,7 @@ mod tests {
         let registry = Registry::builtin();
         let templates = registry.templates();
         for t in &templates {
-            assert!(t.reply().is_none_or(|r| Shape::BUILTIN_NAMES.contains(&r)), "{t}: {:?}", t.reply());
+            assert!(t.reply().is_none_or(|r| registry.shape(r).is_some()), "{t}: {:?}", t.reply());
             assert_eq!(registry.template(t.name()), Some(*t));
         }
         assert_eq!(registry.template("anwser"), None);

@@ -3,7 +3,7 @@
 
 use super::beam::Beam;
 use super::events::{Costs, Event};
-use super::structured::{ReplyShape, Shape};
+use super::structured::{ANSWER, Reply};
 use super::{Answer, PromptLayout, Request, Settings};
 use crate::kg::KgProfile;
 use crate::llm::{ChatRequest, Extraction};
@@ -109,8 +109,14 @@ impl Context {
     }
 
     /// A call whose reply takes `shape` (asked for as JSON in structured mode).
-    pub(crate) fn llm(&self, step: &str, prompt: impl Into<Prompt>, temperature: f64, shape: Shape<'_>) -> Request {
-        self.llm_sample(step, prompt, temperature, 0, shape)
+    pub(crate) fn llm<'a>(
+        &self,
+        step: &str,
+        prompt: impl Into<Prompt>,
+        temperature: f64,
+        reply: impl Into<Reply<'a>>,
+    ) -> Request {
+        self.llm_sample(step, prompt, temperature, 0, reply)
     }
 
     /// `template` rendered for this run: its structured variant (examples in JSON, the reply's
@@ -127,18 +133,18 @@ impl Context {
 
     /// Sample `sample` of a call made several times on purpose (self-consistency).
     ///
-    /// With structured replies, a call of a shape that reasons first ([`Shape::reasons_first`])
+    /// With structured replies, a call of a shape that reasons first ([`Reply::reasons_first`])
     /// is asked as free text and carries the extraction that reads a reply it cannot read as
     /// it is; any other is asked as JSON of its shape, shown in the prompt.
-    pub(crate) fn llm_sample(
+    pub(crate) fn llm_sample<'a>(
         &self,
         step: &str,
         prompt: impl Into<Prompt>,
         temperature: f64,
         sample: u32,
-        shape: Shape<'_>,
+        reply: impl Into<Reply<'a>>,
     ) -> Request {
-        let prompt = prompt.into();
+        let (prompt, shape) = (prompt.into(), reply.into());
         let (system, mut text) = self.shared_layout(&prompt).unwrap_or_else(|| {
             // Outside the shared prefix: the plain system prompt.
             (self.prompts.render(super::templates::SYSTEM, &[]).trim().to_string(), prompt.text.clone())
@@ -177,7 +183,7 @@ impl Context {
 
     /// The second call of a reason-first request: the extraction prompt around the free reply,
     /// asking for `shape`.
-    fn extraction(&self, shape: &Shape<'_>) -> Extraction {
+    fn extraction(&self, shape: &Reply<'_>) -> Extraction {
         const SLOT: &str = "\u{0}reply\u{0}";
         let text = self.prompts.render(super::templates::EXTRACT, &[("question", &self.question), ("reply", SLOT)]);
         let (before, after) = text.split_once(SLOT).unwrap_or((&text, ""));
@@ -191,15 +197,16 @@ impl Context {
     /// A call whose reply is read as an answer: `{name}` in free text, or JSON of the answer
     /// shape in structured mode (read back into braces before the method sees it).
     pub fn ask_for_answer(&self, step: &str, prompt: String) -> Request {
-        self.llm(step, prompt, self.settings.reason_temperature, Shape::Answer)
+        self.llm(step, prompt, self.settings.reason_temperature, &ANSWER)
     }
 
-    /// A call whose reply takes a shape the method defined (listed in its registry entry):
-    /// asked for as JSON of that shape in structured mode, the shape shown unless the prompt
-    /// (a structured variant) shows it already. The method reads the reply's JSON text, or the
-    /// model's free text when the reply did not fit.
-    pub fn ask(&self, step: &str, prompt: impl Into<Prompt>, shape: &ReplyShape) -> Request {
-        self.llm(step, prompt, self.settings.reason_temperature, Shape::Own(shape))
+    /// A call whose reply takes a shape the method defined (listed in its registry entry), for
+    /// what the call offers (`&SHAPE` when it offers nothing): asked for as JSON of that shape
+    /// in structured mode, the shape shown unless the prompt (a structured variant) shows it
+    /// already. The method reads the reply as its shape reads it, or the model's free text
+    /// when the reply did not fit.
+    pub fn ask<'a>(&self, step: &str, prompt: impl Into<Prompt>, reply: impl Into<Reply<'a>>) -> Request {
+        self.llm(step, prompt, self.settings.reason_temperature, reply)
     }
 
     /// The index the next trace entry will have.
@@ -278,14 +285,14 @@ mod tests {
             "relation_prune",
             cx.render(RELATION_PRUNE, &values),
             0.4,
-            Shape::Relations { candidates: &relations, width: 3 },
+            crate::engine::tog::shapes::relations(&relations, 3),
         );
         let options = vec!["Byron".to_string()];
         let judge = cx.llm(
             "reasoning",
             cx.render(REASONING, &[("question", cx.question()), ("triples", "Ada, spouse, Byron")]),
             0.0,
-            Shape::Judgment { options: &options },
+            crate::engine::structured::judgment(&options),
         );
         (chat(prune), chat(judge))
     }
@@ -345,7 +352,7 @@ mod tests {
             "relation_prune",
             cx.render(RELATION_PRUNE, &values),
             0.4,
-            Shape::Relations { candidates: &relations, width: 7 },
+            crate::engine::tog::shapes::relations(&relations, 7),
         ));
         assert!(request.prompt.starts_with("Please retrieve 7 relations"), "{}", request.prompt);
         assert_eq!(request.system, "You are an AI assistant that helps people find information.");

@@ -117,7 +117,20 @@ pub struct ViewItem {
     /// The row in full, shown beside the list when any row has some.
     pub detail: Vec<ViewLine>,
     /// Written by the model and not yet run: the user may edit it first.
-    pub editable: bool,
+    pub edit: Option<EditableStep>,
+}
+
+/// A step the model wrote that has not run yet: what the user may change before it runs (the
+/// change is an [`Override::EditAction`](super::Override::EditAction), which the method
+/// checks).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct EditableStep {
+    /// Who wrote it, as people know the method (`GoG`).
+    pub method: String,
+    pub thought: String,
+    pub action: String,
+    /// The actions the method takes, in words (`Search[e1 | e2] or Finish[a1 | a2]`).
+    pub actions: String,
 }
 
 /// A line of a view: an optional label (drawn bold), text, and a tone.

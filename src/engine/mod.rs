@@ -48,23 +48,23 @@ pub(crate) use context::test_context;
 pub use footprint::{Fact, Footprint, Lookup};
 use history::Snapshot;
 pub use history::{Abandoned, SetAside};
-pub use method::{Machine, Method, MethodView, Tone, ViewItem, ViewLine};
+pub use method::{EditableStep, Machine, Method, MethodView, Tone, ViewItem, ViewLine};
 pub use method_id::MethodId;
 pub use overrides::Override;
 pub use parse::parse_answers;
 pub use registry::{MethodEntry, Registry, RegistryError, depth_progress};
 pub use settings::{Fallback, GogSettings, PogSettings, PromptLayout, PruneTool, ScSettings, Settings};
-pub use structured::ReplyShape;
+pub use structured::{Offer, Reasons, Reply, ReplyShape, json_text};
 pub use topics::TopicLinker;
 pub use view::progress_line;
 
-/// Whether a free reply to a call of reply shape `name` can be read as it is: an answer in
-/// braces (or "the answer is …"), or a GoG step with its action. Otherwise a reason-first call
-/// has the reply extracted by a second call. At the engine's root: it reads a method's step
-/// (GoG's) and the generic answers alike, and `structured/` knows no method.
+/// Whether a free reply to a call of reply shape `name` can be read as it is, as the program's
+/// shape of that name says (GoG's step: with its action); otherwise, whether it holds an answer
+/// in braces (or "the answer is …"). A reason-first reply that cannot is extracted by a second
+/// call.
 pub(crate) fn readable_as_text(name: &str, reply: &str) -> bool {
-    match name {
-        "gog_step" => gog::parse::parse_step(reply).is_ok(),
+    match Registry::program().shape(name).map(|s| s.reasons) {
+        Some(structured::Reasons::ThenItself { readable }) => readable(reply),
         _ => parse::parse_answers(reply).is_some_and(|a| !a.is_empty()),
     }
 }

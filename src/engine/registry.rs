@@ -5,7 +5,7 @@
 use super::method::Machine;
 use super::method_id::MethodId;
 use super::simulate::{Simulate, Simulation};
-use super::structured::{ReplyShape, Shape};
+use super::structured::{GENERIC, ReplyShape};
 use super::{Context, EngineError, Settings, Topics};
 use crate::prompts::{PromptError, Prompts, Template};
 use std::fmt;
@@ -28,7 +28,7 @@ pub struct MethodEntry {
     /// The prompt templates it renders (besides the engine's own: the system prompt, topic
     /// extraction and answer extraction). A user's prompts directory may override any of them.
     pub templates: &'static [Template],
-    /// The reply shapes it defines for its own prompts (the built-in ones need no listing).
+    /// The reply shapes it defines for its own prompts (the generic ones need no listing).
     pub shapes: &'static [ReplyShape],
     /// How a model that knows the gold path, and reads nothing but the prompt, replies to each
     /// of its templates (`eval --llm gold-path`; see [`super::simulate`]). A template without
@@ -59,7 +59,7 @@ pub struct Registry {
 pub enum RegistryError {
     #[error("method {method}: its template {template} differs from another template of that name")]
     TemplateTaken { method: String, template: String },
-    #[error("method {method}: the reply shape name {shape} is taken (by a built-in shape or another method's)")]
+    #[error("method {method}: the reply shape name {shape} is taken (by a generic shape or another method's)")]
     ShapeTaken { method: String, shape: String },
     #[error("method {method}: its template {template} asks for the reply shape {shape}, which no method defines")]
     UnknownShape { method: String, template: String, shape: String },
@@ -105,6 +105,11 @@ impl Registry {
             .chain(self.entries.iter().flat_map(|e| e.simulations))
             .find(|s| s.template == template)
             .map(|s| s.reply)
+    }
+
+    /// The reply shape of this name: a generic one, or one a method defines.
+    pub fn shape(&self, name: &str) -> Option<&ReplyShape> {
+        GENERIC.iter().chain(self.entries.iter().flat_map(|e| e.shapes)).find(|s| s.name == name)
     }
 
     pub fn get(&self, id: &MethodId) -> Option<&MethodEntry> {
@@ -164,8 +169,8 @@ pub(super) fn check(entries: &[MethodEntry]) -> Result<(), RegistryError> {
             }
         }
         for s in e.shapes {
-            let taken = Shape::BUILTIN_NAMES.contains(&s.name)
-                || shapes.iter().any(|k| k.name == s.name && (k.shape != s.shape));
+            let taken =
+                GENERIC.iter().any(|g| g.name == s.name) || shapes.iter().any(|k| k.name == s.name && !k.same_as(s));
             if taken {
                 return Err(RegistryError::ShapeTaken { method: e.id.into(), shape: s.name.into() });
             }
@@ -178,7 +183,7 @@ pub(super) fn check(entries: &[MethodEntry]) -> Result<(), RegistryError> {
         }
         for t in e.templates {
             let Some(shape) = t.reply() else { continue };
-            if !Shape::BUILTIN_NAMES.contains(&shape) && !shapes.iter().any(|s| s.name == shape) {
+            if !GENERIC.iter().chain(shapes.iter().copied()).any(|s| s.name == shape) {
                 return Err(RegistryError::UnknownShape {
                     method: e.id.into(),
                     template: t.name().into(),

@@ -1,5 +1,6 @@
 //! A run's step loop: poll for what it needs, feed the results back, apply the user's changes.
 
+use super::Machine;
 use super::beam::Beam;
 use super::events::{Costs, Event, EventKind};
 use super::{
@@ -100,7 +101,7 @@ impl Run {
         self.account(&pending.requests, &responses);
         self.read.record(&pending.requests, &responses);
         let mut responses = responses;
-        let reading_notes = step::read_structured(&pending.requests, &mut responses);
+        let reading_notes = step::read_structured(&pending.requests, &mut responses, self.entry.shapes);
         let result = self.machine.inner_mut().absorb(&mut self.cx, &pending.plan, &pending.requests, responses);
         match result {
             Ok(mut event) => {
@@ -152,22 +153,14 @@ impl Run {
     }
 
     /// Changes the run's state between steps; recorded in the trace. A change the method
-    /// refuses changes nothing: a batch handed out stays pending and can still be fed.
+    /// refuses changes nothing: a batch handed out stays pending and can still be fed; whether
+    /// it would be refused can be asked first ([`Run::check`]).
     ///
     /// A change that would leave the next step nothing to explore (the last path it would
     /// extend, check or answer from dropped or pruned) is refused too ([`Method::has_frontier`]).
     pub fn apply(&mut self, o: Override) -> Result<usize, EngineError> {
         let before = (self.machine.clone(), self.context_without_trace());
-        let could_explore = self.machine.inner().has_frontier(&self.cx);
-        let refused = match self.machine.inner_mut().apply(&mut self.cx, &o) {
-            Ok(description) if !could_explore || self.machine.inner().has_frontier(&self.cx) => Ok(description),
-            Ok(_) => Err(EngineError::NothingLeft { what: o.describe_in(&before.1.beam) }),
-            // A refusal names the nodes as people see them (the trace keeps its own wording).
-            Err(EngineError::BadOverride { why, .. }) => {
-                Err(EngineError::BadOverride { what: o.describe_in(&before.1.beam), why })
-            }
-            Err(e) => Err(e),
-        };
+        let refused = changed(&mut self.machine, &mut self.cx, &o, &before.1.beam);
         let description = match refused {
             Ok(description) => description,
             Err(e) => {
@@ -192,5 +185,26 @@ impl Run {
         ));
         self.snapshot();
         Ok(index)
+    }
+
+    /// Whether `o` would be taken now, without taking it: `Err` says why not, as
+    /// [`Run::apply`] would (a form can keep what the user typed and say so).
+    pub fn check(&self, o: &Override) -> Result<(), EngineError> {
+        let (mut machine, mut cx) = (self.machine.clone(), self.cx.clone());
+        changed(&mut machine, &mut cx, o, &self.cx.beam).map(|_| ())
+    }
+}
+
+/// `o` applied to a method's state: its description, or why it is refused (named as people see
+/// the nodes, in `beam` before the change). A change that would leave the next step nothing to
+/// explore is refused ([`Method::has_frontier`](super::Method::has_frontier)).
+fn changed(machine: &mut Machine, cx: &mut Context, o: &Override, beam: &Beam) -> Result<String, EngineError> {
+    let could_explore = machine.inner().has_frontier(cx);
+    match machine.inner_mut().apply(cx, o) {
+        Ok(description) if !could_explore || machine.inner().has_frontier(cx) => Ok(description),
+        Ok(_) => Err(EngineError::NothingLeft { what: o.describe_in(beam) }),
+        // A refusal names the nodes as people see them (the trace keeps its own wording).
+        Err(EngineError::BadOverride { why, .. }) => Err(EngineError::BadOverride { what: o.describe_in(beam), why }),
+        Err(e) => Err(e),
     }
 }

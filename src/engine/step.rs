@@ -3,7 +3,7 @@
 
 use super::beam::{Beam, NodeId, Status};
 use super::events::{CallRecord, Event, ReadAs};
-use super::structured::{judgment_options, reachable_answers};
+use super::structured::{ReplyShape, judgment_options, reachable_answers};
 use super::{AnswerSource, Context, EngineError, Request, Response};
 use crate::kg::{EntityMatch, Neighbour, RelationRef};
 use crate::llm::Completion;
@@ -84,7 +84,7 @@ pub(super) fn unreadable(ev: &mut Event) {
 
 /// Reads every structured reply of a batch back into the text its step's parser reads (the
 /// model's JSON stays in [`Completion::json_reply`]); returns the notes for the step's event.
-pub(super) fn read_structured(requests: &[Request], responses: &mut [Response]) -> Vec<String> {
+pub(super) fn read_structured(requests: &[Request], responses: &mut [Response], shapes: &[ReplyShape]) -> Vec<String> {
     let mut notes = Vec::new();
     for (request, response) in requests.iter().zip(responses.iter_mut()) {
         let (Request::Llm(r), Response::Llm { completion }) = (request, response) else { continue };
@@ -92,7 +92,7 @@ pub(super) fn read_structured(requests: &[Request], responses: &mut [Response]) 
         // A reason-first reply is JSON only when its answer had to be extracted.
         let extracted = r.extract.as_ref().filter(|_| completion.extracted).map(|e| &e.schema);
         let Some(schema) = r.schema.as_ref().or(extracted) else { continue };
-        match super::structured::read(schema, &completion.text) {
+        match super::structured::read(schema, &completion.text, shapes) {
             Some(reading) => {
                 notes.extend(reading.notes);
                 completion.json_reply = Some(std::mem::replace(&mut completion.text, reading.text));

@@ -7,7 +7,7 @@
 use super::beam::{NodeKind, Provenance, Status};
 use super::events::{Event, LookupRecord};
 use super::step::{completion, entity_matches, plural_y, record, unreadable};
-use super::structured::Shape;
+use super::structured::TOPICS;
 use super::{Context, EngineError, Request, Response, Topics, parse};
 use crate::kg::{EntityMatch, Term};
 
@@ -151,7 +151,7 @@ impl TopicLinker {
         match self.stage {
             Stage::Extract => {
                 let prompt = cx.render(super::templates::TOPIC_ENTITIES, &[("question", &cx.question)]);
-                vec![cx.llm("topic_entities", prompt, cx.settings.reason_temperature, Shape::Topics)]
+                vec![cx.llm("topic_entities", prompt, cx.settings.reason_temperature, &TOPICS)]
             }
             Stage::Spans => self.spans.iter().map(|s| Request::FindEntities { name: s.clone(), limit: 3 }).collect(),
             Stage::Link => {

@@ -3,7 +3,7 @@
 
 use super::beam::Beam;
 use super::events::{Costs, Event};
-use super::{Abandoned, Answer, Footprint, Method, MethodEntry, MethodView, PathView, Run, Settings, gog, pog};
+use super::{Abandoned, Answer, Footprint, Method, MethodEntry, MethodView, PathView, Run, Settings};
 
 impl Run {
     pub fn question(&self) -> &str {
@@ -93,21 +93,6 @@ impl Run {
     /// The method's own state, when it is an `M`.
     pub fn method_state<M: Method>(&self) -> Option<&M> {
         self.machine.downcast_ref()
-    }
-
-    /// GoG's Thought / Action / Observation steps so far (empty for other methods).
-    pub fn gog_steps(&self) -> &[gog::GogStep] {
-        self.method_state::<gog::GogMachine>().map_or(&[], |m| m.steps())
-    }
-
-    /// Whether GoG's last thought and action can still be edited (written, not yet run).
-    pub fn gog_editable(&self) -> bool {
-        self.method_state::<gog::GogMachine>().is_some_and(|m| m.editable())
-    }
-
-    /// PoG's question analysis, subgraph sizes and stages so far (None for other methods).
-    pub fn pog_report(&self) -> Option<&pog::PogReport> {
-        self.method_state::<pog::PogMachine>().map(|m| m.report())
     }
 }
 

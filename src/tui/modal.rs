@@ -5,6 +5,7 @@
 use super::component::{Component, Outcome, popup, window};
 use super::keymap::Command;
 use super::theme::Theme;
+use crate::engine::EditableStep;
 use crate::engine::beam::{NodeId, TripleView};
 use crate::kg::{RelationRef, Term};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -48,7 +49,7 @@ fn edit(text: &mut String, key: KeyEvent) -> bool {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Field {
-    pub label: &'static str,
+    pub label: String,
     pub value: String,
     pub required: bool,
 }
@@ -62,7 +63,7 @@ pub enum FormKind {
     /// An entity's name is wrong.
     Relabel { entity: String, current: String },
     /// GoG's last thought and action, before the action runs.
-    EditStep { thought: String },
+    EditStep { thought: String, title: String },
 }
 
 /// The KG lookup of a right object's typed name: an entity the KG has under that name is used,
@@ -92,9 +93,9 @@ impl Form {
         Self {
             kind: FormKind::Flag { triple, object: None, check: NameCheck::default() },
             fields: vec![
-                Field { label: "Why is it wrong", value: String::new(), required: true },
+                Field { label: "Why is it wrong".into(), value: String::new(), required: true },
                 Field {
-                    label: "Right object (optional; ctrl-f: pick from the KG)",
+                    label: "Right object (optional; ctrl-f: pick from the KG)".into(),
                     value: String::new(),
                     required: false,
                 },
@@ -107,8 +108,8 @@ impl Form {
     pub fn relabel(entity: String, current: String) -> Self {
         Self {
             fields: vec![
-                Field { label: "Right name", value: current.clone(), required: true },
-                Field { label: "Why", value: String::new(), required: true },
+                Field { label: "Right name".into(), value: current.clone(), required: true },
+                Field { label: "Why".into(), value: String::new(), required: true },
             ],
             kind: FormKind::Relabel { entity, current },
             active: 0,
@@ -116,27 +117,26 @@ impl Form {
         }
     }
 
-    pub fn edit_step(thought: String, action: String) -> Self {
+    pub fn edit_step(step: &EditableStep) -> Self {
         Self {
             fields: vec![
-                Field { label: "Thought", value: thought.clone(), required: false },
-                Field {
-                    label: "Action: Search[e1 | e2], Generate[thought] or Finish[a1 | a2]",
-                    value: action,
-                    required: true,
-                },
+                Field { label: "Thought".into(), value: step.thought.clone(), required: false },
+                Field { label: format!("Action: {}", step.actions), value: step.action.clone(), required: true },
             ],
-            kind: FormKind::EditStep { thought },
+            kind: FormKind::EditStep {
+                thought: step.thought.clone(),
+                title: format!(" Edit {}'s next step before it runs ", step.method),
+            },
             active: 1,
             problem: None,
         }
     }
 
-    pub fn title(&self) -> &'static str {
-        match self.kind {
+    pub fn title(&self) -> &str {
+        match &self.kind {
             FormKind::Flag { .. } => " Flag a wrong triple ",
             FormKind::Relabel { .. } => " Correct a name ",
-            FormKind::EditStep { .. } => " Edit GoG's next step before it runs ",
+            FormKind::EditStep { title, .. } => title,
         }
     }
 
@@ -354,7 +354,7 @@ impl Component for Form {
                 lines.push(Line::from(Span::styled(format!("The name of {entity} is wrong:"), bold())));
                 lines.push(Line::from(format!("now: {current}")));
             }
-            FormKind::EditStep { thought } => {
+            FormKind::EditStep { thought, .. } => {
                 lines.push(Line::from(Span::styled("The model's next step, not run yet:", bold())));
                 lines.push(Line::from(format!("Thought: {thought}")));
                 lines.push(Line::from(Span::styled(

@@ -9,8 +9,8 @@ use ongraph::engine::beam::{NodeId, NodeKind, Provenance};
 use ongraph::engine::events::{CallRecord, Event, LookupRecord};
 use ongraph::engine::simulate::{GoldPath, Shown, Simulation, braced_or_unknown};
 use ongraph::engine::{
-    Answer, AnswerSource, Context, EngineError, Machine, Method, MethodEntry, MethodView, PathView, Registry,
-    ReplyShape, Request, Response, TopicLinker, Topics, ViewItem, ViewLine,
+    Answer, AnswerSource, Context, EngineError, Machine, Method, MethodEntry, MethodView, Offer, PathView, Registry,
+    Reply, ReplyShape, Request, Response, TopicLinker, Topics, ViewItem, ViewLine,
 };
 use ongraph::prompts::{Template, TemplateDef};
 use serde_json::{Value, json};
@@ -24,15 +24,20 @@ pub const BFS_ANSWER: Template = Template::new(&TemplateDef {
     json_text: None,
 });
 
-/// Its own reply shape: the answer, and the number of the triple that gives it.
-pub const BFS_REPLY: ReplyShape = ReplyShape {
-    name: "bfs_answer",
-    schema: || {
-        json!({"type": "object", "properties": {"answer": {"type": "string"}, "triple": {"type": "integer"}},
+/// Its own reply shape: the answer, and the number of the triple that gives it, one of the
+/// numbers the call offers. Read back as its JSON text.
+pub const BFS_REPLY: ReplyShape = ReplyShape::json(
+    "bfs_answer",
+    |offer| {
+        let numbers: Vec<usize> = (1..=offer.count.max(1)).collect();
+        json!({"type": "object", "properties": {"answer": {"type": "string"}, "triple": {"enum": numbers}},
                "required": ["answer", "triple"], "additionalProperties": false})
     },
-    shape: r#"{"answer": "<the answer>", "triple": <the number of the triple that gives it>}"#,
-};
+    |_| BFS_SHAPE.into(),
+);
+
+/// Its reply's shape as the prompt shows it.
+pub const BFS_SHAPE: &str = r#"{"answer": "<the answer>", "triple": <the number of the triple that gives it>}"#;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -108,7 +113,8 @@ impl Method for Bfs {
                     .map(|(i, t)| format!("{}. {}", i + 1, t.line()))
                     .collect();
                 let prompt = cx.render(BFS_ANSWER, &[("question", cx.question()), ("triples", &lines.join("\n"))]);
-                (vec![cx.ask("bfs_answer", prompt, &BFS_REPLY)], Vec::new())
+                let reply = Reply::new(&BFS_REPLY, Offer::numbered(lines.len(), 1));
+                (vec![cx.ask("bfs_answer", prompt, reply)], Vec::new())
             }
             Phase::Done => (Vec::new(), Vec::new()),
         }

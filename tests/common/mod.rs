@@ -104,3 +104,50 @@ pub fn ongraph_cmd(home: &Path, args: &[&str]) -> Command {
         .env_remove("ONGRAPH_LOG");
     cmd
 }
+
+/// One GoG step as its pane shows it.
+#[derive(Debug, Default)]
+pub struct GogRow {
+    pub thought: String,
+    pub action: String,
+    /// Empty until the step has run.
+    pub observation: String,
+}
+
+/// GoG's steps, read from the method's view (what the UI draws).
+pub fn gog_steps(run: &Run) -> Vec<GogRow> {
+    use ongraph::engine::Tone;
+    run.view()
+        .items
+        .iter()
+        .map(|item| {
+            let mut row = GogRow::default();
+            let mut observing = false;
+            for line in item.detail.iter().filter(|l| l.tone != Tone::Dim) {
+                match line.label.as_str() {
+                    "Thought: " => row.thought = line.text.clone(),
+                    "Action: " => row.action = line.text.clone(),
+                    "Observation:" => observing = true,
+                    _ if observing => {
+                        if !row.observation.is_empty() {
+                            row.observation.push('\n');
+                        }
+                        row.observation.push_str(&line.text);
+                    }
+                    _ => {}
+                }
+            }
+            row
+        })
+        .collect()
+}
+
+/// Whether GoG's last step is written and not run yet (the pane offers it for editing).
+pub fn gog_editable(run: &Run) -> bool {
+    run.view().items.iter().any(|i| i.edit.is_some())
+}
+
+/// The report lines of the method's pane (PoG's analysis, subgraph and stages).
+pub fn report_lines(run: &Run) -> Vec<String> {
+    run.view().report.iter().map(|l| format!("{}{}", l.label, l.text)).collect()
+}

@@ -19,6 +19,7 @@ mod generate;
 mod overrides;
 pub(crate) mod parse;
 mod phases;
+pub(crate) mod shapes;
 pub(crate) mod simulate;
 pub(crate) mod templates;
 mod view;
@@ -30,7 +31,7 @@ use super::events::{Event, LookupRecord};
 use super::lexical::top_k;
 use super::method::{Method, MethodView};
 use super::step::{answer_call, completion, entity_matches, plural_s, record, relations, unreadable};
-use super::structured::Shape;
+use super::structured::REASONED_ANSWER;
 use super::topics::{TopicLinker, link_model_name};
 use super::{AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
 use crate::kg::{RelationRef, Term};
@@ -155,10 +156,6 @@ impl GogMachine {
         }
     }
 
-    pub fn steps(&self) -> &[GogStep] {
-        &self.steps
-    }
-
     /// Whether the last step's thought and action can still be edited: the model wrote them and
     /// the action has not run.
     pub fn editable(&self) -> bool {
@@ -182,7 +179,7 @@ impl Method for GogMachine {
                     &[("question", &q), ("topics", &Self::topics_text(cx)), ("transcript", &self.transcript())],
                 );
                 // A retry is a new sample: the same prompt again would be answered from the memo.
-                vec![cx.llm_sample("gog_step", prompt, t, self.tries, Shape::GogStep)]
+                vec![cx.llm_sample("gog_step", prompt, t, self.tries, &shapes::STEP)]
             }
             Phase::Link => self.unlinked.iter().map(|n| Request::FindEntities { name: n.clone(), limit: 5 }).collect(),
             Phase::LinkGenerated => {
@@ -210,12 +207,7 @@ impl Method for GogMachine {
                                 ("relations", &format!("[{list}]")),
                             ],
                         );
-                        cx.llm(
-                            "gog_relations",
-                            prompt,
-                            t,
-                            Shape::Choice { candidates: &names, keep: RELATIONS_PER_SEARCH },
-                        )
+                        cx.llm("gog_relations", prompt, t, shapes::choice(&names, RELATIONS_PER_SEARCH))
                     })
                     .collect()
             }
@@ -234,7 +226,7 @@ impl Method for GogMachine {
                     &[("question", &q), ("thought", thought), ("triples", &self.related_known(thought))],
                 );
                 (0..s.gog.generate_samples.max(1) as u32)
-                    .map(|k| cx.llm_sample("gog_generate", prompt.clone(), t, k, Shape::Triples))
+                    .map(|k| cx.llm_sample("gog_generate", prompt.clone(), t, k, &shapes::TRIPLES))
                     .collect()
             }
             Phase::Verify => {
@@ -246,11 +238,11 @@ impl Method for GogMachine {
                     .collect::<Vec<_>>()
                     .join("\n");
                 let prompt = cx.render(templates::VERIFY, &[("question", &q), ("triples", &list)]);
-                vec![cx.llm("gog_verify", prompt, t, Shape::Kept { n: self.samples.len() })]
+                vec![cx.llm("gog_verify", prompt, t, shapes::kept(self.samples.len()))]
             }
             Phase::Answer(AnswerSource::OwnKnowledge) => {
                 let prompt = cx.render_text(super::templates::ANSWER_OWN_KNOWLEDGE, &[("question", &q)]);
-                vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
+                vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, &REASONED_ANSWER)]
             }
             Phase::Answer(_) | Phase::Done => Vec::new(),
         };
@@ -401,7 +393,7 @@ mod tests {
         assert_eq!(Method::phase(&gog), "search_relations", "Canberra is already linked");
         assert!(gog.editable(), "written, not run yet");
         let view = Method::view(&gog, &cx);
-        assert!(view.edits_steps && view.items.len() == 1 && view.items[0].editable, "{view:?}");
+        assert!(view.edits_steps && view.items.len() == 1 && view.items[0].edit.is_some(), "{view:?}");
 
         let many = ["a", "b", "c", "d", "e"].map(RelationRef::out).to_vec();
         step(&mut cx, &mut gog, vec![Response::Relations { relations: many }]);

@@ -2,7 +2,7 @@
 
 use super::GogMachine;
 use crate::engine::Context;
-use crate::engine::method::{MethodView, ViewItem, ViewLine};
+use crate::engine::method::{EditableStep, MethodView, ViewItem, ViewLine};
 
 impl GogMachine {
     /// The steps, one row each, with the thought, the action and the observation in full.
@@ -36,10 +36,16 @@ impl GogMachine {
                     detail.extend(s.observation.lines().map(ViewLine::plain));
                 }
                 detail.extend(generated.clone());
+                let edit = editable.then(|| EditableStep {
+                    method: "GoG".into(),
+                    thought: s.thought.clone(),
+                    action: s.action.clone(),
+                    actions: "Search[e1 | e2], Generate[thought] or Finish[a1 | a2]".into(),
+                });
                 ViewItem {
                     row: format!("{:>2}{mark}{}  {}", i + 1, s.action, s.thought),
                     detail,
-                    editable,
+                    edit,
                     ..ViewItem::default()
                 }
             })

@@ -23,6 +23,7 @@ mod overrides;
 pub(crate) mod parse;
 mod phases;
 mod pruning;
+pub(crate) mod shapes;
 pub(crate) mod simulate;
 mod stages;
 pub(crate) mod subgraph;
@@ -35,7 +36,7 @@ use super::method::{Method, MethodView};
 use super::step::{
     answer_call, completion, judged, neighbours, plural_s, record, relations, sample_indices, unreadable,
 };
-use super::structured::Shape;
+use super::structured::{ANSWER, Reply, VERDICT, judgment};
 use super::topics::TopicLinker;
 use super::{AnswerSource, Context, EngineError, Override, PathView, PruneTool, Request, Response, Topics};
 use crate::kg::{RelationRef, Term};
@@ -227,10 +228,6 @@ impl PogMachine {
         })
     }
 
-    pub fn report(&self) -> &PogReport {
-        &self.report
-    }
-
     fn indicator(&self, cx: &Context) -> String {
         self.analysis.as_ref().map(|a| a.indicator.clone()).unwrap_or_else(|| cx.question.clone())
     }
@@ -248,7 +245,7 @@ impl Method for PogMachine {
             Phase::Analysis => {
                 let topics: Vec<String> = cx.beam.roots().map(|r| format!("\"{}\"", r.shown())).collect();
                 let prompt = cx.render(templates::ANALYSIS, &[("question", &q), ("topics", &topics.join(", "))]);
-                vec![cx.llm("pog_analysis", prompt, s.prune_temperature, Shape::Analysis)]
+                vec![cx.llm("pog_analysis", prompt, s.prune_temperature, &shapes::ANALYSIS)]
             }
             Phase::ExpandRelations(lookup) => {
                 plan.nodes = self.to_search(lookup);
@@ -292,7 +289,7 @@ impl Method for PogMachine {
             }
             Phase::Summary => {
                 let prompt = cx.render(templates::SUMMARY, &[("question", &q), ("paths", &self.numbered(&self.pool))]);
-                vec![cx.llm("pog_summary", prompt, s.prune_temperature, Shape::Summary)]
+                vec![cx.llm("pog_summary", prompt, s.prune_temperature, &shapes::SUMMARY)]
             }
             Phase::Sufficiency => {
                 let summary = if self.summary.is_empty() { "(none)".to_string() } else { self.summary.join("\n") };
@@ -302,7 +299,7 @@ impl Method for PogMachine {
                 );
                 // A structured variant judges by the answer, chosen among what the paths reach.
                 let options = self.reachable_names(cx);
-                let shape = if prompt.shows_shape { Shape::Judgment { options: &options } } else { Shape::Verdict };
+                let shape = if prompt.shows_shape { judgment(&options) } else { Reply::from(&VERDICT) };
                 vec![cx.llm("pog_sufficiency", prompt, s.reason_temperature, shape)]
             }
             Phase::Supplement => {
@@ -311,7 +308,7 @@ impl Method for PogMachine {
                     templates::SUPPLEMENT,
                     &[("question", &q), ("topics", &topics.join(", ")), ("paths", &self.numbered(&self.selected))],
                 );
-                vec![cx.llm("pog_supplement", prompt, s.prune_temperature, Shape::Supplement)]
+                vec![cx.llm("pog_supplement", prompt, s.prune_temperature, &shapes::SUPPLEMENT)]
             }
             Phase::Answer(source) => {
                 let mut all: Vec<usize> = self.selected.clone();
@@ -322,7 +319,7 @@ impl Method for PogMachine {
                 }
                 let template = if source == AnswerSource::KgPaths { templates::ANSWER } else { templates::ANSWER_OWN };
                 let prompt = cx.render(template, &[("question", &q), ("paths", &self.numbered(&all))]);
-                vec![cx.llm(template.name(), prompt, s.reason_temperature, Shape::Answer)]
+                vec![cx.llm(template.name(), prompt, s.reason_temperature, &ANSWER)]
             }
             Phase::Done => Vec::new(),
         };
@@ -442,7 +439,7 @@ mod tests {
     #[test]
     fn the_analysis_sets_the_depth_and_the_subgraph_lookups_carry_their_nodes() {
         let (mut cx, mut pog) = analysed();
-        assert_eq!(pog.report().predicted_depth, Some(1));
+        assert_eq!(pog.report.predicted_depth, Some(1));
         assert_eq!(Method::phase(&pog), "subgraph_relations");
         let (requests, plan) = Method::next(&mut pog, &mut cx);
         assert_eq!(requests, vec![Request::Relations { entity: "m.canberra".into() }]);
@@ -464,7 +461,7 @@ mod tests {
         let (requests, plan) = Method::next(&mut pog, &mut cx);
         let reply = Response::Llm { completion: Completion { text: "I cannot say.".into(), ..Completion::default() } };
         Method::absorb(&mut pog, &mut cx, &plan, &requests, vec![reply]).unwrap();
-        assert!(pog.report().analysis_unreadable && pog.report().predicted_depth.is_none(), "no prediction made up");
+        assert!(pog.report.analysis_unreadable && pog.report.predicted_depth.is_none(), "no prediction made up");
         let first = &Method::view(&pog, &cx).report[0];
         assert_eq!(first.text, "no indicator: the model's question analysis could not be read");
     }

@@ -2,13 +2,13 @@
 //! (the model picks W of numbered candidates, in batches) and branch-reduced (by shared
 //! prefixes), then the kept paths marked on the beam.
 
+use super::shapes;
 use super::subgraph::SgPath;
 use super::{PRECISE_BATCH, PRECISE_BUDGET_CHARS, Phase, PogMachine, PogPruning, StageReport, parse};
 use crate::engine::beam::{NodeId, Status};
 use crate::engine::events::{Decision, Event};
 use crate::engine::lexical::{bm25, cosine};
 use crate::engine::step::{completion, record, unreadable, wrong};
-use crate::engine::structured::Shape;
 use crate::engine::{Context, EngineError, Request, Response};
 use crate::prompts::Template;
 use std::sync::Arc;
@@ -31,7 +31,7 @@ impl PogMachine {
             template.name(),
             prompt,
             cx.settings.prune_temperature,
-            Shape::Selection { n: texts.len(), width: cx.settings.width },
+            shapes::selection(texts.len(), cx.settings.width),
         )
     }
 

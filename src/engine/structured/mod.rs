@@ -1,6 +1,6 @@
-//! Structured replies: for every kind of prompt, the JSON schema that constrains the reply, the
-//! line that shows the model its shape, and the reader that turns a reply of that shape back
-//! into the text the method's parsers read.
+//! Structured replies: what a reply shape is (`shape`), the shapes every method may ask for
+//! (`generic`), and the reader that turns a reply of a shape back into the text the method's
+//! parsers read (`read`). Each method's own shapes are in its folder.
 //!
 //! Why render back to text instead of a second set of parsers: one reading path for both modes,
 //! so every rule the parsers enforce (only offered candidates, at most the width, scores
@@ -8,30 +8,61 @@
 //! and the free-text parser is the fallback for a reply that is not JSON of the shape. The
 //! model's own reply stays in the trace.
 
+mod generic;
 mod read;
 mod shape;
+mod text;
 
-pub(crate) use read::{judgment_options, reachable_answers, read};
-pub use shape::ReplyShape;
-pub(crate) use shape::Shape;
+pub(crate) use generic::{ANSWER, GENERIC, REASONED_ANSWER, TOPICS, VERDICT, judgment, judgment_options};
+pub(crate) use read::read;
+pub(crate) use shape::{Forms, array, distinct, enum_of, number, numbers_up_to, object, string};
+pub use shape::{Offer, Reasons, Reply, ReplyShape, json_text};
+pub(crate) use text::{clean, reachable_answers, score};
 
 #[cfg(test)]
 mod tests {
-    use super::read::close_truncated;
-    use super::shape::REASON_CHARS;
-    use super::shape::ReplyShape;
+    use super::generic::REASON_CHARS;
+    use super::read::{Reading, close_truncated};
+    use super::text::reachable_answers;
     use super::*;
-    use crate::engine::parse;
+    use crate::engine::{Registry, parse};
+    use crate::llm::ReplySchema;
     use serde_json::json;
 
-    fn read_as(shape: &Shape<'_>, reply: &str) -> Option<String> {
-        read(&shape.reply_schema(), reply).map(|r| r.text)
+    /// The shapes the built-in methods define (the generic ones aside), each once (ToG and ToG-R
+    /// list the same ones).
+    fn method_shapes() -> Vec<ReplyShape> {
+        let mut shapes: Vec<ReplyShape> = Vec::new();
+        for shape in Registry::builtin().entries().iter().flat_map(|e| e.shapes) {
+            match shapes.iter().find(|s| s.name == shape.name) {
+                Some(known) => assert!(known.same_as(shape), "{} is one shape", shape.name),
+                None => shapes.push(*shape),
+            }
+        }
+        shapes
+    }
+
+    /// A built-in method's shape, by name.
+    fn shape(name: &str) -> &'static ReplyShape {
+        Registry::builtin().shape(name).unwrap()
+    }
+
+    fn read_in(schema: &ReplySchema, reply: &str) -> Option<Reading> {
+        read(schema, reply, &method_shapes())
+    }
+
+    fn read_as(shape: &Reply<'_>, reply: &str) -> Option<String> {
+        read_in(&shape.reply_schema(), reply).map(|r| r.text)
+    }
+
+    fn group_offer(groups: &[Vec<String>]) -> Offer<'_> {
+        Offer { lists: groups.iter().map(Vec::as_slice).collect(), count: 0, width: 0 }
     }
 
     #[test]
     fn relations_read_back_through_the_parser() {
         let cands = vec!["a.b".to_string(), "c.d".to_string(), "e.f".to_string()];
-        let shape = Shape::Relations { candidates: &cands, width: 2 };
+        let shape = Reply::new(shape("relations"), Offer::names(&cands, 2));
         let schema = shape.schema();
         assert_eq!(schema["properties"]["relations"]["maxItems"], 2);
         assert_eq!(schema["properties"]["relations"]["items"]["properties"]["relation"]["enum"], json!(cands));
@@ -71,14 +102,21 @@ mod tests {
         .map(String::from)
         .to_vec();
         let groups = vec![names.clone(), vec!["x\"y".to_string()]];
-        let unified = vec![("Quote\"ville".to_string(), names.clone())];
+        let unified = [("Quote\"ville".to_string(), names.clone())];
         let shapes = [
-            Shape::Relations { candidates: &names, width: 3 },
-            Shape::Choice { candidates: &names, keep: 3 },
-            Shape::EntityScores { candidates: &names },
-            Shape::EntityGroups { groups: &groups },
-            Shape::UnifiedRelations { entities: &unified, width: 2 },
-            Shape::Judgment { options: &names },
+            Reply::new(shape("relations"), Offer::names(&names, 3)),
+            Reply::new(shape("choice"), Offer::names(&names, 3)),
+            Reply::new(shape("entity_scores"), Offer::names(&names, names.len())),
+            Reply::new(shape("entity_groups"), group_offer(&groups)),
+            Reply::new(
+                shape("unified_relations"),
+                Offer {
+                    lists: unified.iter().flat_map(|(e, r)| [std::slice::from_ref(e), r.as_slice()]).collect(),
+                    count: 0,
+                    width: 2,
+                },
+            ),
+            judgment(&names),
         ];
         for shape in &shapes {
             let mut sent = Vec::new();
@@ -99,7 +137,7 @@ mod tests {
             assert_eq!(unique.len(), sent.len(), "{}: {sent:?}", shape.name());
         }
         // A reply choosing by the forms sent reads back as the names.
-        let shape = Shape::EntityScores { candidates: &names };
+        let shape = Reply::new(shape("entity_scores"), Offer::names(&names, names.len()));
         let schema = shape.reply_schema();
         let form = |name: &str| schema.renamed.iter().find(|(_, n)| n == name).map(|(s, _)| s.clone()).unwrap();
         assert_eq!(form("David \"Buck\" Wheat"), "David 'Buck' Wheat (2)");
@@ -107,14 +145,14 @@ mod tests {
         let reply = json!({"scores": [{"entity": form("David \"Buck\" Wheat"), "score": 0.6},
                                       {"entity": form("back\\slash"), "score": 0.3},
                                       {"entity": "David 'Buck' Wheat", "score": 0.1}]});
-        let text = read(&schema, &reply.to_string()).unwrap().text;
+        let text = read_in(&schema, &reply.to_string()).unwrap().text;
         let (scores, _) = parse::parse_score_list(&text, &names).unwrap();
         assert_eq!(scores, vec![0.6, 0.1, 0.3, 0.0, 0.0, 0.0, 0.0]);
-        let shape = Shape::Judgment { options: &names };
+        let shape = judgment(&names);
         let schema = shape.reply_schema();
         let reply = json!({"reason": "r", "answer": [form("David \"Buck\" Wheat"), "back/slash", "Zürich 東京 😀", "Brace {d}", form("Line\nBreak")]});
         let mut notes = Vec::new();
-        let text = read(&schema, &reply.to_string()).unwrap().text;
+        let text = read_in(&schema, &reply.to_string()).unwrap().text;
         assert_eq!(parse::parse_yes_no(&text), Some(true), "{text}");
         let answers = parse::parse_answers(&text).unwrap();
         let taken = reachable_answers(&names, &answers, &mut notes);
@@ -129,14 +167,14 @@ mod tests {
     fn names_that_differ_only_in_a_line_break_stay_apart_through_a_judgment() {
         let names: Vec<String> =
             ["Line\nBreak", "Line Break", "Line\rBreak", "Line Break (2)"].map(String::from).to_vec();
-        let shape = Shape::Judgment { options: &names };
+        let shape = judgment(&names);
         let schema = shape.reply_schema();
         let form =
             |name: &str| schema.renamed.iter().find(|(_, n)| n == name).map_or(name.to_string(), |(s, _)| s.clone());
         for chosen in [vec![0], vec![1], vec![2], vec![3], vec![0, 1, 2, 3], vec![2, 0]] {
             let answer: Vec<String> = chosen.iter().map(|&i| form(&names[i])).collect();
             let reply = json!({"reason": "r", "answer": answer});
-            let text = read(&schema, &reply.to_string()).unwrap().text;
+            let text = read_in(&schema, &reply.to_string()).unwrap().text;
             let mut notes = Vec::new();
             let taken = reachable_answers(&names, &parse::parse_answers(&text).unwrap(), &mut notes);
             let expected: Vec<String> = chosen.iter().map(|&i| names[i].clone()).collect();
@@ -148,7 +186,7 @@ mod tests {
     fn a_raw_line_break_inside_a_string_is_read_as_the_models_text() {
         // llama-cpp-python's grammar for a string with `maxLength` let a raw newline through.
         let options = vec!["Line Break".to_string()];
-        let shape = Shape::Judgment { options: &options };
+        let shape = judgment(&options);
         let text = read_as(&shape, "{\"reason\": \"first\nsecond\", \"answer\": [\"Line Break\"]}").unwrap();
         assert_eq!(parse::parse_yes_no(&text), Some(true), "{text}");
         assert_eq!(parse::parse_answers(&text), Some(vec!["Line Break".to_string()]));
@@ -157,7 +195,7 @@ mod tests {
     #[test]
     fn entity_scores_follow_the_prompt_order() {
         let cands = vec!["Paris".to_string(), "Lyon".to_string(), "Nice".to_string()];
-        let shape = Shape::EntityScores { candidates: &cands };
+        let shape = Reply::new(shape("entity_scores"), Offer::names(&cands, cands.len()));
         let text =
             read_as(&shape, r#"{"scores": [{"entity": "Nice", "score": 0.25}, {"entity": "Paris", "score": 0.75}]}"#)
                 .unwrap();
@@ -170,31 +208,37 @@ mod tests {
     #[test]
     fn verdicts_answers_and_steps() {
         let text =
-            read_as(&Shape::Verdict, r#"{"reason": "a {b}", "sufficient": true, "answer": ["Labor Party"]}"#).unwrap();
+            read_as(&Reply::from(&VERDICT), r#"{"reason": "a {b}", "sufficient": true, "answer": ["Labor Party"]}"#)
+                .unwrap();
         assert_eq!(parse::parse_yes_no(&text), Some(true));
         assert_eq!(parse::parse_answers(&text), Some(vec!["Labor Party".to_string()]));
-        let text = read_as(&Shape::Verdict, r#"{"reason": "", "sufficient": false, "answer": ["x"]}"#).unwrap();
+        let text = read_as(&Reply::from(&VERDICT), r#"{"reason": "", "sufficient": false, "answer": ["x"]}"#).unwrap();
         assert_eq!((parse::parse_yes_no(&text), parse::parse_answers(&text)), (Some(false), None));
         let text =
-            read_as(&Shape::ReasonedAnswer, r#"{"reasoning": "First {x}.", "answer": ["Washington, D.C."]}"#).unwrap();
+            read_as(&Reply::from(&REASONED_ANSWER), r#"{"reasoning": "First {x}.", "answer": ["Washington, D.C."]}"#)
+                .unwrap();
         assert_eq!(parse::parse_answers(&text), Some(vec!["Washington, D.C.".to_string()]));
         // Placeholders copied from the shape line and sentences are not answers.
-        let text = read_as(&Shape::Answer, r#"{"answer": ["<answer>", "The party in Canberra is the ALP.", "ALP"]}"#);
-        assert_eq!(text.as_deref(), Some("{ALP}"));
-        let text = read_as(&Shape::Answer, r#"{"answer": ["<answer>"]}"#).unwrap();
-        assert_eq!(parse::parse_answers(&text), None);
         let text =
-            read_as(&Shape::GogStep, r#"{"thought": "t", "action": "Search", "arguments": ["Canberra"]}"#).unwrap();
+            read_as(&Reply::from(&ANSWER), r#"{"answer": ["<answer>", "The party in Canberra is the ALP.", "ALP"]}"#);
+        assert_eq!(text.as_deref(), Some("{ALP}"));
+        let text = read_as(&Reply::from(&ANSWER), r#"{"answer": ["<answer>"]}"#).unwrap();
+        assert_eq!(parse::parse_answers(&text), None);
+        let text = read_as(
+            &Reply::from(shape("gog_step")),
+            r#"{"thought": "t", "action": "Search", "arguments": ["Canberra"]}"#,
+        )
+        .unwrap();
         let (_, action) = crate::engine::gog::parse::parse_step(&text).unwrap();
         assert_eq!(action, crate::engine::gog::parse::Action::Search(vec!["Canberra".into()]));
-        let text = read_as(&Shape::Kept { n: 3 }, r#"{"keep": [3, 1]}"#).unwrap();
+        let text = read_as(&Reply::new(shape("kept"), Offer::numbered(3, 3)), r#"{"keep": [3, 1]}"#).unwrap();
         assert_eq!(crate::engine::gog::parse::parse_kept(&text, 3).unwrap(), vec![2, 0]);
     }
 
     #[test]
     fn a_judgment_is_its_answer_among_what_the_triples_reach() {
         let options = vec!["Australian Labor Party".to_string(), "Anthony Albanese".to_string()];
-        let shape = Shape::Judgment { options: &options };
+        let shape = judgment(&options);
         let schema = shape.schema();
         // The reason is asked first (a grammar keeps this order), capped to a short line.
         let order: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
@@ -204,7 +248,7 @@ mod tests {
             schema["properties"]["answer"]["items"]["enum"],
             json!(["Australian Labor Party", "Anthony Albanese", "unknown"])
         );
-        let reading = |reply: &str| read(&shape.reply_schema(), reply).unwrap();
+        let reading = |reply: &str| read_in(&shape.reply_schema(), reply).unwrap();
         let yes = reading(r#"{"reason": "Albanese leads {Labor}.", "answer": ["australian labor party"]}"#);
         assert_eq!(parse::parse_yes_no(&yes.text), Some(true));
         assert_eq!(parse::parse_answers(&yes.text), Some(vec!["Australian Labor Party".to_string()]), "as offered");
@@ -220,14 +264,16 @@ mod tests {
         );
         let mixed = reading(r#"{"reason": "", "answer": ["Liberal Party", "Anthony Albanese"]}"#);
         assert_eq!(parse::parse_answers(&mixed.text), Some(vec!["Anthony Albanese".to_string()]));
-        assert_eq!(read(&shape.reply_schema(), r#"{"reason": "no answer field"}"#), None);
+        assert_eq!(read_in(&shape.reply_schema(), r#"{"reason": "no answer field"}"#), None);
     }
 
     #[test]
     fn reason_first_shapes_are_readable_as_text_or_extracted() {
-        assert!(Shape::ReasonedAnswer.reasons_first() && Shape::GogStep.reasons_first());
-        assert!(!Shape::Answer.reasons_first() && !Shape::Judgment { options: &[] }.reasons_first());
-        assert_eq!(Shape::ReasonedAnswer.extracted(), Shape::Answer);
+        let gog_step = Reply::from(shape("gog_step"));
+        assert!(Reply::from(&REASONED_ANSWER).reasons_first() && gog_step.reasons_first());
+        assert!(!Reply::from(&ANSWER).reasons_first() && !judgment(&[]).reasons_first());
+        assert_eq!(Reply::from(&REASONED_ANSWER).extracted(), Reply::from(&ANSWER));
+        assert_eq!(gog_step.extracted(), gog_step, "a step is extracted into a step");
         assert!(crate::engine::readable_as_text("answer", "First, … The answer is {Canberra}."));
         assert!(!crate::engine::readable_as_text("answer", "I am not sure."));
         assert!(crate::engine::readable_as_text("gog_step", "Thought: look it up\nAction: Search[Canberra]"));
@@ -236,88 +282,72 @@ mod tests {
 
     #[test]
     fn not_the_shape_is_none_and_truncated_json_is_closed() {
-        assert_eq!(read_as(&Shape::Answer, "The answer is {Paris}."), None);
-        assert_eq!(read_as(&Shape::Answer, r#"{"entities": ["x"]}"#), None, "another shape");
-        assert_eq!(read_as(&Shape::Verdict, r#"{"sufficient": "maybe"}"#), None, "a wrong type");
-        let cut = read(&Shape::Verdict.reply_schema(), r#"{"reason": "The chain joins Canb"#);
+        assert_eq!(read_as(&Reply::from(&ANSWER), "The answer is {Paris}."), None);
+        assert_eq!(read_as(&Reply::from(&ANSWER), r#"{"entities": ["x"]}"#), None, "another shape");
+        assert_eq!(read_as(&Reply::from(&VERDICT), r#"{"sufficient": "maybe"}"#), None, "a wrong type");
+        let cut = read_in(&Reply::from(&VERDICT).reply_schema(), r#"{"reason": "The chain joins Canb"#);
         assert_eq!(cut, None, "cut before the verdict: nothing to read");
-        let cut = read(&Shape::Verdict.reply_schema(), r#"{"sufficient": true, "answer": ["Labor Par"#).unwrap();
+        let cut =
+            read_in(&Reply::from(&VERDICT).reply_schema(), r#"{"sufficient": true, "answer": ["Labor Par"#).unwrap();
         assert!(!cut.notes.is_empty());
         assert_eq!(parse::parse_answers(&cut.text), Some(vec!["Labor Par".to_string()]));
         assert_eq!(close_truncated(r#"{"a": 1, "b"#), r#"{"a": 1}"#);
         assert_eq!(close_truncated(r#"{"a": [1, "#), r#"{"a": [1]}"#);
         assert_eq!(close_truncated(r#"{"a": 1, "b": "#), r#"{"a": 1}"#);
         let fenced = "```json\n{\"answer\": [\"Paris\"]}\n```";
-        assert_eq!(read_as(&Shape::Answer, fenced).as_deref(), Some("{Paris}"));
+        assert_eq!(read_as(&Reply::from(&ANSWER), fenced).as_deref(), Some("{Paris}"));
     }
 
     #[test]
     fn every_shape_has_a_strict_object_schema() {
-        let c = vec!["x".to_string()];
-        let e = vec![("E".to_string(), c.clone())];
-        let g = vec![c.clone()];
-        let mut names = Vec::new();
-        for shape in [
-            Shape::Topics,
-            Shape::Relations { candidates: &c, width: 1 },
-            Shape::UnifiedRelations { entities: &e, width: 1 },
-            Shape::EntityScores { candidates: &c },
-            Shape::EntityGroups { groups: &g },
-            Shape::Verdict,
-            Shape::Judgment { options: &c },
-            Shape::Answer,
-            Shape::ReasonedAnswer,
-            Shape::Analysis,
-            Shape::Selection { n: 3, width: 1 },
-            Shape::Summary,
-            Shape::Supplement,
-            Shape::GogStep,
-            Shape::Choice { candidates: &c, keep: 1 },
-            Shape::Triples,
-            Shape::Kept { n: 2 },
-        ] {
-            let s = shape.schema();
-            assert_eq!(s["type"], "object", "{}", shape.name());
-            assert_eq!(s["additionalProperties"], false, "{}", shape.name());
+        let (c, g) = (vec!["x".to_string()], vec!["y".to_string()]);
+        let offer = Offer { lists: vec![&c, &g], count: 3, width: 1 };
+        let mut names: Vec<&str> = Vec::new();
+        for shape in GENERIC.iter().chain(&method_shapes()) {
+            let reply = Reply::new(shape, offer.clone());
+            let s = reply.schema();
+            assert_eq!(s["type"], "object", "{}", shape.name);
+            assert_eq!(s["additionalProperties"], false, "{}", shape.name);
             assert_eq!(
                 s["required"].as_array().map(Vec::len),
                 s["properties"].as_object().map(|p| p.len()),
                 "{}: every property required",
-                shape.name()
+                shape.name
             );
-            assert!(shape.instruction().contains("JSON"));
-            names.push(shape.name());
+            assert!(reply.instruction().contains("JSON"));
+            assert!(!names.contains(&shape.name), "{} named once", shape.name);
+            names.push(shape.name);
         }
-        assert_eq!(names, Shape::BUILTIN_NAMES, "every built-in shape, named once");
         // Each template names the shape its calls ask for: a shape there is.
-        for t in crate::engine::Registry::builtin().templates() {
+        for t in Registry::builtin().templates() {
             assert!(t.reply().is_none_or(|r| names.contains(&r)), "{t}: {:?}", t.reply());
         }
     }
 
     #[test]
     fn a_methods_own_shape_reaches_it_as_its_json_text() {
-        const ZONE: ReplyShape = ReplyShape {
-            name: "time_zone",
-            schema: || {
+        const ZONE: ReplyShape = ReplyShape::json(
+            "time_zone",
+            |_| {
                 json!({"type": "object", "properties": {"zone": {"type": "string"}, "sure": {"type": "boolean"}},
                        "required": ["zone", "sure"], "additionalProperties": false})
             },
-            shape: r#"{"zone": "<a time zone>", "sure": <true or false>}"#,
-        };
-        let shape = Shape::Own(&ZONE);
+            |_| r#"{"zone": "<a time zone>", "sure": <true or false>}"#.into(),
+        );
+        let shape = Reply::from(&ZONE);
         assert_eq!(shape.name(), "time_zone");
         assert!(shape.instruction().contains(r#"{"zone": "<a time zone>", "sure": <true or false>}"#));
         assert!(!shape.reasons_first());
         let schema = shape.reply_schema();
         assert_eq!(schema.schema["required"], json!(["zone", "sure"]));
-        let fits = read(&schema, "```json\n{\"zone\": \"AEST\", \"sure\": true}\n```").unwrap();
+        let own = [ZONE];
+        let fits = read(&schema, "```json\n{\"zone\": \"AEST\", \"sure\": true}\n```", &own).unwrap();
         assert_eq!(fits.text, r#"{"zone":"AEST","sure":true}"#, "compact, in the order written");
         assert!(fits.notes.is_empty());
         // Cut off and closed, it is read if it then fits; one that does not fit is not read.
-        assert_eq!(read(&schema, r#"{"zone": "AEST", "sure": tr"#), None);
-        assert_eq!(read(&schema, r#"{"zone": "AEST"}"#), None, "a required field missing");
-        assert_eq!(read(&schema, r#"{"zone": 10, "sure": true}"#), None, "a wrong type");
-        assert_eq!(read(&schema, "It is {AEST}."), None, "free text");
+        assert_eq!(read(&schema, r#"{"zone": "AEST", "sure": tr"#, &own), None);
+        assert_eq!(read(&schema, r#"{"zone": "AEST"}"#, &own), None, "a required field missing");
+        assert_eq!(read(&schema, r#"{"zone": 10, "sure": true}"#, &own), None, "a wrong type");
+        assert_eq!(read(&schema, "It is {AEST}.", &own), None, "free text");
     }
 }

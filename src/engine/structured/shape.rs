@@ -1,84 +1,180 @@
-//! The reply shapes: for each kind of prompt, its JSON schema and the line that shows the model
-//! its shape.
+//! What a reply shape is: a value a method defines (its schema built from what the call offers,
+//! the line that shows the model its shape, how a reply of it reads back), and a call's reply,
+//! the shape with what that call offers. The engine's generic shapes are in `generic.rs`; each
+//! method's own are in its folder, listed in its registry entry.
 
 use crate::llm::ReplySchema;
 use serde_json::{Value, json};
+use std::fmt;
 
-/// A reply shape a method defines for its own prompts, listed in its registry entry. Under
-/// structured replies the request carries its schema and the prompt shows `shape`; a reply that
-/// fits the schema reaches the method as its JSON text, one that does not as the model wrote it
-/// (with a note in the trace), so the method reads both.
-#[derive(Clone, Copy, Debug)]
+/// What a call offers the model to choose among, which its reply shape's schema is built from:
+/// lists of names (candidates, options, groups; which list means what is the shape's business),
+/// a number of numbered items, and the most a reply may hold.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Offer<'a> {
+    /// The lists of names the schema's enums offer.
+    pub lists: Vec<&'a [String]>,
+    /// How many numbered items the prompt lists (a reply chooses among `1..=count`).
+    pub count: usize,
+    /// The most items a reply may choose.
+    pub width: usize,
+}
+
+impl<'a> Offer<'a> {
+    /// One list of names, up to `width` of them chosen.
+    pub fn names(list: &'a [String], width: usize) -> Self {
+        Self { lists: vec![list], count: 0, width }
+    }
+
+    /// Up to `width` of `count` numbered items.
+    pub fn numbered(count: usize, width: usize) -> Self {
+        Self { lists: Vec::new(), count, width }
+    }
+}
+
+/// Whether a call of a shape reasons before it answers, and how its answer is then read.
+#[derive(Clone, Copy)]
+pub enum Reasons {
+    /// Asked as JSON of its shape.
+    No,
+    /// Asked as free text (its prose exemplars kept); a reply without an answer in braces has
+    /// its answer extracted into this shape (the generic answer).
+    Then(&'static ReplyShape),
+    /// Asked as free text; a reply that `readable` cannot read has it extracted into this same
+    /// shape (GoG's thought and action).
+    ThenItself { readable: fn(&str) -> bool },
+}
+
+/// A reply shape: what a call asks the model's reply to be. Under structured replies the
+/// request carries its schema and the prompt shows its shape; a reply that is JSON of the shape
+/// reaches the method as `read` writes it, one that is not as the model wrote it (with a note
+/// in the trace), so the method reads both.
+#[derive(Clone, Copy)]
 pub struct ReplyShape {
-    /// The schema's name: `[a-z_]`, neither a built-in shape's ([`Shape::BUILTIN_NAMES`]) nor
-    /// another method's.
+    /// The schema's name: `[a-z_]`, neither a generic shape's nor another method's.
     pub name: &'static str,
-    /// The JSON schema a reply must follow (an object; what the endpoint constrains replies to).
-    pub schema: fn() -> Value,
+    /// The JSON schema a reply must follow (an object), built from what the call offers.
+    pub schema: fn(&Offer<'_>) -> Value,
     /// The reply's shape as the prompt shows it, e.g. `{"time_zone": "<a zone>"}`.
-    pub shape: &'static str,
+    pub shape: fn(&Offer<'_>) -> String,
+    /// A reply of the shape (names restored from their enum forms) as the method's parser reads
+    /// it; `None` when it is not of the shape. [`json_text`] passes it on as its JSON text.
+    pub read: fn(Value, &ReplySchema, &mut Vec<String>) -> Option<String>,
+    /// The offer's first list travels with the request, for reading the reply against it
+    /// (entity scores in the prompt's order, the options a judgment may answer).
+    pub labelled: bool,
+    pub reasons: Reasons,
 }
 
-/// The kinds of reply the methods ask for. Each names its schema.
+impl fmt::Debug for ReplyShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReplyShape").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl ReplyShape {
+    /// A shape read back as its JSON text, when the reply fits `schema`: what a method from
+    /// outside usually wants (it reads its own JSON).
+    pub const fn json(name: &'static str, schema: fn(&Offer<'_>) -> Value, shape: fn(&Offer<'_>) -> String) -> Self {
+        Self { name, schema, shape, read: json_text, labelled: false, reasons: Reasons::No }
+    }
+
+    /// Whether `other` is this shape: the same name, schema and shape line (for what it offers
+    /// nothing).
+    pub(crate) fn same_as(&self, other: &ReplyShape) -> bool {
+        let none = Offer::default();
+        self.name == other.name
+            && (self.schema)(&none) == (other.schema)(&none)
+            && (self.shape)(&none) == (other.shape)(&none)
+    }
+}
+
+/// A reply that fits its schema, as its JSON text (compact, in the order written).
+pub fn json_text(value: Value, schema: &ReplySchema, _: &mut Vec<String>) -> Option<String> {
+    if crate::llm::schema_check::departure(&schema.schema, &value).is_some() {
+        return None;
+    }
+    Some(value.to_string())
+}
+
+/// One call's reply: its shape and what the call offers.
 #[derive(Clone, Debug)]
-pub(crate) enum Shape<'a> {
-    /// Topic entities named in the question.
-    Topics,
-    /// Up to `width` of `candidates` (relations), each scored.
-    Relations { candidates: &'a [String], width: usize },
-    /// Up to `width` relations per topic entity: (entity, its relations).
-    UnifiedRelations { entities: &'a [(String, Vec<String>)], width: usize },
-    /// A score for each of `candidates` (entities).
-    EntityScores { candidates: &'a [String] },
-    /// A score for each entity of each group.
-    EntityGroups { groups: &'a [Vec<String>] },
-    /// Whether the knowledge suffices, and the answer if it does (free-text prompts' reading,
-    /// and sessions recorded before [`Shape::Judgment`]).
-    Verdict,
-    /// A judgment by its answer: a short reason, then the answer chosen among `options` (what
-    /// the shown triples reach) or `unknown`. Sufficient means an answer other than unknown.
-    Judgment { options: &'a [String] },
-    /// The answer(s) only.
-    Answer,
-    /// Reasoning, then the answer(s) (chain of thought, own knowledge; IO's answer is read so
-    /// too, though its prompt asks for no reasoning).
-    ReasonedAnswer,
-    /// PoG's question analysis: indicator chain and split questions.
-    Analysis,
-    /// Up to `width` of `n` numbered candidates (PoG's precise and branch pruning).
-    Selection { n: usize, width: usize },
-    /// PoG's path summary: reasoning chains.
-    Summary,
-    /// PoG's supplement: candidate answers and chains from the model's knowledge.
-    Supplement,
-    /// GoG's Thought and Action.
-    GogStep,
-    /// Up to `keep` of `candidates` (GoG's relation filter).
-    Choice { candidates: &'a [String], keep: usize },
-    /// Triples the model writes (GoG's Generate).
-    Triples,
-    /// Which of `n` numbered triples are correct (GoG's verification).
-    Kept { n: usize },
-    /// A shape a method defines (see [`ReplyShape`]).
-    Own(&'a ReplyShape),
+pub struct Reply<'a> {
+    pub shape: &'a ReplyShape,
+    pub offer: Offer<'a>,
 }
 
-impl PartialEq for Shape<'_> {
-    /// Same name, same schema (an own shape's schema is a function: compared by its value).
+impl<'a> From<&'a ReplyShape> for Reply<'a> {
+    fn from(shape: &'a ReplyShape) -> Self {
+        Self { shape, offer: Offer::default() }
+    }
+}
+
+impl<'a> Reply<'a> {
+    pub fn new(shape: &'a ReplyShape, offer: Offer<'a>) -> Self {
+        Self { shape, offer }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.shape.name
+    }
+
+    /// The JSON schema a reply must follow.
+    pub fn schema(&self) -> Value {
+        (self.shape.schema)(&self.offer)
+    }
+
+    /// Whether a call of this shape reasons before it answers (chain of thought, an answer from
+    /// the model's own knowledge, GoG's thoughts): under structured replies it is asked as free
+    /// text, its prose exemplars kept, and only a reply that cannot be read so has its answer
+    /// extracted by a second call constrained to [`Reply::extracted`] (reason, then format: a
+    /// JSON string field is a poor scratchpad for a small model).
+    pub fn reasons_first(&self) -> bool {
+        !matches!(self.shape.reasons, Reasons::No)
+    }
+
+    /// The reply a reason-first reply's answer is extracted into.
+    pub fn extracted(&self) -> Reply<'a> {
+        match self.shape.reasons {
+            Reasons::Then(shape) => Reply::from(shape),
+            Reasons::No | Reasons::ThenItself { .. } => self.clone(),
+        }
+    }
+
+    /// What the request carries: the schema, and the names a reply is read against.
+    pub fn reply_schema(&self) -> ReplySchema {
+        let labels = match (self.shape.labelled, self.offer.lists.first()) {
+            (true, Some(list)) => list.to_vec(),
+            _ => Vec::new(),
+        };
+        ReplySchema { name: self.name().into(), schema: self.schema(), labels, renamed: self.renamed() }
+    }
+
+    /// The names its enums hold in another form (see [`enum_form`]): (form sent, name).
+    fn renamed(&self) -> Vec<(String, String)> {
+        Forms::of(&self.offer.lists).changed.into_iter().map(|(name, form)| (form, name.to_string())).collect()
+    }
+
+    /// The line appended to the prompt in structured mode: the reply's JSON shape, which takes
+    /// the place of the exemplars' brace format.
+    pub fn instruction(&self) -> String {
+        let shape = (self.shape.shape)(&self.offer);
+        format!(
+            "\n\nReply with one JSON object only, of this shape (it replaces the format of the examples above):\n{shape}\n"
+        )
+    }
+}
+
+impl PartialEq for Reply<'_> {
+    /// Same name, same schema.
     fn eq(&self, other: &Self) -> bool {
         self.name() == other.name() && self.schema() == other.schema()
     }
 }
 
-/// The judgment's answer when the shown knowledge does not lead to one.
-pub(crate) const UNKNOWN: &str = "unknown";
-
-/// The most characters a judgment's reason may take (one short line).
-pub(super) const REASON_CHARS: usize = 200;
-
 /// Names as a schema's `enum` holds them, deduplicated in order (an `enum` lists each value
 /// once): each name with its form in the enum (see [`Forms`]).
-fn distinct(items: &[String]) -> Vec<(String, &str)> {
+pub(crate) fn distinct(items: &[String]) -> Vec<(String, &str)> {
     Forms::of(&[items]).list(items)
 }
 
@@ -86,12 +182,12 @@ fn distinct(items: &[String]) -> Vec<(String, &str)> {
 /// character no enum may, [`enum_form`]'s, numbered when another name of the schema already
 /// is (or takes) that form. One map for every list of the schema, so a form reads back as one
 /// name wherever it stands.
-struct Forms<'a> {
+pub(crate) struct Forms<'a> {
     changed: Vec<(&'a str, String)>,
 }
 
 impl<'a> Forms<'a> {
-    fn of(lists: &[&'a [String]]) -> Self {
+    pub(crate) fn of(lists: &[&'a [String]]) -> Self {
         let names: Vec<&str> = lists.iter().flat_map(|list| list.iter()).map(String::as_str).collect();
         let mut changed: Vec<(&str, String)> = Vec::new();
         for &name in &names {
@@ -114,7 +210,7 @@ impl<'a> Forms<'a> {
     }
 
     /// `items` deduplicated in order, each with its form.
-    fn list<'b>(&self, items: &'b [String]) -> Vec<(String, &'b str)> {
+    pub(crate) fn list<'b>(&self, items: &'b [String]) -> Vec<(String, &'b str)> {
         let mut out: Vec<(String, &str)> = Vec::new();
         for item in items {
             if !out.iter().any(|(_, name)| *name == item.as_str()) {
@@ -126,7 +222,7 @@ impl<'a> Forms<'a> {
 }
 
 /// The enum's values of `distinct` names.
-fn enum_of(names: &[(String, &str)]) -> Value {
+pub(crate) fn enum_of(names: &[(String, &str)]) -> Value {
     json!({"enum": names.iter().map(|(sent, _)| sent.as_str()).collect::<Vec<_>>()})
 }
 
@@ -154,7 +250,7 @@ pub(crate) fn enum_form(name: &str) -> std::borrow::Cow<'_, str> {
 
 /// An object schema with every property required and nothing else allowed (what OpenAI's
 /// strict mode demands; the grammar-based servers take it as it is).
-pub(super) fn object(properties: &[(&str, Value)]) -> Value {
+pub(crate) fn object(properties: &[(&str, Value)]) -> Value {
     let mut props = serde_json::Map::new();
     for (name, schema) in properties {
         props.insert((*name).to_string(), schema.clone());
@@ -163,7 +259,7 @@ pub(super) fn object(properties: &[(&str, Value)]) -> Value {
     json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
 }
 
-fn array(items: Value, max: Option<usize>) -> Value {
+pub(crate) fn array(items: Value, max: Option<usize>) -> Value {
     let mut a = json!({"type": "array", "items": items});
     if let Some(max) = max {
         a["maxItems"] = json!(max.max(1));
@@ -171,254 +267,14 @@ fn array(items: Value, max: Option<usize>) -> Value {
     a
 }
 
-pub(super) fn string() -> Value {
+pub(crate) fn string() -> Value {
     json!({"type": "string"})
 }
 
-fn number() -> Value {
+pub(crate) fn number() -> Value {
     json!({"type": "number"})
 }
 
-fn numbers_up_to(n: usize) -> Value {
+pub(crate) fn numbers_up_to(n: usize) -> Value {
     json!({"type": "integer", "enum": (1..=n.max(1)).collect::<Vec<_>>()})
-}
-
-impl Shape<'_> {
-    /// The names of the built-in shapes: a method's own shape takes none of them.
-    pub const BUILTIN_NAMES: &'static [&'static str] = &[
-        "topics",
-        "relations",
-        "unified_relations",
-        "entity_scores",
-        "entity_groups",
-        "verdict",
-        "judgment",
-        "answer",
-        "reasoned_answer",
-        "analysis",
-        "selection",
-        "summary",
-        "supplement",
-        "gog_step",
-        "choice",
-        "triples",
-        "kept",
-    ];
-
-    pub fn name(&self) -> &'static str {
-        match self {
-            Shape::Topics => "topics",
-            Shape::Relations { .. } => "relations",
-            Shape::UnifiedRelations { .. } => "unified_relations",
-            Shape::EntityScores { .. } => "entity_scores",
-            Shape::EntityGroups { .. } => "entity_groups",
-            Shape::Verdict => "verdict",
-            Shape::Judgment { .. } => "judgment",
-            Shape::Answer => "answer",
-            Shape::ReasonedAnswer => "reasoned_answer",
-            Shape::Analysis => "analysis",
-            Shape::Selection { .. } => "selection",
-            Shape::Summary => "summary",
-            Shape::Supplement => "supplement",
-            Shape::GogStep => "gog_step",
-            Shape::Choice { .. } => "choice",
-            Shape::Triples => "triples",
-            Shape::Kept { .. } => "kept",
-            Shape::Own(own) => own.name,
-        }
-    }
-
-    /// The JSON schema a reply must follow.
-    pub fn schema(&self) -> Value {
-        let answers = || array(string(), Some(8));
-        match self {
-            Shape::Topics => object(&[("entities", array(string(), Some(8)))]),
-            Shape::Relations { candidates, width } => object(&[(
-                "relations",
-                array(object(&[("relation", enum_of(&distinct(candidates))), ("score", number())]), Some(*width)),
-            )]),
-            Shape::UnifiedRelations { entities, width } => {
-                let forms = Forms::of(&self.name_lists());
-                let choices: Vec<Value> = entities
-                    .iter()
-                    .map(|(entity, relations)| {
-                        object(&[
-                            ("entity", enum_of(&forms.list(std::slice::from_ref(entity)))),
-                            ("relation", enum_of(&forms.list(relations))),
-                            ("score", number()),
-                        ])
-                    })
-                    .collect();
-                object(&[("choices", array(json!({"anyOf": choices}), Some(width * entities.len())))])
-            }
-            Shape::EntityScores { candidates } => object(&[(
-                "scores",
-                array(
-                    object(&[("entity", enum_of(&distinct(candidates))), ("score", number())]),
-                    Some(candidates.len()),
-                ),
-            )]),
-            Shape::EntityGroups { groups } => {
-                let forms = Forms::of(&self.name_lists());
-                let per_group: Vec<Value> = groups
-                    .iter()
-                    .enumerate()
-                    .map(|(k, names)| {
-                        object(&[
-                            ("group", json!({"enum": [k + 1]})),
-                            (
-                                "scores",
-                                array(
-                                    object(&[("entity", enum_of(&forms.list(names))), ("score", number())]),
-                                    Some(names.len()),
-                                ),
-                            ),
-                        ])
-                    })
-                    .collect();
-                object(&[("groups", array(json!({"anyOf": per_group}), Some(groups.len())))])
-            }
-            // The verdict first, as in ToG's exemplars, and the answer before the reason: a
-            // rambling reason cut off at the token limit then costs nothing that matters.
-            Shape::Verdict => {
-                object(&[("sufficient", json!({"type": "boolean"})), ("answer", answers()), ("reason", string())])
-            }
-            // The reason first, so a model constrained by a grammar writes it before it
-            // commits to an answer (llama.cpp's grammars keep the schema's order of properties);
-            // capped, so it stays one short line.
-            Shape::Judgment { options } => {
-                let mut choices: Vec<String> = distinct(options)
-                    .into_iter()
-                    .filter(|(_, name)| !name.eq_ignore_ascii_case(UNKNOWN))
-                    .map(|(sent, _)| sent)
-                    .collect();
-                choices.push(UNKNOWN.to_string());
-                object(&[
-                    ("reason", json!({"type": "string", "maxLength": REASON_CHARS})),
-                    ("answer", json!({"type": "array", "items": {"enum": choices}, "minItems": 1, "maxItems": 8})),
-                ])
-            }
-            Shape::Answer => object(&[("answer", answers())]),
-            Shape::ReasonedAnswer => object(&[("reasoning", string()), ("answer", answers())]),
-            Shape::Analysis => object(&[("thinking_cot", string()), ("split_questions", array(string(), Some(6)))]),
-            Shape::Selection { n, width } => object(&[("top_list", array(numbers_up_to(*n), Some(*width)))]),
-            Shape::Summary => object(&[("chains", array(string(), Some(6)))]),
-            Shape::Supplement => {
-                object(&[("candidate_answers", array(string(), Some(3))), ("chains", array(string(), Some(3)))])
-            }
-            Shape::GogStep => object(&[
-                ("thought", string()),
-                ("action", json!({"enum": ["Search", "Generate", "Finish"]})),
-                ("arguments", array(string(), Some(6))),
-            ]),
-            Shape::Choice { candidates, keep } => {
-                object(&[("relations", array(enum_of(&distinct(candidates)), Some(*keep)))])
-            }
-            Shape::Triples => object(&[(
-                "triples",
-                array(object(&[("head", string()), ("relation", string()), ("tail", string())]), Some(8)),
-            )]),
-            Shape::Kept { n } => object(&[("keep", array(numbers_up_to(*n), Some(*n)))]),
-            Shape::Own(own) => (own.schema)(),
-        }
-    }
-
-    /// Whether a call of this shape reasons before it answers (chain of thought, an answer from
-    /// the model's own knowledge, GoG's thoughts): under structured replies it is asked as free
-    /// text, its prose exemplars kept, and only a reply that cannot be read so has its answer
-    /// extracted by a second call constrained to [`Shape::extracted`] (reason, then format: a
-    /// JSON string field is a poor scratchpad for a small model).
-    pub fn reasons_first(&self) -> bool {
-        matches!(self, Shape::ReasonedAnswer | Shape::GogStep)
-    }
-
-    /// The shape a reason-first reply's answer is extracted into.
-    pub fn extracted(&self) -> Shape<'static> {
-        match self {
-            Shape::GogStep => Shape::GogStep,
-            _ => Shape::Answer,
-        }
-    }
-
-    /// What the request carries: the schema, and the candidates a reply is read against.
-    pub fn reply_schema(&self) -> ReplySchema {
-        let labels = match self {
-            Shape::EntityScores { candidates } => candidates.to_vec(),
-            Shape::Judgment { options } => options.to_vec(),
-            _ => Vec::new(),
-        };
-        ReplySchema { name: self.name().into(), schema: self.schema(), labels, renamed: self.renamed() }
-    }
-
-    /// The names its enums hold in another form (see [`enum_form`]): (form sent, name).
-    fn renamed(&self) -> Vec<(String, String)> {
-        Forms::of(&self.name_lists()).changed.into_iter().map(|(name, form)| (form, name.to_string())).collect()
-    }
-
-    /// The lists of names its enums offer.
-    fn name_lists(&self) -> Vec<&[String]> {
-        match self {
-            Shape::Relations { candidates, .. } | Shape::Choice { candidates, .. } => vec![candidates],
-            Shape::EntityScores { candidates } => vec![candidates],
-            Shape::Judgment { options } => vec![options],
-            Shape::EntityGroups { groups } => groups.iter().map(Vec::as_slice).collect(),
-            Shape::UnifiedRelations { entities, .. } => entities
-                .iter()
-                .flat_map(|(entity, relations)| [std::slice::from_ref(entity), relations.as_slice()])
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// The line appended to the prompt in structured mode: the reply's JSON shape, which takes
-    /// the place of the exemplars' brace format.
-    pub fn instruction(&self) -> String {
-        let shape = match self {
-            Shape::Topics => r#"{"entities": ["<name as written in the question>", ...]}"#.to_string(),
-            Shape::Relations { width, .. } => format!(
-                r#"{{"relations": [{{"relation": "<a relation from the list>", "score": <0 to 1>}}, ...]}} with at most {width} relations, scores summing to 1"#
-            ),
-            Shape::UnifiedRelations { width, .. } => format!(
-                r#"{{"choices": [{{"entity": "<topic entity>", "relation": "<one of its relations>", "score": <0 to 1>}}, ...]}} with at most {width} relations per entity"#
-            ),
-            Shape::EntityScores { .. } => {
-                r#"{"scores": [{"entity": "<an entity from the list>", "score": <0 to 1>}, ...]} with every entity listed, scores summing to 1"#.to_string()
-            }
-            Shape::EntityGroups { .. } => {
-                r#"{"groups": [{"group": <k>, "scores": [{"entity": "<an entity of group k>", "score": <0 to 1>}, ...]}, ...]} with every group, scores summing to 1 within a group"#.to_string()
-            }
-            Shape::Verdict => {
-                r#"{"sufficient": <true or false>, "answer": ["<answer>", ...], "reason": "<one sentence>"} (answer [] when not sufficient)"#.to_string()
-            }
-            Shape::Judgment { .. } => format!(
-                r#"{{"reason": "<one short sentence>", "answer": ["<an entity or value of the triplets>", ...]}}, or "answer": ["{UNKNOWN}"] when the triplets do not lead to the answer"#
-            ),
-            Shape::Answer => r#"{"answer": ["<answer>", ...]}"#.to_string(),
-            Shape::ReasonedAnswer => r#"{"reasoning": "<step by step>", "answer": ["<answer>", ...]}"#.to_string(),
-            Shape::Analysis => {
-                r#"{"thinking_cot": "\"<topic>\" - <relation> - <entity> - ... - answer(<type>)", "split_questions": ["<question>?", ...]}"#.to_string()
-            }
-            Shape::Selection { width, .. } => format!(
-                r#"{{"top_list": [<candidate number>, ...]}} with at most {width} numbers"#
-            ),
-            Shape::Summary => r#"{"chains": ["<reasoning chain>", ...]}"#.to_string(),
-            Shape::Supplement => {
-                r#"{"candidate_answers": ["<answer>", ...], "chains": ["<Entity - relation - Entity - relation - answer>", ...]}"#.to_string()
-            }
-            Shape::GogStep => {
-                r#"{"thought": "<your next thought>", "action": "Search" | "Generate" | "Finish", "arguments": ["<entity, thought or answer>", ...]}"#.to_string()
-            }
-            Shape::Choice { keep, .. } => {
-                format!(r#"{{"relations": ["<a relation from the list>", ...]}} with at most {keep} relations"#)
-            }
-            Shape::Triples => {
-                r#"{"triples": [{"head": "<entity>", "relation": "<relation>", "tail": "<entity>"}, ...]}"#.to_string()
-            }
-            Shape::Kept { .. } => r#"{"keep": [<triple number>, ...]} ([] when none is correct)"#.to_string(),
-            Shape::Own(own) => own.shape.to_string(),
-        };
-        format!(
-            "\n\nReply with one JSON object only, of this shape (it replaces the format of the examples above):\n{shape}\n"
-        )
-    }
 }

@@ -16,7 +16,7 @@ use self::answer::{DEPTH_LIMIT, DEPTH_LIMIT_PARTIAL};
 use super::beam::{NodeId, NodeKind};
 use super::events::Event;
 use super::method::Method;
-use super::structured::Shape;
+use super::structured::{ANSWER, REASONED_ANSWER, Reply, VERDICT, judgment};
 use super::topics::TopicLinker;
 use super::{AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
 use crate::kg::RelationRef;
@@ -28,6 +28,7 @@ mod keeps;
 mod overrides;
 mod phases;
 mod scoring;
+pub(crate) mod shapes;
 pub(crate) mod simulate;
 pub(crate) mod templates;
 
@@ -166,7 +167,7 @@ impl Method for TogMachine {
                 };
                 // A structured variant judges by the answer, chosen among what the paths reach.
                 let options = self.reachable_names(cx);
-                let shape = if prompt.shows_shape { Shape::Judgment { options: &options } } else { Shape::Verdict };
+                let shape = if prompt.shows_shape { judgment(&options) } else { Reply::from(&VERDICT) };
                 let mut requests = vec![cx.llm("reasoning", prompt, s.reason_temperature, shape)];
                 if self.pending_verdict {
                     // The next hop's relation scoring rides along; its plan indexes the requests
@@ -180,7 +181,7 @@ impl Method for TogMachine {
             }
             Phase::Answer(AnswerSource::OwnKnowledge) => {
                 let prompt = cx.render_text(super::templates::ANSWER_OWN_KNOWLEDGE, &[("question", &q)]);
-                vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, Shape::ReasonedAnswer)]
+                vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, &REASONED_ANSWER)]
             }
             Phase::Answer(_) => {
                 let prompt =
@@ -188,7 +189,7 @@ impl Method for TogMachine {
                 // The papers' prompt reasons before its braced answer: under structured replies
                 // it is asked as free text, its answer extracted only if it cannot be read.
                 // Reason, then format; as an answer alone in a session saved before.
-                let shape = if cx.reasons_then_formats() { Shape::ReasonedAnswer } else { Shape::Answer };
+                let shape = if cx.reasons_then_formats() { &REASONED_ANSWER } else { &ANSWER };
                 vec![cx.llm("answer", prompt, s.reason_temperature, shape)]
             }
             Phase::Done => Vec::new(),

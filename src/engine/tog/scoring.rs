@@ -2,6 +2,7 @@
 //! for the pruning tool (one prompt per group, one unified prompt, BM25, embeddings) and how
 //! their replies become scores and statuses.
 
+use super::shapes;
 use super::templates;
 use super::{Group, Ranked, TogMachine};
 use crate::engine::beam::{BeamNode, NodeKind, Status};
@@ -9,7 +10,6 @@ use crate::engine::events::{Decision, Event, LookupRecord};
 use crate::engine::lexical::{bm25_tokens, cosine, query_without, tokens};
 use crate::engine::parse;
 use crate::engine::step::{completion, record, unreadable, wrong};
-use crate::engine::structured::Shape;
 use crate::engine::{Context, EngineError, PruneTool, Request, Response};
 
 impl TogMachine {
@@ -63,9 +63,9 @@ impl TogMachine {
                     let prompt = cx.render(template, &[("question", q), ("width", &width), (slot, &blocks.join("\n"))]);
                     let name_lists: Vec<Vec<String>> = listed.iter().map(|(_, names)| names.clone()).collect();
                     let shape = if what == "relation" {
-                        Shape::UnifiedRelations { entities: &listed, width: s.width }
+                        shapes::unified_relations(&listed, s.width)
                     } else {
-                        Shape::EntityGroups { groups: &name_lists }
+                        shapes::entity_groups(&name_lists)
                     };
                     requests.push(cx.llm(step, prompt, s.prune_temperature, shape));
                 }
@@ -91,9 +91,9 @@ impl TogMachine {
                         )
                     };
                     let shape = if what == "relation" {
-                        Shape::Relations { candidates: &names, width: s.width }
+                        shapes::relations(&names, s.width)
                     } else {
-                        Shape::EntityScores { candidates: &names }
+                        shapes::entity_scores(&names)
                     };
                     g.request = Some(requests.len());
                     requests.push(cx.llm(&format!("{what}_prune"), prompt, s.prune_temperature, shape));

@@ -14,13 +14,11 @@ impl App {
         let Some(run) = &self.run else { return Vec::new() };
         let view = run.view();
         let Some(item) = view.items.get(self.method_at) else { return Vec::new() };
-        if item.editable {
-            if let Some(step) = run.gog_steps().last() {
-                self.form = Some(Form::edit_step(step.thought.clone(), step.action.clone()));
-            }
+        if let Some(step) = &item.edit {
+            self.form = Some(Form::edit_step(step));
         } else if let Some(leaf) = item.node {
             self.reveal(NodeRef { branch: None, id: leaf });
-        } else if let Some(pending) = view.items.iter().position(|i| i.editable) {
+        } else if let Some(pending) = view.items.iter().position(|i| i.edit.is_some()) {
             // The title says "enter: edit the step about to run": say which row that is.
             self.say(format!(
                 "step {} has run; step {} (⏵) is about to run: select it (j/k) and Enter edits it (to change step {}, go back to it from the transcript)",

@@ -1,6 +1,7 @@
 //! Correcting the KG: flag a triple, rename an entity, accept a generated triple.
 
 use super::*;
+use crate::engine::EngineError;
 use crate::overlay::check_relabel;
 
 /// How many of the KG's labels the object picker shows.
@@ -216,17 +217,20 @@ impl App {
                 Vec::new()
             }
             Outcome::Submitted if matches!(form.kind, FormKind::EditStep { .. }) => {
-                // A step the engine would refuse keeps the form open, with the typed text.
-                if let Err(why) = crate::engine::gog::parse::parse_action(form.value(1)) {
-                    form.problem = Some(why);
-                    return Vec::new();
-                }
-                let FormKind::EditStep { thought } = &form.kind else { return Vec::new() };
+                let FormKind::EditStep { thought, .. } = &form.kind else { return Vec::new() };
                 let edited = form.value(0);
                 let thought = (edited != thought.trim()).then(|| edited.to_string());
-                let action = form.value(1).to_string();
+                let change = Override::EditAction { thought, action: form.value(1).to_string() };
+                // A step the engine would refuse keeps the form open, with the typed text.
+                if let Some(Err(e)) = self.run.as_ref().map(|run| run.check(&change)) {
+                    form.problem = Some(match e {
+                        EngineError::BadOverride { why, .. } => why,
+                        other => other.to_string(),
+                    });
+                    return Vec::new();
+                }
                 self.form = None;
-                self.apply(Override::EditAction { thought, action })
+                self.apply(change)
             }
             Outcome::Submitted => self.submit_form(),
         }

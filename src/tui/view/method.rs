@@ -107,7 +107,7 @@ pub(super) fn draw_rows_with_detail(
     let detail_area = ruled(frame, theme, detail);
     let item = &items[at];
     let mut lines: Vec<Line<'_>> = item.detail.iter().map(|l| view_line(theme, l)).collect();
-    if item.editable {
+    if item.edit.is_some() {
         let about = Line::from(Span::styled(
             "about to run · enter: edit the thought or the action first",
             theme.fg(theme.accent),
