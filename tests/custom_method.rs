@@ -276,6 +276,21 @@ fn a_registry_refuses_a_method_whose_templates_or_shapes_clash() {
         Registry::builtin().clone().with(no_shape).unwrap_err(),
         RegistryError::UnknownShape { method: "x".into(), template: "bfs_answer".into(), shape: "bfs_answer".into() }
     );
+    // A shape of the same name built otherwise from what a call offers is another shape.
+    const WIDER: ReplyShape = ReplyShape::json(
+        "bfs_answer",
+        |offer| {
+            let numbers: Vec<usize> = (1..=offer.width.max(1)).collect();
+            json!({"type": "object", "properties": {"answer": {"type": "string"}, "triple": {"enum": numbers}},
+                   "required": ["answer", "triple"], "additionalProperties": false})
+        },
+        |_| BFS_SHAPE.into(),
+    );
+    let wider = MethodEntry { id: "bfs-wider", shapes: &[WIDER], ..ENTRY };
+    assert_eq!(
+        registry().with(wider).unwrap_err(),
+        RegistryError::ShapeTaken { method: "bfs-wider".into(), shape: "bfs_answer".into() }
+    );
     // A simulation is of a template the method renders.
     let stray = MethodEntry { id: "x", templates: &[], shapes: &[], ..ENTRY };
     assert_eq!(

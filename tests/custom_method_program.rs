@@ -50,23 +50,36 @@ fn main() -> ExitCode {
         ("help_lists_the_method", help_lists_the_method),
         ("the_ui_runs_the_method_and_shows_its_pane", the_ui_runs_the_method_and_shows_its_pane),
     ];
-    // Like libtest: arguments that are not flags filter the tests by name, `--skip NAME` leaves
-    // some out, and the other flags (with their values) change nothing here.
-    let (mut filters, mut skips) = (Vec::new(), Vec::new());
+    // Like libtest: arguments that are not flags filter the tests by name (`--exact`: the whole
+    // name), `--skip NAME` leaves some out, `--list` lists them, `--ignored` runs the ignored
+    // ones (there are none), and the other flags (with their values) change nothing here.
+    let (mut filters, mut skips, mut exact, mut list, mut ignored) = (Vec::new(), Vec::new(), false, false, false);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--skip" => skips.extend(args.next()),
-            "--test-threads" | "--color" | "--format" | "--logfile" | "-Z" => drop(args.next()),
+            "--exact" => exact = true,
+            "--list" => list = true,
+            "--ignored" => ignored = true,
+            "--test-threads" | "--color" | "--format" | "--logfile" | "--shuffle-seed" | "-Z" => drop(args.next()),
+            flag if flag.starts_with("--skip=") => skips.push(flag["--skip=".len()..].to_string()),
             flag if flag.starts_with('-') => {}
             filter => filters.push(filter.to_string()),
         }
     }
+    let matches = |name: &str, f: &String| if exact { name == f } else { name.contains(f.as_str()) };
     let chosen: Vec<_> = tests
         .iter()
-        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str())))
-        .filter(|(name, _)| !skips.iter().any(|s| name.contains(s.as_str())))
+        .filter(|_| !ignored)
+        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| matches(name, f)))
+        .filter(|(name, _)| !skips.iter().any(|s| matches(name, s)))
         .collect();
+    if list {
+        for (name, _) in &chosen {
+            println!("{name}: test");
+        }
+        return ExitCode::SUCCESS;
+    }
     println!("\nrunning {} tests", chosen.len());
     let mut failed = Vec::new();
     for (name, test) in chosen {
@@ -168,17 +181,22 @@ fn eval_follows_the_methods_own_simulation() {
     assert!(out.contains("not an LLM's accuracy"), "{out}");
     // At one hop the triples never reach the answer, and the simulation does not make it up.
     let shallow = home.path().join("shallow").display().to_string();
-    let o = home.run(true, &[&args[..], &["--depth", "1", "--limit", "6", "--out", &shallow]].concat());
+    let o = home.run(true, &[&args[..], &["--depth", "1", "--limit", "6", "--out", &shallow, "--json"]].concat());
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
-    assert!(out.contains("Hits@1   0.0% (0/6;"), "{out}");
+    let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["summary"]["questions"], 6, "{out}");
+    assert_eq!(summary["summary"]["errors"], 0, "every question was asked and answered: {out}");
+    assert_eq!(summary["summary"]["strict"]["hits"], 0, "{out}");
 }
 
 fn help_lists_the_method() {
     let home = Home::new();
     let (out, _) = text(&home.run(true, &["ask", "--help"]));
     assert!(out.contains("bfs") && out.contains("breadth-first walk; the model only answers"), "{out}");
-    let (out, _) = text(&home.run(false, &["ask", "--help"]));
+    let o = home.run(false, &["ask", "--help"]);
+    let (out, _) = text(&o);
+    assert!(o.status.success() && out.contains("--method"), "{out}");
     assert!(!out.contains("breadth-first walk"), "ongraph itself lists only its own: {out}");
 }
 
@@ -189,14 +207,17 @@ fn the_ui_runs_the_method_and_shows_its_pane() {
     );
     let home = Home::new();
     let session = format!("ongraph-program-{}", std::process::id());
-    let mut command = format!("env {AS_PROGRAM}=1");
+    // The program alone in a home of its own: none of the caller's ongraph settings.
+    let quoted = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let mut command = format!("env -u ONGRAPH_CONFIG -u ONGRAPH_KG -u ONGRAPH_LLM {AS_PROGRAM}=1");
     for (name, value) in home.envs() {
-        command.push_str(&format!(" {name}={}", value.display()));
+        command.push_str(&format!(" {name}={}", quoted(&value.display().to_string())));
     }
     command.push_str(&format!(
-        " {} tui --method bfs --depth 1 --llm {} '{QUESTION}'",
-        std::env::current_exe().unwrap().display(),
-        home.script()
+        " {} tui --method bfs --depth 1 --llm {} {}",
+        quoted(&std::env::current_exe().unwrap().display().to_string()),
+        quoted(&home.script()),
+        quoted(QUESTION)
     ));
     let started =
         Command::new("tmux").args(["new-session", "-d", "-s", &session, "-x", "120", "-y", "36", &command]).status();

@@ -106,6 +106,11 @@ fn read_choice(value: Value, _: &ReplySchema, _: &mut Vec<String>) -> Option<Str
         relations: Vec<String>,
     }
     let Body { relations } = serde_json::from_value(value).ok()?;
+    // An empty choice reads as no reply of the shape (the parser then says it chose nothing),
+    // as it did before shapes were the methods' own: saved sessions replay that reading.
+    if relations.is_empty() {
+        return None;
+    }
     Some(format!("[{}]", relations.iter().map(|r| clean(r).replace(',', " ")).collect::<Vec<_>>().join(", ")))
 }
 

@@ -231,6 +231,9 @@ mod tests {
         .unwrap();
         let (_, action) = crate::engine::gog::parse::parse_step(&text).unwrap();
         assert_eq!(action, crate::engine::gog::parse::Action::Search(vec!["Canberra".into()]));
+        // An empty relation choice reads as no reply of the shape, as saved sessions have it.
+        let offered = vec!["a".to_string()];
+        assert_eq!(read_as(&Reply::new(shape("choice"), Offer::names(&offered, 3)), r#"{"relations": []}"#), None);
         let text = read_as(&Reply::new(shape("kept"), Offer::numbered(3, 3)), r#"{"keep": [3, 1]}"#).unwrap();
         assert_eq!(crate::engine::gog::parse::parse_kept(&text, 3).unwrap(), vec![2, 0]);
     }
@@ -349,5 +352,20 @@ mod tests {
         assert_eq!(read(&schema, r#"{"zone": "AEST"}"#, &own), None, "a required field missing");
         assert_eq!(read(&schema, r#"{"zone": 10, "sure": true}"#, &own), None, "a wrong type");
         assert_eq!(read(&schema, "It is {AEST}.", &own), None, "free text");
+        // An own shape whose enum offers a name no enum may hold: the reply chooses its form,
+        // fits the schema as sent, and reaches the method as the name.
+        const PICK: ReplyShape = ReplyShape::json(
+            "pick",
+            |offer| {
+                let names = offer.lists.first().copied().unwrap_or_default();
+                object(&[("name", enum_of(&distinct(names)))])
+            },
+            |_| r#"{"name": "<one of the names>"}"#.into(),
+        );
+        let names = vec!["David \"Buck\" Wheat".to_string(), "Plain".to_string()];
+        let schema = Reply::new(&PICK, Offer::names(&names, 1)).reply_schema();
+        let picked = read(&schema, r#"{"name": "David 'Buck' Wheat"}"#, &[PICK]).unwrap();
+        assert_eq!(picked.text, r#"{"name":"David \"Buck\" Wheat"}"#);
+        assert_eq!(read(&schema, r#"{"name": "Someone else"}"#, &[PICK]), None, "not among the names");
     }
 }

@@ -79,22 +79,49 @@ impl ReplyShape {
         Self { name, schema, shape, read: json_text, labelled: false, reasons: Reasons::No }
     }
 
-    /// Whether `other` is this shape: the same name, schema and shape line (for what it offers
-    /// nothing).
+    /// Whether `other` is this shape: the same name, the same schema and shape line for a probe
+    /// offer (two lists, a count and a width that differ), and the same reading of what it
+    /// is sent and of reasoning first.
     pub(crate) fn same_as(&self, other: &ReplyShape) -> bool {
-        let none = Offer::default();
+        let (a, b) = (["a".to_string()], ["b".to_string(), "c".to_string()]);
+        let probe = Offer { lists: vec![&a, &b], count: 3, width: 2 };
+        let reasons = |s: &ReplyShape| match s.reasons {
+            Reasons::No => 0,
+            Reasons::Then(_) => 1,
+            Reasons::ThenItself { .. } => 2,
+        };
         self.name == other.name
-            && (self.schema)(&none) == (other.schema)(&none)
-            && (self.shape)(&none) == (other.shape)(&none)
+            && self.labelled == other.labelled
+            && reasons(self) == reasons(other)
+            && (self.schema)(&probe) == (other.schema)(&probe)
+            && (self.shape)(&probe) == (other.shape)(&probe)
     }
 }
 
-/// A reply that fits its schema, as its JSON text (compact, in the order written).
+/// A reply that fits its schema, as its JSON text (compact, in the order written), its names as
+/// they are (not the forms the enums sent).
 pub fn json_text(value: Value, schema: &ReplySchema, _: &mut Vec<String>) -> Option<String> {
-    if crate::llm::schema_check::departure(&schema.schema, &value).is_some() {
+    // The schema holds the forms sent: checked as the model wrote it.
+    let mut sent = value.clone();
+    to_forms(&mut sent, &schema.renamed);
+    if crate::llm::schema_check::departure(&schema.schema, &sent).is_some() {
         return None;
     }
     Some(value.to_string())
+}
+
+/// Every string of `value` that is a renamed name becomes the form its enum sent.
+fn to_forms(value: &mut Value, renamed: &[(String, String)]) {
+    match value {
+        Value::String(s) => {
+            if let Some((form, _)) = renamed.iter().find(|(_, name)| name == s) {
+                *s = form.clone();
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| to_forms(v, renamed)),
+        Value::Object(fields) => fields.values_mut().for_each(|v| to_forms(v, renamed)),
+        _ => {}
+    }
 }
 
 /// One call's reply: its shape and what the call offers.
