@@ -266,7 +266,7 @@ pub(super) fn scored_relations(offered: &[&str], (wanted, total): (Vec<&str>, f6
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn gold() -> GoldPath {

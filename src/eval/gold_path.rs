@@ -107,15 +107,8 @@ impl LanguageModel for GoldPathModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::simulate::tests::gold;
     use crate::prompts::Template;
-
-    fn gold() -> GoldPath {
-        GoldPath {
-            topic: "sylvia brett".into(),
-            hops: vec![("spouse".into(), "charles vyner brooke".into()), ("parents".into(), "charles brooke".into())],
-            answers: vec!["charles brooke".into(), "margaret brooke".into()],
-        }
-    }
 
     #[test]
     fn tells_prompts_apart_by_their_text() {
