@@ -15,6 +15,9 @@ pub struct TemplateDef {
     /// The name of its file (`NAME.txt` in a prompts directory) and of its entry in a saved
     /// session; `[a-z0-9_]`, unique in a registry.
     pub name: &'static str,
+    /// What its calls do, in words a user reads in errors and the UI ("scoring the
+    /// relations"): a call's step is named after its template.
+    pub step: &'static str,
     /// The placeholders it must contain (and may only contain).
     pub placeholders: &'static [&'static str],
     /// The reply shape its calls ask for in structured mode (a shape's name): for a call that
@@ -43,20 +46,23 @@ impl PartialEq for Template {
 }
 
 /// A template whose default text is `prompts/NAME.txt` (and, with `json`, whose structured
-/// variant is `prompts/json/NAME.txt`): `builtin_template!("answer", ["question"], Some("answer"))`.
+/// variant is `prompts/json/NAME.txt`), its calls' step in words, its placeholders and reply shape:
+/// `builtin_template!("answer", "answering from the paths", ["question"], Some("answer"))`.
 macro_rules! builtin_template {
-    ($name:literal, [$($slot:literal),*], $reply:expr) => {
+    ($name:literal, $step:literal, [$($slot:literal),*], $reply:expr) => {
         $crate::prompts::Template::new(&$crate::prompts::TemplateDef {
             name: $name,
+            step: $step,
             placeholders: &[$($slot),*],
             reply: $reply,
             text: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/", $name, ".txt")),
             json_text: None,
         })
     };
-    ($name:literal, [$($slot:literal),*], $reply:expr, json) => {
+    ($name:literal, $step:literal, [$($slot:literal),*], $reply:expr, json) => {
         $crate::prompts::Template::new(&$crate::prompts::TemplateDef {
             name: $name,
+            step: $step,
             placeholders: &[$($slot),*],
             reply: $reply,
             text: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/", $name, ".txt")),
@@ -74,6 +80,11 @@ impl Template {
     /// The name of its file and of its entry in a saved session.
     pub const fn name(self) -> &'static str {
         self.0.name
+    }
+
+    /// What its calls do, in words (see [`TemplateDef::step`]).
+    pub const fn step(self) -> &'static str {
+        self.0.step
     }
 
     /// The placeholders it must contain (and may only contain).
@@ -529,6 +540,7 @@ mod tests {
 
     const ANSWER: Template = Template::new(&TemplateDef {
         name: "answer",
+        step: "answering",
         placeholders: &["question", "triples"],
         reply: Some("answer"),
         text: "Answer.\nQ: {{question}}\nKnowledge Triplets: {{triples}}\nA: \n",
@@ -536,6 +548,7 @@ mod tests {
     });
     const SYSTEM: Template = Template::new(&TemplateDef {
         name: "system",
+        step: "the system prompt",
         placeholders: &[],
         reply: None,
         text: "Be brief.",
@@ -597,8 +610,14 @@ mod tests {
         let err = Parsed::parse("x.txt", "a\n{{question", &["question"]).unwrap_err();
         assert_eq!(err, PromptError::Unclosed { file: "x.txt".into(), line: 2 });
         // Two different templates of one name cannot both be loaded; the same one twice is one.
-        let other =
-            Template::new(&TemplateDef { name: "answer", placeholders: &[], reply: None, text: "x", json_text: None });
+        let other = Template::new(&TemplateDef {
+            name: "answer",
+            step: "answering",
+            placeholders: &[],
+            reply: None,
+            text: "x",
+            json_text: None,
+        });
         let err = Prompts::load(&[ANSWER, other], None).unwrap_err();
         assert_eq!(err.to_string(), "two different templates are named answer");
         assert_eq!(Prompts::load(&[ANSWER, SYSTEM, ANSWER], None).unwrap().templates().count(), 2);

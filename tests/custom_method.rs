@@ -74,6 +74,7 @@ async fn runs_is_recorded_and_replays(structured: bool) {
     let kg = Arc::new(demo_graph());
     let profile = kg.profile().clone();
     let registry = registry();
+    assert_eq!(registry.step_in_words("bfs_answer"), "answering from the breadth-first triples", "its own words");
     let prompts = Arc::new(registry.prompts(None).unwrap());
     let settings = Settings { structured, ..settings() };
     let mut run =
@@ -263,6 +264,7 @@ fn a_registry_refuses_a_method_whose_templates_or_shapes_clash() {
     );
     const OTHER_ANSWER: Template = Template::new(&TemplateDef {
         name: "answer",
+        step: "answering",
         placeholders: &["question"],
         reply: Some("answer"),
         text: "{{question}}",

@@ -12,8 +12,10 @@ use super::structured::{ANSWER, REASONED_ANSWER, ReplyShape};
 use super::{Answer, AnswerSource, Context, EngineError, Request, Response};
 use crate::prompts::{Template, builtin_template};
 
-pub(crate) const IO: Template = builtin_template!("io", ["question"], Some("answer"));
-pub(crate) const COT: Template = builtin_template!("cot", ["question"], Some("answer"));
+pub(crate) const IO: Template =
+    builtin_template!("io", "IO: answering from the model's own knowledge", ["question"], Some("answer"));
+pub(crate) const COT: Template =
+    builtin_template!("cot", "CoT: reasoning from the model's own knowledge", ["question"], Some("answer"));
 
 /// The baselines answer from the model's own knowledge, which a gold-path simulation has none of.
 pub(crate) const IO_SIMULATION: &[Simulation] = &[Simulation { template: "io", reply: own_knowledge }];

@@ -141,6 +141,11 @@ mod tests {
             assert_eq!(registry.template(t.name()), Some(*t));
         }
         assert_eq!(registry.template("anwser"), None);
+        // A step is said as its template says it; a step no template names, in its own words.
+        assert_eq!(registry.step_in_words("entity_prune_unified"), "scoring the entities");
+        assert_eq!(registry.step_in_words("gog_verify"), "verifying generated triples");
+        assert_eq!(registry.step_in_words("no_such_step"), "no such step");
+        assert!(templates.iter().all(|t| !t.step().is_empty() && !t.step().contains('_')), "words, not ids");
         // Every file of the prompts directory is a built-in template, and every built-in
         // template a file; likewise the structured variants in prompts/json/.
         let stems = |dir: &Path| {

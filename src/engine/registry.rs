@@ -141,6 +141,12 @@ impl Registry {
         self.templates().into_iter().find(|t| t.name() == name)
     }
 
+    /// What the calls of `step` do, in words: its template's words (a call's step is named
+    /// after the template it renders), or the name in words for a step no template names.
+    pub fn step_in_words(&self, step: &str) -> String {
+        self.template(step).map_or_else(|| step.replace('_', " "), |t| t.step().to_string())
+    }
+
     /// The registry's templates, their defaults overridden by any `NAME.txt` (and
     /// `json/NAME.txt`) in `dir`; a file naming none of them is an error.
     pub fn prompts(&self, dir: Option<&Path>) -> Result<Prompts, PromptError> {

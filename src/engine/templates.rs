@@ -5,11 +5,13 @@
 
 use crate::prompts::{Template, builtin_template};
 
-pub(crate) const SYSTEM: Template = builtin_template!("system", [], None);
-pub(crate) const TOPIC_ENTITIES: Template = builtin_template!("topic_entities", ["question"], Some("topics"), json);
-pub(crate) const EXTRACT: Template = builtin_template!("extract", ["question", "reply"], Some("answer"));
+pub(crate) const SYSTEM: Template = builtin_template!("system", "the system prompt", [], None);
+pub(crate) const TOPIC_ENTITIES: Template =
+    builtin_template!("topic_entities", "naming the question's topic entities", ["question"], Some("topics"), json);
+pub(crate) const EXTRACT: Template =
+    builtin_template!("extract", "reading the answer out of a free reply", ["question", "reply"], Some("answer"));
 pub(crate) const ANSWER_OWN_KNOWLEDGE: Template =
-    builtin_template!("answer_own_knowledge", ["question"], Some("answer"));
+    builtin_template!("answer_own_knowledge", "answering from the model's own knowledge", ["question"], Some("answer"));
 
 /// What any run may render, whatever its method.
 pub(crate) const ENGINE: &[Template] = &[SYSTEM, TOPIC_ENTITIES, EXTRACT];

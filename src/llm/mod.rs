@@ -272,30 +272,6 @@ pub fn connect_a_model(config: &str, configured: &[&str]) -> String {
     }
 }
 
-/// A call's step in words, for messages ("entity_prune" → "scoring the entities").
-pub fn step_in_words(step: &str) -> String {
-    let words = match step {
-        s if s.starts_with("relation_prune") => "scoring the relations",
-        s if s.starts_with("entity_prune") => "scoring the entities",
-        "reasoning" | "reasoning_tog_r" | "pog_sufficiency" => "judging whether the paths suffice",
-        "answer_own_knowledge" | "pog_answer_own" => "answering from the model's own knowledge",
-        "answer" | "pog_answer" => "answering from the paths",
-        "topic_entities" => "naming the question's topic entities",
-        "pog_analysis" => "analysing the question",
-        "pog_precise" | "pog_branch" => "choosing paths",
-        "pog_summary" => "summarising the paths",
-        "pog_supplement" => "adding topic entities",
-        "gog_step" => "GoG's next thought and action",
-        "gog_relations" => "choosing relations",
-        "gog_generate" => "writing missing triples",
-        "gog_verify" => "verifying generated triples",
-        "io" => "IO: answering from the model's own knowledge",
-        "cot" => "CoT: reasoning from the model's own knowledge",
-        other => return other.replace('_', " "),
-    };
-    words.to_string()
-}
-
 /// The method that asked a call of `step` (`method`, its label, when known) where the step's
 /// name is another method's: self-consistency asks its samples with CoT's prompt, as `cot`
 /// steps (the name its recordings and scripts match), and the user asked for SC, not CoT.
@@ -311,11 +287,12 @@ pub fn is_endpoint_note(note: &str) -> bool {
 }
 
 /// A call's step in words, as the method that asked it (`method`, its label, when known) is
-/// known to the user: SC's samples are SC's, not CoT's.
-pub fn step_of_method_in_words(step: &str, method: Option<&str>) -> String {
+/// known to the user: SC's samples are SC's, not CoT's. `words`: what the step's template says
+/// its calls do, once the driver's caller has said it (the name itself in words until then).
+fn step_of_method_in_words(step: &str, method: Option<&str>, words: Option<&str>) -> String {
     match borrowed_step(step, method) {
         Some(m) => format!("{m}: sampling step-by-step answers from the model's own knowledge"),
-        None => step_in_words(step),
+        None => words.map_or_else(|| step.replace('_', " "), str::to_string),
     }
 }
 
@@ -327,13 +304,14 @@ fn asked_by(step: &str, method: Option<&str>) -> String {
 
 /// Where the demo knows none of a run's first step (`unrecorded`) for any question, its list
 /// of questions is not all: the method (`method`, its label, when known) needs a model.
-fn not_by(unrecorded: Option<&str>, method: Option<&str>) -> String {
+fn not_by(unrecorded: Option<&str>, method: Option<&str>, words: Option<&str>) -> String {
     match (unrecorded, method) {
         (None, _) => String::new(),
         (Some(_), Some(m)) => format!(", but not with {m}, whose steps it records for none of them"),
-        (Some(step), None) => {
-            format!(", but not at this step ({}), which it records for none of them", step_in_words(step))
-        }
+        (Some(step), None) => format!(
+            ", but not at this step ({}), which it records for none of them",
+            step_of_method_in_words(step, None, words)
+        ),
     }
 }
 
@@ -365,16 +343,23 @@ pub enum LlmError {
     /// user steered off its recorded branches).
     #[error(
         "this step ({}) is outside the offline demo's recording: the demo model replies only to the steps it recorded (the README lists the moves it knows). {advice}",
-        step_of_method_in_words(step, method.as_deref())
+        step_of_method_in_words(step, method.as_deref(), words.as_deref())
     )]
-    OffScript { step: String, advice: String, method: Option<String> },
+    OffScript { step: String, advice: String, method: Option<String>, words: Option<String> },
     /// The offline demo was asked a question it has no recording of. `unrecorded`: the step
     /// asked, when the demo records it for none of its questions either (the baselines').
     #[error(
         "the offline demo model knows only its recorded steps, and this question is not one it recorded (it answers {known}{}). {advice}",
-        not_by(unrecorded.as_deref(), method.as_deref())
+        not_by(unrecorded.as_deref(), method.as_deref(), words.as_deref())
     )]
-    NotInDemo { known: String, advice: String, unrecorded: Option<String>, method: Option<String> },
+    NotInDemo {
+        known: String,
+        advice: String,
+        unrecorded: Option<String>,
+        method: Option<String>,
+        /// The unrecorded step in words.
+        words: Option<String>,
+    },
     #[error("{0}")]
     Config(String),
 }
@@ -393,15 +378,20 @@ impl LlmError {
     /// The error as the user's method says it: `method` (its label) asked the failed call. A
     /// model sees only the call, whose step name may be another method's (SC's samples are
     /// `cot` steps).
-    pub fn asked_by(self, method: &str) -> Self {
+    /// `step_in_words` says what a step's calls do (its template's words).
+    pub fn asked_by(self, method: &str, step_in_words: impl Fn(&str) -> String) -> Self {
         let method = Some(method.to_string());
         match self {
-            LlmError::OffScript { step, advice, .. } => LlmError::OffScript { step, advice, method },
+            LlmError::OffScript { step, advice, .. } => {
+                let words = Some(step_in_words(&step));
+                LlmError::OffScript { step, advice, method, words }
+            }
             LlmError::NoScriptedReply { step, excerpt, file, .. } => {
                 LlmError::NoScriptedReply { step, excerpt, file, method }
             }
             LlmError::NotInDemo { known, advice, unrecorded, .. } => {
-                LlmError::NotInDemo { known, advice, unrecorded, method }
+                let words = unrecorded.as_deref().map(&step_in_words);
+                LlmError::NotInDemo { known, advice, unrecorded, method, words }
             }
             other => other,
         }

@@ -155,13 +155,19 @@ impl LanguageModel for ScriptedModel {
             if let Some(advice) = &self.demo {
                 let advice = advice.clone();
                 if self.known_question(&request.prompt).is_some() {
-                    return Err(LlmError::OffScript { step: request.step.clone(), advice, method: None });
+                    return Err(LlmError::OffScript { step: request.step.clone(), advice, method: None, words: None });
                 }
                 let known: Vec<String> = self.questions.iter().map(|q| format!("\"{}\"", q.text)).collect();
                 // A step it records for no question (the baselines'): its questions are not all.
                 let recorded = self.replies.iter().any(|r| r.step.as_deref().is_none_or(|s| s == request.step));
                 let unrecorded = (!recorded).then(|| request.step.clone());
-                return Err(LlmError::NotInDemo { known: known.join(", "), advice, unrecorded, method: None });
+                return Err(LlmError::NotInDemo {
+                    known: known.join(", "),
+                    advice,
+                    unrecorded,
+                    method: None,
+                    words: None,
+                });
             }
             // The variable part of a prompt is at its end (after the exemplars).
             let tail: String = {
@@ -206,7 +212,11 @@ mod tests {
             "entity_prune",
             "Q: What is the majority party now in the country where Canberra is located?\nRelation: x\nEntities: a; b\nScore:",
         );
-        let err = demo.complete(&steered).await.unwrap_err().to_string();
+        let err = demo.complete(&steered).await.unwrap_err();
+        assert!(err.to_string().starts_with("this step (entity prune) is outside"), "the model knows no words: {err}");
+        // The driver's caller says the step as its template does.
+        let words = |step: &str| if step == "entity_prune" { "scoring the entities".into() } else { step.into() };
+        let err = err.asked_by("ToG", words).to_string();
         assert!(
             err.starts_with("this step (scoring the entities) is outside the offline demo's recording"),
             "the step in words, not its id: {err}"

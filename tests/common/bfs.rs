@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 /// The method's own prompt: the triples found, numbered, and the question.
 pub const BFS_ANSWER: Template = Template::new(&TemplateDef {
     name: "bfs_answer",
+    step: "answering from the breadth-first triples",
     placeholders: &["question", "triples"],
     reply: Some("bfs_answer"),
     text: "Numbered triples:\n{{triples}}\nQuestion: {{question}}\nAnswer in braces.",

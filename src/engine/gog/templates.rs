@@ -3,12 +3,28 @@
 use crate::engine::templates::ANSWER_OWN_KNOWLEDGE;
 use crate::prompts::{Template, builtin_template};
 
-pub(crate) const STEP: Template = builtin_template!("gog_step", ["question", "topics", "transcript"], Some("gog_step"));
-pub(crate) const RELATIONS: Template =
-    builtin_template!("gog_relations", ["question", "thought", "entity", "relations"], Some("choice"), json);
-pub(crate) const GENERATE: Template =
-    builtin_template!("gog_generate", ["question", "thought", "triples"], Some("triples"), json);
-pub(crate) const VERIFY: Template = builtin_template!("gog_verify", ["question", "triples"], Some("kept"), json);
+pub(crate) const STEP: Template = builtin_template!(
+    "gog_step",
+    "GoG's next thought and action",
+    ["question", "topics", "transcript"],
+    Some("gog_step")
+);
+pub(crate) const RELATIONS: Template = builtin_template!(
+    "gog_relations",
+    "choosing relations",
+    ["question", "thought", "entity", "relations"],
+    Some("choice"),
+    json
+);
+pub(crate) const GENERATE: Template = builtin_template!(
+    "gog_generate",
+    "writing missing triples",
+    ["question", "thought", "triples"],
+    Some("triples"),
+    json
+);
+pub(crate) const VERIFY: Template =
+    builtin_template!("gog_verify", "verifying generated triples", ["question", "triples"], Some("kept"), json);
 
 /// Every template GoG renders.
 pub(crate) const TEMPLATES: &[Template] = &[STEP, RELATIONS, GENERATE, VERIFY, ANSWER_OWN_KNOWLEDGE];

@@ -5,18 +5,50 @@ use crate::engine::templates::{ANSWER_OWN_KNOWLEDGE, TOPIC_ENTITIES};
 use crate::engine::{PruneTool, Settings};
 use crate::prompts::{Template, builtin_template};
 
-pub(crate) const RELATION_PRUNE: Template =
-    builtin_template!("relation_prune", ["width", "question", "topic_entity", "relations"], Some("relations"), json);
-pub(crate) const RELATION_PRUNE_UNIFIED: Template =
-    builtin_template!("relation_prune_unified", ["width", "question", "entities"], Some("unified_relations"), json);
-pub(crate) const ENTITY_PRUNE: Template =
-    builtin_template!("entity_prune", ["question", "relation", "entities"], Some("entity_scores"), json);
-pub(crate) const ENTITY_PRUNE_UNIFIED: Template =
-    builtin_template!("entity_prune_unified", ["question", "groups"], Some("entity_groups"), json);
-pub(crate) const REASONING: Template = builtin_template!("reasoning", ["question", "triples"], Some("judgment"), json);
-pub(crate) const REASONING_TOG_R: Template =
-    builtin_template!("reasoning_tog_r", ["question", "chains"], Some("judgment"), json);
-pub(crate) const ANSWER: Template = builtin_template!("answer", ["question", "triples"], Some("answer"));
+pub(crate) const RELATION_PRUNE: Template = builtin_template!(
+    "relation_prune",
+    "scoring the relations",
+    ["width", "question", "topic_entity", "relations"],
+    Some("relations"),
+    json
+);
+pub(crate) const RELATION_PRUNE_UNIFIED: Template = builtin_template!(
+    "relation_prune_unified",
+    "scoring the relations",
+    ["width", "question", "entities"],
+    Some("unified_relations"),
+    json
+);
+pub(crate) const ENTITY_PRUNE: Template = builtin_template!(
+    "entity_prune",
+    "scoring the entities",
+    ["question", "relation", "entities"],
+    Some("entity_scores"),
+    json
+);
+pub(crate) const ENTITY_PRUNE_UNIFIED: Template = builtin_template!(
+    "entity_prune_unified",
+    "scoring the entities",
+    ["question", "groups"],
+    Some("entity_groups"),
+    json
+);
+pub(crate) const REASONING: Template = builtin_template!(
+    "reasoning",
+    "judging whether the paths suffice",
+    ["question", "triples"],
+    Some("judgment"),
+    json
+);
+pub(crate) const REASONING_TOG_R: Template = builtin_template!(
+    "reasoning_tog_r",
+    "judging whether the paths suffice",
+    ["question", "chains"],
+    Some("judgment"),
+    json
+);
+pub(crate) const ANSWER: Template =
+    builtin_template!("answer", "answering from the paths", ["question", "triples"], Some("answer"));
 
 /// The templates a run of ToG (ToG-R with `chains`) with settings `s` may render, for a shared
 /// prompt prefix: topic linking, the pruning its settings call the model for, its judgment
