@@ -485,43 +485,8 @@ impl LanguageModel for OpenAiClient {
 
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         let started = Instant::now();
-        // At most one adaptation per parameter and reply mode, so a server that keeps refusing
-        // cannot loop.
-        let (mut tries, mut notes) = (0, Vec::new());
-        let (value, mode) = loop {
-            let mut learned = self.learned();
-            if request.schema.is_none() {
-                learned.structured = ReplyMode::FreeText;
-            }
-            let body = self.chat_body(request, learned);
-            match self.post("chat/completions", &body, Some(&request.step), ChatResponse::check).await {
-                Err(LlmError::Status { status: 400, body, .. }) if tries < 4 && self.learn_from_refusal(&body) => {
-                    tries += 1;
-                }
-                Err(LlmError::Status { url, status: status @ (400 | 422 | 500), body }) if tries < 4 => {
-                    let Some((next, remembered)) = self.learn_reply_mode(status, &body, learned.structured) else {
-                        return Err(LlmError::Status { url, status, body });
-                    };
-                    // The setting that asks so at once, where there is one.
-                    let hint = match next {
-                        ReplyMode::FreeText => String::new(),
-                        mode => format!(
-                            " (structured = \"{}\" in the endpoint's [llm] entry asks so at once)",
-                            mode.label()
-                        ),
-                    };
-                    let kept = if remembered { ", remembered for later runs" } else { "" };
-                    notes.push(format!(
-                        "the endpoint refused structured replies as {} (HTTP {status}); asked again as {}{kept}{hint}",
-                        learned.structured.label(),
-                        next.label()
-                    ));
-                    tries += 1;
-                }
-                other => break (other?, learned.structured),
-            }
-        };
-        let parsed: ChatResponse = value;
+        let mut notes = Vec::new();
+        let (parsed, mode) = self.chat_adapting(request, &mut notes).await?;
         let Some(choice) = parsed.choices.into_iter().next() else {
             // `ChatResponse::check` refused it already; said again rather than assumed.
             return Err(LlmError::Malformed {
@@ -533,40 +498,8 @@ impl LanguageModel for OpenAiClient {
         let message = choice.message;
         let text = message.content.unwrap_or_default();
         let reasoning = message.reasoning_content.or(message.reasoning).filter(|r| !r.trim().is_empty());
-        let usage = &parsed.usage;
-        let (prompt_tokens, completion_tokens) =
-            (token_count(usage, &["prompt_tokens"]), token_count(usage, &["completion_tokens"]));
-        if !usage.is_null() && (prompt_tokens.is_none() || completion_tokens.is_none()) {
-            notes.push("the endpoint's token counts were missing or not counts; estimated from the text".into());
-        }
-        let usage = Usage {
-            prompt_tokens: prompt_tokens
-                .unwrap_or_else(|| super::estimate_tokens(&request.system) + super::estimate_tokens(&request.prompt)),
-            completion_tokens: completion_tokens.unwrap_or_else(|| super::estimate_tokens(&text)),
-            reasoning_tokens: token_count(usage, &["completion_tokens_details", "reasoning_tokens"]).unwrap_or(0),
-            cached_tokens: token_count(usage, &["prompt_tokens_details", "cached_tokens"])
-                .or_else(|| token_count(&parsed.timings, &["cache_n"]))
-                .unwrap_or(0),
-        };
-        // Never more than the prompt: a server's odd figure must not make evaluated tokens negative.
-        let usage = Usage { cached_tokens: usage.cached_tokens.min(usage.prompt_tokens), ..usage };
-        // A server may take a `response_format` without enforcing it: a reply that does not fit
-        // its schema shows it (one cut off at the token limit shows nothing: an enforcing server
-        // cuts off too). Said once per endpoint; the engine reads such replies as far as they go.
-        if let Some(schema) =
-            request.schema.as_ref().filter(|_| !mode.is_free_text() && !cut_off && !text.contains("</think>"))
-            && let Some(why) = super::schema_check::violation(&schema.schema, &text)
-        {
-            let mut learned = self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !learned.unenforced {
-                learned.unenforced = true;
-                tracing::warn!(url = %self.config.base_url, mode = mode.label(), %why, "the endpoint does not enforce the reply's JSON schema");
-                notes.push(format!(
-                    "the endpoint took the JSON schema as {} but does not enforce it ({why}); replies are read as far as they fit",
-                    mode.label()
-                ));
-            }
-        }
+        let usage = reply_usage(request, &text, &parsed.usage, &parsed.timings, &mut notes);
+        self.note_unenforced_schema(request, mode, cut_off, &text, &mut notes);
         let thinks = reasoning.is_some() || usage.reasoning_tokens > 0 || text.contains("</think>");
         if thinks && self.config.reasoning.is_none() {
             self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner).reasoning = true;
@@ -583,6 +516,109 @@ impl LanguageModel for OpenAiClient {
             json_reply: None,
         })
     }
+}
+
+impl OpenAiClient {
+    /// Sends the chat request, and again (with a note in `notes`) as the endpoint's refusals
+    /// teach what it takes: at most one adaptation per parameter and reply mode, so a server
+    /// that keeps refusing cannot loop. The reply, and the reply mode it was asked in.
+    async fn chat_adapting(
+        &self,
+        request: &ChatRequest,
+        notes: &mut Vec<String>,
+    ) -> Result<(ChatResponse, ReplyMode), LlmError> {
+        let mut tries = 0;
+        loop {
+            let mut learned = self.learned();
+            if request.schema.is_none() {
+                learned.structured = ReplyMode::FreeText;
+            }
+            let body = self.chat_body(request, learned);
+            match self.post("chat/completions", &body, Some(&request.step), ChatResponse::check).await {
+                Err(LlmError::Status { status: 400, body, .. }) if tries < 4 && self.learn_from_refusal(&body) => {
+                    tries += 1;
+                }
+                Err(LlmError::Status { url, status: status @ (400 | 422 | 500), body }) if tries < 4 => {
+                    let Some((next, remembered)) = self.learn_reply_mode(status, &body, learned.structured) else {
+                        return Err(LlmError::Status { url, status, body });
+                    };
+                    notes.push(reply_mode_note(learned.structured, status, next, remembered));
+                    tries += 1;
+                }
+                other => return Ok((other?, learned.structured)),
+            }
+        }
+    }
+
+    /// A server may take a `response_format` without enforcing it: a reply that does not fit
+    /// its schema shows it (one cut off at the token limit shows nothing: an enforcing server
+    /// cuts off too). Said once per endpoint, in `notes`; the engine reads such replies as far
+    /// as they go.
+    fn note_unenforced_schema(
+        &self,
+        request: &ChatRequest,
+        mode: ReplyMode,
+        cut_off: bool,
+        text: &str,
+        notes: &mut Vec<String>,
+    ) {
+        if let Some(schema) =
+            request.schema.as_ref().filter(|_| !mode.is_free_text() && !cut_off && !text.contains("</think>"))
+            && let Some(why) = super::schema_check::violation(&schema.schema, text)
+        {
+            let mut learned = self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !learned.unenforced {
+                learned.unenforced = true;
+                tracing::warn!(url = %self.config.base_url, mode = mode.label(), %why, "the endpoint does not enforce the reply's JSON schema");
+                notes.push(format!(
+                    "the endpoint took the JSON schema as {} but does not enforce it ({why}); replies are read as far as they fit",
+                    mode.label()
+                ));
+            }
+        }
+    }
+}
+
+/// The note saying the endpoint refused structured replies as `refused` (HTTP `status`) and
+/// was asked again as `next`, with the setting that asks so at once, where there is one.
+fn reply_mode_note(refused: ReplyMode, status: u16, next: ReplyMode, remembered: bool) -> String {
+    let hint = match next {
+        ReplyMode::FreeText => String::new(),
+        mode => format!(" (structured = \"{}\" in the endpoint's [llm] entry asks so at once)", mode.label()),
+    };
+    let kept = if remembered { ", remembered for later runs" } else { "" };
+    format!(
+        "the endpoint refused structured replies as {} (HTTP {status}); asked again as {}{kept}{hint}",
+        refused.label(),
+        next.label()
+    )
+}
+
+/// The tokens a reply took, as the server counted them (`usage`, llama.cpp's `timings`), else
+/// estimated from the text (said in `notes` when the server gave counts that are not).
+fn reply_usage(
+    request: &ChatRequest,
+    text: &str,
+    usage: &serde_json::Value,
+    timings: &serde_json::Value,
+    notes: &mut Vec<String>,
+) -> Usage {
+    let (prompt_tokens, completion_tokens) =
+        (token_count(usage, &["prompt_tokens"]), token_count(usage, &["completion_tokens"]));
+    if !usage.is_null() && (prompt_tokens.is_none() || completion_tokens.is_none()) {
+        notes.push("the endpoint's token counts were missing or not counts; estimated from the text".into());
+    }
+    let usage = Usage {
+        prompt_tokens: prompt_tokens
+            .unwrap_or_else(|| super::estimate_tokens(&request.system) + super::estimate_tokens(&request.prompt)),
+        completion_tokens: completion_tokens.unwrap_or_else(|| super::estimate_tokens(text)),
+        reasoning_tokens: token_count(usage, &["completion_tokens_details", "reasoning_tokens"]).unwrap_or(0),
+        cached_tokens: token_count(usage, &["prompt_tokens_details", "cached_tokens"])
+            .or_else(|| token_count(timings, &["cache_n"]))
+            .unwrap_or(0),
+    };
+    // Never more than the prompt: a server's odd figure must not make evaluated tokens negative.
+    Usage { cached_tokens: usage.cached_tokens.min(usage.prompt_tokens), ..usage }
 }
 
 #[derive(Deserialize)]

@@ -152,119 +152,149 @@ fn effective<'a>(corrections: &'a [Correction], name_predicate: &str) -> Vec<(&'
 /// Renders `corrections` (nt and sparql-update: what the active ones do; jsonl: all, with
 /// history).
 pub fn export(corrections: &[Correction], format: ExportFormat, vocabulary: &Vocabulary) -> String {
+    match format {
+        ExportFormat::Jsonl => export_jsonl(corrections),
+        ExportFormat::Nt => export_nt(corrections, vocabulary),
+        ExportFormat::Tsv => export_tsv(corrections, vocabulary),
+        ExportFormat::SparqlUpdate => export_sparql_update(corrections, vocabulary),
+    }
+}
+
+/// A triple as an N-Triples line (without its line break).
+fn triple(s: &str, r: &str, o: &Term, ns: &Namespaces) -> String {
+    format!("{} {} {} .", iri(s, ns), iri(r, ns), term(o, ns))
+}
+
+/// Who made a correction, when and why, as text for a comment.
+fn why(c: &Correction) -> String {
+    comment(&format!("correction {} by {} on {}: {}", c.id, c.author, c.created, c.reason))
+}
+
+/// Every correction, one JSON line each, with its history.
+fn export_jsonl(corrections: &[Correction]) -> String {
+    let mut out = String::new();
+    for c in corrections {
+        // A correction always serialises: its fields are strings, numbers and enums.
+        out.push_str(&crate::safe_text::json::to_string(c).unwrap_or_default());
+        out.push('\n');
+    }
+    out
+}
+
+/// What the active corrections do as N-Triples: asserted triples and new names, retractions
+/// as comments. A replace is written as its parts (a retraction, an assert, a name), each
+/// under the correction's comment.
+fn export_nt(corrections: &[Correction], vocabulary: &Vocabulary) -> String {
     let ns = &vocabulary.namespaces;
-    let triple = |s: &str, r: &str, o: &Term| format!("{} {} {} .", iri(s, ns), iri(r, ns), term(o, ns));
     let name_predicate = vocabulary.name_predicate.as_str();
     let label_predicate = iri(name_predicate, ns);
-    let why = |c: &Correction| comment(&format!("correction {} by {} on {}: {}", c.id, c.author, c.created, c.reason));
     let mut out = String::new();
-    match format {
-        ExportFormat::Jsonl => {
-            for c in corrections {
-                // A correction always serialises: its fields are strings, numbers and enums.
-                out.push_str(&crate::safe_text::json::to_string(c).unwrap_or_default());
-                out.push('\n');
+    for (c, op) in effective(corrections, name_predicate) {
+        match &op {
+            Op::Assert { subject, relation, object } => {
+                out.push_str(&format!("# {}\n{}\n", why(c), triple(subject, relation, object, ns)))
             }
+            Op::Relabel { entity, label } => out.push_str(&format!(
+                "# {} (replaces the old name)\n{} {} {} .\n",
+                why(c),
+                iri(entity, ns),
+                label_predicate,
+                literal(label)
+            )),
+            Op::Retract { subject, relation, object } => out.push_str(&format!(
+                "# {}\n# retracted: {}\n",
+                why(c),
+                comment(&triple(subject, relation, object, ns))
+            )),
+            // `parts` yields only simple corrections.
+            Op::Replace { .. } => {}
         }
-        ExportFormat::Nt => {
-            // A replace is written as its parts (a retraction, an assert, a name), each under
-            // the correction's comment.
-            for (c, op) in effective(corrections, name_predicate) {
-                match &op {
-                    Op::Assert { subject, relation, object } => {
-                        out.push_str(&format!("# {}\n{}\n", why(c), triple(subject, relation, object)))
-                    }
-                    Op::Relabel { entity, label } => out.push_str(&format!(
-                        "# {} (replaces the old name)\n{} {} {} .\n",
-                        why(c),
-                        iri(entity, ns),
-                        label_predicate,
-                        literal(label)
-                    )),
-                    Op::Retract { subject, relation, object } => out.push_str(&format!(
-                        "# {}\n# retracted: {}\n",
-                        why(c),
-                        comment(&triple(subject, relation, object))
-                    )),
-                    // `parts` yields only simple corrections.
-                    Op::Replace { .. } => {}
-                }
-            }
+    }
+    out
+}
+
+/// What the active corrections do as lines a tab-separated KB takes (asserted triples), and
+/// `#` comments saying what to delete or rename in it.
+fn export_tsv(corrections: &[Correction], vocabulary: &Vocabulary) -> String {
+    let mut out = String::new();
+    let active = effective(corrections, &vocabulary.name_predicate);
+    if !active.is_empty() {
+        out.push_str("# ongraph corrections: add the lines that are not comments to the KB; the `#` lines say what to delete or rename in it\n");
+    }
+    for (c, op) in active {
+        out.push_str(&format!("# {}\n", why(c)));
+        out.push_str(&tsv_lines(&op, vocabulary));
+    }
+    out
+}
+
+/// The tab-separated line, or the comment, that says what one simple correction does.
+fn tsv_lines(op: &Op, vocabulary: &Vocabulary) -> String {
+    let name_predicate = vocabulary.name_predicate.as_str();
+    match op {
+        // A KB whose ids are names has no name lines: one would make it read as a named KB
+        // (see the `auto` profile).
+        Op::Assert { subject, relation, object: Term::Literal(label) }
+            if vocabulary.names_are_ids && relation == name_predicate =>
+        {
+            format!("# name: {subject} is called {}\n", comment(&literal(label)))
         }
-        ExportFormat::Tsv => {
-            let active = effective(corrections, name_predicate);
-            if !active.is_empty() {
-                out.push_str("# ongraph corrections: add the lines that are not comments to the KB; the `#` lines say what to delete or rename in it\n");
-            }
-            for (c, op) in active {
-                out.push_str(&format!("# {}\n", why(c)));
-                match &op {
-                    // A KB whose ids are names has no name lines: one would make it read as a
-                    // named KB (see the `auto` profile).
-                    Op::Assert { subject, relation, object: Term::Literal(label) }
-                        if vocabulary.names_are_ids && relation == name_predicate =>
-                    {
-                        out.push_str(&format!("# name: {subject} is called {}\n", comment(&literal(label))))
-                    }
-                    Op::Assert { subject, relation, object } => match tsv_line(subject, relation, object) {
-                        Some(line) => out.push_str(&format!("{line}\n")),
-                        None => out.push_str(&format!(
-                            "# cannot be a tab-separated line (a tab or line break in a term, or a head starting with # or \"): add by hand: {}\n",
-                            tsv_shown(subject, relation, object)
-                        )),
-                    },
-                    Op::Retract { subject, relation, object } => {
-                        out.push_str(&format!("# delete: {}\n", tsv_shown(subject, relation, object)))
-                    }
-                    Op::Relabel { entity, label } => {
-                        let lines = if vocabulary.names_are_ids {
-                            String::new()
-                        } else {
-                            format!(" (its {name_predicate} lines)")
-                        };
-                        out.push_str(&format!(
-                            "# rename: {} is now called {}: replace its name{lines}\n",
-                            comment(entity),
-                            comment(&literal(label))
-                        ))
-                    }
-                    // `parts` yields only simple corrections.
-                    Op::Replace { .. } => {}
-                }
-            }
+        Op::Assert { subject, relation, object } => match tsv_line(subject, relation, object) {
+            Some(line) => format!("{line}\n"),
+            None => format!(
+                "# cannot be a tab-separated line (a tab or line break in a term, or a head starting with # or \"): add by hand: {}\n",
+                tsv_shown(subject, relation, object)
+            ),
+        },
+        Op::Retract { subject, relation, object } => format!("# delete: {}\n", tsv_shown(subject, relation, object)),
+        Op::Relabel { entity, label } => {
+            let lines = if vocabulary.names_are_ids { String::new() } else { format!(" (its {name_predicate} lines)") };
+            format!(
+                "# rename: {} is now called {}: replace its name{lines}\n",
+                comment(entity),
+                comment(&literal(label))
+            )
         }
-        ExportFormat::SparqlUpdate => {
-            let (mut delete, mut delete_where, mut insert) = (Vec::new(), Vec::new(), Vec::new());
-            for (c, op) in effective(corrections, name_predicate) {
-                match &op {
-                    Op::Retract { subject, relation, object } => {
-                        delete.push(format!("  # {}\n  {}", why(c), triple(subject, relation, object)))
-                    }
-                    Op::Assert { subject, relation, object } => {
-                        insert.push(format!("  # {}\n  {}", why(c), triple(subject, relation, object)))
-                    }
-                    Op::Relabel { entity, label } => {
-                        let (s, p) = (iri(entity, ns), &label_predicate);
-                        delete_where.push(format!("DELETE WHERE {{\n  # {}\n  {s} {p} ?old .\n}}", why(c)));
-                        insert.push(format!("  # {}\n  {s} {p} {} .", why(c), literal(label)));
-                    }
-                    // `parts` yields only simple corrections.
-                    Op::Replace { .. } => {}
-                }
+        // `parts` yields only simple corrections.
+        Op::Replace { .. } => String::new(),
+    }
+}
+
+/// What the active corrections do as one SPARQL 1.1 Update: `DELETE DATA`, then a `DELETE
+/// WHERE` per new name, then `INSERT DATA`.
+fn export_sparql_update(corrections: &[Correction], vocabulary: &Vocabulary) -> String {
+    let ns = &vocabulary.namespaces;
+    let name_predicate = vocabulary.name_predicate.as_str();
+    let label_predicate = iri(name_predicate, ns);
+    let (mut delete, mut delete_where, mut insert) = (Vec::new(), Vec::new(), Vec::new());
+    for (c, op) in effective(corrections, name_predicate) {
+        match &op {
+            Op::Retract { subject, relation, object } => {
+                delete.push(format!("  # {}\n  {}", why(c), triple(subject, relation, object, ns)))
             }
-            let mut parts = Vec::new();
-            if !delete.is_empty() {
-                parts.push(format!("DELETE DATA {{\n{}\n}}", delete.join("\n")));
+            Op::Assert { subject, relation, object } => {
+                insert.push(format!("  # {}\n  {}", why(c), triple(subject, relation, object, ns)))
             }
-            parts.extend(delete_where);
-            if !insert.is_empty() {
-                parts.push(format!("INSERT DATA {{\n{}\n}}", insert.join("\n")));
+            Op::Relabel { entity, label } => {
+                let (s, p) = (iri(entity, ns), &label_predicate);
+                delete_where.push(format!("DELETE WHERE {{\n  # {}\n  {s} {p} ?old .\n}}", why(c)));
+                insert.push(format!("  # {}\n  {s} {p} {} .", why(c), literal(label)));
             }
-            out = parts.join(" ;\n");
-            if !out.is_empty() {
-                out.push('\n');
-            }
+            // `parts` yields only simple corrections.
+            Op::Replace { .. } => {}
         }
+    }
+    let mut parts = Vec::new();
+    if !delete.is_empty() {
+        parts.push(format!("DELETE DATA {{\n{}\n}}", delete.join("\n")));
+    }
+    parts.extend(delete_where);
+    if !insert.is_empty() {
+        parts.push(format!("INSERT DATA {{\n{}\n}}", insert.join("\n")));
+    }
+    let mut out = parts.join(" ;\n");
+    if !out.is_empty() {
+        out.push('\n');
     }
     out
 }

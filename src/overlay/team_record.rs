@@ -498,100 +498,141 @@ impl Gathered {
 
     /// The record, or why it is not one: a value missing, given twice, or not of its kind.
     pub fn record(&self, iri: &str) -> Result<Record, RecordError> {
-        let bad = |detail: String| RecordError::Malformed { iri: iri.to_string(), detail };
         if let Some((field, len)) = self.too_long {
             let detail = format!("its {field} is {len} characters long (at most {MAX_VALUE})");
             return Err(RecordError::Breaks { iri: iri.to_string(), detail, rule: Skip::TooLong });
         }
-        // Values that become keys of the local store (the scope, record IRIs): no control
-        // character (a NUL would reach into another scope's keys), and not empty.
+        let fields = Fields { values: &self.values, iri };
+        fields.check_keys()?;
+        let kind = fields.kind()?;
+        let author = agent_name(fields.need("author")?)
+            .ok_or_else(|| fields.bad("its author is not an ongraph agent IRI".into()))?;
+        let created = fields.need("at")?;
+        if parse_time(created).is_none() {
+            return Err(fields.bad(format!("its time {created:?} is not an RFC 3339 time")));
+        }
+        let context = fields.context()?;
+        Ok(Record {
+            iri: iri.to_string(),
+            kind,
+            kg: fields.need("kg")?.to_string(),
+            author,
+            created: created.to_string(),
+            reason: fields.one("reason")?.unwrap_or_default().to_string(),
+            context,
+            generated: matches!(fields.one("gen")?, Some("true" | "1")),
+            based_on: fields.one("base")?.map(str::to_string),
+            agent: fields.one("agent")?.map(str::to_string),
+        })
+    }
+}
+
+/// The gathered values of the record `iri`, read field by field.
+struct Fields<'a> {
+    values: &'a BTreeMap<String, Vec<String>>,
+    iri: &'a str,
+}
+
+impl<'a> Fields<'a> {
+    fn bad(&self, detail: String) -> RecordError {
+        RecordError::Malformed { iri: self.iri.to_string(), detail }
+    }
+
+    /// Checks the values that become keys of the local store (the scope, record IRIs): no
+    /// control character (a NUL would reach into another scope's keys), and not empty.
+    fn check_keys(&self) -> Result<(), RecordError> {
         let key_like = |what: &str, value: &str| -> Result<(), RecordError> {
             if value.is_empty() {
-                return Err(bad(format!("its {what} is empty")));
+                return Err(self.bad(format!("its {what} is empty")));
             }
             if value.chars().any(char::is_control) {
-                return Err(bad(format!("its {what} has a control character")));
+                return Err(self.bad(format!("its {what} has a control character")));
             }
             Ok(())
         };
-        key_like("IRI", iri)?;
+        key_like("IRI", self.iri)?;
         for (var, what) in [("kg", "kg"), ("target", "target"), ("base", "basedOn")] {
             if let Some(value) = self.values.get(var) {
                 value.iter().try_for_each(|v| key_like(what, v))?;
             }
         }
-        let one = |var: &str| -> Result<Option<&str>, RecordError> {
-            match self.values.get(var).map(Vec::as_slice) {
-                None | Some([]) => Ok(None),
-                Some([v]) => Ok(Some(v.as_str())),
-                Some(_) => Err(RecordError::Breaks {
-                    iri: iri.to_string(),
-                    detail: format!("{var} is given more than once"),
-                    rule: Skip::Repeated,
-                }),
-            }
-        };
-        let need = |var: &str| one(var)?.ok_or_else(|| bad(format!("it has no {var}")));
-        let term = |value: &str, kind: &str| match need(kind)? {
-            "entity" => Ok(Term::Entity(need(value)?.to_string())),
-            "literal" => Ok(Term::Literal(need(value)?.to_string())),
-            other => Err(bad(format!("{kind} is {other:?}, not entity or literal"))),
-        };
-        let class = need("type")?.strip_prefix(NS).unwrap_or_default();
-        let kind = match class {
-            "Correction" => {
-                let s = || need("s").map(str::to_string);
-                let rel = || need("rel").map(str::to_string);
-                let op = match need("op")? {
-                    "retract" => Op::Retract { subject: s()?, relation: rel()?, object: term("o", "ok")? },
-                    "assert" => Op::Assert { subject: s()?, relation: rel()?, object: term("o", "ok")? },
-                    "relabel" => Op::Relabel { entity: s()?, label: need("label")?.to_string() },
-                    "replace" => Op::Replace {
-                        subject: s()?,
-                        relation: rel()?,
-                        old: term("o", "ok")?,
-                        new: term("n", "nk")?,
-                        label: one("label")?.map(str::to_string),
-                    },
-                    other => return Err(bad(format!("unknown operation {other:?}"))),
-                };
-                op.validate_ids().map_err(bad)?;
-                Kind::Correction { op }
-            }
-            "Undo" => Kind::Undo { target: need("target")?.to_string() },
-            "Supersede" => Kind::Supersede { target: need("target")?.to_string() },
-            "Approve" => Kind::Approve { target: need("target")?.to_string() },
-            "Reject" => Kind::Reject { target: need("target")?.to_string() },
-            other => return Err(bad(format!("unknown record type {other:?}"))),
-        };
-        let author = agent_name(need("author")?).ok_or_else(|| bad("its author is not an ongraph agent IRI".into()))?;
-        let created = need("at")?;
-        if parse_time(created).is_none() {
-            return Err(bad(format!("its time {created:?} is not an RFC 3339 time")));
+        Ok(())
+    }
+
+    /// The field's value, if it has one; given more than once, the record breaks a rule.
+    fn one(&self, var: &str) -> Result<Option<&'a str>, RecordError> {
+        match self.values.get(var).map(Vec::as_slice) {
+            None | Some([]) => Ok(None),
+            Some([v]) => Ok(Some(v.as_str())),
+            Some(_) => Err(RecordError::Breaks {
+                iri: self.iri.to_string(),
+                detail: format!("{var} is given more than once"),
+                rule: Skip::Repeated,
+            }),
         }
-        let step = match one("step")? {
-            Some(s) => Some(s.parse::<usize>().map_err(|_| bad(format!("its step {s:?} is not a number")))?),
+    }
+
+    /// The field's one value, which the record must have.
+    fn need(&self, var: &str) -> Result<&'a str, RecordError> {
+        self.one(var)?.ok_or_else(|| self.bad(format!("it has no {var}")))
+    }
+
+    /// The term in the field `value`, of the kind in the field `kind`.
+    fn term(&self, value: &str, kind: &str) -> Result<Term, RecordError> {
+        match self.need(kind)? {
+            "entity" => Ok(Term::Entity(self.need(value)?.to_string())),
+            "literal" => Ok(Term::Literal(self.need(value)?.to_string())),
+            other => Err(self.bad(format!("{kind} is {other:?}, not entity or literal"))),
+        }
+    }
+
+    /// What the record does, by its type.
+    fn kind(&self) -> Result<Kind, RecordError> {
+        let class = self.need("type")?.strip_prefix(NS).unwrap_or_default();
+        Ok(match class {
+            "Correction" => Kind::Correction { op: self.op()? },
+            "Undo" => Kind::Undo { target: self.need("target")?.to_string() },
+            "Supersede" => Kind::Supersede { target: self.need("target")?.to_string() },
+            "Approve" => Kind::Approve { target: self.need("target")?.to_string() },
+            "Reject" => Kind::Reject { target: self.need("target")?.to_string() },
+            other => return Err(self.bad(format!("unknown record type {other:?}"))),
+        })
+    }
+
+    /// The correction a correction record makes, its ids checked.
+    fn op(&self) -> Result<Op, RecordError> {
+        let s = || self.need("s").map(str::to_string);
+        let rel = || self.need("rel").map(str::to_string);
+        let op = match self.need("op")? {
+            "retract" => Op::Retract { subject: s()?, relation: rel()?, object: self.term("o", "ok")? },
+            "assert" => Op::Assert { subject: s()?, relation: rel()?, object: self.term("o", "ok")? },
+            "relabel" => Op::Relabel { entity: s()?, label: self.need("label")?.to_string() },
+            "replace" => Op::Replace {
+                subject: s()?,
+                relation: rel()?,
+                old: self.term("o", "ok")?,
+                new: self.term("n", "nk")?,
+                label: self.one("label")?.map(str::to_string),
+            },
+            other => return Err(self.bad(format!("unknown operation {other:?}"))),
+        };
+        op.validate_ids().map_err(|detail| self.bad(detail))?;
+        Ok(op)
+    }
+
+    /// Where the record was made (question, session, step), if it says.
+    fn context(&self) -> Result<Option<CorrectionContext>, RecordError> {
+        let step = match self.one("step")? {
+            Some(s) => Some(s.parse::<usize>().map_err(|_| self.bad(format!("its step {s:?} is not a number")))?),
             None => None,
         };
-        let question = one("question")?.map(str::to_string);
-        let session = one("session")?.map(str::to_string);
-        let context = (question.is_some() || session.is_some() || step.is_some()).then_some(CorrectionContext {
+        let question = self.one("question")?.map(str::to_string);
+        let session = self.one("session")?.map(str::to_string);
+        Ok((question.is_some() || session.is_some() || step.is_some()).then_some(CorrectionContext {
             question,
             session,
             step,
-        });
-        Ok(Record {
-            iri: iri.to_string(),
-            kind,
-            kg: need("kg")?.to_string(),
-            author,
-            created: created.to_string(),
-            reason: one("reason")?.unwrap_or_default().to_string(),
-            context,
-            generated: matches!(one("gen")?, Some("true" | "1")),
-            based_on: one("base")?.map(str::to_string),
-            agent: one("agent")?.map(str::to_string),
-        })
+        }))
     }
 }
 

@@ -455,144 +455,29 @@ impl SledStore {
         received: &str,
     ) -> Result<Taken, StoreError> {
         let received_at = crate::overlay::team_record::parse_time(received);
-        let mut taken = Taken::default();
-        let mut batch = sled::Batch::default();
-        let mut changed: std::collections::BTreeMap<(String, u64), Correction> = Default::default();
-        let mut by_record: std::collections::HashMap<String, (String, u64)> = Default::default();
-        let mut new = 0;
-        let mut asides: Vec<(String, Known, bool)> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        // Corrections first, so an undo pulled with its correction finds it.
-        let (corrections, others): (Vec<TeamRecord>, Vec<TeamRecord>) =
-            records.into_iter().partition(|r| matches!(r.kind, Kind::Correction { .. }));
-        let mut fresh = Vec::new();
-        for record in corrections.into_iter().chain(others) {
-            if seen.insert(record.iri.clone()) && !self.has_record(&record.iri)? {
-                fresh.push(record);
-            }
-        }
+        let mut intake = Intake::default();
+        let fresh = self.fresh_records(records)?;
+        let new = fresh.len();
         // One write reserves the ids of every new correction (a pull takes in thousands).
         let corrections = fresh.iter().filter(|r| matches!(r.kind, Kind::Correction { .. })).count();
         let mut next_id = self.reserve_ids(corrections as u64)?;
         for mut record in fresh {
-            new += 1;
-            let claimed = crate::overlay::team_record::parse_time(&record.created);
-            let mut dated_ahead = None;
-            if let (Some(claimed), Some(at)) = (claimed, received_at)
-                && claimed > at
-            {
-                let claim = std::mem::replace(&mut record.created, received.to_string());
-                if claimed > at + FUTURE_SLACK {
-                    taken.future += 1;
-                    dated_ahead = Some(claim);
-                }
-            }
-            match record.kind {
-                Kind::Correction { op } => {
-                    let id = next_id;
-                    next_id += 1;
-                    let correction = Correction {
-                        id,
-                        kg: record.kg.clone(),
-                        op,
-                        reason: record.reason,
-                        generated: Some(record.generated),
-                        author: record.author,
-                        created: record.created.clone(),
-                        active: true,
-                        context: record.context,
-                        history: std::iter::once(HistoryEntry { at: record.created.clone(), what: "created".into() })
-                            .chain(dated_ahead.map(|claim| HistoryEntry {
-                                at: record.created,
-                                what: format!(
-                                    "dated {claim} by its author, in the future: taken as made when it arrived"
-                                ),
-                            }))
-                            .collect(),
-                        team: Some(TeamLink {
-                            record: record.iri.clone(),
-                            set: set.to_string(),
-                            based_on: record.based_on,
-                            shared: true,
-                            pulled: true,
-                            rejected: None,
-                            agent: record.agent,
-                            reviews: Vec::new(),
-                        }),
-                    };
-                    batch.insert(
-                        team_key(KNOWN, &record.iri),
-                        self.json(&Known::Correction { kg: record.kg.clone(), id })?,
-                    );
-                    by_record.insert(record.iri, (record.kg.clone(), id));
-                    changed.insert((record.kg, id), correction);
-                }
-                other => {
-                    let (author, at) = (record.author, record.created);
-                    let approve = matches!(other, Kind::Approve { .. });
-                    let known = match other {
-                        Kind::Undo { target } => Known::Aside { target, supersede: false, author, at, applied: false },
-                        Kind::Supersede { target } => {
-                            Known::Aside { target, supersede: true, author, at, applied: false }
-                        }
-                        Kind::Approve { target } | Kind::Reject { target } => {
-                            let review = Review {
-                                record: record.iri.clone(),
-                                approve,
-                                author,
-                                at,
-                                reason: record.reason,
-                                agent: record.agent,
-                            };
-                            Known::Review { target, review, applied: false }
-                        }
-                        Kind::Correction { .. } => continue,
-                    };
-                    asides.push((record.iri, known, true));
-                }
+            let dated_ahead = date_as_received(&mut record, received, received_at, &mut intake.taken);
+            if matches!(record.kind, Kind::Correction { .. }) {
+                let id = next_id;
+                next_id += 1;
+                self.take_correction(set, record, id, dated_ahead, &mut intake)?;
+            } else if let Some((iri, known)) = pulled_aside(record) {
+                intake.asides.push((iri, known, true));
             }
         }
-        // Undo and supersede records kept from earlier pulls, whose correction may be here now.
-        for item in self.db.scan_prefix(WAITING) {
-            let (k, v) = item.map_err(|e| self.err(e))?;
-            if let Ok(known @ (Known::Aside { .. } | Known::Review { .. })) = serde_json::from_slice::<Known>(&v) {
-                asides.push((String::from_utf8_lossy(&k[WAITING.len()..]).into_owned(), known, false));
-            }
-        }
+        self.gather_waiting(&mut intake.asides)?;
         let mut dirty = new > 0 || until.is_some_and(|u| self.pulled_until(set).ok().flatten().as_deref() != Some(u));
-        for (iri, mut known, is_new) in asides {
-            let Some(target) = known.target().map(str::to_string) else { continue };
-            let found = match by_record.get(target.as_str()) {
-                Some(k) => Some(k.clone()),
-                None => match self.known(&target)? {
-                    Some(Known::Correction { kg, id }) => {
-                        let correction = self.get(&kg, id)?;
-                        changed.insert((kg.clone(), id), correction);
-                        Some((kg, id))
-                    }
-                    _ => None,
-                },
-            };
-            if let Some(correction) = found.and_then(|k| changed.get_mut(&k))
-                && known.apply_to(correction)
-            {
-                taken.self_reviews += 1;
-            }
-            let applied = known.applied();
-            if is_new || applied {
-                dirty = true;
-                let bytes = self.json(&known)?;
-                batch.insert(team_key(KNOWN, &iri), bytes.clone());
-                if applied {
-                    batch.remove(team_key(WAITING, &iri));
-                } else {
-                    batch.insert(team_key(WAITING, &iri), bytes);
-                }
-            }
-        }
+        dirty |= self.apply_asides(&mut intake)?;
         if !dirty {
-            return Ok(taken);
+            return Ok(intake.taken);
         }
+        let Intake { mut taken, mut batch, changed, .. } = intake;
         for correction in changed.values() {
             self.stage(&mut batch, correction)?;
         }
@@ -603,6 +488,179 @@ impl SledStore {
         taken.new = new;
         Ok(taken)
     }
+
+    /// The pulled records this store does not have yet, each once, corrections first (so an
+    /// undo pulled with its correction finds it).
+    fn fresh_records(&self, records: Vec<TeamRecord>) -> Result<Vec<TeamRecord>, StoreError> {
+        let (corrections, others): (Vec<TeamRecord>, Vec<TeamRecord>) =
+            records.into_iter().partition(|r| matches!(r.kind, Kind::Correction { .. }));
+        let mut seen = std::collections::HashSet::new();
+        let mut fresh = Vec::new();
+        for record in corrections.into_iter().chain(others) {
+            if seen.insert(record.iri.clone()) && !self.has_record(&record.iri)? {
+                fresh.push(record);
+            }
+        }
+        Ok(fresh)
+    }
+
+    /// Takes in a pulled correction record as the correction `id`, known by its record's IRI.
+    fn take_correction(
+        &self,
+        set: &str,
+        record: TeamRecord,
+        id: u64,
+        dated_ahead: Option<String>,
+        intake: &mut Intake,
+    ) -> Result<(), StoreError> {
+        let (iri, kg) = (record.iri.clone(), record.kg.clone());
+        let Some(correction) = pulled_correction(set, record, id, dated_ahead) else { return Ok(()) };
+        intake.batch.insert(team_key(KNOWN, &iri), self.json(&Known::Correction { kg: kg.clone(), id })?);
+        intake.by_record.insert(iri, (kg.clone(), id));
+        intake.changed.insert((kg, id), correction);
+        Ok(())
+    }
+
+    /// Adds the undo and supersede records kept from earlier pulls, whose correction may be
+    /// here now, to `asides` (as not new).
+    fn gather_waiting(&self, asides: &mut Vec<(String, Known, bool)>) -> Result<(), StoreError> {
+        for item in self.db.scan_prefix(WAITING) {
+            let (k, v) = item.map_err(|e| self.err(e))?;
+            if let Ok(known @ (Known::Aside { .. } | Known::Review { .. })) = serde_json::from_slice::<Known>(&v) {
+                asides.push((String::from_utf8_lossy(&k[WAITING.len()..]).into_owned(), known, false));
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies each undo, supersede and review of `intake` to its correction when it is here,
+    /// and stages the records that are new or now applied (those not applied wait for their
+    /// correction). Whether it staged any.
+    fn apply_asides(&self, intake: &mut Intake) -> Result<bool, StoreError> {
+        let mut staged = false;
+        for (iri, mut known, is_new) in std::mem::take(&mut intake.asides) {
+            let Some(target) = known.target().map(str::to_string) else { continue };
+            let found = self.aside_target(&target, intake)?;
+            if let Some(correction) = found.and_then(|k| intake.changed.get_mut(&k))
+                && known.apply_to(correction)
+            {
+                intake.taken.self_reviews += 1;
+            }
+            let applied = known.applied();
+            if is_new || applied {
+                staged = true;
+                let bytes = self.json(&known)?;
+                intake.batch.insert(team_key(KNOWN, &iri), bytes.clone());
+                if applied {
+                    intake.batch.remove(team_key(WAITING, &iri));
+                } else {
+                    intake.batch.insert(team_key(WAITING, &iri), bytes);
+                }
+            }
+        }
+        Ok(staged)
+    }
+
+    /// Where the correction of record `target` is: pulled now, or in the store (then read
+    /// into `intake`'s changed corrections); none if it has not arrived.
+    fn aside_target(&self, target: &str, intake: &mut Intake) -> Result<Option<(String, u64)>, StoreError> {
+        if let Some(k) = intake.by_record.get(target) {
+            return Ok(Some(k.clone()));
+        }
+        Ok(match self.known(target)? {
+            Some(Known::Correction { kg, id }) => {
+                let correction = self.get(&kg, id)?;
+                intake.changed.insert((kg.clone(), id), correction);
+                Some((kg, id))
+            }
+            _ => None,
+        })
+    }
+}
+
+/// What taking in a pull gathers before its one write.
+#[derive(Default)]
+struct Intake {
+    taken: Taken,
+    batch: sled::Batch,
+    /// The corrections the pull adds or changes, by scope and id.
+    changed: std::collections::BTreeMap<(String, u64), Correction>,
+    /// The corrections the pull brought, by their record's IRI.
+    by_record: std::collections::HashMap<String, (String, u64)>,
+    /// Undo, supersede and review records to apply: IRI, what it is, whether new in this pull.
+    asides: Vec<(String, Known, bool)>,
+}
+
+/// Takes a record dated after `received_at` as made at `received`; the time its author gave,
+/// if well ahead (see [`FUTURE_SLACK`]), counted in `taken` and returned to be flagged.
+fn date_as_received(
+    record: &mut TeamRecord,
+    received: &str,
+    received_at: Option<std::time::SystemTime>,
+    taken: &mut Taken,
+) -> Option<String> {
+    let claimed = crate::overlay::team_record::parse_time(&record.created);
+    if let (Some(claimed), Some(at)) = (claimed, received_at)
+        && claimed > at
+    {
+        let claim = std::mem::replace(&mut record.created, received.to_string());
+        if claimed > at + FUTURE_SLACK {
+            taken.future += 1;
+            return Some(claim);
+        }
+    }
+    None
+}
+
+/// The correction a pulled correction record becomes, as `id` (none for another kind), its
+/// history saying when it was dated in the future (`dated_ahead`, the time its author gave).
+fn pulled_correction(set: &str, record: TeamRecord, id: u64, dated_ahead: Option<String>) -> Option<Correction> {
+    let Kind::Correction { op } = record.kind else { return None };
+    Some(Correction {
+        id,
+        kg: record.kg,
+        op,
+        reason: record.reason,
+        generated: Some(record.generated),
+        author: record.author,
+        created: record.created.clone(),
+        active: true,
+        context: record.context,
+        history: std::iter::once(HistoryEntry { at: record.created.clone(), what: "created".into() })
+            .chain(dated_ahead.map(|claim| HistoryEntry {
+                at: record.created,
+                what: format!("dated {claim} by its author, in the future: taken as made when it arrived"),
+            }))
+            .collect(),
+        team: Some(TeamLink {
+            record: record.iri,
+            set: set.to_string(),
+            based_on: record.based_on,
+            shared: true,
+            pulled: true,
+            rejected: None,
+            agent: record.agent,
+            reviews: Vec::new(),
+        }),
+    })
+}
+
+/// What a pulled undo, supersede or review record is, by its IRI, not applied yet (none for
+/// a correction).
+fn pulled_aside(record: TeamRecord) -> Option<(String, Known)> {
+    let (author, at) = (record.author, record.created);
+    let approve = matches!(record.kind, Kind::Approve { .. });
+    let known = match record.kind {
+        Kind::Undo { target } => Known::Aside { target, supersede: false, author, at, applied: false },
+        Kind::Supersede { target } => Known::Aside { target, supersede: true, author, at, applied: false },
+        Kind::Approve { target } | Kind::Reject { target } => {
+            let review =
+                Review { record: record.iri.clone(), approve, author, at, reason: record.reason, agent: record.agent };
+            Known::Review { target, review, applied: false }
+        }
+        Kind::Correction { .. } => return None,
+    };
+    Some((record.iri, known))
 }
 
 #[cfg(test)]

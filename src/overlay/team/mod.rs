@@ -280,125 +280,22 @@ impl Team {
             Some(until) => until.clone(),
             None => open()?.pulled_until(&self.graph)?,
         };
-        let since = match (&until, full) {
-            (Some(t), false) => parse_time(t).map(|t| {
-                let t = t.min(now);
-                let from = t.checked_sub(OVERLAP).unwrap_or(std::time::UNIX_EPOCH);
-                humantime::format_rfc3339_millis(from).to_string()
-            }),
-            _ => None,
-        };
-        let config = |detail: String| TeamError::Config { set: self.name.clone(), detail };
-        // How many records since then: the same count for the same start as last time is
-        // nothing new (records are only ever added), found with one small answer.
-        let query = team_record::count_published(&self.graph, since.as_deref()).map_err(config)?;
-        let counted = self.query.select(&query).await.map_err(|e| self.server(e))?;
-        let count = match counted.first().and_then(|row| row.get("n")) {
-            Some(oxrdf::Term::Literal(n)) => n.value().parse::<usize>().ok(),
-            _ => None,
-        };
+        let since = until.as_deref().filter(|_| !full).and_then(|t| pull_start(t, now));
+        let count = self.count_published(since.as_deref()).await?;
         if count.is_some() && cache.counted == Some((since.clone(), count)) {
             tracing::debug!(set = %self.name, ms = started.elapsed().as_millis() as u64, "nothing new");
             return Ok(Pulled::default());
         }
-        // Each record published since then, with its latest publication (it is stamped again
-        // each time it is sent): whole when the server gave as many as it counted, else again
-        // page by page, in order.
-        let mut published: BTreeMap<String, Option<std::time::SystemTime>> = BTreeMap::new();
-        let mut take = |rows: &[sparesults::QuerySolution]| {
-            let mut last = None;
-            for row in rows {
-                let Some(oxrdf::Term::NamedNode(r)) = row.get("r") else { continue };
-                let sent = match row.get("latest") {
-                    Some(oxrdf::Term::Literal(l)) => parse_time(l.value()),
-                    _ => None,
-                };
-                let latest = published.entry(r.as_str().to_string()).or_insert(None);
-                *latest = (*latest).max(sent);
-                last = Some(r.as_str().to_string());
-            }
-            last
-        };
-        let query = team_record::select_published(&self.graph, since.as_deref(), None).map_err(config)?;
-        let rows = self.query.select(&query).await.map_err(|e| self.server(e))?;
-        // A server that gives no count is taken at its word.
-        if count.is_some_and(|n| n != rows.len()) {
-            tracing::info!(set = %self.name, rows = rows.len(), ?count, "the list was cut short: paging it");
-            let mut after: Option<String> = None;
-            loop {
-                let query = team_record::select_published(&self.graph, since.as_deref(), Some(after.as_deref()))
-                    .map_err(config)?;
-                let rows = self.query.select(&query).await.map_err(|e| self.server(e))?;
-                let last = take(&rows);
-                if rows.len() < PAGE || last.is_none() || last == after {
-                    break;
-                }
-                after = last;
-            }
-        } else {
-            take(&rows);
-        }
-        drop(rows);
+        let published = self.list_published(since.as_deref(), count).await?;
         let listed = started.elapsed();
-        // The records this store does not have yet, nor skipped before (asked only of those
-        // this process has not seen: nothing new opens no store).
-        let mut wanted = Vec::new();
-        let mut skipped: Vec<Skipped> = Vec::new();
-        let unseen: Vec<&String> = published.keys().filter(|iri| !cache.known.contains(*iri)).collect();
-        if !unseen.is_empty() {
-            let store = open()?;
-            for iri in unseen {
-                if store.has_record(iri)? || (!full && store.skipped(iri)?) {
-                    cache.known.insert(iri.clone());
-                } else if let Err(e) = crate::kg::sparql::syntax::iri(iri) {
-                    skipped.push(Skipped { iri: iri.clone(), skip: Skip::Malformed, detail: e });
-                } else {
-                    wanted.push(iri.clone());
-                }
-            }
-        }
+        let (wanted, mut skipped) = self.unknown_records(open, full, cache, &published)?;
         let mut pulled = Pulled::default();
-        let mut fetched = 0;
-        // A few batches at once: the server answers one while the last is taken in here.
-        let batches = wanted.chunks(DETAIL).map(|chunk| self.fetch(chunk));
-        let mut answers = futures::stream::iter(batches).buffered(FETCHING);
-        while let Some(answer) = answers.next().await {
-            let (records, mut batch_skipped) = answer?;
-            fetched += records.len();
-            let taken: Vec<String> = records.iter().map(|r| r.iri.clone()).collect();
-            if !records.is_empty() {
-                let t = open()?.take_pulled(&self.graph, records, None, &received)?;
-                pulled.new += t.new;
-                pulled.future += t.future;
-                pulled.self_reviews += t.self_reviews;
-            }
-            cache.known.extend(taken);
-            skipped.append(&mut batch_skipped);
-        }
+        let fetched = self.fetch_and_take(open, &wanted, &received, cache, &mut pulled, &mut skipped).await?;
         let fetch_ms = (started.elapsed() - listed).as_millis() as u64;
         if !skipped.is_empty() {
-            for s in &skipped {
-                tracing::warn!(set = %self.name, "skipped: record {}: {}", s.iri, s.detail);
-                let entry = pulled.skipped.entry(s.skip).or_insert_with(|| (0, s.iri.clone()));
-                entry.0 += 1;
-            }
-            // Kept, so the next pull (whose overlap lists them again) does not fetch them.
-            open()?
-                .note_skipped(&skipped.iter().map(|s| (s.iri.clone(), s.skip, s.detail.clone())).collect::<Vec<_>>())?;
-            cache.known.extend(skipped.into_iter().map(|s| s.iri));
+            self.keep_skipped(open, skipped, &mut pulled, cache)?;
         }
-        // Where the next pull starts: the latest publication of a record here, taken now or
-        // skipped (for good), and never later than this reader's clock when the pull began.
-        let mut latest = until.as_deref().and_then(parse_time).map(|t| t.min(now));
-        for (iri, sent) in &published {
-            if let Some(sent) = sent.map(|t| t.min(now))
-                && cache.known.contains(iri)
-                && latest.is_none_or(|l| sent > l)
-            {
-                latest = Some(sent);
-            }
-        }
-        let latest = latest.map(|t| humantime::format_rfc3339_millis(t).to_string());
+        let latest = next_start(until.as_deref(), &published, &cache.known, now);
         if latest != until
             && let Some(mark) = &latest
         {
@@ -418,6 +315,125 @@ impl Team {
             "pulled"
         );
         Ok(pulled)
+    }
+
+    /// How many records were published since `since`: the same count for the same start as
+    /// last time is nothing new (records are only ever added), found with one small answer.
+    /// None if the server gives no number.
+    async fn count_published(&self, since: Option<&str>) -> Result<Option<usize>, TeamError> {
+        let config = |detail: String| TeamError::Config { set: self.name.clone(), detail };
+        let query = team_record::count_published(&self.graph, since).map_err(config)?;
+        let counted = self.query.select(&query).await.map_err(|e| self.server(e))?;
+        Ok(match counted.first().and_then(|row| row.get("n")) {
+            Some(oxrdf::Term::Literal(n)) => n.value().parse::<usize>().ok(),
+            _ => None,
+        })
+    }
+
+    /// Each record published since `since`, with its latest publication (it is stamped again
+    /// each time it is sent): whole when the server gave as many as it `count`ed, else again
+    /// page by page, in order.
+    async fn list_published(&self, since: Option<&str>, count: Option<usize>) -> Result<Published, TeamError> {
+        let config = |detail: String| TeamError::Config { set: self.name.clone(), detail };
+        let mut published = Published::new();
+        let query = team_record::select_published(&self.graph, since, None).map_err(config)?;
+        let rows = self.query.select(&query).await.map_err(|e| self.server(e))?;
+        // A server that gives no count is taken at its word.
+        if count.is_some_and(|n| n != rows.len()) {
+            tracing::info!(set = %self.name, rows = rows.len(), ?count, "the list was cut short: paging it");
+            let mut after: Option<String> = None;
+            loop {
+                let query =
+                    team_record::select_published(&self.graph, since, Some(after.as_deref())).map_err(config)?;
+                let rows = self.query.select(&query).await.map_err(|e| self.server(e))?;
+                let last = note_published(&mut published, &rows);
+                if rows.len() < PAGE || last.is_none() || last == after {
+                    break;
+                }
+                after = last;
+            }
+        } else {
+            note_published(&mut published, &rows);
+        }
+        Ok(published)
+    }
+
+    /// The records of `published` this store does not have yet, nor skipped before (but with
+    /// `full`), and those skipped now as no IRI. Asked only of those this process has not
+    /// seen: nothing new opens no store.
+    fn unknown_records(
+        &self,
+        open: Opener<'_>,
+        full: bool,
+        cache: &mut PullCache,
+        published: &Published,
+    ) -> Result<(Vec<String>, Vec<Skipped>), TeamError> {
+        let mut wanted = Vec::new();
+        let mut skipped: Vec<Skipped> = Vec::new();
+        let unseen: Vec<&String> = published.keys().filter(|iri| !cache.known.contains(*iri)).collect();
+        if !unseen.is_empty() {
+            let store = open()?;
+            for iri in unseen {
+                if store.has_record(iri)? || (!full && store.skipped(iri)?) {
+                    cache.known.insert(iri.clone());
+                } else if let Err(e) = crate::kg::sparql::syntax::iri(iri) {
+                    skipped.push(Skipped { iri: iri.clone(), skip: Skip::Malformed, detail: e });
+                } else {
+                    wanted.push(iri.clone());
+                }
+            }
+        }
+        Ok((wanted, skipped))
+    }
+
+    /// Reads the records `wanted`, a few batches at once (the server answers one while the
+    /// last is taken in here), and takes each batch into the store as it comes, adding to
+    /// `pulled` and `skipped`. How many records were read.
+    async fn fetch_and_take(
+        &self,
+        open: Opener<'_>,
+        wanted: &[String],
+        received: &str,
+        cache: &mut PullCache,
+        pulled: &mut Pulled,
+        skipped: &mut Vec<Skipped>,
+    ) -> Result<usize, TeamError> {
+        let mut fetched = 0;
+        let batches = wanted.chunks(DETAIL).map(|chunk| self.fetch(chunk));
+        let mut answers = futures::stream::iter(batches).buffered(FETCHING);
+        while let Some(answer) = answers.next().await {
+            let (records, mut batch_skipped) = answer?;
+            fetched += records.len();
+            let taken: Vec<String> = records.iter().map(|r| r.iri.clone()).collect();
+            if !records.is_empty() {
+                let t = open()?.take_pulled(&self.graph, records, None, received)?;
+                pulled.new += t.new;
+                pulled.future += t.future;
+                pulled.self_reviews += t.self_reviews;
+            }
+            cache.known.extend(taken);
+            skipped.append(&mut batch_skipped);
+        }
+        Ok(fetched)
+    }
+
+    /// Says and counts in `pulled` the records skipped, and keeps them in the store, so the
+    /// next pull (whose overlap lists them again) does not fetch them.
+    fn keep_skipped(
+        &self,
+        open: Opener<'_>,
+        skipped: Vec<Skipped>,
+        pulled: &mut Pulled,
+        cache: &mut PullCache,
+    ) -> Result<(), TeamError> {
+        for s in &skipped {
+            tracing::warn!(set = %self.name, "skipped: record {}: {}", s.iri, s.detail);
+            let entry = pulled.skipped.entry(s.skip).or_insert_with(|| (0, s.iri.clone()));
+            entry.0 += 1;
+        }
+        open()?.note_skipped(&skipped.iter().map(|s| (s.iri.clone(), s.skip, s.detail.clone())).collect::<Vec<_>>())?;
+        cache.known.extend(skipped.into_iter().map(|s| s.iri));
+        Ok(())
     }
 
     /// Reads the records `iris` (at most [`DETAIL`]): first how many triples and characters
@@ -477,6 +493,57 @@ impl Team {
         }
         Ok((records, skipped))
     }
+}
+
+/// The records a pull lists, by IRI, each with its latest publication time.
+type Published = BTreeMap<String, Option<std::time::SystemTime>>;
+
+/// Where a pull after the mark `until` starts: the mark (never later than `now`) less the
+/// overlap.
+fn pull_start(until: &str, now: std::time::SystemTime) -> Option<String> {
+    parse_time(until).map(|t| {
+        let t = t.min(now);
+        let from = t.checked_sub(OVERLAP).unwrap_or(std::time::UNIX_EPOCH);
+        humantime::format_rfc3339_millis(from).to_string()
+    })
+}
+
+/// Adds a page of listed records (`r`, `latest`) to `published`, keeping each one's latest
+/// publication. The page's last record, where the next page starts.
+fn note_published(published: &mut Published, rows: &[sparesults::QuerySolution]) -> Option<String> {
+    let mut last = None;
+    for row in rows {
+        let Some(oxrdf::Term::NamedNode(r)) = row.get("r") else { continue };
+        let sent = match row.get("latest") {
+            Some(oxrdf::Term::Literal(l)) => parse_time(l.value()),
+            _ => None,
+        };
+        let latest = published.entry(r.as_str().to_string()).or_insert(None);
+        *latest = (*latest).max(sent);
+        last = Some(r.as_str().to_string());
+    }
+    last
+}
+
+/// Where the next pull starts: the latest publication of a record here (`known`: taken now or
+/// skipped for good), never earlier than the mark `until` nor later than this reader's clock
+/// when the pull began (`now`).
+fn next_start(
+    until: Option<&str>,
+    published: &Published,
+    known: &std::collections::HashSet<String>,
+    now: std::time::SystemTime,
+) -> Option<String> {
+    let mut latest = until.and_then(parse_time).map(|t| t.min(now));
+    for (iri, sent) in published {
+        if let Some(sent) = sent.map(|t| t.min(now))
+            && known.contains(iri)
+            && latest.is_none_or(|l| sent > l)
+        {
+            latest = Some(sent);
+        }
+    }
+    latest.map(|t| humantime::format_rfc3339_millis(t).to_string())
 }
 
 /// How sending one record failed.
