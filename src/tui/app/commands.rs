@@ -167,7 +167,8 @@ impl App {
         }
     }
 
-    /// Does what `command` means (`arg` from the palette).
+    /// Does what `command` means (`arg` from the palette): one arm a command, each a line or
+    /// two, the longer ones in a handler below.
     pub(super) fn command(&mut self, command: Command, arg: Option<String>) -> Vec<Effect> {
         let page = (self.areas().tree.height.saturating_sub(2) / 2).max(1) as isize;
         if self.run.is_none() && needs_a_run(command) {
@@ -177,30 +178,8 @@ impl App {
         match command {
             Command::Step if self.in_flight.is_some() => self.say("a step is running: wait for it, or esc cancels it"),
             Command::Step => return self.step(),
-            Command::Run => {
-                if self.in_flight.is_some() && !self.auto {
-                    self.say("running on to the answer after the step in flight (esc stops)");
-                }
-                self.auto = true;
-                return self.step();
-            }
-            Command::Cancel => {
-                // The search's status goes with it; a cancelled step says so after.
-                if self.search.take().is_some() {
-                    self.message = None;
-                }
-                let cancelled = self.in_flight.take().is_some();
-                if cancelled {
-                    self.generation += 1;
-                    self.asked = None;
-                    self.say("cancelled: the step in flight will be ignored");
-                }
-                self.auto = false;
-                // With nothing to cancel, Esc leaves a side pane for the tree.
-                if !cancelled && !matches!(self.focus, Focus::Tree | Focus::Question) {
-                    self.focus = Focus::Tree;
-                }
-            }
+            Command::Run => return self.run_to_answer(),
+            Command::Cancel => self.cancel(),
             Command::Ask => self.focus = Focus::Question,
             Command::Reask => return self.reask(),
             Command::Down => self.move_cursor(|c, _| c as isize + 1),
@@ -211,94 +190,29 @@ impl App {
             Command::Bottom => self.move_cursor(|_, n| n as isize - 1),
             Command::NextPane => self.cycle_pane(true),
             Command::PrevPane => self.cycle_pane(false),
-            Command::Collapse => {
-                if let Some(node) = self.selected_ref() {
-                    self.collapsed.insert(node);
-                }
-            }
-            Command::Expand => {
-                if let Some(node) = self.selected_ref() {
-                    self.collapsed.remove(&node);
-                }
-            }
+            Command::Collapse => self.fold_selected(true),
+            Command::Expand => self.fold_selected(false),
             Command::Toggle => return self.toggle_keep(),
             Command::Add => return self.open_add(),
-            Command::Pin => {
-                if let Some(node) = self.current_node() {
-                    return self.apply(Override::Pin { node });
-                }
-            }
-            Command::PrunePath => {
-                if let Some(node) = self.current_node() {
-                    return self.apply(Override::PrunePath { node });
-                }
-            }
+            Command::Pin => return self.apply_to_selected(|node| Override::Pin { node }),
+            Command::PrunePath => return self.apply_to_selected(|node| Override::PrunePath { node }),
             Command::Sufficient => return self.apply(Override::ForceSufficient),
             Command::Continue => return self.apply(Override::ForceContinue),
             Command::Back => return self.rewind_one(),
-            Command::ClearAbandoned if self.run.as_ref().map_or(0, |r| r.abandoned().len()) <= self.abandoned_from => {
-                self.say("no branch is set aside: b (back) sets one aside")
-            }
-            Command::ClearAbandoned => {
-                self.abandoned_from = self.run.as_ref().map_or(0, |r| r.abandoned().len());
-                self.selected = self.selected.min(self.visible_rows().len().saturating_sub(1));
-                self.say("branches set aside are cleared from view");
-            }
+            Command::ClearAbandoned => self.clear_abandoned(),
             Command::Flag => self.open_flag(),
             Command::Relabel => self.open_relabel(),
             Command::AcceptGenerated => return self.accept_generated(),
-            Command::EditAction => match arg {
-                Some(action) => return self.apply(Override::EditAction { thought: None, action: action.to_string() }),
-                None => self.say("edit-action needs an action: edit-action Search[Cupertino]"),
-            },
+            Command::EditAction => return self.edit_action(arg),
             Command::Trace => self.trace_answer(),
-            Command::Rewind => {
-                let to = self.run.as_ref().and_then(|r| r.trace().get(self.transcript_at)).map(|e| e.index);
-                if let Some(to) = to {
-                    return self.rewind(to);
-                }
-            }
+            Command::Rewind => return self.rewind_to_selected_step(),
             Command::MethodRow => return self.method_row(),
-            Command::Jump => {
-                let leaf = self.run.as_ref().and_then(|r| r.answer()).and_then(|a| a.paths.get(self.answer_at));
-                if let Some(leaf) = leaf.map(|p| p.leaf) {
-                    self.traced = Some(self.answer_at);
-                    self.reveal(NodeRef { branch: None, id: leaf });
-                }
-            }
-            Command::Undo => {
-                if !self.live {
-                    self.say("an offline replay changes no corrections");
-                } else if self.focus != Focus::Corrections {
-                    // `u` right after `f` undoes what it made: the newest correction of this
-                    // sitting not undone, as the sitting's own record has it (the pane's list
-                    // may not have caught up with the store yet).
-                    if !self.pending_drafts.is_empty() {
-                        self.say("a correction is still being stored: u again in a moment");
-                        return Vec::new();
-                    }
-                    match self.recording.corrections.iter().rev().find(|c| c.undone_after_runs.is_none()) {
-                        Some(c) => return vec![Effect::Undo { id: c.id }],
-                        None => self.say(
-                            "no correction of this sitting to undo: Tab to the corrections pane to undo an earlier one",
-                        ),
-                    }
-                } else if let Some(c) = self.corrections.get(self.corrections_at) {
-                    if !c.active {
-                        self.say(format!("correction {} is undone already", c.id));
-                        return Vec::new();
-                    }
-                    return vec![Effect::Undo { id: c.id }];
-                } else {
-                    self.say("no correction to undo: f flags a wrong triple, e corrects a name");
-                }
-            }
+            Command::Jump => self.jump_to_path(),
+            Command::Undo => return self.undo_correction(),
             Command::Approve | Command::Reject => return self.review(command == Command::Approve),
             Command::Impact => return self.show_impact(),
             Command::RerunImpact => return self.rerun_impact(),
-            Command::Search => {
-                self.search = Some(Search { typing: true, ..Search::default() });
-            }
+            Command::Search => self.search = Some(Search { typing: true, ..Search::default() }),
             Command::SearchNext => self.search_jump(1),
             Command::SearchPrev => self.search_jump(-1),
             // A session of no run replays nothing: saying so beats writing a file `replay` refuses.
@@ -306,83 +220,240 @@ impl App {
                 self.say("nothing to save yet: ask a question first")
             }
             Command::Save => return vec![Effect::Save { path: None, session: Box::new(self.session()) }],
-            Command::SaveAs => match arg {
-                Some(path) => return vec![Effect::Save { path: Some(path.into()), session: Box::new(self.session()) }],
-                None => self.say("save-as needs a file: save-as PATH"),
-            },
+            Command::SaveAs => return self.save_as(arg),
             Command::ExportCorrections => return vec![Effect::Export { path: arg.map(PathBuf::from) }],
-            Command::Open => match arg {
-                // Steering not saved yet is saved first: opening replaces the sitting.
-                Some(path) if self.unsaved => {
-                    self.say("saving your unsaved steering before opening the session");
-                    self.open_after_save = Some(path.into());
-                    return vec![Effect::Save { path: None, session: Box::new(self.session()) }];
-                }
-                Some(path) => return vec![Effect::Open { path: path.into() }],
-                None => self.say("open needs a session file: open PATH"),
-            },
-            Command::NextTheme => {
-                let plain = self.theme.plain;
-                let at = self.themes.iter().position(|t| t.name == self.theme.name);
-                let next = match &arg {
-                    Some(name) => self.themes.iter().find(|t| &t.name == name),
-                    None => self.themes.get(at.map_or(0, |i| (i + 1) % self.themes.len().max(1))),
-                };
-                match next {
-                    Some(t) => {
-                        self.theme = t.clone();
-                        self.theme.plain = plain;
-                        self.say(format!("theme: {}", self.theme.name));
-                    }
-                    None => self.say(self.no_theme(&self.themes, arg.as_deref().unwrap_or_default())),
-                }
-            }
-            Command::SwitchMethod => {
-                let registry = crate::engine::Registry::program();
-                let methods = registry.entries();
-                let chosen = match arg.as_deref() {
-                    Some(name) => methods.iter().find(|e| e.id.eq_ignore_ascii_case(name.trim())),
-                    None => methods
-                        .iter()
-                        .position(|e| e.id == self.settings.method.as_str())
-                        .map(|i| &methods[(i + 1) % methods.len()]),
-                };
-                match chosen {
-                    Some(entry) => {
-                        let method = MethodId::named(entry.id);
-                        // The recording takes it with the next run (each run keeps its own).
-                        self.settings.method = method;
-                        self.say(format!("method for the next question: {}", entry.label));
-                    }
-                    None => self.say(format!(
-                        "no method {:?} (methods: {})",
-                        arg.as_deref().unwrap_or_default(),
-                        registry.names()
-                    )),
-                }
-            }
-            Command::Palette => {
-                self.palette = Some(Palette::default());
-                self.refresh_palette();
-            }
-            Command::Help => {
-                self.help = true;
-                self.help_scroll = 0;
-            }
+            Command::Open => return self.open_session(arg),
+            Command::NextTheme => self.next_theme(arg),
+            Command::SwitchMethod => self.switch_method(arg),
+            Command::Palette => self.open_palette(),
+            Command::Help => self.open_help(),
             // Pressed again, it gives the focus back to the tree.
             Command::Messages if self.focus == Focus::Messages => self.focus = Focus::Tree,
-            Command::Messages => {
-                self.focus_on(Focus::Messages);
-                self.messages_at = self.messages.len().saturating_sub(1);
-            }
+            Command::Messages => self.show_messages(),
             Command::Suspend => self.suspend = true,
-            Command::Quit if self.unsaved && !self.quit_armed => {
-                self.quit_armed = true;
-                self.say("steering not saved: q again quits, ctrl-s saves");
-            }
-            Command::Quit => self.quit = true,
+            Command::Quit => self.quit_unless_unsaved(),
         }
         Vec::new()
+    }
+
+    /// `r`: steps on to the answer, the step in flight first.
+    fn run_to_answer(&mut self) -> Vec<Effect> {
+        if self.in_flight.is_some() && !self.auto {
+            self.say("running on to the answer after the step in flight (esc stops)");
+        }
+        self.auto = true;
+        self.step()
+    }
+
+    /// Esc: cancels the search and the step in flight (else leaves a side pane).
+    fn cancel(&mut self) {
+        // The search's status goes with it; a cancelled step says so after.
+        if self.search.take().is_some() {
+            self.message = None;
+        }
+        let cancelled = self.in_flight.take().is_some();
+        if cancelled {
+            self.generation += 1;
+            self.asked = None;
+            self.say("cancelled: the step in flight will be ignored");
+        }
+        self.auto = false;
+        // With nothing to cancel, Esc leaves a side pane for the tree.
+        if !cancelled && !matches!(self.focus, Focus::Tree | Focus::Question) {
+            self.focus = Focus::Tree;
+        }
+    }
+
+    /// Folds (`collapse`) or unfolds the selected row.
+    fn fold_selected(&mut self, collapse: bool) {
+        if let Some(node) = self.selected_ref() {
+            if collapse {
+                self.collapsed.insert(node);
+            } else {
+                self.collapsed.remove(&node);
+            }
+        }
+    }
+
+    /// Applies the override `make` builds for the selected node, if one of the run's is.
+    fn apply_to_selected(&mut self, make: impl FnOnce(NodeId) -> Override) -> Vec<Effect> {
+        match self.current_node() {
+            Some(node) => self.apply(make(node)),
+            None => Vec::new(),
+        }
+    }
+
+    /// Takes the branches set aside (by going back) out of the tree's view.
+    fn clear_abandoned(&mut self) {
+        let abandoned = self.run.as_ref().map_or(0, |r| r.abandoned().len());
+        if abandoned <= self.abandoned_from {
+            self.say("no branch is set aside: b (back) sets one aside");
+            return;
+        }
+        self.abandoned_from = abandoned;
+        self.selected = self.selected.min(self.visible_rows().len().saturating_sub(1));
+        self.say("branches set aside are cleared from view");
+    }
+
+    /// `edit-action ACTION`: replaces the action about to run.
+    fn edit_action(&mut self, arg: Option<String>) -> Vec<Effect> {
+        match arg {
+            Some(action) => self.apply(Override::EditAction { thought: None, action: action.to_string() }),
+            None => {
+                self.say("edit-action needs an action: edit-action Search[Cupertino]");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Enter in the transcript: goes back to the selected step.
+    fn rewind_to_selected_step(&mut self) -> Vec<Effect> {
+        let to = self.run.as_ref().and_then(|r| r.trace().get(self.transcript_at)).map(|e| e.index);
+        match to {
+            Some(to) => self.rewind(to),
+            None => Vec::new(),
+        }
+    }
+
+    /// Enter in the answer pane: shows the selected path in the tree.
+    fn jump_to_path(&mut self) {
+        let leaf = self.run.as_ref().and_then(|r| r.answer()).and_then(|a| a.paths.get(self.answer_at));
+        if let Some(leaf) = leaf.map(|p| p.leaf) {
+            self.traced = Some(self.answer_at);
+            self.reveal(NodeRef { branch: None, id: leaf });
+        }
+    }
+
+    /// `u`: in the corrections pane, undoes the selected correction; elsewhere the newest of
+    /// this sitting.
+    fn undo_correction(&mut self) -> Vec<Effect> {
+        if !self.live {
+            self.say("an offline replay changes no corrections");
+        } else if self.focus != Focus::Corrections {
+            return self.undo_newest_of_sitting();
+        } else if let Some(c) = self.corrections.get(self.corrections_at) {
+            if !c.active {
+                self.say(format!("correction {} is undone already", c.id));
+                return Vec::new();
+            }
+            return vec![Effect::Undo { id: c.id }];
+        } else {
+            self.say("no correction to undo: f flags a wrong triple, e corrects a name");
+        }
+        Vec::new()
+    }
+
+    /// `u` right after `f` undoes what it made: the newest correction of this sitting not
+    /// undone, as the sitting's own record has it (the pane's list may not have caught up with
+    /// the store yet).
+    fn undo_newest_of_sitting(&mut self) -> Vec<Effect> {
+        if !self.pending_drafts.is_empty() {
+            self.say("a correction is still being stored: u again in a moment");
+            return Vec::new();
+        }
+        match self.recording.corrections.iter().rev().find(|c| c.undone_after_runs.is_none()) {
+            Some(c) => vec![Effect::Undo { id: c.id }],
+            None => {
+                self.say("no correction of this sitting to undo: Tab to the corrections pane to undo an earlier one");
+                Vec::new()
+            }
+        }
+    }
+
+    /// `save-as PATH`: saves the session to `PATH`.
+    fn save_as(&mut self, arg: Option<String>) -> Vec<Effect> {
+        match arg {
+            Some(path) => vec![Effect::Save { path: Some(path.into()), session: Box::new(self.session()) }],
+            None => {
+                self.say("save-as needs a file: save-as PATH");
+                Vec::new()
+            }
+        }
+    }
+
+    /// `open PATH`: opens a session file, saving unsaved steering first.
+    fn open_session(&mut self, arg: Option<String>) -> Vec<Effect> {
+        match arg {
+            // Steering not saved yet is saved first: opening replaces the sitting.
+            Some(path) if self.unsaved => {
+                self.say("saving your unsaved steering before opening the session");
+                self.open_after_save = Some(path.into());
+                vec![Effect::Save { path: None, session: Box::new(self.session()) }]
+            }
+            Some(path) => vec![Effect::Open { path: path.into() }],
+            None => {
+                self.say("open needs a session file: open PATH");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Switches to the theme named `arg`, else to the next one; `NO_COLOR`'s plainness stays.
+    fn next_theme(&mut self, arg: Option<String>) {
+        let plain = self.theme.plain;
+        let at = self.themes.iter().position(|t| t.name == self.theme.name);
+        let next = match &arg {
+            Some(name) => self.themes.iter().find(|t| &t.name == name),
+            None => self.themes.get(at.map_or(0, |i| (i + 1) % self.themes.len().max(1))),
+        };
+        match next {
+            Some(t) => {
+                self.theme = t.clone();
+                self.theme.plain = plain;
+                self.say(format!("theme: {}", self.theme.name));
+            }
+            None => self.say(self.no_theme(&self.themes, arg.as_deref().unwrap_or_default())),
+        }
+    }
+
+    /// Chooses the method named `arg`, else the next one, for the next question.
+    fn switch_method(&mut self, arg: Option<String>) {
+        let registry = crate::engine::Registry::program();
+        let methods = registry.entries();
+        let chosen = match arg.as_deref() {
+            Some(name) => methods.iter().find(|e| e.id.eq_ignore_ascii_case(name.trim())),
+            None => methods
+                .iter()
+                .position(|e| e.id == self.settings.method.as_str())
+                .map(|i| &methods[(i + 1) % methods.len()]),
+        };
+        match chosen {
+            Some(entry) => {
+                let method = MethodId::named(entry.id);
+                // The recording takes it with the next run (each run keeps its own).
+                self.settings.method = method;
+                self.say(format!("method for the next question: {}", entry.label));
+            }
+            None => {
+                self.say(format!("no method {:?} (methods: {})", arg.as_deref().unwrap_or_default(), registry.names()))
+            }
+        }
+    }
+
+    fn open_palette(&mut self) {
+        self.palette = Some(Palette::default());
+        self.refresh_palette();
+    }
+
+    fn open_help(&mut self) {
+        self.help = true;
+        self.help_scroll = 0;
+    }
+
+    /// Focuses the messages, the newest selected.
+    fn show_messages(&mut self) {
+        self.focus_on(Focus::Messages);
+        self.messages_at = self.messages.len().saturating_sub(1);
+    }
+
+    /// `q`: quits, unless steering is unsaved: then the first `q` asks, and a second quits.
+    fn quit_unless_unsaved(&mut self) {
+        if self.unsaved && !self.quit_armed {
+            self.quit_armed = true;
+            self.say("steering not saved: q again quits, ctrl-s saves");
+        } else {
+            self.quit = true;
+        }
     }
 
     pub(super) fn on_mouse(&mut self, mouse: MouseEvent) -> Vec<Effect> {

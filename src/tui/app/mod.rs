@@ -31,6 +31,7 @@ mod corrections;
 mod impact;
 mod input;
 mod replay;
+mod replies;
 mod run;
 mod tree;
 
@@ -565,7 +566,8 @@ impl App {
     }
 }
 
-/// `update` for one action, before the selection is re-anchored.
+/// `update` for one action, before the selection is re-anchored: the executor's replies are
+/// `replies`', the keys and the mouse `commands`'.
 fn handle(app: &mut App, action: Action) -> Vec<Effect> {
     match action {
         Action::Resize(w, h) => {
@@ -574,180 +576,40 @@ fn handle(app: &mut App, action: Action) -> Vec<Effect> {
         }
         Action::Tick => Vec::new(),
         Action::Woke { token } => app.woke(token),
-        Action::Performed { generation, result, elapsed_ms } => {
-            if generation != app.generation {
-                return Vec::new(); // overtaken by a cancel, override or rewind
-            }
-            app.in_flight = None;
-            if app.absorb(result, elapsed_ms) && app.auto { app.step() } else { Vec::new() }
-        }
+        Action::Performed { generation, result, elapsed_ms } => app.on_performed(generation, result, elapsed_ms),
         Action::Looked { token, result } => app.looked(token, result),
-        Action::Corrected(Ok(ids)) => {
-            let drafts = app.pending_drafts.pop_front().unwrap_or_default();
-            let runs = app.recording.runs.len();
-            app.recording.corrections.extend(ids.iter().zip(drafts).map(|(&id, draft)| SessionCorrection {
-                id,
-                after_runs: runs,
-                draft,
-                undone_after_runs: None,
-            }));
-            let list = ids.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
-            app.say(format!("correction {list} recorded; a: ask again with it"));
-            // Said again when known, with how many kept answers it touches.
-            app.announce.extend(ids.iter().map(|id| (*id, format!("correction {list} recorded"))));
-            let mut effects = vec![Effect::ListCorrections];
-            effects.extend(app.ask_impact(&ids));
-            effects
-        }
-        Action::Corrected(Err(e)) => {
-            app.pending_drafts.pop_front();
-            app.fail(format!("the correction was not recorded: {e}"));
-            Vec::new()
-        }
-        Action::Undone(Ok(id)) => {
-            // A correction this session made: its undo replays too.
-            let runs = app.recording.runs.len();
-            if let Some(c) = app.recording.corrections.iter_mut().find(|c| c.id == id) {
-                c.undone_after_runs = Some(runs);
-            }
-            app.say(format!("correction {id} undone; a: ask again without it"));
-            vec![Effect::ListCorrections]
-        }
-        Action::Undone(Err(e)) => {
-            app.fail(format!("not undone: {e}"));
-            Vec::new()
-        }
-        Action::Reviewed(Ok((id, approve))) => {
-            let verdict = if approve { "approved" } else { "rejected" };
-            app.say(format!("correction {id} {verdict} (shared at the next step); a: ask again"));
-            vec![Effect::ListCorrections]
-        }
-        Action::Reviewed(Err(e)) => {
-            app.fail(format!("not reviewed: {e}"));
-            Vec::new()
-        }
+        Action::Corrected(result) => app.on_corrected(result),
+        Action::Undone(result) => app.on_undone(result),
+        Action::Reviewed(result) => app.on_reviewed(result),
         Action::Shared(note) => {
-            match note {
-                super::TeamNote::Down(why) => {
-                    app.team_offline = true;
-                    app.fail(why);
-                }
-                super::TeamNote::Back(said) => {
-                    app.team_offline = false;
-                    app.say(said);
-                }
-                super::TeamNote::Remark(said) => app.say(said),
-            }
+            app.on_shared(note);
             Vec::new()
         }
-        Action::Listed(Ok(list)) => {
-            app.corrections = list;
-            app.corrections_at = app.corrections_at.min(app.corrections.len().saturating_sub(1));
-            // A teammate's correction shows what it touches before it is reviewed.
-            let waiting: Vec<u64> = app
-                .corrections
-                .iter()
-                .filter(|c| app.awaits_approval(c) && !app.impacts.contains_key(&c.id))
-                .map(|c| c.id)
-                .collect();
-            app.ask_impact(&waiting)
-        }
-        Action::Impacts(Ok(known)) => {
-            app.impacts_known(known);
-            Vec::new()
-        }
-        Action::Impacts(Err(e)) => {
-            app.show_impact_of = None;
-            app.fail(format!("cannot tell what the corrections touch: {e}"));
+        Action::Listed(result) => app.on_listed(result),
+        Action::Impacts(result) => {
+            app.on_impacts(result);
             Vec::new()
         }
         Action::Reran(result) => {
             app.reran(result);
             Vec::new()
         }
-        Action::Listed(Err(e)) => {
-            app.fail(format!("cannot list the corrections: {e}"));
+        Action::CorrectionsChanged(result) => {
+            app.on_corrections_changed(result);
             Vec::new()
         }
-        // Another scope's write moves the store's generation too: only a change is news.
-        Action::CorrectionsChanged(Ok(list)) if list == app.corrections => Vec::new(),
-        Action::CorrectionsChanged(Ok(list)) => {
-            // Those that apply: a teammate's waiting for approval is listed, not applied.
-            let active = list.iter().filter(|c| c.active && !app.awaits_approval(c)).count();
-            app.corrections = list;
-            app.corrections_at = app.corrections_at.min(app.corrections.len().saturating_sub(1));
-            app.say(format!(
-                "the corrections were changed elsewhere: {active} active, applied from this step on; a: ask again with them"
-            ));
-            Vec::new()
-        }
-        Action::CorrectionsChanged(Err(e)) => {
-            // Said once, not at every step while it lasts.
-            let text = format!("cannot read the corrections again (the steps use those read before): {e}");
-            if app.messages.iter().rev().find(|m| m.error).is_none_or(|m| m.text != text) {
-                app.fail(text);
-            }
-            Vec::new()
-        }
-        Action::Saved(result) => {
-            match result {
-                Ok(path) => {
-                    app.unsaved = false;
-                    app.say(format!("session saved to {} (ongraph replay FILE plays it back)", path.display()));
-                    if let Some(path) = app.open_after_save.take() {
-                        return vec![Effect::Open { path }];
-                    }
-                }
-                Err(e) => {
-                    let kept = if app.open_after_save.take().is_some() { "; nothing was opened" } else { "" };
-                    app.fail(format!("the session was not saved: {e}{kept}"))
-                }
-            }
-            Vec::new()
-        }
+        Action::Saved(result) => app.on_saved(result),
         Action::Exported(result) => {
-            match result {
-                Ok((path, n)) => app.say(format!("{n} correction(s) written to {}", path.display())),
-                Err(e) => app.fail(format!("not exported: {e}")),
-            }
+            app.on_exported(result);
             Vec::new()
         }
-        Action::Opened(Ok(session)) => match App::replaying(*session, app.live) {
-            Ok(mut replay) => {
-                replay.keymap = app.keymap.clone();
-                replay.themes = std::mem::take(&mut app.themes);
-                replay.theme = app.theme.clone();
-                replay.size = app.size;
-                replay.author = app.author.clone();
-                // The sitting's messages and questions go on.
-                replay.messages = std::mem::take(&mut app.messages);
-                replay.history = std::mem::take(&mut app.history);
-                replay.theme_problems = std::mem::take(&mut app.theme_problems);
-                // Answers still due to the old sitting must not land in the new one: its steps
-                // and lookups count on from the old ones, and a correction still being stored
-                // takes an empty place (recorded in no session) instead of a new draft.
-                replay.generation = app.generation + 1;
-                replay.lookups = app.lookups;
-                replay.pending_drafts = app.pending_drafts.iter().map(|_| Vec::new()).collect();
-                replay.say("replaying: Enter starts the recorded question, n steps through it");
-                *app = replay;
-                Vec::new()
-            }
-            Err(e) => {
-                app.fail(e.to_string());
-                Vec::new()
-            }
-        },
-        Action::Opened(Err(e)) => {
-            app.fail(e);
+        Action::Opened(result) => {
+            app.on_opened(result);
             Vec::new()
         }
-        Action::Mouse(mouse) => {
-            if app.keyboard_taken() {
-                return Vec::new();
-            }
-            app.on_mouse(mouse)
-        }
+        // A dialog or the help takes the mouse: it does nothing under them.
+        Action::Mouse(_) if app.keyboard_taken() => Vec::new(),
+        Action::Mouse(mouse) => app.on_mouse(mouse),
         Action::Key(key) => app.on_key(key),
     }
 }

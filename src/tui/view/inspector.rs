@@ -83,18 +83,7 @@ fn inspector_lines(shown: &InspectorShown<'_>, theme: &Theme) -> Option<Vec<Line
     let beam = beam_in(run, node_ref)?;
     let node = beam.nodes.get(node_ref.id)?;
     let faint = theme.faint();
-    let mut lines = vec![
-        Line::from(Span::styled(one_line(node.shown()).into_owned(), bold())),
-        Line::from(match node.term() {
-            Some(term) => format!("id: {}", one_line(&term.to_string())),
-            None => "relation".to_string(),
-        }),
-        Line::from(format!("status: {}", node.describe_status())),
-        Line::from(match node.score {
-            Some(s) => format!("score {s:.3} {} · path {:.4}", bar(s), node.path_score),
-            None => "not scored".into(),
-        }),
-    ];
+    let mut lines = summary_lines(node);
     if let Some(b) = node_ref.branch {
         lines.push(Line::from(Span::styled(
             format!("set aside when you went back to step {}", run.abandoned().get(b)?.after_step),
@@ -118,14 +107,39 @@ fn inspector_lines(shown: &InspectorShown<'_>, theme: &Theme) -> Option<Vec<Line
         None => run.trace(),
         Some(b) => &run.abandoned().get(b)?.events[..],
     };
-    // The step that scored it: the last one whose decisions name it (an override changes the
-    // node's step, not who scored it); else its own step.
-    let decided =
-        events.iter().rev().find(|e| e.phase().is_some() && e.decisions.iter().any(|d| d.node == node_ref.id));
+    let step = scoring_step(events, node, node_ref.id);
+    lines.extend(scoring_lines(step, run, beam, node, node_ref.id, theme));
+    Some(lines)
+}
+
+/// The node's name, id, status and score.
+fn summary_lines(node: &BeamNode) -> Vec<Line<'static>> {
+    vec![
+        Line::from(Span::styled(one_line(node.shown()).into_owned(), bold())),
+        Line::from(match node.term() {
+            Some(term) => format!("id: {}", one_line(&term.to_string())),
+            None => "relation".to_string(),
+        }),
+        Line::from(format!("status: {}", node.describe_status())),
+        Line::from(match node.score {
+            Some(s) => format!("score {s:.3} {} · path {:.4}", bar(s), node.path_score),
+            None => "not scored".into(),
+        }),
+    ]
+}
+
+/// The step of `events` that scored node `id`: the last one whose decisions name it (an
+/// override changes the node's step, not who scored it); else its own step. A triple the model
+/// generated was judged by GoG's verification call, at or before the node's step (linking the
+/// generated names, or a change of yours, may have come after).
+fn scoring_step<'a>(
+    events: &'a [crate::engine::events::Event],
+    node: &BeamNode,
+    id: NodeId,
+) -> Option<&'a crate::engine::events::Event> {
+    let decided = events.iter().rev().find(|e| e.phase().is_some() && e.decisions.iter().any(|d| d.node == id));
     let step = decided.or_else(|| node.step.and_then(|s| events.iter().find(|e| e.index == s)));
-    // A triple the model generated was judged by GoG's verification call, at or before the
-    // node's step (linking the generated names, or a change of yours, may have come after).
-    let step = match (&node.provenance, step) {
+    match (&node.provenance, step) {
         (Provenance::Generated { .. }, Some(e)) => events
             .iter()
             .rev()
@@ -133,45 +147,63 @@ fn inspector_lines(shown: &InspectorShown<'_>, theme: &Theme) -> Option<Vec<Line
             .find(|v| v.calls.iter().any(|c| c.step == "gog_verify" && c.prompt.contains(node.shown())))
             .or(Some(e)),
         (_, step) => step,
-    };
+    }
+}
+
+/// What `step` says of how node `id` was scored: the call that scored it (with its notes,
+/// reply, reasoning and prompt), or why no call did.
+fn scoring_lines(
+    step: Option<&crate::engine::events::Event>,
+    run: &Run,
+    beam: &Beam,
+    node: &BeamNode,
+    id: NodeId,
+    theme: &Theme,
+) -> Vec<Line<'static>> {
     // What the step noted on reading its replies (scores rescaled to sum to 1, a parser's
     // fallback): a score in the tree that differs from the reply's says why here.
     let notes = distinct(step.map(|e| e.notes.as_slice()).unwrap_or_default());
     match step.map(|e| scoring_call(&e.calls, beam, node)) {
-        Some(Source::Call(call)) => {
-            lines.push(heading(&format!(
-                "{} · {} ms · {} tok{}",
-                call.step,
-                call.latency_ms,
-                call.usage.prompt_tokens + call.usage.completion_tokens,
-                reply_label(call)
-            )));
-            if call.fell_back {
-                lines.push(Line::from(Span::styled(
-                    "ranked by BM25: the reply could not be read",
-                    theme.fg(theme.flagged),
-                )));
-            } else if node.score == Some(0.0) {
-                lines.push(Line::from("offered to the model; its reply did not choose it"));
-            }
-            lines.extend(notes.iter().map(|n| Line::from(Span::styled(format!("note: {n}"), faint))));
-            lines.push(Line::from(Span::styled("reply:", bold())));
-            lines.extend(call.reply.lines().map(|l| Line::from(l.to_string())));
-            if let Some(thought) = &call.reasoning {
-                lines.push(Line::from(Span::styled("reasoning (not parsed):", bold())));
-                lines.extend(thought.lines().map(|l| Line::from(Span::styled(l.to_string(), faint))));
-            }
-            lines.push(Line::from(Span::styled("prompt:", bold())));
-            lines.extend(call.prompt.lines().map(|l| Line::from(Span::styled(l.to_string(), faint))));
-        }
-        Some(Source::Unasked) if node.parent.is_none() => lines.push(heading("a topic entity of the question")),
+        Some(Source::Call(call)) => call_lines(call, node, &notes, theme),
+        Some(Source::Unasked) if node.parent.is_none() => vec![heading("a topic entity of the question")],
         Some(Source::Unasked) if node.score.is_some() => {
-            lines.push(heading("scored without asking the model"));
-            lines.push(Line::from(unasked_reason(run.settings().prune, beam, node_ref.id)));
+            vec![heading("scored without asking the model"), Line::from(unasked_reason(run.settings().prune, beam, id))]
         }
-        _ => {}
+        _ => Vec::new(),
     }
-    Some(lines)
+}
+
+/// The call that scored `node`: its costs, whether its reply was read, the step's `notes`, the
+/// reply, the reasoning and the prompt.
+fn call_lines(
+    call: &crate::engine::events::CallRecord,
+    node: &BeamNode,
+    notes: &[String],
+    theme: &Theme,
+) -> Vec<Line<'static>> {
+    let faint = theme.faint();
+    let mut lines = vec![heading(&format!(
+        "{} · {} ms · {} tok{}",
+        call.step,
+        call.latency_ms,
+        call.usage.prompt_tokens + call.usage.completion_tokens,
+        reply_label(call)
+    ))];
+    if call.fell_back {
+        lines.push(Line::from(Span::styled("ranked by BM25: the reply could not be read", theme.fg(theme.flagged))));
+    } else if node.score == Some(0.0) {
+        lines.push(Line::from("offered to the model; its reply did not choose it"));
+    }
+    lines.extend(notes.iter().map(|n| Line::from(Span::styled(format!("note: {n}"), faint))));
+    lines.push(Line::from(Span::styled("reply:", bold())));
+    lines.extend(call.reply.lines().map(|l| Line::from(l.to_string())));
+    if let Some(thought) = &call.reasoning {
+        lines.push(Line::from(Span::styled("reasoning (not parsed):", bold())));
+        lines.extend(thought.lines().map(|l| Line::from(Span::styled(l.to_string(), faint))));
+    }
+    lines.push(Line::from(Span::styled("prompt:", bold())));
+    lines.extend(call.prompt.lines().map(|l| Line::from(Span::styled(l.to_string(), faint))));
+    lines
 }
 
 /// Where a node's score came from.

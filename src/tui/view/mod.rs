@@ -60,71 +60,44 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     draw_tree(frame, areas.tree, &app.tree_shown(&rows, &retracted), app.look(Focus::Tree));
     let inspected = app.inspector_shown(&rows);
     draw_inspector(frame, areas.inspector, inspected.as_ref(), app.look(Focus::Inspector));
+    draw_bottom(frame, areas.bottom, app);
+    draw_status(frame, areas.status, &app.status_shown(), &app.theme);
+    draw_dialogs(frame, area, app);
+    if app.help {
+        draw_help(frame, area, &app.help_shown(), &app.theme);
+    }
+    scrub(frame.buffer_mut());
+}
+
+/// The bottom pane shown: the transcript, the method's view, the answer, the corrections or
+/// the messages.
+fn draw_bottom(frame: &mut Frame<'_>, area: Rect, app: &App) {
     match app.bottom {
         Bottom::Transcript => {
             let events = app.run.as_ref().map(|r| r.trace());
             let method = app.run.as_ref().map(|r| r.settings().method.label());
-            draw_transcript(frame, areas.bottom, events, app.transcript_at, method, app.look(Focus::Transcript))
+            draw_transcript(frame, area, events, app.transcript_at, method, app.look(Focus::Transcript))
         }
         Bottom::Method => {
             let view = app.run.as_ref().map(|r| r.view());
-            draw_method(frame, areas.bottom, view.as_ref(), app.method_at, app.look(Focus::Method))
+            draw_method(frame, area, view.as_ref(), app.method_at, app.look(Focus::Method))
         }
-        Bottom::Answer => {
-            let answer = app.run.as_ref().and_then(|r| r.answer());
-            // Whether the answer rests on the KG, on corrections, or on triples the LLM wrote.
-            let generated = |id: u64| app.corrections.iter().any(|c| c.id == id && c.is_llm_generated());
-            let source = app.run.as_ref().and_then(|r| r.answer_source(generated));
-            let order = app.run.as_ref().and_then(Run::path_order);
-            let merged = app
-                .run
-                .as_ref()
-                .and_then(|run| answer?.paths.iter().position(|p| run.beam().merged_into(p.leaf).is_some()));
-            let others = app.run.as_ref().and_then(Run::other_paths_from);
-            let texts = match (app.run.as_ref(), answer) {
-                (Some(run), Some(a)) => a.paths.iter().map(|p| run.beam().path_text(p.leaf)).collect(),
-                _ => Vec::new(),
-            };
-            let shown = AnswerShown {
-                answer,
-                texts,
-                source,
-                order,
-                merged,
-                others,
-                earlier: app.earlier.as_ref(),
-                traced: app.traced,
-                at: app.answer_at,
-            };
-            draw_answer(frame, areas.bottom, &shown, app.look(Focus::Answer))
-        }
-        Bottom::Corrections => {
-            let title = if app.replay.is_some() && !app.live {
-                format!(" Corrections made in the session ({}) ", app.corrections.len())
-            } else {
-                let review = if app.corrections.iter().any(|c| c.team.as_ref().is_some_and(|t| t.pulled)) {
-                    " · y: approve · X: reject"
-                } else {
-                    ""
-                };
-                format!(" Corrections to {} ({}) · u: undo{review} ", app.kg_name, app.corrections.len())
-            };
-            draw_corrections(
-                frame,
-                areas.bottom,
-                &app.corrections,
-                &app.correction_tags(),
-                app.corrections_at,
-                title,
-                app.look(Focus::Corrections),
-            )
-        }
-        Bottom::Messages => {
-            draw_messages(frame, areas.bottom, &app.messages, app.messages_at, app.look(Focus::Messages))
-        }
+        Bottom::Answer => draw_answer(frame, area, &app.answer_shown(), app.look(Focus::Answer)),
+        Bottom::Corrections => draw_corrections(
+            frame,
+            area,
+            &app.corrections,
+            &app.correction_tags(),
+            app.corrections_at,
+            app.corrections_title(),
+            app.look(Focus::Corrections),
+        ),
+        Bottom::Messages => draw_messages(frame, area, &app.messages, app.messages_at, app.look(Focus::Messages)),
     }
-    draw_status(frame, areas.status, &app.status_shown(), &app.theme);
-    // The dialogs, bottom to top: a picker can open over a form.
+}
+
+/// The open dialogs, bottom to top: a picker can open over a form.
+fn draw_dialogs(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let dialogs: [Option<&dyn Component>; 3] = [
         app.form.as_ref().map(|f| f as &dyn Component),
         app.picker.as_ref().map(|p| p as &dyn Component),
@@ -133,10 +106,6 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     for dialog in dialogs.into_iter().flatten() {
         dialog.draw(frame, area, &app.theme);
     }
-    if app.help {
-        draw_help(frame, area, &app.help_shown(), &app.theme);
-    }
-    scrub(frame.buffer_mut());
 }
 
 /// The last word on what reaches the terminal: a cell holding a control, format or separator
@@ -199,6 +168,50 @@ impl App {
             failed: self.messages.last().is_some_and(|n| n.error),
             suggestion: &self.suggestion,
             working: self.in_flight.is_some(),
+        }
+    }
+
+    /// The answer pane's input: the answer, its paths as text, and where it comes from.
+    fn answer_shown(&self) -> AnswerShown<'_> {
+        let answer = self.run.as_ref().and_then(|r| r.answer());
+        // Whether the answer rests on the KG, on corrections, or on triples the LLM wrote.
+        let generated = |id: u64| self.corrections.iter().any(|c| c.id == id && c.is_llm_generated());
+        let source = self.run.as_ref().and_then(|r| r.answer_source(generated));
+        let order = self.run.as_ref().and_then(Run::path_order);
+        let merged = self
+            .run
+            .as_ref()
+            .and_then(|run| answer?.paths.iter().position(|p| run.beam().merged_into(p.leaf).is_some()));
+        let others = self.run.as_ref().and_then(Run::other_paths_from);
+        let texts = match (self.run.as_ref(), answer) {
+            (Some(run), Some(a)) => a.paths.iter().map(|p| run.beam().path_text(p.leaf)).collect(),
+            _ => Vec::new(),
+        };
+        AnswerShown {
+            answer,
+            texts,
+            source,
+            order,
+            merged,
+            others,
+            earlier: self.earlier.as_ref(),
+            traced: self.traced,
+            at: self.answer_at,
+        }
+    }
+
+    /// The corrections pane's title: the session's in a replay, else the KG's with the keys
+    /// that change them.
+    fn corrections_title(&self) -> String {
+        if self.replay.is_some() && !self.live {
+            format!(" Corrections made in the session ({}) ", self.corrections.len())
+        } else {
+            let review = if self.corrections.iter().any(|c| c.team.as_ref().is_some_and(|t| t.pulled)) {
+                " · y: approve · X: reject"
+            } else {
+                ""
+            };
+            format!(" Corrections to {} ({}) · u: undo{review} ", self.kg_name, self.corrections.len())
         }
     }
 

@@ -64,28 +64,59 @@ pub(super) struct TreeShown<'a> {
 
 pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>, look: Look<'_>) {
     let block = look.block(super::fitted_title(&shown.title, area.width));
-    let faint = look.theme.faint();
     let Some(run) = shown.run else {
-        let hint = if shown.replay {
-            vec![
-                Line::from("A recorded session: enter replays the question above, step by step from the recording."),
-                Line::from(""),
-                Line::from(Span::styled("then n: one recorded step · r: to the answer · ?: keys · q: quit", faint)),
-            ]
-        } else {
-            vec![
-                Line::from("No question yet: type one above and press enter."),
-                Line::from(""),
-                Line::from(Span::styled(format!("Try: {}", shown.suggestion), faint)),
-                Line::from(Span::styled("?: keys · q: quit · Esc: leave the box · :: commands", faint)),
-            ]
-        };
+        let hint = no_question_hint(shown, look.theme.faint());
         frame.render_widget(Paragraph::new(hint).block(block).wrap(Wrap { trim: false }), area);
         return;
     };
     let rows = shown.rows;
-    if rows.is_empty() && run.beam().nodes.is_empty() && run.trace().len() <= 1 && !run.is_finished() {
-        let text = if shown.failed {
+    if rows.is_empty() {
+        let text = no_rows_text(shown, run);
+        frame.render_widget(Paragraph::new(text).block(block).wrap(Wrap { trim: true }), area);
+        return;
+    }
+    let height = area.height.saturating_sub(2) as usize;
+    let selected = shown.selected.min(rows.len().saturating_sub(1));
+    let offset = window(selected, rows.len(), height);
+    let width = area.width.saturating_sub(2) as usize;
+    let tree = TreeRows { run, shown, look, traced: traced_nodes(shown, run), width };
+    let lines: Vec<Line<'_>> = rows
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(height)
+        .filter_map(|(i, row)| {
+            let line = tree.line(row)?;
+            Some(if i == selected && shown.highlight { line.style(look.theme.selected()) } else { line })
+        })
+        .collect();
+    let title_count = format!(" {}/{} ", selected + 1, rows.len());
+    frame.render_widget(Paragraph::new(lines).block(block.title_bottom(Line::from(title_count).right_aligned())), area);
+}
+
+/// What the tree says before the first question: how to ask one (or replay the recorded one).
+fn no_question_hint(shown: &TreeShown<'_>, faint: Style) -> Vec<Line<'static>> {
+    if shown.replay {
+        vec![
+            Line::from("A recorded session: enter replays the question above, step by step from the recording."),
+            Line::from(""),
+            Line::from(Span::styled("then n: one recorded step · r: to the answer · ?: keys · q: quit", faint)),
+        ]
+    } else {
+        vec![
+            Line::from("No question yet: type one above and press enter."),
+            Line::from(""),
+            Line::from(Span::styled(format!("Try: {}", shown.suggestion), faint)),
+            Line::from(Span::styled("?: keys · q: quit · Esc: leave the box · :: commands", faint)),
+        ]
+    }
+}
+
+/// What the tree says of a run with no rows: no beam yet (the first step to come, running or
+/// failed), or a prompt-only method that has none.
+fn no_rows_text(shown: &TreeShown<'_>, run: &Run) -> String {
+    if run.beam().nodes.is_empty() && run.trace().len() <= 1 && !run.is_finished() {
+        if shown.failed {
             // Not "n takes the next step" alone: n would only fail again on a question the
             // demo does not know.
             format!(
@@ -98,101 +129,115 @@ pub(super) fn draw_tree(frame: &mut Frame<'_>, area: Rect, shown: &TreeShown<'_>
             format!("No beam yet: {} is running…", run.next_phase())
         } else {
             format!("No beam yet: {} takes the next step ({}).", shown.step_key, run.next_phase())
-        };
-        frame.render_widget(Paragraph::new(text).block(block).wrap(Wrap { trim: true }), area);
-        return;
-    }
-    if rows.is_empty() {
-        let text = format!(
+        }
+    } else {
+        format!(
             "{} is a prompt-only method: no beam. The transcript shows its calls, the answer pane the result.",
             run.settings().method.label()
-        );
-        frame.render_widget(Paragraph::new(text).block(block).wrap(Wrap { trim: true }), area);
-        return;
+        )
     }
-    let height = area.height.saturating_sub(2) as usize;
-    let selected = shown.selected.min(rows.len().saturating_sub(1));
-    let offset = window(selected, rows.len(), height);
-    let width = area.width.saturating_sub(2) as usize;
-    let traced: HashSet<usize> = match (shown.traced, run.answer()) {
+}
+
+/// The nodes of the answer's path shown in the tree (`t`), if any.
+fn traced_nodes(shown: &TreeShown<'_>, run: &Run) -> HashSet<usize> {
+    match (shown.traced, run.answer()) {
         (Some(t), Some(answer)) => {
             answer.paths.get(t).map(|p| run.beam().path(p.leaf).into_iter().collect()).unwrap_or_default()
         }
         _ => HashSet::new(),
-    };
-    let lines: Vec<Line<'_>> = rows
-        .iter()
-        .enumerate()
-        .skip(offset)
-        .take(height)
-        .filter_map(|(i, row)| {
-            let beam = beam_in(run, row.node)?;
-            let node = beam.nodes.get(row.node.id)?;
-            let fold = if node.children.is_empty() {
-                " "
-            } else if shown.collapsed.contains(&row.node) {
-                "▸"
-            } else {
-                "▾"
-            };
-            let mut marks = String::new();
-            if row.node.branch.is_none() && traced.contains(&row.node.id) {
-                marks.push('»');
-            }
-            if row.node.branch.is_some() {
-                marks.push('↶');
-            }
-            if matches!(node.provenance, Provenance::Correction { .. }) {
-                marks.push('✎');
-            }
-            if matches!(node.provenance, Provenance::Generated { .. }) {
-                // Written by the LLM, not found in the KG.
-                marks.push('✦');
-            }
-            if is_flagged(beam, row.node.id, shown.retracted) {
-                marks.push('⚑');
-            }
-            let mut style = status_style(look.theme, node.shown_status());
-            if row.node.branch.is_some() {
-                style = style.add_modifier(Modifier::DIM | Modifier::ITALIC);
-            }
-            let lead = format!("{}{fold}", "  ".repeat(row.indent));
-            let (what, mut scores) = node_parts(node);
-            // The direction arrow always shows; only the name is shortened.
-            let (arrow, what) = match what.split_once(' ') {
-                Some((a, rest)) if a == "->" || a == "<-" => (format!("{a} "), rest.to_string()),
-                _ => (String::new(), what),
-            };
-            // The scores keep their place; a long name gives way: a relation keeping its end
-            // (the informative part of `domain.type.property`), an entity its start (found by a
-            // trial: `…t earl of beaconsfield`); on narrow screens the bar and the path score
-            // go first.
-            // Counted in terminal columns: a CJK name takes two a character.
-            let fixed = |scores: &Option<String>| {
-                lead.width() + marks.width() + arrow.width() + 2 + scores.as_ref().map_or(0, |s| s.width() + 2)
-            };
-            if width.saturating_sub(fixed(&scores)) < 28 {
-                scores = node.score.map(|s| format!("{s:.2}"));
-            }
-            let room = width.saturating_sub(fixed(&scores)).max(8);
-            let what = if arrow.is_empty() { super::cut_to(&what, room) } else { cut_start_to(&what, room) };
-            let mut spans = vec![Span::raw(lead)];
-            if !marks.is_empty() {
-                let t = look.theme;
-                let mark_color = if marks.contains('⚑') { t.flagged } else { t.correction };
-                spans.push(Span::styled(marks, t.fg(mark_color).add_modifier(Modifier::BOLD)));
-            }
-            spans.push(Span::styled(format!("{} {arrow}{what}", node.shown_status().symbol()), style));
-            if let Some(scores) = scores {
-                spans.push(Span::styled(format!("  {scores}"), style));
-            }
-            if let Some(reason) = node.reason.as_deref().filter(|_| node.status == Status::PrunedByWidth) {
-                spans.push(Span::styled(format!("  ({reason})"), faint));
-            }
-            let line = Line::from(spans);
-            Some(if i == selected && shown.highlight { line.style(look.theme.selected()) } else { line })
-        })
-        .collect();
-    let title_count = format!(" {}/{} ", selected + 1, rows.len());
-    frame.render_widget(Paragraph::new(lines).block(block.title_bottom(Line::from(title_count).right_aligned())), area);
+    }
+}
+
+/// What every row of the tree is drawn with.
+struct TreeRows<'a> {
+    run: &'a Run,
+    shown: &'a TreeShown<'a>,
+    look: Look<'a>,
+    /// The nodes of the traced answer path.
+    traced: HashSet<usize>,
+    /// The pane's width inside its border.
+    width: usize,
+}
+
+impl TreeRows<'_> {
+    /// `row` as a line: its fold, marks, status, name and scores (`None`: its node is gone).
+    fn line(&self, row: &Row) -> Option<Line<'static>> {
+        let beam = beam_in(self.run, row.node)?;
+        let node = beam.nodes.get(row.node.id)?;
+        let fold = if node.children.is_empty() {
+            " "
+        } else if self.shown.collapsed.contains(&row.node) {
+            "▸"
+        } else {
+            "▾"
+        };
+        let marks = self.marks(row, beam, node);
+        let mut style = status_style(self.look.theme, node.shown_status());
+        if row.node.branch.is_some() {
+            style = style.add_modifier(Modifier::DIM | Modifier::ITALIC);
+        }
+        let lead = format!("{}{fold}", "  ".repeat(row.indent));
+        let (arrow, what, scores) = self.fitted(node, &lead, &marks);
+        let mut spans = vec![Span::raw(lead)];
+        if !marks.is_empty() {
+            let t = self.look.theme;
+            let mark_color = if marks.contains('⚑') { t.flagged } else { t.correction };
+            spans.push(Span::styled(marks, t.fg(mark_color).add_modifier(Modifier::BOLD)));
+        }
+        spans.push(Span::styled(format!("{} {arrow}{what}", node.shown_status().symbol()), style));
+        if let Some(scores) = scores {
+            spans.push(Span::styled(format!("  {scores}"), style));
+        }
+        if let Some(reason) = node.reason.as_deref().filter(|_| node.status == Status::PrunedByWidth) {
+            spans.push(Span::styled(format!("  ({reason})"), self.look.theme.faint()));
+        }
+        Some(Line::from(spans))
+    }
+
+    /// The marks of `row`'s node: behind the answer, set aside, from a correction, generated,
+    /// flagged.
+    fn marks(&self, row: &Row, beam: &Beam, node: &BeamNode) -> String {
+        let mut marks = String::new();
+        if row.node.branch.is_none() && self.traced.contains(&row.node.id) {
+            marks.push('»');
+        }
+        if row.node.branch.is_some() {
+            marks.push('↶');
+        }
+        if matches!(node.provenance, Provenance::Correction { .. }) {
+            marks.push('✎');
+        }
+        if matches!(node.provenance, Provenance::Generated { .. }) {
+            // Written by the LLM, not found in the KG.
+            marks.push('✦');
+        }
+        if is_flagged(beam, row.node.id, self.shown.retracted) {
+            marks.push('⚑');
+        }
+        marks
+    }
+
+    /// The node's direction arrow, name and scores, fitted to the pane after `lead` and `marks`.
+    fn fitted(&self, node: &BeamNode, lead: &str, marks: &str) -> (String, String, Option<String>) {
+        let (what, mut scores) = node_parts(node);
+        // The direction arrow always shows; only the name is shortened.
+        let (arrow, what) = match what.split_once(' ') {
+            Some((a, rest)) if a == "->" || a == "<-" => (format!("{a} "), rest.to_string()),
+            _ => (String::new(), what),
+        };
+        // The scores keep their place; a long name gives way: a relation keeping its end
+        // (the informative part of `domain.type.property`), an entity its start (found by a
+        // trial: `…t earl of beaconsfield`); on narrow screens the bar and the path score
+        // go first.
+        // Counted in terminal columns: a CJK name takes two a character.
+        let fixed = |scores: &Option<String>| {
+            lead.width() + marks.width() + arrow.width() + 2 + scores.as_ref().map_or(0, |s| s.width() + 2)
+        };
+        if self.width.saturating_sub(fixed(&scores)) < 28 {
+            scores = node.score.map(|s| format!("{s:.2}"));
+        }
+        let room = self.width.saturating_sub(fixed(&scores)).max(8);
+        let what = if arrow.is_empty() { super::cut_to(&what, room) } else { cut_start_to(&what, room) };
+        (arrow, what, scores)
+    }
 }
