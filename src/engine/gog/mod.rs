@@ -167,20 +167,10 @@ impl Method for GogMachine {
     type Plan = GogPlan;
 
     fn next(&mut self, cx: &mut Context) -> (Vec<Request>, GogPlan) {
-        let s = cx.settings.clone();
-        let q = cx.question.clone();
-        let t = s.sc.sample_temperature;
         let mut plan = GogPlan::default();
         let requests = match self.phase {
             Phase::Topics => self.linker.requests(cx),
-            Phase::Think => {
-                let prompt = cx.render_text(
-                    templates::STEP,
-                    &[("question", &q), ("topics", &Self::topics_text(cx)), ("transcript", &self.transcript())],
-                );
-                // A retry is a new sample: the same prompt again would be answered from the memo.
-                vec![cx.llm_sample("gog_step", prompt, t, self.tries, &shapes::STEP)]
-            }
+            Phase::Think => self.step_request(cx),
             Phase::Link => self.unlinked.iter().map(|n| Request::FindEntities { name: n.clone(), limit: 5 }).collect(),
             Phase::LinkGenerated => {
                 plan.names = self.unlinked_generated();
@@ -189,61 +179,11 @@ impl Method for GogMachine {
             Phase::Relations => {
                 self.targets.iter().map(|(term, _)| Request::Relations { entity: term.as_str().to_string() }).collect()
             }
-            Phase::Filter => {
-                let thought = self.steps.last().map(|s| s.thought.clone()).unwrap_or_default();
-                plan.filtered = (0..self.found.len()).filter(|&i| self.found[i].len() > RELATIONS_PER_SEARCH).collect();
-                plan.filtered
-                    .iter()
-                    .map(|&i| (&self.targets[i], &self.found[i]))
-                    .map(|((_, node), rels)| {
-                        let names: Vec<String> = rels.iter().map(relation_name).collect();
-                        let list = names.join(", ");
-                        let prompt = cx.render(
-                            templates::RELATIONS,
-                            &[
-                                ("question", &q),
-                                ("thought", &thought),
-                                ("entity", &observed_name(cx, *node)),
-                                ("relations", &format!("[{list}]")),
-                            ],
-                        );
-                        cx.llm("gog_relations", prompt, t, shapes::choice(&names, RELATIONS_PER_SEARCH))
-                    })
-                    .collect()
-            }
-            Phase::Neighbours => self
-                .targets
-                .iter()
-                .zip(&self.chosen)
-                .flat_map(|((term, _), rels)| {
-                    rels.iter().map(|r| Request::Neighbours { entity: term.as_str().to_string(), relation: r.clone() })
-                })
-                .collect(),
-            Phase::Generate => {
-                let Some(Action::Generate(thought)) = &self.action else { return (Vec::new(), plan) };
-                let prompt = cx.render(
-                    templates::GENERATE,
-                    &[("question", &q), ("thought", thought), ("triples", &self.related_known(thought))],
-                );
-                (0..s.gog.generate_samples.max(1) as u32)
-                    .map(|k| cx.llm_sample("gog_generate", prompt.clone(), t, k, &shapes::TRIPLES))
-                    .collect()
-            }
-            Phase::Verify => {
-                let list = self
-                    .samples
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (h, r, tl))| format!("{}. {h}, {r}, {tl}", i + 1))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                let prompt = cx.render(templates::VERIFY, &[("question", &q), ("triples", &list)]);
-                vec![cx.llm("gog_verify", prompt, t, shapes::kept(self.samples.len()))]
-            }
-            Phase::Answer(AnswerSource::OwnKnowledge) => {
-                let prompt = cx.render_text(super::templates::ANSWER_OWN_KNOWLEDGE, &[("question", &q)]);
-                vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, &REASONED_ANSWER)]
-            }
+            Phase::Filter => self.filter_requests(cx, &mut plan),
+            Phase::Neighbours => self.neighbour_lookups(),
+            Phase::Generate => self.generate_requests(cx),
+            Phase::Verify => self.verify_request(cx),
+            Phase::Answer(AnswerSource::OwnKnowledge) => own_knowledge_request(cx),
             Phase::Answer(_) | Phase::Done => Vec::new(),
         };
         (requests, plan)
@@ -339,6 +279,89 @@ impl Method for GogMachine {
     fn view(&self, cx: &Context) -> MethodView {
         self.method_view(cx)
     }
+}
+
+/// The requests of the phases that take more than a line, one function per phase: what
+/// [`Method::next`] dispatches to.
+impl GogMachine {
+    /// The next Thought and Action, from the transcript so far.
+    fn step_request(&self, cx: &Context) -> Vec<Request> {
+        let prompt = cx.render_text(
+            templates::STEP,
+            &[("question", &cx.question), ("topics", &Self::topics_text(cx)), ("transcript", &self.transcript())],
+        );
+        // A retry is a new sample: the same prompt again would be answered from the memo.
+        vec![cx.llm_sample("gog_step", prompt, cx.settings.sc.sample_temperature, self.tries, &shapes::STEP)]
+    }
+
+    /// The relation filter: one prompt per searched entity with more relations than a search
+    /// keeps.
+    fn filter_requests(&self, cx: &Context, plan: &mut GogPlan) -> Vec<Request> {
+        let t = cx.settings.sc.sample_temperature;
+        let thought = self.steps.last().map(|s| s.thought.clone()).unwrap_or_default();
+        plan.filtered = (0..self.found.len()).filter(|&i| self.found[i].len() > RELATIONS_PER_SEARCH).collect();
+        plan.filtered
+            .iter()
+            .map(|&i| (&self.targets[i], &self.found[i]))
+            .map(|((_, node), rels)| {
+                let names: Vec<String> = rels.iter().map(relation_name).collect();
+                let list = names.join(", ");
+                let prompt = cx.render(
+                    templates::RELATIONS,
+                    &[
+                        ("question", &cx.question),
+                        ("thought", &thought),
+                        ("entity", &observed_name(cx, *node)),
+                        ("relations", &format!("[{list}]")),
+                    ],
+                );
+                cx.llm("gog_relations", prompt, t, shapes::choice(&names, RELATIONS_PER_SEARCH))
+            })
+            .collect()
+    }
+
+    /// The triples along every chosen relation, one lookup per entity and relation.
+    fn neighbour_lookups(&self) -> Vec<Request> {
+        self.targets
+            .iter()
+            .zip(&self.chosen)
+            .flat_map(|((term, _), rels)| {
+                rels.iter().map(|r| Request::Neighbours { entity: term.as_str().to_string(), relation: r.clone() })
+            })
+            .collect()
+    }
+
+    /// The samples of a Generate action's triples (none when the action is no Generate).
+    fn generate_requests(&self, cx: &Context) -> Vec<Request> {
+        let Some(Action::Generate(thought)) = &self.action else { return Vec::new() };
+        let prompt = cx.render(
+            templates::GENERATE,
+            &[("question", &cx.question), ("thought", thought), ("triples", &self.related_known(thought))],
+        );
+        let t = cx.settings.sc.sample_temperature;
+        (0..cx.settings.gog.generate_samples.max(1) as u32)
+            .map(|k| cx.llm_sample("gog_generate", prompt.clone(), t, k, &shapes::TRIPLES))
+            .collect()
+    }
+
+    /// The check of the generated samples: which triples to keep.
+    fn verify_request(&self, cx: &Context) -> Vec<Request> {
+        let list = self
+            .samples
+            .iter()
+            .enumerate()
+            .map(|(i, (h, r, tl))| format!("{}. {h}, {r}, {tl}", i + 1))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let prompt = cx.render(templates::VERIFY, &[("question", &cx.question), ("triples", &list)]);
+        vec![cx.llm("gog_verify", prompt, cx.settings.sc.sample_temperature, shapes::kept(self.samples.len()))]
+    }
+}
+
+/// The answer from the model's own knowledge, when the steps ran out or could not be read.
+fn own_knowledge_request(cx: &Context) -> Vec<Request> {
+    let prompt = cx.render_text(super::templates::ANSWER_OWN_KNOWLEDGE, &[("question", &cx.question)]);
+    vec![cx.llm("answer_own_knowledge", prompt, cx.settings.reason_temperature, &REASONED_ANSWER)]
 }
 
 #[cfg(test)]

@@ -237,90 +237,20 @@ impl Method for PogMachine {
     type Plan = PogPlan;
 
     fn next(&mut self, cx: &mut Context) -> (Vec<Request>, PogPlan) {
-        let s = cx.settings.clone();
-        let q = cx.question.clone();
         let mut plan = PogPlan::default();
         let requests = match self.phase {
             Phase::Topics => self.linker.requests(cx),
-            Phase::Analysis => {
-                let topics: Vec<String> = cx.beam.roots().map(|r| format!("\"{}\"", r.shown())).collect();
-                let prompt = cx.render(templates::ANALYSIS, &[("question", &q), ("topics", &topics.join(", "))]);
-                vec![cx.llm("pog_analysis", prompt, s.prune_temperature, &shapes::ANALYSIS)]
-            }
-            Phase::ExpandRelations(lookup) => {
-                plan.nodes = self.to_search(lookup);
-                plan.nodes
-                    .iter()
-                    .map(|&n| Request::Relations { entity: self.sg.nodes[n].term.as_str().to_string() })
-                    .collect()
-            }
-            Phase::ExpandNeighbours(_) => self
-                .found
-                .iter()
-                .flat_map(|(n, rels)| {
-                    let entity = self.sg.nodes[*n].term.as_str().to_string();
-                    rels.iter().map(move |r| Request::Neighbours { entity: entity.clone(), relation: r.clone() })
-                })
-                .collect(),
+            Phase::Analysis => analysis_request(cx),
+            Phase::ExpandRelations(lookup) => self.relation_lookups(lookup, &mut plan),
+            Phase::ExpandNeighbours(_) => self.neighbour_lookups(),
             Phase::Reduce => Vec::new(),
-            Phase::Fuzzy => {
-                if s.prune == PruneTool::Embedding && !self.pool.is_empty() {
-                    let mut texts = vec![self.indicator(cx)];
-                    texts.extend(self.pool.iter().map(|&c| self.cands[c].text.clone()));
-                    vec![Request::Embed { texts }]
-                } else {
-                    Vec::new()
-                }
-            }
-            Phase::Precise => {
-                plan.batches = self.precise_batches();
-                plan.batches
-                    .iter()
-                    .map(|batch| {
-                        let texts: Vec<&str> = batch.iter().map(|&c| self.cands[c].text.as_str()).collect();
-                        self.selection(cx, templates::PRECISE, &texts)
-                    })
-                    .collect()
-            }
-            Phase::Branch(hops) => {
-                plan.prefixes = self.prefixes(hops);
-                let texts: Vec<&str> = plan.prefixes.iter().map(|(text, _)| text.as_str()).collect();
-                vec![self.selection(cx, templates::BRANCH, &texts)]
-            }
-            Phase::Summary => {
-                let prompt = cx.render(templates::SUMMARY, &[("question", &q), ("paths", &self.numbered(&self.pool))]);
-                vec![cx.llm("pog_summary", prompt, s.prune_temperature, &shapes::SUMMARY)]
-            }
-            Phase::Sufficiency => {
-                let summary = if self.summary.is_empty() { "(none)".to_string() } else { self.summary.join("\n") };
-                let prompt = cx.render(
-                    templates::SUFFICIENCY,
-                    &[("question", &q), ("paths", &self.numbered(&self.pool)), ("summary", &summary)],
-                );
-                // A structured variant judges by the answer, chosen among what the paths reach.
-                let options = self.reachable_names(cx);
-                let shape = if prompt.shows_shape { judgment(&options) } else { Reply::from(&VERDICT) };
-                vec![cx.llm("pog_sufficiency", prompt, s.reason_temperature, shape)]
-            }
-            Phase::Supplement => {
-                let topics: Vec<String> = cx.beam.roots().map(|r| r.shown().to_string()).collect();
-                let prompt = cx.render(
-                    templates::SUPPLEMENT,
-                    &[("question", &q), ("topics", &topics.join(", ")), ("paths", &self.numbered(&self.selected))],
-                );
-                vec![cx.llm("pog_supplement", prompt, s.prune_temperature, &shapes::SUPPLEMENT)]
-            }
-            Phase::Answer(source) => {
-                let mut all: Vec<usize> = self.selected.clone();
-                for &c in &self.pool {
-                    if !all.contains(&c) {
-                        all.push(c);
-                    }
-                }
-                let template = if source == AnswerSource::KgPaths { templates::ANSWER } else { templates::ANSWER_OWN };
-                let prompt = cx.render(template, &[("question", &q), ("paths", &self.numbered(&all))]);
-                vec![cx.llm(template.name(), prompt, s.reason_temperature, &ANSWER)]
-            }
+            Phase::Fuzzy => self.fuzzy_embeddings(cx),
+            Phase::Precise => self.precise_requests(cx, &mut plan),
+            Phase::Branch(hops) => self.branch_request(cx, hops, &mut plan),
+            Phase::Summary => self.summary_request(cx),
+            Phase::Sufficiency => self.sufficiency_request(cx),
+            Phase::Supplement => self.supplement_request(cx),
+            Phase::Answer(source) => self.answer_request(cx, source),
             Phase::Done => Vec::new(),
         };
         (requests, plan)
@@ -412,6 +342,106 @@ impl Method for PogMachine {
     fn view(&self, cx: &Context) -> MethodView {
         self.method_view(cx)
     }
+}
+
+/// The requests of each phase, one function per phase: what [`Method::next`] dispatches to.
+/// Those whose results are read against a plan fill it in.
+impl PogMachine {
+    /// The relations of each subgraph node the expansion reaches next, one lookup per node.
+    fn relation_lookups(&self, lookup: Lookup, plan: &mut PogPlan) -> Vec<Request> {
+        plan.nodes = self.to_search(lookup);
+        plan.nodes.iter().map(|&n| Request::Relations { entity: self.sg.nodes[n].term.as_str().to_string() }).collect()
+    }
+
+    /// The neighbours along every relation found, one lookup per node and relation.
+    fn neighbour_lookups(&self) -> Vec<Request> {
+        self.found
+            .iter()
+            .flat_map(|(n, rels)| {
+                let entity = self.sg.nodes[*n].term.as_str().to_string();
+                rels.iter().map(move |r| Request::Neighbours { entity: entity.clone(), relation: r.clone() })
+            })
+            .collect()
+    }
+
+    /// Fuzzy selection by embeddings: the indicator and every pooled path in one batch (the
+    /// other pruning tools need no request).
+    fn fuzzy_embeddings(&self, cx: &Context) -> Vec<Request> {
+        if cx.settings.prune == PruneTool::Embedding && !self.pool.is_empty() {
+            let mut texts = vec![self.indicator(cx)];
+            texts.extend(self.pool.iter().map(|&c| self.cands[c].text.clone()));
+            vec![Request::Embed { texts }]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Precise selection: one prompt per batch of pooled candidates.
+    fn precise_requests(&self, cx: &Context, plan: &mut PogPlan) -> Vec<Request> {
+        plan.batches = self.precise_batches();
+        plan.batches
+            .iter()
+            .map(|batch| {
+                let texts: Vec<&str> = batch.iter().map(|&c| self.cands[c].text.as_str()).collect();
+                self.selection(cx, templates::PRECISE, &texts)
+            })
+            .collect()
+    }
+
+    /// Branch-reduced selection: one prompt listing the path prefixes of `hops` hops.
+    fn branch_request(&self, cx: &Context, hops: usize, plan: &mut PogPlan) -> Vec<Request> {
+        plan.prefixes = self.prefixes(hops);
+        let texts: Vec<&str> = plan.prefixes.iter().map(|(text, _)| text.as_str()).collect();
+        vec![self.selection(cx, templates::BRANCH, &texts)]
+    }
+
+    fn summary_request(&self, cx: &Context) -> Vec<Request> {
+        let prompt =
+            cx.render(templates::SUMMARY, &[("question", &cx.question), ("paths", &self.numbered(&self.pool))]);
+        vec![cx.llm("pog_summary", prompt, cx.settings.prune_temperature, &shapes::SUMMARY)]
+    }
+
+    fn sufficiency_request(&self, cx: &Context) -> Vec<Request> {
+        let summary = if self.summary.is_empty() { "(none)".to_string() } else { self.summary.join("\n") };
+        let prompt = cx.render(
+            templates::SUFFICIENCY,
+            &[("question", &cx.question), ("paths", &self.numbered(&self.pool)), ("summary", &summary)],
+        );
+        // A structured variant judges by the answer, chosen among what the paths reach.
+        let options = self.reachable_names(cx);
+        let shape = if prompt.shows_shape { judgment(&options) } else { Reply::from(&VERDICT) };
+        vec![cx.llm("pog_sufficiency", prompt, cx.settings.reason_temperature, shape)]
+    }
+
+    /// The model's guess at entities the answer may pass through, from the selected paths.
+    fn supplement_request(&self, cx: &Context) -> Vec<Request> {
+        let topics: Vec<String> = cx.beam.roots().map(|r| r.shown().to_string()).collect();
+        let prompt = cx.render(
+            templates::SUPPLEMENT,
+            &[("question", &cx.question), ("topics", &topics.join(", ")), ("paths", &self.numbered(&self.selected))],
+        );
+        vec![cx.llm("pog_supplement", prompt, cx.settings.prune_temperature, &shapes::SUPPLEMENT)]
+    }
+
+    /// The answer from the selected paths, then the rest of the pool.
+    fn answer_request(&self, cx: &Context, source: AnswerSource) -> Vec<Request> {
+        let mut all: Vec<usize> = self.selected.clone();
+        for &c in &self.pool {
+            if !all.contains(&c) {
+                all.push(c);
+            }
+        }
+        let template = if source == AnswerSource::KgPaths { templates::ANSWER } else { templates::ANSWER_OWN };
+        let prompt = cx.render(template, &[("question", &cx.question), ("paths", &self.numbered(&all))]);
+        vec![cx.llm(template.name(), prompt, cx.settings.reason_temperature, &ANSWER)]
+    }
+}
+
+/// The question analysis: indicator chain, split questions, predicted depth.
+fn analysis_request(cx: &Context) -> Vec<Request> {
+    let topics: Vec<String> = cx.beam.roots().map(|r| format!("\"{}\"", r.shown())).collect();
+    let prompt = cx.render(templates::ANALYSIS, &[("question", &cx.question), ("topics", &topics.join(", "))]);
+    vec![cx.llm("pog_analysis", prompt, cx.settings.prune_temperature, &shapes::ANALYSIS)]
 }
 
 #[cfg(test)]

@@ -108,90 +108,16 @@ impl Method for TogMachine {
     type Plan = TogPlan;
 
     fn next(&mut self, cx: &mut Context) -> (Vec<Request>, TogPlan) {
-        let s = cx.settings.clone();
-        let q = cx.question.clone();
         let mut plan = TogPlan::default();
         let requests = match self.phase {
             Phase::Topics => self.linker.requests(cx),
-            Phase::RelationSearch => {
-                plan.nodes = self.unsearched_frontier(cx);
-                plan.nodes
-                    .iter()
-                    .map(|&n| Request::Relations {
-                        entity: cx.beam.nodes[n].term().map(|t| t.as_str().to_string()).unwrap_or_default(),
-                    })
-                    .collect()
-            }
-            Phase::RelationPrune => {
-                let groups = self.relation_groups(cx);
-                let requests;
-                (requests, plan.groups) = self.plan_scoring(cx, groups, "relation");
-                requests
-            }
-            Phase::EntitySearch => {
-                let mut requests = Vec::new();
-                for r in self.live_relations(cx) {
-                    let rel = &cx.beam.nodes[r];
-                    let NodeKind::Relation { relation, direction, .. } = &rel.kind else { continue };
-                    let Some(entity) = rel.parent.and_then(|p| cx.beam.nodes[p].term()) else { continue };
-                    plan.nodes.push(r);
-                    requests.push(Request::Neighbours {
-                        entity: entity.as_str().to_string(),
-                        relation: RelationRef { relation: relation.clone(), direction: *direction, label: None },
-                    });
-                }
-                requests
-            }
-            Phase::EntityPrune => {
-                let groups: Vec<Group> = self
-                    .live_relations(cx)
-                    .into_iter()
-                    .map(|r| Group { parent: r, candidates: Self::candidates_under(cx, r), request: None })
-                    .filter(|g| !g.candidates.is_empty())
-                    .collect();
-                if self.chains {
-                    // ToG-R samples entities instead of scoring them: no request.
-                    plan.groups = groups;
-                    return (Vec::new(), plan);
-                }
-                let requests;
-                (requests, plan.groups) = self.plan_scoring(cx, groups, "entity");
-                requests
-            }
-            Phase::Reasoning => {
-                // This machine runs ToG and ToG-R only (the baselines have their own).
-                let prompt = if self.chains {
-                    cx.render(templates::REASONING_TOG_R, &[("question", &q), ("chains", &self.chains_text(cx))])
-                } else {
-                    cx.render(templates::REASONING, &[("question", &q), ("triples", &self.triples_text(cx))])
-                };
-                // A structured variant judges by the answer, chosen among what the paths reach.
-                let options = self.reachable_names(cx);
-                let shape = if prompt.shows_shape { judgment(&options) } else { Reply::from(&VERDICT) };
-                let mut requests = vec![cx.llm("reasoning", prompt, s.reason_temperature, shape)];
-                if self.pending_verdict {
-                    // The next hop's relation scoring rides along; its plan indexes the requests
-                    // after the reasoning call.
-                    let groups = self.relation_groups(cx);
-                    let scoring;
-                    (scoring, plan.groups) = self.plan_scoring(cx, groups, "relation");
-                    requests.extend(scoring);
-                }
-                requests
-            }
-            Phase::Answer(AnswerSource::OwnKnowledge) => {
-                let prompt = cx.render_text(super::templates::ANSWER_OWN_KNOWLEDGE, &[("question", &q)]);
-                vec![cx.llm("answer_own_knowledge", prompt, s.reason_temperature, &REASONED_ANSWER)]
-            }
-            Phase::Answer(_) => {
-                let prompt =
-                    cx.render_text(templates::ANSWER, &[("question", &q), ("triples", &self.triples_text(cx))]);
-                // The papers' prompt reasons before its braced answer: under structured replies
-                // it is asked as free text, its answer extracted only if it cannot be read.
-                // Reason, then format; as an answer alone in a session saved before.
-                let shape = if cx.reasons_then_formats() { &REASONED_ANSWER } else { &ANSWER };
-                vec![cx.llm("answer", prompt, s.reason_temperature, shape)]
-            }
+            Phase::RelationSearch => self.relation_lookups(cx, &mut plan),
+            Phase::RelationPrune => self.relation_scoring(cx, &mut plan),
+            Phase::EntitySearch => self.entity_lookups(cx, &mut plan),
+            Phase::EntityPrune => self.entity_scoring(cx, &mut plan),
+            Phase::Reasoning => self.reasoning_requests(cx, &mut plan),
+            Phase::Answer(AnswerSource::OwnKnowledge) => own_knowledge_request(cx),
+            Phase::Answer(_) => self.answer_request(cx),
             Phase::Done => Vec::new(),
         };
         (requests, plan)
@@ -282,6 +208,106 @@ impl Method for TogMachine {
     fn apply(&mut self, cx: &mut Context, o: &Override) -> Result<String, EngineError> {
         self.apply_override(cx, o)
     }
+}
+
+/// The requests of each phase, one function per phase: what [`Method::next`] dispatches to.
+/// Each fills in the plan its results are read against.
+impl TogMachine {
+    /// The relations of every frontier entity not searched yet, one lookup per entity.
+    fn relation_lookups(&self, cx: &Context, plan: &mut TogPlan) -> Vec<Request> {
+        plan.nodes = self.unsearched_frontier(cx);
+        plan.nodes
+            .iter()
+            .map(|&n| Request::Relations {
+                entity: cx.beam.nodes[n].term().map(|t| t.as_str().to_string()).unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    /// The scoring of the relations found under the frontier entities.
+    fn relation_scoring(&self, cx: &Context, plan: &mut TogPlan) -> Vec<Request> {
+        let groups = self.relation_groups(cx);
+        let requests;
+        (requests, plan.groups) = self.plan_scoring(cx, groups, "relation");
+        requests
+    }
+
+    /// The entities along every live relation, one lookup per relation.
+    fn entity_lookups(&self, cx: &Context, plan: &mut TogPlan) -> Vec<Request> {
+        let mut requests = Vec::new();
+        for r in self.live_relations(cx) {
+            let rel = &cx.beam.nodes[r];
+            let NodeKind::Relation { relation, direction, .. } = &rel.kind else { continue };
+            let Some(entity) = rel.parent.and_then(|p| cx.beam.nodes[p].term()) else { continue };
+            plan.nodes.push(r);
+            requests.push(Request::Neighbours {
+                entity: entity.as_str().to_string(),
+                relation: RelationRef { relation: relation.clone(), direction: *direction, label: None },
+            });
+        }
+        requests
+    }
+
+    /// The scoring of the entities found under each live relation; ToG-R samples them
+    /// instead, with no request.
+    fn entity_scoring(&self, cx: &Context, plan: &mut TogPlan) -> Vec<Request> {
+        let groups: Vec<Group> = self
+            .live_relations(cx)
+            .into_iter()
+            .map(|r| Group { parent: r, candidates: Self::candidates_under(cx, r), request: None })
+            .filter(|g| !g.candidates.is_empty())
+            .collect();
+        if self.chains {
+            // ToG-R samples entities instead of scoring them: no request.
+            plan.groups = groups;
+            return Vec::new();
+        }
+        let requests;
+        (requests, plan.groups) = self.plan_scoring(cx, groups, "entity");
+        requests
+    }
+
+    /// The sufficiency check on the paths so far, with the next hop's relation scoring
+    /// riding along while the verdict is speculated on.
+    fn reasoning_requests(&self, cx: &Context, plan: &mut TogPlan) -> Vec<Request> {
+        let q = &cx.question;
+        // This machine runs ToG and ToG-R only (the baselines have their own).
+        let prompt = if self.chains {
+            cx.render(templates::REASONING_TOG_R, &[("question", q), ("chains", &self.chains_text(cx))])
+        } else {
+            cx.render(templates::REASONING, &[("question", q), ("triples", &self.triples_text(cx))])
+        };
+        // A structured variant judges by the answer, chosen among what the paths reach.
+        let options = self.reachable_names(cx);
+        let shape = if prompt.shows_shape { judgment(&options) } else { Reply::from(&VERDICT) };
+        let mut requests = vec![cx.llm("reasoning", prompt, cx.settings.reason_temperature, shape)];
+        if self.pending_verdict {
+            // The next hop's relation scoring rides along; its plan indexes the requests
+            // after the reasoning call.
+            let groups = self.relation_groups(cx);
+            let scoring;
+            (scoring, plan.groups) = self.plan_scoring(cx, groups, "relation");
+            requests.extend(scoring);
+        }
+        requests
+    }
+
+    /// The answer from the kept paths' triples.
+    fn answer_request(&self, cx: &Context) -> Vec<Request> {
+        let prompt =
+            cx.render_text(templates::ANSWER, &[("question", &cx.question), ("triples", &self.triples_text(cx))]);
+        // The papers' prompt reasons before its braced answer: under structured replies
+        // it is asked as free text, its answer extracted only if it cannot be read.
+        // Reason, then format; as an answer alone in a session saved before.
+        let shape = if cx.reasons_then_formats() { &REASONED_ANSWER } else { &ANSWER };
+        vec![cx.llm("answer", prompt, cx.settings.reason_temperature, shape)]
+    }
+}
+
+/// The answer from the model's own knowledge, when no path is left to answer from.
+fn own_knowledge_request(cx: &Context) -> Vec<Request> {
+    let prompt = cx.render_text(super::templates::ANSWER_OWN_KNOWLEDGE, &[("question", &cx.question)]);
+    vec![cx.llm("answer_own_knowledge", prompt, cx.settings.reason_temperature, &REASONED_ANSWER)]
 }
 
 #[cfg(test)]

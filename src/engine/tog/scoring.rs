@@ -17,89 +17,12 @@ impl TogMachine {
     /// relations) according to the pruning tool: the requests, and the groups marked with the
     /// request that scores each.
     pub(super) fn plan_scoring(&self, cx: &Context, mut groups: Vec<Group>, what: &str) -> (Vec<Request>, Vec<Group>) {
-        let s = &cx.settings;
-        let q = &cx.question;
-        let mut requests = Vec::new();
-        // A relation is always judged, even alone: it may not bear on the question at all. An
-        // entity alone under a kept relation takes the relation's score, as in the reference.
-        let needs_call = |g: &Group| match what {
-            "relation" => !g.candidates.is_empty(),
-            _ => g.candidates.len() >= 2 && g.candidates.iter().any(|&c| cx.beam.nodes[c].is_named()),
+        let requests = match cx.settings.prune {
+            PruneTool::Bm25 => Vec::new(),
+            PruneTool::Embedding => embedding_request(cx, &mut groups),
+            PruneTool::Llm if cx.settings.unified => unified_request(cx, &mut groups, what),
+            PruneTool::Llm => group_requests(cx, &mut groups, what),
         };
-        match s.prune {
-            PruneTool::Bm25 => {}
-            PruneTool::Embedding => {
-                let mut texts = vec![q.clone()];
-                for g in &groups {
-                    texts.extend(candidate_names(cx, g));
-                }
-                if texts.len() > 1 {
-                    requests.push(Request::Embed { texts });
-                    groups.iter_mut().for_each(|g| g.request = Some(0));
-                }
-            }
-            PruneTool::Llm if s.unified => {
-                let (mut blocks, mut k) = (Vec::new(), 0);
-                let mut listed: Vec<(String, Vec<String>)> = Vec::new();
-                for g in groups.iter_mut().filter(|g| needs_call(g)) {
-                    k += 1;
-                    let names = candidate_names(cx, g);
-                    let parent = offered_name(&cx.beam.nodes[g.parent]);
-                    listed.push((parent.clone(), names.clone()));
-                    blocks.push(if what == "relation" {
-                        format!("Topic Entity: {parent}\nRelations: {}", names.join("; "))
-                    } else {
-                        format!("Group {k}: Relation: {parent}; Entities: {}", names.join("; "))
-                    });
-                    g.request = Some(0);
-                }
-                if !blocks.is_empty() {
-                    let (template, slot, step) = if what == "relation" {
-                        (templates::RELATION_PRUNE_UNIFIED, "entities", "relation_prune_unified")
-                    } else {
-                        (templates::ENTITY_PRUNE_UNIFIED, "groups", "entity_prune_unified")
-                    };
-                    let width = s.width.to_string();
-                    let prompt = cx.render(template, &[("question", q), ("width", &width), (slot, &blocks.join("\n"))]);
-                    let name_lists: Vec<Vec<String>> = listed.iter().map(|(_, names)| names.clone()).collect();
-                    let shape = if what == "relation" {
-                        shapes::unified_relations(&listed, s.width)
-                    } else {
-                        shapes::entity_groups(&name_lists)
-                    };
-                    requests.push(cx.llm(step, prompt, s.prune_temperature, shape));
-                }
-            }
-            PruneTool::Llm => {
-                for g in groups.iter_mut().filter(|g| needs_call(g)) {
-                    let names = candidate_names(cx, g);
-                    let parent = offered_name(&cx.beam.nodes[g.parent]);
-                    let prompt = if what == "relation" {
-                        cx.render(
-                            templates::RELATION_PRUNE,
-                            &[
-                                ("width", &s.width.to_string()),
-                                ("question", q),
-                                ("topic_entity", &parent),
-                                ("relations", &names.join("; ")),
-                            ],
-                        )
-                    } else {
-                        cx.render(
-                            templates::ENTITY_PRUNE,
-                            &[("question", q), ("relation", &parent), ("entities", &names.join("; "))],
-                        )
-                    };
-                    let shape = if what == "relation" {
-                        shapes::relations(&names, s.width)
-                    } else {
-                        shapes::entity_scores(&names)
-                    };
-                    g.request = Some(requests.len());
-                    requests.push(cx.llm(&format!("{what}_prune"), prompt, s.prune_temperature, shape));
-                }
-            }
-        }
         (requests, groups)
     }
 
@@ -114,116 +37,103 @@ impl TogMachine {
         ev: &mut Event,
         what: &str,
     ) -> Result<usize, EngineError> {
-        let s = cx.settings.clone();
         let step = ev.index;
-        let mut kept_total = 0;
+        let mut batch = Batch { plan, requests, responses, what, unified: None, embeddings: None };
         // Unified replies and embeddings are shared by all groups: parse them once.
-        let unified: Option<Vec<Ranked>> = if s.prune == PruneTool::Llm && s.unified {
-            match plan.iter().find_map(|g| g.request) {
-                Some(r) => {
-                    let c = completion(responses, r)?;
-                    let (per_group, fell_back) = self.parse_unified(cx, plan, &c.text, what, ev);
-                    ev.calls.push(record(&requests[r], c, summarise_groups(cx, plan, &per_group)));
-                    if fell_back {
-                        unreadable(ev);
-                    }
-                    Some(per_group)
-                }
-                None => None,
-            }
-        } else {
-            None
-        };
-        let embeddings: Option<Vec<Vec<f32>>> = match (s.prune, responses.first()) {
-            (PruneTool::Embedding, Some(Response::Embeddings { vectors })) => {
-                ev.lookups.push(LookupRecord {
-                    what: format!("embeddings of {} texts", vectors.len()),
-                    results: vectors.len(),
-                });
-                Some(vectors.clone())
-            }
-            (PruneTool::Embedding, other) if plan.iter().any(|g| g.request.is_some()) => {
-                return Err(wrong(0, "embeddings", other));
-            }
-            _ => None,
-        };
+        batch.unified = self.unified_scores(cx, &batch, ev)?;
+        batch.embeddings = embeddings(cx, &batch, ev)?;
+        let mut kept_total = 0;
         let mut offset = 1; // position of a group's first candidate in the embedding batch
         for (gi, group) in plan.iter().enumerate() {
             let names = candidate_names(cx, group);
-            let keep = if what == "relation" { s.width } else { names.len() };
-            // (candidate position, score), best first.
-            let scored: Vec<(usize, f64)> = if group.candidates.len() == 1 && group.request.is_none() {
-                vec![(0, 1.0)]
-            } else if what == "entity" && !group.candidates.iter().any(|&c| cx.beam.nodes[c].is_named()) {
-                let share = 1.0 / names.len() as f64;
-                (0..names.len()).map(|i| (i, share)).collect()
-            } else {
-                match s.prune {
-                    PruneTool::Bm25 => top_by(bm25_tokens(&bm25_query(cx, group, what), &names), keep, ev, &names),
-                    PruneTool::Embedding => {
-                        let vectors = embeddings.as_deref().unwrap_or_default();
-                        let q = vectors.first().map(Vec::as_slice).unwrap_or_default();
-                        let sims = (0..names.len())
-                            .map(|i| vectors.get(offset + i).map(|v| cosine(q, v).max(0.0)).unwrap_or(0.0))
-                            .collect();
-                        top_by(sims, keep, ev, &names)
-                    }
-                    PruneTool::Llm if s.unified => {
-                        unified.as_ref().and_then(|per| per.get(gi).cloned()).unwrap_or_default()
-                    }
-                    PruneTool::Llm => {
-                        let r = group.request.unwrap_or(0);
-                        let c = completion(responses, r)?;
-                        let query = bm25_query(cx, group, what);
-                        let (parsed, fell_back) = self.parse_group(&c.text, &names, keep, what, ev, &query);
-                        let shown = parsed
-                            .iter()
-                            .map(|(i, sc)| format!("{}={sc:.2}", names[*i]))
-                            .collect::<Vec<_>>()
-                            .join("; ");
-                        ev.calls.push(record(&requests[r], c, shown));
-                        if fell_back {
-                            unreadable(ev);
-                        }
-                        parsed
-                    }
-                }
-            };
+            let scored = self.group_scores(cx, &batch, gi, offset, &names, ev)?;
             offset += names.len();
-            for (pos, &node) in group.candidates.iter().enumerate() {
-                match scored.iter().find(|(i, _)| *i == pos) {
-                    Some(&(_, score)) => {
-                        cx.beam.score(node, score, step);
-                        if what == "relation" {
-                            if score > 0.0 {
-                                cx.beam.set_status(node, Status::Kept, None, step);
-                                kept_total += 1;
-                            } else {
-                                cx.beam.set_status(node, Status::PrunedByScore, Some("scored 0"), step);
-                            }
-                        }
-                        // Entities are kept or cut by the global width selection afterwards.
-                    }
-                    None => {
-                        cx.beam.score(node, 0.0, step);
-                        let reason = if what == "relation" { "not among the top choices" } else { "scored 0" };
-                        cx.beam.set_status(node, Status::PrunedByScore, Some(reason), step);
-                    }
-                }
-                let n = &cx.beam.nodes[node];
-                ev.decisions.push(Decision {
-                    node,
-                    shown: n.shown().into(),
-                    score: n.score,
-                    path_score: n.path_score,
-                    status: n.status,
-                });
-            }
+            kept_total += set_scores(cx, group, &scored, what, step, ev);
         }
         if what == "relation" {
             kept_total += self.keep_one_under_user_keeps(cx, plan, ev);
         }
         Ok(kept_total)
+    }
+
+    /// The unified reply, read once for all the groups: its scores per group (None when the
+    /// scoring is not unified, or no group was asked about).
+    fn unified_scores(
+        &self,
+        cx: &Context,
+        batch: &Batch<'_>,
+        ev: &mut Event,
+    ) -> Result<Option<Vec<Ranked>>, EngineError> {
+        if cx.settings.prune != PruneTool::Llm || !cx.settings.unified {
+            return Ok(None);
+        }
+        let Some(r) = batch.plan.iter().find_map(|g| g.request) else { return Ok(None) };
+        let c = completion(batch.responses, r)?;
+        let (per_group, fell_back) = self.parse_unified(cx, batch.plan, &c.text, batch.what, ev);
+        ev.calls.push(record(&batch.requests[r], c, summarise_groups(cx, batch.plan, &per_group)));
+        if fell_back {
+            unreadable(ev);
+        }
+        Ok(Some(per_group))
+    }
+
+    /// One group's (candidate position, score) pairs, best first. A lone candidate nobody
+    /// was asked about scores 1; entities none of which is named share equally.
+    fn group_scores(
+        &self,
+        cx: &Context,
+        batch: &Batch<'_>,
+        gi: usize,
+        offset: usize,
+        names: &[String],
+        ev: &mut Event,
+    ) -> Result<Ranked, EngineError> {
+        let (s, group, what) = (&cx.settings, &batch.plan[gi], batch.what);
+        let keep = if what == "relation" { s.width } else { names.len() };
+        if group.candidates.len() == 1 && group.request.is_none() {
+            return Ok(vec![(0, 1.0)]);
+        }
+        if what == "entity" && !group.candidates.iter().any(|&c| cx.beam.nodes[c].is_named()) {
+            let share = 1.0 / names.len() as f64;
+            return Ok((0..names.len()).map(|i| (i, share)).collect());
+        }
+        Ok(match s.prune {
+            PruneTool::Bm25 => top_by(bm25_tokens(&bm25_query(cx, group, what), names), keep, ev, names),
+            PruneTool::Embedding => {
+                let vectors = batch.embeddings.as_deref().unwrap_or_default();
+                let q = vectors.first().map(Vec::as_slice).unwrap_or_default();
+                let sims = (0..names.len())
+                    .map(|i| vectors.get(offset + i).map(|v| cosine(q, v).max(0.0)).unwrap_or(0.0))
+                    .collect();
+                top_by(sims, keep, ev, names)
+            }
+            PruneTool::Llm if s.unified => {
+                batch.unified.as_ref().and_then(|per| per.get(gi).cloned()).unwrap_or_default()
+            }
+            PruneTool::Llm => self.group_reply_scores(cx, batch, group, names, keep, ev)?,
+        })
+    }
+
+    /// Reads the reply to `group`'s own prompt, recording the call.
+    fn group_reply_scores(
+        &self,
+        cx: &Context,
+        batch: &Batch<'_>,
+        group: &Group,
+        names: &[String],
+        keep: usize,
+        ev: &mut Event,
+    ) -> Result<Ranked, EngineError> {
+        let r = group.request.unwrap_or(0);
+        let c = completion(batch.responses, r)?;
+        let query = bm25_query(cx, group, batch.what);
+        let (parsed, fell_back) = self.parse_group(&c.text, names, keep, batch.what, ev, &query);
+        let shown = parsed.iter().map(|(i, sc)| format!("{}={sc:.2}", names[*i])).collect::<Vec<_>>().join("; ");
+        ev.calls.push(record(&batch.requests[r], c, shown));
+        if fell_back {
+            unreadable(ev);
+        }
+        Ok(parsed)
     }
 
     /// Parses one group's reply; an unusable reply falls back to BM25 (said in the notes).
@@ -308,6 +218,168 @@ impl TogMachine {
         }
         (out, fell_back)
     }
+}
+
+/// A scoring batch as it came back, and what its groups share of it.
+struct Batch<'a> {
+    plan: &'a [Group],
+    requests: &'a [Request],
+    responses: &'a [Response],
+    /// "relation" or "entity": what the groups' candidates are.
+    what: &'a str,
+    /// The unified reply's scores per group, read once for all the groups.
+    unified: Option<Vec<Ranked>>,
+    /// The embedding batch: the question first, then every group's candidates in turn.
+    embeddings: Option<Vec<Vec<f32>>>,
+}
+
+/// The embedding batch's vectors, when the pruning tool is embeddings (recorded as a
+/// lookup); None when not, or when nothing was asked.
+fn embeddings(cx: &Context, batch: &Batch<'_>, ev: &mut Event) -> Result<Option<Vec<Vec<f32>>>, EngineError> {
+    match (cx.settings.prune, batch.responses.first()) {
+        (PruneTool::Embedding, Some(Response::Embeddings { vectors })) => {
+            ev.lookups
+                .push(LookupRecord { what: format!("embeddings of {} texts", vectors.len()), results: vectors.len() });
+            Ok(Some(vectors.clone()))
+        }
+        (PruneTool::Embedding, other) if batch.plan.iter().any(|g| g.request.is_some()) => {
+            Err(wrong(0, "embeddings", other))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Sets the scores of `group`'s candidates and, for relations, their statuses; each is
+/// recorded as a decision. Returns how many were kept.
+fn set_scores(
+    cx: &mut Context,
+    group: &Group,
+    scored: &[(usize, f64)],
+    what: &str,
+    step: usize,
+    ev: &mut Event,
+) -> usize {
+    let mut kept = 0;
+    for (pos, &node) in group.candidates.iter().enumerate() {
+        match scored.iter().find(|(i, _)| *i == pos) {
+            Some(&(_, score)) => {
+                cx.beam.score(node, score, step);
+                if what == "relation" {
+                    if score > 0.0 {
+                        cx.beam.set_status(node, Status::Kept, None, step);
+                        kept += 1;
+                    } else {
+                        cx.beam.set_status(node, Status::PrunedByScore, Some("scored 0"), step);
+                    }
+                }
+                // Entities are kept or cut by the global width selection afterwards.
+            }
+            None => {
+                cx.beam.score(node, 0.0, step);
+                let reason = if what == "relation" { "not among the top choices" } else { "scored 0" };
+                cx.beam.set_status(node, Status::PrunedByScore, Some(reason), step);
+            }
+        }
+        let n = &cx.beam.nodes[node];
+        ev.decisions.push(Decision {
+            node,
+            shown: n.shown().into(),
+            score: n.score,
+            path_score: n.path_score,
+            status: n.status,
+        });
+    }
+    kept
+}
+
+/// Whether a group is scored by a call. A relation is always judged, even alone: it may not
+/// bear on the question at all. An entity alone under a kept relation takes the relation's
+/// score, as in the reference.
+fn needs_call(cx: &Context, g: &Group, what: &str) -> bool {
+    match what {
+        "relation" => !g.candidates.is_empty(),
+        _ => g.candidates.len() >= 2 && g.candidates.iter().any(|&c| cx.beam.nodes[c].is_named()),
+    }
+}
+
+/// One embedding batch for all the groups: the question first, then every group's
+/// candidates in turn (none when there is no candidate).
+fn embedding_request(cx: &Context, groups: &mut [Group]) -> Vec<Request> {
+    let mut texts = vec![cx.question.clone()];
+    for g in groups.iter() {
+        texts.extend(candidate_names(cx, g));
+    }
+    if texts.len() <= 1 {
+        return Vec::new();
+    }
+    groups.iter_mut().for_each(|g| g.request = Some(0));
+    vec![Request::Embed { texts }]
+}
+
+/// One prompt scoring every group that needs a call (none when no group does).
+fn unified_request(cx: &Context, groups: &mut [Group], what: &str) -> Vec<Request> {
+    let s = &cx.settings;
+    let (mut blocks, mut k) = (Vec::new(), 0);
+    let mut listed: Vec<(String, Vec<String>)> = Vec::new();
+    for g in groups.iter_mut().filter(|g| needs_call(cx, g, what)) {
+        k += 1;
+        let names = candidate_names(cx, g);
+        let parent = offered_name(&cx.beam.nodes[g.parent]);
+        listed.push((parent.clone(), names.clone()));
+        blocks.push(if what == "relation" {
+            format!("Topic Entity: {parent}\nRelations: {}", names.join("; "))
+        } else {
+            format!("Group {k}: Relation: {parent}; Entities: {}", names.join("; "))
+        });
+        g.request = Some(0);
+    }
+    if blocks.is_empty() {
+        return Vec::new();
+    }
+    let (template, slot, step) = if what == "relation" {
+        (templates::RELATION_PRUNE_UNIFIED, "entities", "relation_prune_unified")
+    } else {
+        (templates::ENTITY_PRUNE_UNIFIED, "groups", "entity_prune_unified")
+    };
+    let width = s.width.to_string();
+    let prompt = cx.render(template, &[("question", &cx.question), ("width", &width), (slot, &blocks.join("\n"))]);
+    let name_lists: Vec<Vec<String>> = listed.iter().map(|(_, names)| names.clone()).collect();
+    let shape = if what == "relation" {
+        shapes::unified_relations(&listed, s.width)
+    } else {
+        shapes::entity_groups(&name_lists)
+    };
+    vec![cx.llm(step, prompt, s.prune_temperature, shape)]
+}
+
+/// One prompt per group that needs a call, each group marked with its request.
+fn group_requests(cx: &Context, groups: &mut [Group], what: &str) -> Vec<Request> {
+    let (s, q) = (&cx.settings, &cx.question);
+    let mut requests = Vec::new();
+    for g in groups.iter_mut().filter(|g| needs_call(cx, g, what)) {
+        let names = candidate_names(cx, g);
+        let parent = offered_name(&cx.beam.nodes[g.parent]);
+        let prompt = if what == "relation" {
+            cx.render(
+                templates::RELATION_PRUNE,
+                &[
+                    ("width", &s.width.to_string()),
+                    ("question", q),
+                    ("topic_entity", &parent),
+                    ("relations", &names.join("; ")),
+                ],
+            )
+        } else {
+            cx.render(
+                templates::ENTITY_PRUNE,
+                &[("question", q), ("relation", &parent), ("entities", &names.join("; "))],
+            )
+        };
+        let shape = if what == "relation" { shapes::relations(&names, s.width) } else { shapes::entity_scores(&names) };
+        g.request = Some(requests.len());
+        requests.push(cx.llm(&format!("{what}_prune"), prompt, s.prune_temperature, shape));
+    }
+    requests
 }
 
 /// How a relation node is named to the model: its shown name, `name (incoming)` when it is
