@@ -2,13 +2,18 @@
 
 use super::AskArgs;
 use crate::config::Config;
-use crate::engine::{AnswerSource, Run, Settings, Topics};
+use crate::driver::{Driver, DriverError};
+use crate::engine::{Answer, AnswerSource, Run, Settings, Topics};
+use crate::kg::KnowledgeGraph;
+use crate::kg::load::LoadReport;
+use crate::llm::LanguageModel;
 use crate::safe_text::{OneLine, one_line};
 use crate::session::{Player, Session};
 use crate::workspace;
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 use std::io::Write;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -36,14 +41,53 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         Some(path) => Some(resumed(path, run.question(), &llm.describe(), args.save_session.as_deref())?),
         None => None,
     };
+    let (outcome, interrupted) = drive(&driver, &mut run, &mut earlier, &mut session).await;
+    // Saved whatever happened: the steps that were answered are kept.
+    let saved = save_session(args.save_session.as_deref(), session.as_mut(), &run, config);
+    if interrupted {
+        return say_interrupted(args.save_session.as_deref(), saved, &run);
+    }
+    if let Err(e) = outcome {
+        let e = anyhow::Error::from(e).context("the question could not be answered");
+        // Both failures are said, on the one error line.
+        return Err(match saved {
+            Err(unsaved) => anyhow::anyhow!("{e:#} (and {unsaved:#})"),
+            Ok(()) => e,
+        });
+    }
+    let wall_ms = started.elapsed().as_millis() as u64;
+    let generated = generated_corrections(&run, &args, config);
+    let source = run.answer_source(|id| generated.contains(&id));
+    let answered = Answered {
+        run: &run,
+        kg: kg.as_ref(),
+        llm: llm.as_ref(),
+        report: &report,
+        corrections,
+        source: source.as_deref(),
+        wall_ms,
+    };
+    answered.print(args.json)?;
+    // Reported after the answer, so a failed save does not hide it.
+    saved?;
+    Ok(if run.answer().is_some_and(|a| !a.answers.is_empty()) { 0 } else { 3 })
+}
+
+/// Steps `run` to its end (`Ok`), its first error, or Ctrl-C (then `true`), showing on stderr
+/// how far it is. Ctrl-C stops between steps' I/O: what was answered is kept, not lost.
+async fn drive(
+    driver: &Driver,
+    run: &mut Run,
+    earlier: &mut Option<Player>,
+    session: &mut Option<Session>,
+) -> (Result<(), DriverError>, bool) {
     let working = Working::start();
-    // Ctrl-C stops between steps' I/O: what was answered is kept (and saved), not lost.
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
     let mut interrupted = false;
     let outcome = loop {
         let step = tokio::select! {
-            step = driver.step_with(&mut run, earlier.as_mut(), session.as_mut()) => step,
+            step = driver.step_with(run, earlier.as_mut(), session.as_mut()) => step,
             _ = &mut interrupt => {
                 interrupted = true;
                 break Ok(());
@@ -61,10 +105,15 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
         }
     };
     working.done();
-    // Saved whatever happened: the steps that were answered are kept.
-    let saved = match (&args.save_session, &mut session) {
+    (outcome, interrupted)
+}
+
+/// With --save-session: the session, with `run` as far as it went, saved to `path` (and noted
+/// for `fix impact`).
+fn save_session(path: Option<&Path>, session: Option<&mut Session>, run: &Run, config: &Config) -> Result<()> {
+    match (path, session) {
         (Some(path), Some(session)) => {
-            session.sync(&run);
+            session.sync(run);
             session.saved_at = crate::overlay::now();
             let saved = session.save(path).context("the session could not be saved");
             if saved.is_ok() {
@@ -73,75 +122,87 @@ pub async fn ask(args: AskArgs, config: &Config) -> Result<i32> {
             saved
         }
         _ => Ok(()),
+    }
+}
+
+/// Ctrl-C before the answer: said on stderr, with where the answered steps were saved (or why
+/// they could not be); exit status 130.
+fn say_interrupted(path: Option<&Path>, saved: Result<()>, run: &Run) -> Result<i32> {
+    let kept = match (path, saved) {
+        (Some(path), Ok(())) => format!(
+            "; the {} step(s) answered are saved in {} (ask again with --resume {} to go on from them)",
+            run.trace().len(),
+            path.display(),
+            path.display()
+        ),
+        (Some(_), Err(e)) => format!(" ({e:#})"),
+        (None, _) => String::new(),
     };
-    if interrupted {
-        let kept = match (&args.save_session, saved) {
-            (Some(path), Ok(())) => format!(
-                "; the {} step(s) answered are saved in {} (ask again with --resume {} to go on from them)",
-                run.trace().len(),
-                path.display(),
-                path.display()
-            ),
-            (Some(_), Err(e)) => format!(" ({e:#})"),
-            (None, _) => String::new(),
-        };
-        let mut err = crate::printable::Printable::new(std::io::stderr().lock());
-        writeln!(err, "interrupted before the answer{kept}")?;
-        return Ok(130);
+    let mut err = crate::printable::Printable::new(std::io::stderr().lock());
+    writeln!(err, "interrupted before the answer{kept}")?;
+    Ok(130)
+}
+
+/// The corrections the answer rests on that store an LLM-generated triple someone accepted.
+fn generated_corrections(run: &Run, args: &AskArgs, config: &Config) -> Vec<u64> {
+    if run.answer_corrections().is_empty() || args.no_overlay {
+        return Vec::new();
     }
-    if let Err(e) = outcome {
-        let e = anyhow::Error::from(e).context("the question could not be answered");
-        // Both failures are said, on the one error line.
-        return Err(match saved {
-            Err(unsaved) => anyhow::anyhow!("{e:#} (and {unsaved:#})"),
-            Ok(()) => e,
-        });
-    }
-    let wall_ms = started.elapsed().as_millis() as u64;
-    // The corrections the answer rests on that store an LLM-generated triple someone accepted.
-    let generated = if run.answer_corrections().is_empty() || args.no_overlay {
-        Vec::new()
-    } else {
-        // The answer is paid for: a store that cannot be read now costs only this detail.
-        match workspace::corrections_for(config, &workspace::KgScope::of(&s.selection(), config)) {
-            Ok(list) => list.into_iter().filter(crate::overlay::Correction::is_llm_generated).map(|c| c.id).collect(),
-            Err(e) => {
-                tracing::warn!("cannot read the corrections to say which the answer rests on: {e:#}");
-                Vec::new()
-            }
+    // The answer is paid for: a store that cannot be read now costs only this detail.
+    match workspace::corrections_for(config, &workspace::KgScope::of(&args.setup.selection(), config)) {
+        Ok(list) => list.into_iter().filter(crate::overlay::Correction::is_llm_generated).map(|c| c.id).collect(),
+        Err(e) => {
+            tracing::warn!("cannot read the corrections to say which the answer rests on: {e:#}");
+            Vec::new()
         }
-    };
-    let source = run.answer_source(|id| generated.contains(&id));
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        let report = JsonReport {
-            question: run.question(),
-            settings: run.settings(),
-            kg: kg.name(),
-            kg_load: &report,
-            corrections,
-            llm: llm.describe(),
-            system_prompt: run.system_message(),
-            answer: run.answer(),
-            answer_source: source.as_deref(),
-            answer_corrections: run.answer_corrections(),
-            costs: run.costs(),
-            network: kg.network(),
-            wall_ms,
-            trace: run.trace(),
-            beam: run.beam(),
-            generated: run.generated(),
-        };
-        // An io::Error, so a closed pipe is recognised as one (main.rs).
-        crate::safe_text::json::to_writer_pretty(&mut out, &report).map_err(std::io::Error::from)?;
-        writeln!(out)?;
-    } else {
-        let mut out = crate::printable::Printable::new(&mut out);
-        print_human(&mut out, &run, source.as_deref(), &report, corrections, kg.network(), wall_ms)?;
     }
-    // Reported after the answer, so a failed save does not hide it.
-    saved?;
-    Ok(if run.answer().is_some_and(|a| !a.answers.is_empty()) { 0 } else { 3 })
+}
+
+/// A finished run and what it is reported with, as JSON or for people.
+struct Answered<'a> {
+    run: &'a Run,
+    kg: &'a dyn KnowledgeGraph,
+    llm: &'a dyn LanguageModel,
+    report: &'a LoadReport,
+    corrections: usize,
+    /// Where the answer comes from, in words.
+    source: Option<&'a str>,
+    wall_ms: u64,
+}
+
+impl Answered<'_> {
+    /// On stdout: the whole run as JSON with `json`, else the answer and what it cost.
+    fn print(&self, json: bool) -> Result<()> {
+        let (run, kg) = (self.run, self.kg);
+        let mut out = std::io::stdout().lock();
+        if json {
+            let report = JsonReport {
+                question: run.question(),
+                settings: run.settings(),
+                kg: kg.name(),
+                kg_load: self.report,
+                corrections: self.corrections,
+                llm: self.llm.describe(),
+                system_prompt: run.system_message(),
+                answer: run.answer(),
+                answer_source: self.source,
+                answer_corrections: run.answer_corrections(),
+                costs: run.costs(),
+                network: kg.network(),
+                wall_ms: self.wall_ms,
+                trace: run.trace(),
+                beam: run.beam(),
+                generated: run.generated(),
+            };
+            // An io::Error, so a closed pipe is recognised as one (main.rs).
+            crate::safe_text::json::to_writer_pretty(&mut out, &report).map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        } else {
+            let mut out = crate::printable::Printable::new(&mut out);
+            print_human(&mut out, run, self.source, self.report, self.corrections, kg.network(), self.wall_ms)?;
+        }
+        Ok(())
+    }
 }
 
 /// What `ask` shows while it works, on stderr when that is a terminal (a local model can take
@@ -244,7 +305,7 @@ fn print_human(
     out: &mut impl Write,
     run: &Run,
     source: Option<&str>,
-    report: &crate::kg::load::LoadReport,
+    report: &LoadReport,
     corrections: usize,
     network: crate::kg::NetworkStats,
     wall_ms: u64,
@@ -254,6 +315,25 @@ fn print_human(
         writeln!(out, "Skipped {} malformed KG line(s), e.g. {}", report.skipped, examples.join("; "))?;
     }
     let Some(answer) = run.answer() else { return Ok(()) };
+    write_answer(out, run, answer)?;
+    writeln!(out, "Source: {}", one_line(&source.map_or_else(|| answer.source_words(), str::to_string)))?;
+    // The reason a structured judgment gave with its answer: a small model's reason may name
+    // another thing than its answer, which the user should see beside it.
+    if let Some(reason) = answer.reply.lines().find_map(|l| l.strip_prefix("reason: ")).filter(|r| !r.trim().is_empty())
+    {
+        writeln!(out, "The model's reason: {}", OneLine(reason.trim()))?;
+    }
+    write_endpoint_notes(out, run)?;
+    write_method_report(out, run)?;
+    write_paths(out, run, answer)?;
+    write_generated(out, run)?;
+    write_costs(out, run, corrections, network)?;
+    writeln!(out, "Time: {:.2} s", wall_ms as f64 / 1000.0)?;
+    Ok(())
+}
+
+/// The answer line, or why there is none: the model gave none, or its reply could not be read.
+fn write_answer(out: &mut impl Write, run: &Run, answer: &Answer) -> Result<()> {
     // The step that answered (the run's last): whether its reply was read, or could not be
     // (prose where an answer in the asked-for form was expected: a small model's frequent reply).
     let unread = run.trace().last().is_some_and(|e| e.calls.iter().any(|c| c.fell_back));
@@ -268,15 +348,12 @@ fn print_human(
         let answers: Vec<_> = answer.answers.iter().map(|a| one_line(a)).collect();
         writeln!(out, "Answer: {}", answers.join(" | "))?;
     }
-    writeln!(out, "Source: {}", one_line(&source.map_or_else(|| answer.source_words(), str::to_string)))?;
-    // The reason a structured judgment gave with its answer: a small model's reason may name
-    // another thing than its answer, which the user should see beside it.
-    if let Some(reason) = answer.reply.lines().find_map(|l| l.strip_prefix("reason: ")).filter(|r| !r.trim().is_empty())
-    {
-        writeln!(out, "The model's reason: {}", OneLine(reason.trim()))?;
-    }
-    // How the endpoint had to be asked (said once per endpoint, in the trace): worth knowing
-    // beside the answer when replies are not what they were asked for.
+    Ok(())
+}
+
+/// How the endpoint had to be asked (said once per endpoint, in the trace): worth knowing
+/// beside the answer when replies are not what they were asked for.
+fn write_endpoint_notes(out: &mut impl Write, run: &Run) -> Result<()> {
     let mut endpoint: Vec<&str> = Vec::new();
     for note in run.trace().iter().flat_map(|e| &e.notes).filter(|n| crate::llm::is_endpoint_note(n)) {
         if !endpoint.contains(&note.as_str()) {
@@ -286,7 +363,11 @@ fn print_human(
     for note in endpoint {
         writeln!(out, "Endpoint: {}", OneLine(note))?;
     }
-    // What the method reports of the whole run (PoG: its analysis and stages), as the UI shows it.
+    Ok(())
+}
+
+/// What the method reports of the whole run (PoG: its analysis and stages), as the UI shows it.
+fn write_method_report(out: &mut impl Write, run: &Run) -> Result<()> {
     let report = run.view().report;
     if !report.is_empty() {
         writeln!(out, "{}:", run.settings().method.label())?;
@@ -294,8 +375,12 @@ fn print_human(
             writeln!(out, "  {}{}", line.label, OneLine(&line.text))?;
         }
     }
-    // The paths that name the answer support it; the others were only in front of the model
-    // (listed after them). An own-knowledge answer rests on none.
+    Ok(())
+}
+
+/// The answer's first five paths. Those that name the answer support it; the others were only
+/// in front of the model (listed after them). An own-knowledge answer rests on none.
+fn write_paths(out: &mut impl Write, run: &Run, answer: &Answer) -> Result<()> {
     let others = run.other_paths_from();
     let heading = match answer.source {
         AnswerSource::OwnKnowledge => "Paths explored (the answer does not rest on them)",
@@ -304,33 +389,39 @@ fn print_human(
     };
     // Best path score first, unless the method orders its paths otherwise (then it says how).
     let order = run.path_order().map(|o| format!(", {o}")).unwrap_or_default();
-    if !answer.paths.is_empty() {
-        writeln!(out, "{heading}{order}:")?;
-        let merged = answer.paths.iter().position(|p| run.beam().merged_into(p.leaf).is_some());
-        for (i, p) in answer.paths.iter().take(5).enumerate() {
-            if merged == Some(i) {
-                writeln!(out, "  {}:", crate::engine::MERGED_ROUTES)?;
-            }
-            if others == Some(i) && i > 0 {
-                writeln!(out, "  {}:", crate::engine::OTHER_PATHS)?;
-            }
-            // A hop the LLM wrote (GoG's Generate) is no triple of the KG: the path says so.
-            let beam = run.beam();
-            let generated = beam
-                .path(p.leaf)
-                .iter()
-                .any(|&n| matches!(beam.nodes[n].provenance, crate::engine::beam::Provenance::Generated { .. }));
-            let mark = if generated { "  [through an LLM-generated triple]" } else { "" };
-            // As the beam holds it, arrows for every method (PoG's own text is the papers' brace
-            // format, kept for its prompts and the trace).
-            // A method that orders its paths otherwise does not score them: no score shown.
-            let score = if run.path_order().is_some() { String::new() } else { format!("[{:.3}] ", p.score) };
-            writeln!(out, "  {}. {score}{}{mark}", i + 1, OneLine(&beam.path_text(p.leaf)))?;
-        }
-        if answer.paths.len() > 5 {
-            writeln!(out, "  … and {} more", answer.paths.len() - 5)?;
-        }
+    if answer.paths.is_empty() {
+        return Ok(());
     }
+    writeln!(out, "{heading}{order}:")?;
+    let merged = answer.paths.iter().position(|p| run.beam().merged_into(p.leaf).is_some());
+    for (i, p) in answer.paths.iter().take(5).enumerate() {
+        if merged == Some(i) {
+            writeln!(out, "  {}:", crate::engine::MERGED_ROUTES)?;
+        }
+        if others == Some(i) && i > 0 {
+            writeln!(out, "  {}:", crate::engine::OTHER_PATHS)?;
+        }
+        // A hop the LLM wrote (GoG's Generate) is no triple of the KG: the path says so.
+        let beam = run.beam();
+        let generated = beam
+            .path(p.leaf)
+            .iter()
+            .any(|&n| matches!(beam.nodes[n].provenance, crate::engine::beam::Provenance::Generated { .. }));
+        let mark = if generated { "  [through an LLM-generated triple]" } else { "" };
+        // As the beam holds it, arrows for every method (PoG's own text is the papers' brace
+        // format, kept for its prompts and the trace).
+        // A method that orders its paths otherwise does not score them: no score shown.
+        let score = if run.path_order().is_some() { String::new() } else { format!("[{:.3}] ", p.score) };
+        writeln!(out, "  {}. {score}{}{mark}", i + 1, OneLine(&beam.path_text(p.leaf)))?;
+    }
+    if answer.paths.len() > 5 {
+        writeln!(out, "  … and {} more", answer.paths.len() - 5)?;
+    }
+    Ok(())
+}
+
+/// GoG: the triples the model generated, and whether verification kept each.
+fn write_generated(out: &mut impl Write, run: &Run) -> Result<()> {
     if !run.generated().is_empty() {
         writeln!(out, "Generated by the LLM (not in the KG):")?;
         for g in run.generated() {
@@ -338,6 +429,12 @@ fn print_human(
             writeln!(out, "  [gen] {}, {}, {} ({verdict})", OneLine(&g.head), OneLine(&g.relation), OneLine(&g.tail))?;
         }
     }
+    Ok(())
+}
+
+/// What the run cost (LLM calls and tokens, KG lookups and queries) and the corrections in
+/// effect on what it read.
+fn write_costs(out: &mut impl Write, run: &Run, corrections: usize, network: crate::kg::NetworkStats) -> Result<()> {
     let c = run.costs();
     let saved =
         if c.llm_calls_saved > 0 { format!(", {} repeated call(s) saved", c.llm_calls_saved) } else { String::new() };
@@ -362,6 +459,5 @@ fn print_human(
             "Corrections in effect: {corrections} (see `ongraph fix list`; --no-overlay to ask without them)"
         )?;
     }
-    writeln!(out, "Time: {:.2} s", wall_ms as f64 / 1000.0)?;
     Ok(())
 }

@@ -24,6 +24,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod progress;
+
+use progress::Progress;
+
 const RECORDS: &str = crate::eval::record::FILE_NAME;
 const META: &str = "run.json";
 
@@ -220,104 +224,23 @@ fn is_simulation(llm: &str) -> bool {
 }
 
 async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
-    let earlier = match &args.from {
-        Some(dir) => Some(read_meta(&dir.join(META))?),
-        None => None,
-    };
-    let (dataset, format) = dataset_of(&args, earlier.as_ref())?;
-    let mut setup = args.setup.clone();
-    if format == Format::Pathquestion && setup.kg.is_none() {
-        let kb = pathquestion::kb_for(&dataset).with_context(|| {
-            format!("no PathQuestion KB beside {} (e.g. 2H-kb.txt): give it with --kg", dataset.display())
-        })?;
-        setup.kg = Some(kb.display().to_string());
-    }
-    // The earlier run's settings, as it was asked: its records are compared with these.
-    let settings = match &earlier {
-        Some(meta) => meta.settings.clone(),
-        None => super::settings(&setup, config)?,
-    };
-    let (base, report) = workspace::open_kg(&setup.selection(), config)?;
-    if report.skipped > 0 {
-        // --lenient: say what the KG lost, as `ask` does.
-        // The examples are the file's own text: through Printable, so no escape reaches the terminal.
-        let mut err = crate::printable::Printable::new(std::io::stderr().lock());
-        let examples: Vec<_> = report.skipped_examples.iter().map(|e| crate::safe_text::one_line(e)).collect();
-        writeln!(err, "Skipped {} malformed KG line(s), e.g. {}", report.skipped, examples.join("; "))?;
-    }
-    let ids = topic_ids(args.topic_ids, base.as_ref());
-    let items = crate::dataset::load(&dataset, format, ids)?;
-    let chosen = choose(&args, items.len(), &dataset, settings.seed)?;
-    // With --with-corrections each question sees the corrections as they are when it starts
-    // (another process may change them during a long run).
-    if args.with_corrections {
-        super::sync_and_say(&setup.selection(), config).await?;
-    }
-    // After the sync: the teammates' corrections it pulls choose questions too.
-    let chosen = match (&args.from, &earlier) {
-        (Some(from), Some(meta)) => {
-            super::affected::check_same_kg(from, &meta.kg, meta.kg_file.as_deref(), &setup, config, base.as_ref())?;
-            super::affected::affected(from, &setup, config, base.as_ref()).await?
-        }
-        _ => chosen,
-    };
-    let live = Arc::new(workspace::LiveOverlay::open(base, config, &setup.selection(), args.with_corrections)?);
+    let (plan, base) = plan(&args, config).await?;
+    let live = Arc::new(workspace::LiveOverlay::open(base, config, &plan.setup.selection(), args.with_corrections)?);
     let (kg, corrections, seen_now) = {
         let seen = live.current();
         let now = live.corrections_seen(&seen);
         (seen.kg, seen.active, now)
     };
-    let llm_name = setup.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
-    let simulation = is_simulation(&llm_name);
-    let prompts_dir = setup.prompts.clone().or_else(|| config.defaults.prompts.clone());
     // `_server` stays alive for the run: with --latency the model is reached through it.
-    let (llm, llm_description, _server) = open_model(&llm_name, &items, &dataset, &setup, config, args.latency).await?;
-    let meta = RunMeta {
-        dataset: std::fs::canonicalize(&dataset).unwrap_or(dataset.clone()).display().to_string(),
-        format,
-        kg: kg.name().to_string(),
-        kg_file: workspace::KgScope::of(&setup.selection(), config).canonical_file(),
-        prompts: prompts_dir
-            .as_deref()
-            .map(|d| std::fs::canonicalize(d).unwrap_or(d.to_path_buf()).display().to_string()),
-        topic_ids: Some(match ids {
-            TopicIds::Wikidata => "wikidata".into(),
-            TopicIds::Freebase => "freebase".into(),
-        }),
-        llm: llm_description,
-        simulation,
-        corrections,
-        with_corrections: Some(args.with_corrections),
-        settings: settings.clone(),
-        selected: chosen.len(),
-        split: args.split,
-    };
-    let corrected = args.from.as_ref().map(|from| PathBuf::from(format!("{}-corrected", from.display())));
-    let out = args.out.clone().or(corrected).unwrap_or_else(|| {
-        let stem = dataset.file_stem().and_then(|s| s.to_str()).unwrap_or("dataset");
-        let llm = llm_name.replace(['/', ':', '\\'], "-");
-        PathBuf::from("eval-runs").join(format!("{stem}.{}.{llm}", settings.method.label().to_lowercase()))
-    });
+    let (llm, llm_description, _server) =
+        open_model(&plan.llm_name, &plan.items, &plan.dataset, &plan.setup, config, args.latency).await?;
+    let meta = RunMeta::of(&plan, &args, config, kg.name(), corrections, llm_description);
+    let out = out_dir(&args, &plan);
     prepare_dir(&out, &meta, args.resume)?;
-    let (mut writer, done) = RecordWriter::open(&out.join(RECORDS))?;
-    // A question that failed (the server died, a timeout) is asked again on resume.
-    let (done, retried) = writer.drop_failed(done)?;
-    if retried > 0 {
-        writeln!(std::io::stderr(), "asking again the {retried} question(s) that failed in the run being resumed")?;
-    }
-    let done_at: std::collections::HashSet<usize> = done.iter().map(|r| r.index).collect();
-    check_same_questions(&done, &items, &out, &dataset)?;
-    let todo: Vec<(usize, &Item)> = chosen.iter().filter(|i| !done_at.contains(i)).map(|&i| (i, &items[i])).collect();
-    let at_once = setup.concurrency.unwrap_or(config.defaults.concurrency).max(1);
-    let prompts = Arc::new(crate::engine::Registry::program().prompts(prompts_dir.as_deref())?);
-    // All questions' calls share one limit: the larger of the questions at once and the
-    // config's requests in flight.
-    let llm = Arc::new(CallLimit::new(llm, at_once.max(config.defaults.concurrency)));
-    let evaluator = Evaluator::new(kg.clone(), llm, prompts, settings)
-        .with_embedder(workspace::open_embedder(config)?)
-        .with_request_concurrency(config.defaults.concurrency);
+    let Records { mut writer, kept: mut records, todo } = open_records(&out, &plan)?;
+    let at_once = plan.setup.concurrency.unwrap_or(config.defaults.concurrency).max(1);
+    let evaluator = evaluator(&plan, config, kg.clone(), llm, at_once)?;
     let evaluator = if args.with_corrections { evaluator.with_kg_source(live) } else { evaluator };
-    let mut records: Vec<Record> = done.into_iter().filter(|r| chosen.binary_search(&r.index).is_ok()).collect();
     if let Some(note) = corrections_changed(&records, seen_now.as_ref()) {
         writeln!(std::io::stderr(), "{note}")?;
     }
@@ -343,7 +266,165 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
     }
     records.sort_by_key(|r| r.index);
     let this_run = ThisRun { ran, at_once, elapsed_s: started.elapsed().as_secs_f64(), network: kg.network() };
-    write_summary(&out, &meta, &records, chosen.len(), &this_run, args.json)?;
+    write_summary(&out, &meta, &records, plan.chosen.len(), &this_run, args.json)?;
+    exit_status(finished, &records, &plan.items)
+}
+
+/// What an `eval` run asks, and with what, as its arguments (and the earlier run of --from)
+/// say; read before anything is asked.
+struct Plan {
+    dataset: PathBuf,
+    format: Format,
+    /// The setup given, with the PathQuestion KB beside the dataset when no --kg was.
+    setup: SetupArgs,
+    settings: Settings,
+    ids: TopicIds,
+    items: Vec<Item>,
+    /// The questions asked, by index (with --affected-only, those the corrections touch).
+    chosen: Vec<usize>,
+    llm_name: String,
+    prompts_dir: Option<PathBuf>,
+}
+
+/// The run's plan, and the KG as published (without corrections). With --with-corrections the
+/// shared set is synced first; with --affected-only the questions are those the corrections
+/// touch.
+async fn plan(args: &EvalArgs, config: &Config) -> Result<(Plan, Arc<dyn crate::kg::KnowledgeGraph>)> {
+    let earlier = match &args.from {
+        Some(dir) => Some(read_meta(&dir.join(META))?),
+        None => None,
+    };
+    let (dataset, format) = dataset_of(args, earlier.as_ref())?;
+    let mut setup = args.setup.clone();
+    if format == Format::Pathquestion && setup.kg.is_none() {
+        let kb = pathquestion::kb_for(&dataset).with_context(|| {
+            format!("no PathQuestion KB beside {} (e.g. 2H-kb.txt): give it with --kg", dataset.display())
+        })?;
+        setup.kg = Some(kb.display().to_string());
+    }
+    // The earlier run's settings, as it was asked: its records are compared with these.
+    let settings = match &earlier {
+        Some(meta) => meta.settings.clone(),
+        None => super::settings(&setup, config)?,
+    };
+    let (base, report) = workspace::open_kg(&setup.selection(), config)?;
+    say_skipped(&report)?;
+    let ids = topic_ids(args.topic_ids, base.as_ref());
+    let items = crate::dataset::load(&dataset, format, ids)?;
+    let chosen = choose(args, items.len(), &dataset, settings.seed)?;
+    // With --with-corrections each question sees the corrections as they are when it starts
+    // (another process may change them during a long run).
+    if args.with_corrections {
+        super::sync_and_say(&setup.selection(), config).await?;
+    }
+    // After the sync: the teammates' corrections it pulls choose questions too.
+    let chosen = match (&args.from, &earlier) {
+        (Some(from), Some(meta)) => {
+            super::affected::check_same_kg(from, &meta.kg, meta.kg_file.as_deref(), &setup, config, base.as_ref())?;
+            super::affected::affected(from, &setup, config, base.as_ref()).await?
+        }
+        _ => chosen,
+    };
+    let llm_name = setup.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
+    let prompts_dir = setup.prompts.clone().or_else(|| config.defaults.prompts.clone());
+    Ok((Plan { dataset, format, setup, settings, ids, items, chosen, llm_name, prompts_dir }, base))
+}
+
+/// --lenient: what the KG lost, said as `ask` does. The examples are the file's own text:
+/// through Printable, so no escape reaches the terminal.
+fn say_skipped(report: &crate::kg::load::LoadReport) -> Result<()> {
+    if report.skipped > 0 {
+        let mut err = crate::printable::Printable::new(std::io::stderr().lock());
+        let examples: Vec<_> = report.skipped_examples.iter().map(|e| crate::safe_text::one_line(e)).collect();
+        writeln!(err, "Skipped {} malformed KG line(s), e.g. {}", report.skipped, examples.join("; "))?;
+    }
+    Ok(())
+}
+
+impl RunMeta {
+    /// What this run is made with: `plan`, over the KG `kg` under `corrections` active
+    /// corrections, asking the model `llm`.
+    fn of(plan: &Plan, args: &EvalArgs, config: &Config, kg: &str, corrections: usize, llm: String) -> Self {
+        let dataset = &plan.dataset;
+        RunMeta {
+            dataset: std::fs::canonicalize(dataset).unwrap_or(dataset.clone()).display().to_string(),
+            format: plan.format,
+            kg: kg.to_string(),
+            kg_file: workspace::KgScope::of(&plan.setup.selection(), config).canonical_file(),
+            prompts: plan
+                .prompts_dir
+                .as_deref()
+                .map(|d| std::fs::canonicalize(d).unwrap_or(d.to_path_buf()).display().to_string()),
+            topic_ids: Some(match plan.ids {
+                TopicIds::Wikidata => "wikidata".into(),
+                TopicIds::Freebase => "freebase".into(),
+            }),
+            llm,
+            simulation: is_simulation(&plan.llm_name),
+            corrections,
+            with_corrections: Some(args.with_corrections),
+            settings: plan.settings.clone(),
+            selected: plan.chosen.len(),
+            split: args.split,
+        }
+    }
+}
+
+/// Where the run goes: --out, else beside --from's run (DIR-corrected), else
+/// eval-runs/DATASET.METHOD.LLM.
+fn out_dir(args: &EvalArgs, plan: &Plan) -> PathBuf {
+    let corrected = args.from.as_ref().map(|from| PathBuf::from(format!("{}-corrected", from.display())));
+    args.out.clone().or(corrected).unwrap_or_else(|| {
+        let stem = plan.dataset.file_stem().and_then(|s| s.to_str()).unwrap_or("dataset");
+        let llm = plan.llm_name.replace(['/', ':', '\\'], "-");
+        PathBuf::from("eval-runs").join(format!("{stem}.{}.{llm}", plan.settings.method.label().to_lowercase()))
+    })
+}
+
+/// The records in `out`, opened to append to. A question that failed (the server died, a
+/// timeout) is asked again on resume.
+struct Records<'a> {
+    writer: RecordWriter,
+    /// The records kept of the questions chosen.
+    kept: Vec<Record>,
+    /// The chosen questions still to ask, with their dataset index.
+    todo: Vec<(usize, &'a Item)>,
+}
+
+/// Opens the records in `out` (see [`Records`]), checked to be of this dataset's questions.
+fn open_records<'a>(out: &Path, plan: &'a Plan) -> Result<Records<'a>> {
+    let (mut writer, done) = RecordWriter::open(&out.join(RECORDS))?;
+    let (done, retried) = writer.drop_failed(done)?;
+    if retried > 0 {
+        writeln!(std::io::stderr(), "asking again the {retried} question(s) that failed in the run being resumed")?;
+    }
+    let done_at: std::collections::HashSet<usize> = done.iter().map(|r| r.index).collect();
+    check_same_questions(&done, &plan.items, out, &plan.dataset)?;
+    let todo: Vec<(usize, &Item)> =
+        plan.chosen.iter().filter(|i| !done_at.contains(i)).map(|&i| (i, &plan.items[i])).collect();
+    let kept = done.into_iter().filter(|r| plan.chosen.binary_search(&r.index).is_ok()).collect();
+    Ok(Records { writer, kept, todo })
+}
+
+/// The evaluator over `kg`, `at_once` questions at a time: all questions' calls share one
+/// limit, the larger of the questions at once and the config's requests in flight.
+fn evaluator(
+    plan: &Plan,
+    config: &Config,
+    kg: Arc<dyn crate::kg::KnowledgeGraph>,
+    llm: Arc<dyn LanguageModel>,
+    at_once: usize,
+) -> Result<Evaluator> {
+    let prompts = Arc::new(crate::engine::Registry::program().prompts(plan.prompts_dir.as_deref())?);
+    let llm = Arc::new(CallLimit::new(llm, at_once.max(config.defaults.concurrency)));
+    Ok(Evaluator::new(kg, llm, prompts, plan.settings.clone())
+        .with_embedder(workspace::open_embedder(config)?)
+        .with_request_concurrency(config.defaults.concurrency))
+}
+
+/// The exit status of a run that ended as `finished`: 0 when every question was asked, else
+/// what stopped it said on stderr (130 for Ctrl-C, 1 when the model's endpoint went away).
+fn exit_status(finished: Finished, records: &[Record], items: &[Item]) -> Result<i32> {
     Ok(match finished {
         Finished::All => 0,
         Finished::Interrupted => {
@@ -597,67 +678,6 @@ fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
     // Written first, so an interrupted run can be resumed and summarised.
     std::fs::write(out.join(META), crate::safe_text::json::to_string_pretty(meta)?).context("cannot write run.json")?;
     Ok(())
-}
-
-/// The progress bar: running accuracy and cost over the questions recorded so far (this run's
-/// and a resumed run's); hidden when stdout is not a terminal.
-struct Progress {
-    bar: indicatif::ProgressBar,
-    n: u64,
-    hits: u64,
-    lenient: u64,
-    calls: u64,
-    tokens: u64,
-    wall_ms: u64,
-}
-
-impl Progress {
-    fn new(todo: usize, visible: bool, done: &[Record]) -> Self {
-        let bar = if visible {
-            indicatif::ProgressBar::with_draw_target(Some(todo as u64), indicatif::ProgressDrawTarget::stdout())
-        } else {
-            indicatif::ProgressBar::hidden()
-        };
-        if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:20} {pos}/{len} {elapsed}<{eta} {msg}") {
-            bar.set_style(style);
-        }
-        // Drawn at once and kept moving: a question on a real model takes seconds to minutes,
-        // and a blank terminal until the first one ends looks like a hang.
-        if visible && todo > 0 {
-            bar.set_message(if done.is_empty() { "asking the first question…" } else { "resuming…" });
-            bar.enable_steady_tick(std::time::Duration::from_millis(500));
-        }
-        let mut progress = Self { bar, n: 0, hits: 0, lenient: 0, calls: 0, tokens: 0, wall_ms: 0 };
-        done.iter().for_each(|r| progress.count(r));
-        progress
-    }
-
-    fn count(&mut self, r: &Record) {
-        self.n += 1;
-        self.hits += u64::from(r.score.hit);
-        self.lenient += u64::from(r.score.lenient);
-        self.calls += r.llm_calls;
-        self.tokens += r.tokens();
-        self.wall_ms += r.wall_ms;
-    }
-
-    fn update(&mut self, r: &Record) {
-        self.count(r);
-        let n = self.n as f64;
-        self.bar.set_message(format!(
-            "Hits@1 {:.1}% (lenient {:.1}%) · {:.1} calls · {:.0} tok · {:.2} s/q",
-            100.0 * self.hits as f64 / n,
-            100.0 * self.lenient as f64 / n,
-            self.calls as f64 / n,
-            self.tokens as f64 / n,
-            self.wall_ms as f64 / n / 1000.0
-        ));
-        self.bar.inc(1);
-    }
-
-    fn finish(&self) {
-        self.bar.finish_and_clear();
-    }
 }
 
 #[cfg(test)]

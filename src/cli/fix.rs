@@ -6,7 +6,7 @@ use crate::kg::{KnowledgeGraph, RelationRef, Term};
 use crate::overlay::export::{ExportFormat, Vocabulary, export};
 use crate::overlay::store::CorrectionStore;
 use crate::overlay::team::Team;
-use crate::overlay::team_state::{Sharing, states, verdict};
+use crate::overlay::team_state::{Sharing, State, states, verdict};
 use crate::overlay::{Correction, CorrectionContext, Draft, Op, OverlayKg, check_relabel, default_author, validate_id};
 use crate::safe_text::OneLine;
 use crate::workspace::{
@@ -165,15 +165,6 @@ async fn holds(kg: &dyn KnowledgeGraph, s: &str, r: &str, o: &Term) -> Result<bo
 pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
     let scope = KgScope::of(&args.setup.selection(), config);
     let author = default_author(config.defaults.author.as_deref());
-    let draft = |op: Op, why: &Why| Draft {
-        op,
-        reason: why.reason.trim().to_string(),
-        // Typed by a user: whatever the reason says, not an LLM-generated triple.
-        generated: false,
-        author: author.clone(),
-        context: why.question.clone().map(|q| CorrectionContext { question: Some(q), ..Default::default() }),
-        origin: None,
-    };
     if let FixAction::Export { format, salvage: true, .. } = &args.action {
         return salvage(&args.setup, config, &scope, format.unwrap_or(ExportFormat::Jsonl));
     }
@@ -185,165 +176,17 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         _ => None,
     };
     let mut out = std::io::stdout().lock();
+    let cx = Fixing { setup: &args.setup, config, scope: &scope, team: team.as_ref() };
     let made = match &args.action {
-        FixAction::Retract { subject, relation, object, why }
-        | FixAction::Assert { subject, relation, object, why } => {
-            let (s, r, o) = triple(subject, relation, object)?;
-            if why.reason.trim().is_empty() {
-                bail!("--reason must say why the fact is wrong");
-            }
-            let kg = current_view(&args.setup, config, &scope)?;
-            let retract = matches!(args.action, FixAction::Retract { .. });
-            let present = holds(kg.as_ref(), &s, &r, &o).await?;
-            if retract && !present {
-                bail!("{} does not hold {s} {r} {o}: nothing to retract", kg.name());
-            }
-            if !retract && present {
-                bail!("{} already holds {s} {r} {o}: nothing to assert", kg.name());
-            }
-            let op = if retract {
-                Op::Retract { subject: s, relation: r, object: o }
-            } else {
-                Op::Assert { subject: s, relation: r, object: o }
-            };
-            Some(draft(op, why))
-        }
-        FixAction::Replace { subject, relation, old, new, label, why } => {
-            let (s, r, old) = triple(subject, relation, old)?;
-            let new = object_term(new)?;
-            if why.reason.trim().is_empty() {
-                bail!("--reason must say why the fact is wrong");
-            }
-            if old == new {
-                bail!("the new object is the old one ({old}): nothing to replace");
-            }
-            let label = match label.as_deref().map(str::trim) {
-                None => None,
-                Some("") => bail!("--label must not be empty"),
-                Some(_) if !new.is_entity() => bail!("--label names a new entity: {new} is a literal"),
-                Some(l) => Some(l.to_string()),
-            };
-            let kg = current_view(&args.setup, config, &scope)?;
-            if !holds(kg.as_ref(), &s, &r, &old).await? {
-                bail!("{} does not hold {s} {r} {old}: nothing to replace", kg.name());
-            }
-            if holds(kg.as_ref(), &s, &r, &new).await? {
-                bail!("{} already holds {s} {r} {new}: retract the wrong object instead (fix retract)", kg.name());
-            }
-            Some(draft(Op::Replace { subject: s, relation: r, old, new, label }, why))
-        }
-        FixAction::Relabel { entity, label, why } => {
-            validate_id("entity", entity).map_err(anyhow::Error::msg)?;
-            if label.trim().is_empty() || why.reason.trim().is_empty() {
-                bail!("the new label and --reason must not be empty");
-            }
-            let kg = current_view(&args.setup, config, &scope)?;
-            let current = kg.label(entity).await?;
-            if current.is_none() && kg.relations(entity).await?.is_empty() {
-                bail!("{} has no entity {entity}", kg.name());
-            }
-            check_relabel(entity, current.as_deref(), label).map_err(anyhow::Error::msg)?;
-            Some(draft(Op::Relabel { entity: entity.clone(), label: label.trim().to_string() }, why))
-        }
+        // Its own report: nothing is stored or synced after it.
         FixAction::Impact(impact) => {
             return super::impact::impact(&mut out, impact, &args.setup.selection(), config, &scope).await;
         }
-        FixAction::List { json } => {
-            let list = workspace::corrections_for(config, &scope)?;
-            list_corrections(&mut out, &list, *json, &scope.key, team.as_ref(), config)?;
-            None
-        }
-        FixAction::Undo { id } => {
-            let (c, owner) = change_correction(config, &scope, &args.setup.selection(), *id, &Change::Undo)?;
-            writeln!(out, "correction {} undone{}: {}", c.id, owner.note(), OneLine(&c.op.describe()))?;
-            None
-        }
-        FixAction::Supersede { id, reason } => {
-            let supersede = Change::Supersede(reason.clone());
-            let (c, owner) = change_correction(config, &scope, &args.setup.selection(), *id, &supersede)?;
-            writeln!(out, "correction {} superseded{}: {}", c.id, owner.note(), OneLine(&c.op.describe()))?;
-            None
-        }
-        FixAction::Sync { full } => {
-            let Some(team) = &team else {
-                bail!("no shared set: configure [shared.NAME] and [defaults] shared = \"NAME\", or pass --shared NAME");
-            };
-            let synced = sync_team(team, config, *full).await?;
-            let rejected = if synced.rejected > 0 { format!(", {} rejected", synced.rejected) } else { String::new() };
-            // A pull that was not made is not "0 new": the error line after says why.
-            let pulled = match synced.pulled {
-                Some(n) => format!("pulled {n} new record(s)"),
-                None => "not pulled".to_string(),
-            };
-            writeln!(out, "pushed {} record(s) to {}{rejected}, {pulled}", synced.pushed, synced.team)?;
-            for remark in &synced.remarks {
-                writeln!(out, "{remark}")?;
-            }
-            if let Some(note) = synced.note() {
-                bail!("{note}");
-            }
-            return Ok(0);
-        }
-        FixAction::Review { verdict: None } => {
-            let list = workspace::corrections_for(config, &scope)?;
-            list_unreviewed(&mut out, &list, &scope.key, config)?;
-            None
-        }
-        FixAction::Review { verdict: Some(verdict) } => {
-            let (id, approve, reason) = match verdict {
-                ReviewAction::Approve { id, reason } => (*id, true, reason),
-                ReviewAction::Reject { id, reason } => (*id, false, reason),
-            };
-            let review = Change::Review { approve, reason: reason.clone() };
-            let (c, owner) = change_correction(config, &scope, &args.setup.selection(), id, &review)?;
-            let verdict = if approve { "approved" } else { "rejected" };
-            writeln!(
-                out,
-                "correction {} by {} {verdict}{}: {}",
-                c.id,
-                OneLine(&c.author),
-                owner.note(),
-                OneLine(&c.op.describe())
-            )?;
-            None
-        }
-        FixAction::Export { format, approved: true, .. } => {
-            let set = team.as_ref().map(|t| t.graph().to_string());
-            let mut list = workspace::corrections_for(config, &scope)?;
-            list.retain(|c| {
-                c.team
-                    .as_ref()
-                    .is_some_and(|t| set.as_deref().is_none_or(|s| s == t.set) && verdict(t).is_some_and(|r| r.approve))
-            });
-            let (kg, _) = open_kg(&args.setup.selection(), config)?;
-            write!(out, "{}", export(&list, format.unwrap_or(default_format(&scope)), &Vocabulary::of(kg.as_ref())))?;
-            None
-        }
-        FixAction::Export { format, approved: false, .. } => {
-            // Never a teammate's correction that waits for approval.
-            let list = workspace::applicable_corrections(config, &scope)?;
-            let (kg, _) = open_kg(&args.setup.selection(), config)?;
-            write!(out, "{}", export(&list, format.unwrap_or(default_format(&scope)), &Vocabulary::of(kg.as_ref())))?;
-            None
-        }
-        FixAction::Import { file } => {
-            import(&mut out, file, config, &scope)?;
-            None
-        }
+        action => cx.act(&mut out, action, &author).await?,
     };
     let made_any = made.is_some();
     if let Some(draft) = made {
-        let stored = store_drafts(config, &scope, team.as_ref().map(Team::graph), vec![draft])?;
-        let Some(c) = stored.into_iter().next() else { bail!("the correction was not stored") };
-        writeln!(out, "correction {}: {}", c.id, OneLine(&c.op.describe()))?;
-        if c.author == crate::overlay::NO_AUTHOR {
-            let file = config.file.clone().or_else(Config::default_path).unwrap_or_else(|| "config.toml".into());
-            writeln!(
-                std::io::stderr(),
-                "note: stored without an author's name ($USER is not set): add author = \"NAME\" under [defaults] in {}",
-                file.display()
-            )?;
-        }
+        cx.store(&mut out, draft)?;
     }
     // Sent at once when it can be; said when it cannot (it is stored all the same).
     let changed = made_any
@@ -358,16 +201,265 @@ pub async fn fix(args: FixArgs, config: &Config) -> Result<i32> {
         _ => before,
     };
     lines.extend(last.and_then(|s| s.note()));
+    say_on_stderr(&lines)?;
+    Ok(0)
+}
+
+/// A correction the user typed: `op`, for the reason (and question) `why`.
+fn draft(op: Op, why: &Why, author: &str) -> Draft {
+    Draft {
+        op,
+        reason: why.reason.trim().to_string(),
+        // Typed by a user: whatever the reason says, not an LLM-generated triple.
+        generated: false,
+        author: author.to_string(),
+        context: why.question.clone().map(|q| CorrectionContext { question: Some(q), ..Default::default() }),
+        origin: None,
+    }
+}
+
+/// What the sync around a change said, on stderr (so `fix list --json` and `fix export` stay
+/// what they say they are): one line per thing said, each line's own text shown on one line.
+fn say_on_stderr(lines: &[String]) -> Result<()> {
     if !lines.is_empty() {
         let note = lines.join("\n");
-        // On stderr, so `fix list --json` and `fix export` stay what they say they are.
         let mut err = crate::printable::Printable::new(std::io::stderr().lock());
-        // One line per thing said; each line's own text shown on one line.
         for line in note.lines() {
             writeln!(err, "{}", OneLine(line))?;
         }
     }
-    Ok(0)
+    Ok(())
+}
+
+/// What every `fix` subcommand works with: the KG and store chosen, and the shared set in use.
+struct Fixing<'a> {
+    setup: &'a SetupArgs,
+    config: &'a Config,
+    scope: &'a KgScope,
+    team: Option<&'a Team>,
+}
+
+impl Fixing<'_> {
+    /// Does what `action` says; the correction it makes (for `fix` to store), if it makes one.
+    /// `fix impact` is `fix`'s own: it ends `fix`.
+    async fn act(&self, out: &mut impl Write, action: &FixAction, author: &str) -> Result<Option<Draft>> {
+        let made = |op: Op, why: &Why| Some(draft(op, why, author));
+        Ok(match action {
+            FixAction::Retract { subject, relation, object, why }
+            | FixAction::Assert { subject, relation, object, why } => {
+                let retract = matches!(action, FixAction::Retract { .. });
+                made(self.retract_or_assert(retract, subject, relation, object, why).await?, why)
+            }
+            FixAction::Replace { subject, relation, old, new, label, why } => {
+                made(self.replace(subject, relation, old, new, label.as_deref(), why).await?, why)
+            }
+            FixAction::Relabel { entity, label, why } => made(self.relabel(entity, label, why).await?, why),
+            // Run by `fix` itself, which it ends: never here.
+            FixAction::Impact(_) => None,
+            FixAction::List { json } => {
+                let list = workspace::corrections_for(self.config, self.scope)?;
+                list_corrections(out, &list, *json, &self.scope.key, self.team, self.config)?;
+                None
+            }
+            FixAction::Undo { id } => {
+                self.change(out, *id, &Change::Undo, "undone")?;
+                None
+            }
+            FixAction::Supersede { id, reason } => {
+                self.change(out, *id, &Change::Supersede(reason.clone()), "superseded")?;
+                None
+            }
+            // Nothing stored, and no sync after: it says what it did itself.
+            FixAction::Sync { full } => {
+                self.sync(out, *full).await?;
+                None
+            }
+            FixAction::Review { verdict: None } => {
+                let list = workspace::corrections_for(self.config, self.scope)?;
+                list_unreviewed(out, &list, &self.scope.key, self.config)?;
+                None
+            }
+            FixAction::Review { verdict: Some(review) } => {
+                self.review(out, review)?;
+                None
+            }
+            FixAction::Export { format, approved, .. } => {
+                self.export(out, *format, *approved)?;
+                None
+            }
+            FixAction::Import { file } => {
+                import(out, file, self.config, self.scope)?;
+                None
+            }
+        })
+    }
+
+    /// `fix retract` / `fix assert`: the triple, checked to hold (to retract) or not yet (to
+    /// assert) in the KG as the user sees it now.
+    async fn retract_or_assert(
+        &self,
+        retract: bool,
+        subject: &str,
+        relation: &str,
+        object: &str,
+        why: &Why,
+    ) -> Result<Op> {
+        let (s, r, o) = triple(subject, relation, object)?;
+        if why.reason.trim().is_empty() {
+            bail!("--reason must say why the fact is wrong");
+        }
+        let kg = current_view(self.setup, self.config, self.scope)?;
+        let present = holds(kg.as_ref(), &s, &r, &o).await?;
+        if retract && !present {
+            bail!("{} does not hold {s} {r} {o}: nothing to retract", kg.name());
+        }
+        if !retract && present {
+            bail!("{} already holds {s} {r} {o}: nothing to assert", kg.name());
+        }
+        Ok(if retract {
+            Op::Retract { subject: s, relation: r, object: o }
+        } else {
+            Op::Assert { subject: s, relation: r, object: o }
+        })
+    }
+
+    /// `fix replace`: the old object held now, the new one not, and a label only for a new
+    /// entity.
+    async fn replace(
+        &self,
+        subject: &str,
+        relation: &str,
+        old: &str,
+        new: &str,
+        label: Option<&str>,
+        why: &Why,
+    ) -> Result<Op> {
+        let (s, r, old) = triple(subject, relation, old)?;
+        let new = object_term(new)?;
+        if why.reason.trim().is_empty() {
+            bail!("--reason must say why the fact is wrong");
+        }
+        if old == new {
+            bail!("the new object is the old one ({old}): nothing to replace");
+        }
+        let label = match label.map(str::trim) {
+            None => None,
+            Some("") => bail!("--label must not be empty"),
+            Some(_) if !new.is_entity() => bail!("--label names a new entity: {new} is a literal"),
+            Some(l) => Some(l.to_string()),
+        };
+        let kg = current_view(self.setup, self.config, self.scope)?;
+        if !holds(kg.as_ref(), &s, &r, &old).await? {
+            bail!("{} does not hold {s} {r} {old}: nothing to replace", kg.name());
+        }
+        if holds(kg.as_ref(), &s, &r, &new).await? {
+            bail!("{} already holds {s} {r} {new}: retract the wrong object instead (fix retract)", kg.name());
+        }
+        Ok(Op::Replace { subject: s, relation: r, old, new, label })
+    }
+
+    /// `fix relabel`: an entity the KG has, under a label it may take.
+    async fn relabel(&self, entity: &str, label: &str, why: &Why) -> Result<Op> {
+        validate_id("entity", entity).map_err(anyhow::Error::msg)?;
+        if label.trim().is_empty() || why.reason.trim().is_empty() {
+            bail!("the new label and --reason must not be empty");
+        }
+        let kg = current_view(self.setup, self.config, self.scope)?;
+        let current = kg.label(entity).await?;
+        if current.is_none() && kg.relations(entity).await?.is_empty() {
+            bail!("{} has no entity {entity}", kg.name());
+        }
+        check_relabel(entity, current.as_deref(), label).map_err(anyhow::Error::msg)?;
+        Ok(Op::Relabel { entity: entity.to_string(), label: label.trim().to_string() })
+    }
+
+    /// `fix undo` / `fix supersede`: the correction changed, and said `done`.
+    fn change(&self, out: &mut impl Write, id: u64, change: &Change, done: &str) -> Result<()> {
+        let (c, owner) = change_correction(self.config, self.scope, &self.setup.selection(), id, change)?;
+        writeln!(out, "correction {} {done}{}: {}", c.id, owner.note(), OneLine(&c.op.describe()))?;
+        Ok(())
+    }
+
+    /// `fix sync`: what was sent and pulled, then any remarks; an error when the sync could not
+    /// do all it should (else `fix` ends with 0: nothing was stored, nothing is synced again).
+    async fn sync(&self, out: &mut impl Write, full: bool) -> Result<()> {
+        let Some(team) = self.team else {
+            bail!("no shared set: configure [shared.NAME] and [defaults] shared = \"NAME\", or pass --shared NAME");
+        };
+        let synced = sync_team(team, self.config, full).await?;
+        let rejected = if synced.rejected > 0 { format!(", {} rejected", synced.rejected) } else { String::new() };
+        // A pull that was not made is not "0 new": the error line after says why.
+        let pulled = match synced.pulled {
+            Some(n) => format!("pulled {n} new record(s)"),
+            None => "not pulled".to_string(),
+        };
+        writeln!(out, "pushed {} record(s) to {}{rejected}, {pulled}", synced.pushed, synced.team)?;
+        for remark in &synced.remarks {
+            writeln!(out, "{remark}")?;
+        }
+        if let Some(note) = synced.note() {
+            bail!("{note}");
+        }
+        Ok(())
+    }
+
+    /// `fix review approve|reject ID`: the review recorded, and said.
+    fn review(&self, out: &mut impl Write, action: &ReviewAction) -> Result<()> {
+        let (id, approve, reason) = match action {
+            ReviewAction::Approve { id, reason } => (*id, true, reason),
+            ReviewAction::Reject { id, reason } => (*id, false, reason),
+        };
+        let review = Change::Review { approve, reason: reason.clone() };
+        let (c, owner) = change_correction(self.config, self.scope, &self.setup.selection(), id, &review)?;
+        let verdict = if approve { "approved" } else { "rejected" };
+        writeln!(
+            out,
+            "correction {} by {} {verdict}{}: {}",
+            c.id,
+            OneLine(&c.author),
+            owner.note(),
+            OneLine(&c.op.describe())
+        )?;
+        Ok(())
+    }
+
+    /// `fix export`: the corrections that apply (never a teammate's that waits for approval),
+    /// or with `approved` the teammates' ones approved, as a patch.
+    fn export(&self, out: &mut impl Write, format: Option<ExportFormat>, approved: bool) -> Result<()> {
+        let list = if approved {
+            let set = self.team.map(|t| t.graph().to_string());
+            let mut list = workspace::corrections_for(self.config, self.scope)?;
+            list.retain(|c| {
+                c.team
+                    .as_ref()
+                    .is_some_and(|t| set.as_deref().is_none_or(|s| s == t.set) && verdict(t).is_some_and(|r| r.approve))
+            });
+            list
+        } else {
+            workspace::applicable_corrections(self.config, self.scope)?
+        };
+        let (kg, _) = open_kg(&self.setup.selection(), self.config)?;
+        let format = format.unwrap_or(default_format(self.scope));
+        write!(out, "{}", export(&list, format, &Vocabulary::of(kg.as_ref())))?;
+        Ok(())
+    }
+
+    /// The correction made, stored (in the shared set when there is one) and said; a note on
+    /// stderr when it has no author's name.
+    fn store(&self, out: &mut impl Write, draft: Draft) -> Result<()> {
+        let stored = store_drafts(self.config, self.scope, self.team.map(Team::graph), vec![draft])?;
+        let Some(c) = stored.into_iter().next() else { bail!("the correction was not stored") };
+        writeln!(out, "correction {}: {}", c.id, OneLine(&c.op.describe()))?;
+        if c.author == crate::overlay::NO_AUTHOR {
+            let file = self.config.file.clone().or_else(Config::default_path).unwrap_or_else(|| "config.toml".into());
+            writeln!(
+                std::io::stderr(),
+                "note: stored without an author's name ($USER is not set): add author = \"NAME\" under [defaults] in {}",
+                file.display()
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// `fix list`: one correction a line (its state, sharing, what it does, why, who and when), or
@@ -384,36 +476,7 @@ fn list_corrections(
     // Under `apply = "approved"` (of the correction's own set), teammates' corrections wait.
     let waiting = |c: &Correction| workspace::unapproved(config, c);
     if json {
-        #[derive(serde::Serialize)]
-        struct Listed<'a> {
-            #[serde(flatten)]
-            correction: &'a Correction,
-            sharing: Sharing,
-            #[serde(skip_serializing_if = "<[u64]>::is_empty")]
-            conflicts_with: &'a [u64],
-            #[serde(skip_serializing_if = "std::ops::Not::not")]
-            awaiting_approval: bool,
-            /// The latest review's verdict ("approved", "rejected") and who gave it.
-            #[serde(skip_serializing_if = "Option::is_none")]
-            review: Option<&'static str>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            reviewed_by: Option<&'a str>,
-        }
-        let listed: Vec<Listed<'_>> = list
-            .iter()
-            .zip(&states)
-            .map(|(c, s)| Listed {
-                correction: c,
-                sharing: s.sharing,
-                conflicts_with: &s.conflicts_with,
-                awaiting_approval: waiting(c),
-                review: c.team.as_ref().and_then(verdict).map(|r| r.verdict()),
-                reviewed_by: c.team.as_ref().and_then(verdict).map(|r| r.author.as_str()),
-            })
-            .collect();
-        crate::safe_text::json::to_writer_pretty(&mut *out, &listed).map_err(std::io::Error::from)?;
-        writeln!(out)?;
-        return Ok(());
+        return list_json(out, list, &states, waiting);
     }
     if list.is_empty() {
         writeln!(out, "no corrections for {scope}")?;
@@ -431,20 +494,7 @@ fn list_corrections(
         } else {
             format!("{:<9} ", s.sharing.label())
         };
-        let conflict: Vec<String> = s
-            .conflicts_with
-            .iter()
-            .filter_map(|id| list.iter().find(|o| o.id == *id))
-            .map(|o| format!("{} by {}", o.id, OneLine(&o.author)))
-            .collect();
-        let mut conflict =
-            if conflict.is_empty() { String::new() } else { format!("  conflicts with {}", conflict.join(", ")) };
-        if let Some(why) = c.team.as_ref().and_then(|t| t.rejected.as_deref()) {
-            conflict.push_str(&format!("  rejected: {}", OneLine(why)));
-        }
-        if let Some(review) = c.team.as_ref().and_then(verdict) {
-            conflict.push_str(&format!("  {} by {}", review.verdict(), OneLine(&review.author)));
-        }
+        let conflict = team_remarks(list, c, s);
         writeln!(
             out,
             "{:>5}  {state:<6}  {sharing}{}  ({}; {} on {}){conflict}",
@@ -456,6 +506,66 @@ fn list_corrections(
         )?;
     }
     Ok(())
+}
+
+/// `fix list --json`: each correction with its sharing, conflicts, whether it waits for
+/// approval and its latest review.
+fn list_json(
+    out: &mut impl Write,
+    list: &[Correction],
+    states: &[State],
+    waiting: impl Fn(&Correction) -> bool,
+) -> Result<()> {
+    #[derive(serde::Serialize)]
+    struct Listed<'a> {
+        #[serde(flatten)]
+        correction: &'a Correction,
+        sharing: Sharing,
+        #[serde(skip_serializing_if = "<[u64]>::is_empty")]
+        conflicts_with: &'a [u64],
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        awaiting_approval: bool,
+        /// The latest review's verdict ("approved", "rejected") and who gave it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        review: Option<&'static str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reviewed_by: Option<&'a str>,
+    }
+    let listed: Vec<Listed<'_>> = list
+        .iter()
+        .zip(states)
+        .map(|(c, s)| Listed {
+            correction: c,
+            sharing: s.sharing,
+            conflicts_with: &s.conflicts_with,
+            awaiting_approval: waiting(c),
+            review: c.team.as_ref().and_then(verdict).map(|r| r.verdict()),
+            reviewed_by: c.team.as_ref().and_then(verdict).map(|r| r.author.as_str()),
+        })
+        .collect();
+    crate::safe_text::json::to_writer_pretty(&mut *out, &listed).map_err(std::io::Error::from)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The end of a `fix list` line: the corrections `c` conflicts with (and by whom), why the
+/// server rejected it, and its latest review; empty when there is none of these.
+fn team_remarks(list: &[Correction], c: &Correction, s: &State) -> String {
+    let conflict: Vec<String> = s
+        .conflicts_with
+        .iter()
+        .filter_map(|id| list.iter().find(|o| o.id == *id))
+        .map(|o| format!("{} by {}", o.id, OneLine(&o.author)))
+        .collect();
+    let mut conflict =
+        if conflict.is_empty() { String::new() } else { format!("  conflicts with {}", conflict.join(", ")) };
+    if let Some(why) = c.team.as_ref().and_then(|t| t.rejected.as_deref()) {
+        conflict.push_str(&format!("  rejected: {}", OneLine(why)));
+    }
+    if let Some(review) = c.team.as_ref().and_then(verdict) {
+        conflict.push_str(&format!("  {} by {}", review.verdict(), OneLine(&review.author)));
+    }
+    conflict
 }
 
 /// `fix review`: teammates' active corrections nobody has reviewed yet, one a line (those that

@@ -55,92 +55,121 @@ pub(super) fn id_map(v: Option<&Value>) -> Vec<(String, Option<String>)> {
 
 /// One record as an item; `index` (0-based) names it when the record has no id of its own.
 pub fn item(r: &Value, index: usize, format: Format, ids: TopicIds) -> Result<Item, String> {
-    let field = |k: &str| r.get(k);
-    let question_key = match format {
+    let key = question_key(format);
+    let question = r.get(key).and_then(text).ok_or_else(|| format!("no `{key}` text"))?;
+    let answers = gold_answers(r, format)?;
+    // A record without a gold answer (QALD-10 has one) is kept: it is counted, never run, and
+    // scored wrong, rather than dropped or stopping the whole file.
+    let topics = topic_entities(r, ids);
+    let id = ["ID", "QuestionId", "qid", "ex_id"]
+        .iter()
+        .find_map(|k| r.get(k).and_then(text))
+        .unwrap_or_else(|| format!("#{}", index + 1));
+    let hops = r.get("num_edge").and_then(Value::as_u64).map(|n| n as usize);
+    Ok(Item { id, question, answers, topics, topics_named: false, hops, gold: None, hidden: Vec::new() })
+}
+
+/// The field holding the question's text in this layout.
+fn question_key(format: Format) -> &'static str {
+    match format {
         Format::Webqsp => "RawQuestion",
         Format::Trex | Format::ZeroShotRe => "input",
         Format::Creak => "sentence",
         _ => "question",
-    };
-    let question = field(question_key).and_then(text).ok_or_else(|| format!("no `{question_key}` text"))?;
+    }
+}
+
+/// The record's gold answers, read as its layout gives them; an error for a layout not ToG's.
+fn gold_answers(r: &Value, format: Format) -> Result<Vec<GoldAnswer>, String> {
     let names = |v: &Value| text(v).map(GoldAnswer::new);
-    let answers: Vec<GoldAnswer> = match format {
-        Format::Cwq | Format::Simpleqa => field("answer").and_then(names).into_iter().collect(),
+    Ok(match format {
+        Format::Cwq | Format::Simpleqa => r.get("answer").and_then(names).into_iter().collect(),
         Format::Webquestions => {
-            field("answers").and_then(Value::as_array).map(|a| a.iter().filter_map(names).collect()).unwrap_or_default()
+            r.get("answers").and_then(Value::as_array).map(|a| a.iter().filter_map(names).collect()).unwrap_or_default()
         }
-        Format::Grailqa => field("answer")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|x| {
-                        // An entity by its name (its id as an alias); a value as written.
-                        let arg = x.get("answer_argument").and_then(text)?;
-                        Some(match x.get("entity_name").and_then(text) {
-                            Some(name) => GoldAnswer { name, aliases: vec![arg] },
-                            None => GoldAnswer::new(arg),
-                        })
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-        Format::Qald => match field("answer") {
-            Some(Value::Object(m)) => m
-                .iter()
-                .map(|(id, label)| match text(label) {
-                    Some(name) => GoldAnswer { name, aliases: vec![id.clone()] },
-                    None => GoldAnswer::new(id.clone()),
-                })
-                .collect(),
-            Some(other) => other.as_array().map(|a| a.iter().filter_map(names).collect()).unwrap_or_default(),
-            None => Vec::new(),
-        },
+        Format::Grailqa => grailqa_answers(r),
+        Format::Qald => qald_answers(r),
         Format::Trex | Format::ZeroShotRe => {
-            let aliases: Vec<String> = field("alias")
+            let aliases: Vec<String> = r
+                .get("alias")
                 .and_then(Value::as_array)
                 .map(|a| a.iter().filter_map(text).collect())
                 .unwrap_or_default();
-            field("answer").and_then(text).map(|name| GoldAnswer { aliases, name }).into_iter().collect()
+            r.get("answer").and_then(text).map(|name| GoldAnswer { aliases, name }).into_iter().collect()
         }
-        Format::Creak => field("label").and_then(names).into_iter().collect(),
-        Format::Webqsp => {
-            // Every parse's answers, each once.
-            let mut out: Vec<GoldAnswer> = Vec::new();
-            for parse in field("Parses").and_then(Value::as_array).into_iter().flatten() {
-                for a in parse.get("Answers").and_then(Value::as_array).into_iter().flatten() {
-                    let arg = a.get("AnswerArgument").and_then(text);
-                    let g = match (a.get("EntityName").and_then(text), arg) {
-                        (Some(name), Some(arg)) => GoldAnswer { name, aliases: vec![arg] },
-                        (Some(name), None) => GoldAnswer::new(name),
-                        (None, Some(arg)) => GoldAnswer::new(arg),
-                        (None, None) => continue,
-                    };
-                    if !out.iter().any(|o| o.name == g.name) {
-                        out.push(g);
-                    }
-                }
-            }
-            out
-        }
+        Format::Creak => r.get("label").and_then(names).into_iter().collect(),
+        Format::Webqsp => webqsp_answers(r),
         Format::Gog | Format::Pathquestion | Format::Jsonl => {
             return Err(format!("{format:?} is not one of ToG's layouts"));
         }
-    };
-    // A record without a gold answer (QALD-10 has one) is kept: it is counted, never run, and
-    // scored wrong, rather than dropped or stopping the whole file.
-    let topics = match ids {
-        TopicIds::Freebase => id_map(field("topic_entity")),
-        TopicIds::Wikidata => {
-            let q = id_map(field("qid_topic_entity"));
-            if q.is_empty() { id_map(field("topic_entity_ids")) } else { q }
+    })
+}
+
+/// GrailQA: an entity by its name (its id as an alias); a value as written.
+fn grailqa_answers(r: &Value) -> Vec<GoldAnswer> {
+    r.get("answer")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| {
+                    let arg = x.get("answer_argument").and_then(text)?;
+                    Some(match x.get("entity_name").and_then(text) {
+                        Some(name) => GoldAnswer { name, aliases: vec![arg] },
+                        None => GoldAnswer::new(arg),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// QALD: `{id: label}` (the id an alias of the label), or a list of names.
+fn qald_answers(r: &Value) -> Vec<GoldAnswer> {
+    match r.get("answer") {
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(id, label)| match text(label) {
+                Some(name) => GoldAnswer { name, aliases: vec![id.clone()] },
+                None => GoldAnswer::new(id.clone()),
+            })
+            .collect(),
+        Some(other) => other
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| text(v).map(GoldAnswer::new)).collect())
+            .unwrap_or_default(),
+        None => Vec::new(),
+    }
+}
+
+/// WebQSP: every parse's answers, each once.
+fn webqsp_answers(r: &Value) -> Vec<GoldAnswer> {
+    let mut out: Vec<GoldAnswer> = Vec::new();
+    for parse in r.get("Parses").and_then(Value::as_array).into_iter().flatten() {
+        for a in parse.get("Answers").and_then(Value::as_array).into_iter().flatten() {
+            let arg = a.get("AnswerArgument").and_then(text);
+            let g = match (a.get("EntityName").and_then(text), arg) {
+                (Some(name), Some(arg)) => GoldAnswer { name, aliases: vec![arg] },
+                (Some(name), None) => GoldAnswer::new(name),
+                (None, Some(arg)) => GoldAnswer::new(arg),
+                (None, None) => continue,
+            };
+            if !out.iter().any(|o| o.name == g.name) {
+                out.push(g);
+            }
         }
-    };
-    let id = ["ID", "QuestionId", "qid", "ex_id"]
-        .iter()
-        .find_map(|k| field(k).and_then(text))
-        .unwrap_or_else(|| format!("#{}", index + 1));
-    let hops = field("num_edge").and_then(Value::as_u64).map(|n| n as usize);
-    Ok(Item { id, question, answers, topics, topics_named: false, hops, gold: None, hidden: Vec::new() })
+    }
+    out
+}
+
+/// The topic entities, with the ids the KG in use names them by.
+fn topic_entities(r: &Value, ids: TopicIds) -> Vec<(String, Option<String>)> {
+    match ids {
+        TopicIds::Freebase => id_map(r.get("topic_entity")),
+        TopicIds::Wikidata => {
+            let q = id_map(r.get("qid_topic_entity"));
+            if q.is_empty() { id_map(r.get("topic_entity_ids")) } else { q }
+        }
+    }
 }
 
 #[cfg(test)]

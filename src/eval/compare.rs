@@ -98,6 +98,23 @@ impl Comparison {
     }
 
     fn write_to(&self, out: &mut String, a_name: &str, b_name: &str, all: bool) -> std::fmt::Result {
+        self.write_summaries(out, a_name, b_name)?;
+        writeln!(out)?;
+        if self.rows.is_empty() {
+            // Two splits, two datasets: nothing to pair, and a p of 1 would say "no difference".
+            return writeln!(
+                out,
+                "The runs share no question ({} in one run only): nothing to compare pairwise; \
+                 were they made on the same dataset and split?",
+                self.unmatched
+            );
+        }
+        self.write_pairwise(out)?;
+        self.write_questions(out, all)
+    }
+
+    /// The two runs' summaries side by side, a row per figure.
+    fn write_summaries(&self, out: &mut String, a_name: &str, b_name: &str) -> std::fmt::Result {
         let (a, b) = (&self.a, &self.b);
         writeln!(
             out,
@@ -132,16 +149,13 @@ impl Comparison {
         for (name, x, y) in rows {
             writeln!(out, "{name:<22} {x:>22} {y:>22}")?;
         }
-        writeln!(out)?;
-        if self.rows.is_empty() {
-            // Two splits, two datasets: nothing to pair, and a p of 1 would say "no difference".
-            return writeln!(
-                out,
-                "The runs share no question ({} in one run only): nothing to compare pairwise; \
-                 were they made on the same dataset and split?",
-                self.unmatched
-            );
-        }
+        Ok(())
+    }
+
+    /// On the questions in both: how their results pair up, and whether the difference could be
+    /// chance.
+    fn write_pairwise(&self, out: &mut String) -> std::fmt::Result {
+        let (a, b) = (&self.a, &self.b);
         writeln!(
             out,
             "On the {} questions in both (strict): both right {}, only A {}, only B {}, neither {}",
@@ -162,6 +176,12 @@ impl Comparison {
         if self.unmatched > 0 {
             writeln!(out, "{} question(s) are in one run only (not compared)", self.unmatched)?;
         }
+        Ok(())
+    }
+
+    /// The questions whose strict result (or error) differs, every question with `all`: a row
+    /// each, with both runs' answers.
+    fn write_questions(&self, out: &mut String, all: bool) -> std::fmt::Result {
         let shown: Vec<&(Record, Record)> =
             self.rows.iter().filter(|(x, y)| all || x.score.hit != y.score.hit || x.error != y.error).collect();
         if shown.is_empty() {

@@ -94,16 +94,62 @@ impl Evaluator {
     /// [`Evaluator::answer`], and whether the question failed because the model's endpoint did.
     async fn answer_telling(&self, index: usize, item: &Item) -> (Record, bool) {
         let started = Instant::now();
-        let (kg, corrections): (Arc<dyn KnowledgeGraph>, _) = match &self.source {
+        let (kg, corrections) = self.question_kg(item);
+        let driver = self.driver_over(kg.clone());
+        let mut record = self.blank_record(index, item, corrections);
+        if item.answers.is_empty() {
+            // Nothing to score against: counted, and wrong, without spending calls on it.
+            record.error = Some("the dataset gives no gold answer for this question".into());
+            return (record, false);
+        }
+        let run = Run::new(
+            &item.question,
+            item.engine_topics(),
+            self.settings.clone(),
+            self.prompts.clone(),
+            kg.profile().clone(),
+            kg.name(),
+        );
+        let mut run = match run {
+            Ok(run) => run,
+            Err(e) => {
+                record.error = Some(e.to_string());
+                record.wall_ms = started.elapsed().as_millis() as u64;
+                return (record, false);
+            }
+        };
+        let outcome = driver.run(&mut run, |_, _| {}).await;
+        // Costs count even when the run failed part-way: they were spent.
+        record_costs(&mut record, &run);
+        let endpoint_failed = matches!(&outcome, Err(crate::driver::DriverError::Llm(e)) if e.is_endpoint_failure());
+        record_outcome(&mut record, outcome, &run, item);
+        record.wall_ms = started.elapsed().as_millis() as u64;
+        (record, endpoint_failed)
+    }
+
+    /// The KG `item` is answered over (its own hidden triples hidden), and the corrections it
+    /// sees there.
+    fn question_kg(&self, item: &Item) -> (Arc<dyn KnowledgeGraph>, Option<CorrectionsSeen>) {
+        match &self.source {
             Some(source) => source.current(&item.hidden),
             None if item.hidden.is_empty() => (self.kg.clone(), None),
             None => (Arc::new(OverlayKg::new(self.kg.clone(), &[]).with_hidden(&item.hidden)), None),
-        };
-        let mut driver = Driver::new(kg.clone(), self.llm.clone()).with_concurrency(self.request_concurrency);
+        }
+    }
+
+    /// A driver of the question's own over `kg` (no memo shared with another question).
+    fn driver_over(&self, kg: Arc<dyn KnowledgeGraph>) -> Driver {
+        let mut driver = Driver::new(kg, self.llm.clone()).with_concurrency(self.request_concurrency);
         if let Some(e) = &self.embedder {
             driver = driver.with_embedder(e.clone());
         }
-        let mut record = Record {
+        driver
+    }
+
+    /// The record of `item` before it runs: what the dataset says of it, nothing answered,
+    /// spent or read yet.
+    fn blank_record(&self, index: usize, item: &Item, corrections: Option<CorrectionsSeen>) -> Record {
+        Record {
             index,
             id: item.id.clone(),
             question: item.question.clone(),
@@ -130,67 +176,7 @@ impl Evaluator {
             corrections,
             // Until it runs, it has read nothing (a question that never runs is untouched).
             footprint: Some(Default::default()),
-        };
-        if item.answers.is_empty() {
-            // Nothing to score against: counted, and wrong, without spending calls on it.
-            record.error = Some("the dataset gives no gold answer for this question".into());
-            return (record, false);
         }
-        let run = Run::new(
-            &item.question,
-            item.engine_topics(),
-            self.settings.clone(),
-            self.prompts.clone(),
-            kg.profile().clone(),
-            kg.name(),
-        );
-        let mut run = match run {
-            Ok(run) => run,
-            Err(e) => {
-                record.error = Some(e.to_string());
-                record.wall_ms = started.elapsed().as_millis() as u64;
-                return (record, false);
-            }
-        };
-        let outcome = driver.run(&mut run, |_, _| {}).await;
-        // Costs count even when the run failed part-way: they were spent.
-        let costs = run.costs();
-        record.llm_calls = costs.llm_calls;
-        record.llm_calls_saved = costs.llm_calls_saved;
-        record.llm_rounds = costs.llm_rounds;
-        record.prompt_tokens = costs.usage.prompt_tokens;
-        record.cached_tokens = costs.usage.cached_tokens;
-        record.completion_tokens = costs.usage.completion_tokens;
-        record.kg_lookups = costs.kg_lookups;
-        for call in run.trace().iter().flat_map(|e| &e.calls).filter(|c| !c.cached) {
-            let tally = record.reads.entry(call.step.clone()).or_default();
-            tally.calls += 1;
-            tally.json += u64::from(call.read == crate::engine::events::ReadAs::Json);
-            tally.extracted += u64::from(call.read == crate::engine::events::ReadAs::Extracted);
-            tally.fallback += u64::from(call.fell_back);
-        }
-        let endpoint_failed = matches!(&outcome, Err(crate::driver::DriverError::Llm(e)) if e.is_endpoint_failure());
-        match outcome {
-            Err(e) => record.error = Some(e.to_string()),
-            Ok(()) => match run.answer() {
-                Some(answer) => {
-                    record.prediction = answer.answers.clone();
-                    record.source = Some(answer.source);
-                    record.paths = answer.paths.iter().take(PATHS_KEPT).map(|p| p.text.clone()).collect();
-                    record.score = score(&answer.answers, &item.answers);
-                }
-                None => record.error = Some("the run ended without an answer".into()),
-            },
-        }
-        record.generated = run
-            .generated()
-            .iter()
-            .filter(|g| g.kept)
-            .map(|g| format!("{}, {}, {}", g.head, g.relation, g.tail))
-            .collect();
-        record.footprint = Some(run.footprint());
-        record.wall_ms = started.elapsed().as_millis() as u64;
-        (record, endpoint_failed)
     }
 
     /// Answers `todo` (dataset index and question), `at_once` questions at a time, appending
@@ -241,6 +227,46 @@ impl Evaluator {
         writer.sync()?;
         Ok(Finished::All)
     }
+}
+
+/// What the run spent (kept even when it failed part-way), and how each kind of prompt's
+/// replies were read.
+fn record_costs(record: &mut Record, run: &Run) {
+    let costs = run.costs();
+    record.llm_calls = costs.llm_calls;
+    record.llm_calls_saved = costs.llm_calls_saved;
+    record.llm_rounds = costs.llm_rounds;
+    record.prompt_tokens = costs.usage.prompt_tokens;
+    record.cached_tokens = costs.usage.cached_tokens;
+    record.completion_tokens = costs.usage.completion_tokens;
+    record.kg_lookups = costs.kg_lookups;
+    for call in run.trace().iter().flat_map(|e| &e.calls).filter(|c| !c.cached) {
+        let tally = record.reads.entry(call.step.clone()).or_default();
+        tally.calls += 1;
+        tally.json += u64::from(call.read == crate::engine::events::ReadAs::Json);
+        tally.extracted += u64::from(call.read == crate::engine::events::ReadAs::Extracted);
+        tally.fallback += u64::from(call.fell_back);
+    }
+}
+
+/// How the run ended: its answer scored against the gold (or its error), the triples the model
+/// generated and kept, and what it read.
+fn record_outcome(record: &mut Record, outcome: Result<(), crate::driver::DriverError>, run: &Run, item: &Item) {
+    match outcome {
+        Err(e) => record.error = Some(e.to_string()),
+        Ok(()) => match run.answer() {
+            Some(answer) => {
+                record.prediction = answer.answers.clone();
+                record.source = Some(answer.source);
+                record.paths = answer.paths.iter().take(PATHS_KEPT).map(|p| p.text.clone()).collect();
+                record.score = score(&answer.answers, &item.answers);
+            }
+            None => record.error = Some("the run ended without an answer".into()),
+        },
+    }
+    record.generated =
+        run.generated().iter().filter(|g| g.kept).map(|g| format!("{}, {}, {}", g.head, g.relation, g.tail)).collect();
+    record.footprint = Some(run.footprint());
 }
 
 /// A dataset's two fixed splits. Designs are tried and chosen on `Dev`; a frozen design is

@@ -263,6 +263,16 @@ impl Summary {
     }
 
     fn write_to(&self, out: &mut String) -> std::fmt::Result {
+        self.write_accuracy(out)?;
+        self.write_costs(out)?;
+        self.write_per_hop(out)?;
+        self.write_corrections(out)?;
+        self.write_reads(out)
+    }
+
+    /// How many questions, how many failed (and with what), how many right, and where the
+    /// answers came from.
+    fn write_accuracy(&self, out: &mut String) -> std::fmt::Result {
         let missing = self.selected.map_or(0, |s| s.saturating_sub(self.questions));
         write!(out, "Questions    {}", self.questions)?;
         if missing > 0 {
@@ -288,7 +298,11 @@ impl Summary {
             .iter()
             .map(|(name, n)| format!("{name} {:.1}%", 100.0 * *n as f64 / self.questions.max(1) as f64))
             .collect();
-        writeln!(out, "Answered by  {}", shares.join(" · "))?;
+        writeln!(out, "Answered by  {}", shares.join(" · "))
+    }
+
+    /// What a question cost (calls, tokens, lookups, time), and the run's tokens.
+    fn write_costs(&self, out: &mut String) -> std::fmt::Result {
         writeln!(out, "Per question       mean   median      max      total")?;
         for (name, s) in [("LLM calls", self.llm_calls), ("tokens", self.tokens), ("KG lookups", self.kg_lookups)] {
             writeln!(out, "  {name:<14} {:>8.1} {:>8.1} {:>8} {:>10}", s.mean, s.median, s.max, s.total)?;
@@ -309,55 +323,72 @@ impl Summary {
             self.prompt_tokens,
             reused(self.cached_tokens),
             self.completion_tokens
+        )
+    }
+
+    /// Accuracy and calls by hop count, where the dataset gives one.
+    fn write_per_hop(&self, out: &mut String) -> std::fmt::Result {
+        if self.per_hop.is_empty() {
+            return Ok(());
+        }
+        writeln!(out, "Per hop      questions   strict   lenient   calls")?;
+        for (h, row) in &self.per_hop {
+            writeln!(
+                out,
+                "  {h}-hop      {:>9}   {:5.1}%    {:5.1}%   {:5.1}",
+                row.strict.of,
+                row.strict.percent(),
+                row.lenient.percent(),
+                row.mean_calls
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The sets of corrections the questions were answered under, when there was more than one.
+    fn write_corrections(&self, out: &mut String) -> std::fmt::Result {
+        if self.corrections.len() <= 1 {
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "Corrections  the questions were answered under {} different sets of corrections:",
+            self.corrections.len()
         )?;
-        if !self.per_hop.is_empty() {
-            writeln!(out, "Per hop      questions   strict   lenient   calls")?;
-            for (h, row) in &self.per_hop {
-                writeln!(
-                    out,
-                    "  {h}-hop      {:>9}   {:5.1}%    {:5.1}%   {:5.1}",
-                    row.strict.of,
-                    row.strict.percent(),
-                    row.lenient.percent(),
-                    row.mean_calls
-                )?;
-            }
+        for g in &self.corrections {
+            let what = match (&g.digest, g.generations) {
+                (Some(digest), Some((low, high))) if low == high => {
+                    format!("{} active (digest {digest}, store generation {low})", g.active)
+                }
+                (Some(digest), Some((low, high))) => {
+                    format!("{} active (digest {digest}, store generations {low}–{high})", g.active)
+                }
+                _ => "not recorded (an older ongraph, or run without --with-corrections)".to_string(),
+            };
+            writeln!(out, "  {:>5} question(s)  {what}", g.questions)?;
         }
-        if self.corrections.len() > 1 {
+        Ok(())
+    }
+
+    /// How each kind of prompt's replies were read.
+    fn write_reads(&self, out: &mut String) -> std::fmt::Result {
+        if self.reads.is_empty() {
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "Replies                  calls     JSON  extracted  fell back (nothing usable: BM25, No, none, …)"
+        )?;
+        for (step, r) in &self.reads {
+            let pct = |n: u64| 100.0 * n as f64 / r.calls.max(1) as f64;
             writeln!(
                 out,
-                "Corrections  the questions were answered under {} different sets of corrections:",
-                self.corrections.len()
+                "  {step:<22} {:>5}   {:5.1}%     {:5.1}%     {:5.1}%",
+                r.calls,
+                pct(r.json),
+                pct(r.extracted),
+                pct(r.fallback)
             )?;
-            for g in &self.corrections {
-                let what = match (&g.digest, g.generations) {
-                    (Some(digest), Some((low, high))) if low == high => {
-                        format!("{} active (digest {digest}, store generation {low})", g.active)
-                    }
-                    (Some(digest), Some((low, high))) => {
-                        format!("{} active (digest {digest}, store generations {low}–{high})", g.active)
-                    }
-                    _ => "not recorded (an older ongraph, or run without --with-corrections)".to_string(),
-                };
-                writeln!(out, "  {:>5} question(s)  {what}", g.questions)?;
-            }
-        }
-        if !self.reads.is_empty() {
-            writeln!(
-                out,
-                "Replies                  calls     JSON  extracted  fell back (nothing usable: BM25, No, none, …)"
-            )?;
-            for (step, r) in &self.reads {
-                let pct = |n: u64| 100.0 * n as f64 / r.calls.max(1) as f64;
-                writeln!(
-                    out,
-                    "  {step:<22} {:>5}   {:5.1}%     {:5.1}%     {:5.1}%",
-                    r.calls,
-                    pct(r.json),
-                    pct(r.extracted),
-                    pct(r.fallback)
-                )?;
-            }
         }
         Ok(())
     }
