@@ -594,8 +594,6 @@ fn list_unreviewed(out: &mut impl Write, list: &[Correction], scope: &str, confi
     Ok(())
 }
 
-/// `fix import`: the active corrections of a JSON-lines export, added one by one (each printed
-/// once it is on disk).
 /// `fix export --salvage`: what a damaged store still holds for `scope`, exported; on stderr,
 /// how much was found. Nothing is synced and the store is not written.
 fn salvage(setup: &SetupArgs, config: &Config, scope: &KgScope, format: ExportFormat) -> Result<i32> {
@@ -621,6 +619,8 @@ fn salvage(setup: &SetupArgs, config: &Config, scope: &KgScope, format: ExportFo
     Ok(0)
 }
 
+/// `fix import`: the active corrections of a JSON-lines export, added one by one (each printed
+/// once it is on disk).
 fn import(out: &mut impl Write, file: &std::path::Path, config: &Config, scope: &KgScope) -> Result<()> {
     // Every line is read and checked before one is stored: a bad line is said with its number
     // and nothing is imported, rather than the lines before it alone.
