@@ -2,7 +2,7 @@
 //! Identical LLM calls are made once: duplicates within a batch and repeats of earlier calls
 //! are answered from a memo and marked `cached` (the engine counts them as saved, not made).
 
-use crate::engine::{EngineError, Poll, Registry, Request, Response, Run};
+use crate::engine::{EngineError, Poll, Request, Response, Run};
 use crate::kg::{KgError, KnowledgeGraph};
 use crate::llm::{ChatRequest, Completion, Embedder, LanguageModel, LlmError};
 use crate::session::{Moment, Player, Session};
@@ -27,7 +27,7 @@ impl DriverError {
     /// call, whose step name may be another method's (SC's samples are `cot` steps).
     pub fn asked_by(self, method: &str) -> Self {
         match self {
-            DriverError::Llm(e) => DriverError::Llm(e.asked_by(method, |step| Registry::program().step_in_words(step))),
+            DriverError::Llm(e) => DriverError::Llm(e.asked_by(method)),
             other => other,
         }
     }

@@ -1,6 +1,5 @@
 //! The `ongraph` command line: one client of the engine (the TUI is another).
 
-mod affected;
 mod ask;
 mod entry;
 mod eval;

@@ -288,7 +288,7 @@ pub fn is_endpoint_note(note: &str) -> bool {
 
 /// A call's step in words, as the method that asked it (`method`, its label, when known) is
 /// known to the user: SC's samples are SC's, not CoT's. `words`: what the step's template says
-/// its calls do, once the driver's caller has said it (the name itself in words until then).
+/// its calls do, where the model was told (the name itself in words otherwise).
 fn step_of_method_in_words(step: &str, method: Option<&str>, words: Option<&str>) -> String {
     match borrowed_step(step, method) {
         Some(m) => format!("{m}: sampling step-by-step answers from the model's own knowledge"),
@@ -378,19 +378,14 @@ impl LlmError {
     /// The error as the user's method says it: `method` (its label) asked the failed call. A
     /// model sees only the call, whose step name may be another method's (SC's samples are
     /// `cot` steps).
-    /// `step_in_words` says what a step's calls do (its template's words).
-    pub fn asked_by(self, method: &str, step_in_words: impl Fn(&str) -> String) -> Self {
+    pub fn asked_by(self, method: &str) -> Self {
         let method = Some(method.to_string());
         match self {
-            LlmError::OffScript { step, advice, .. } => {
-                let words = Some(step_in_words(&step));
-                LlmError::OffScript { step, advice, method, words }
-            }
+            LlmError::OffScript { step, advice, words, .. } => LlmError::OffScript { step, advice, method, words },
             LlmError::NoScriptedReply { step, excerpt, file, .. } => {
                 LlmError::NoScriptedReply { step, excerpt, file, method }
             }
-            LlmError::NotInDemo { known, advice, unrecorded, .. } => {
-                let words = unrecorded.as_deref().map(&step_in_words);
+            LlmError::NotInDemo { known, advice, unrecorded, words, .. } => {
                 LlmError::NotInDemo { known, advice, unrecorded, method, words }
             }
             other => other,

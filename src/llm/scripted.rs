@@ -59,6 +59,14 @@ pub struct ScriptedModel {
     /// The offline demo: off its script it says so in one line and points to a real model, to
     /// be configured in this file (the config the user's command reads).
     demo: Option<String>,
+    /// What a step's calls do, in words, for its messages (the program's templates know; the
+    /// model sees only the step's name).
+    step_words: fn(&str) -> String,
+}
+
+/// A step's name in words when nobody said better: `entity_prune` → `entity prune`.
+fn step_name_in_words(step: &str) -> String {
+    step.replace('_', " ")
 }
 
 /// A question as compared: lower case, punctuation and runs of spaces as one space.
@@ -81,7 +89,7 @@ fn question_span(prompt: &str) -> Option<(usize, usize)> {
 
 impl ScriptedModel {
     pub fn new(source: impl Into<String>, replies: Vec<ScriptedReply>) -> Self {
-        Self { source: source.into(), questions: Vec::new(), replies, demo: None }
+        Self { source: source.into(), questions: Vec::new(), replies, demo: None, step_words: step_name_in_words }
     }
 
     pub fn from_toml(source: impl Into<String>, text: &str) -> Result<Self, LlmError> {
@@ -129,6 +137,11 @@ impl ScriptedModel {
     /// Names the config file where, off its recording, the demo tells the user to connect a
     /// model, and the endpoints it names already (the caller knows which file its command
     /// reads).
+    /// Says a step in messages as `step_words` does (the program's templates' words).
+    pub fn saying_steps_as(self, step_words: fn(&str) -> String) -> Self {
+        Self { step_words, ..self }
+    }
+
     pub fn advising_config(self, config: &Path, configured: &[&str]) -> Self {
         let advice = super::connect_a_model(&config.display().to_string(), configured);
         Self { demo: self.demo.map(|_| advice), ..self }
@@ -155,19 +168,19 @@ impl LanguageModel for ScriptedModel {
             if let Some(advice) = &self.demo {
                 let advice = advice.clone();
                 if self.known_question(&request.prompt).is_some() {
-                    return Err(LlmError::OffScript { step: request.step.clone(), advice, method: None, words: None });
+                    return Err(LlmError::OffScript {
+                        step: request.step.clone(),
+                        advice,
+                        method: None,
+                        words: Some((self.step_words)(&request.step)),
+                    });
                 }
                 let known: Vec<String> = self.questions.iter().map(|q| format!("\"{}\"", q.text)).collect();
                 // A step it records for no question (the baselines'): its questions are not all.
                 let recorded = self.replies.iter().any(|r| r.step.as_deref().is_none_or(|s| s == request.step));
                 let unrecorded = (!recorded).then(|| request.step.clone());
-                return Err(LlmError::NotInDemo {
-                    known: known.join(", "),
-                    advice,
-                    unrecorded,
-                    method: None,
-                    words: None,
-                });
+                let words = unrecorded.as_deref().map(self.step_words);
+                return Err(LlmError::NotInDemo { known: known.join(", "), advice, unrecorded, method: None, words });
             }
             // The variable part of a prompt is at its end (after the exemplars).
             let tail: String = {
@@ -213,10 +226,11 @@ mod tests {
             "Q: What is the majority party now in the country where Canberra is located?\nRelation: x\nEntities: a; b\nScore:",
         );
         let err = demo.complete(&steered).await.unwrap_err();
-        assert!(err.to_string().starts_with("this step (entity prune) is outside"), "the model knows no words: {err}");
-        // The driver's caller says the step as its template does.
+        assert!(err.to_string().starts_with("this step (entity prune) is outside"), "no words said: {err}");
+        // Said as the program's templates say it.
         let words = |step: &str| if step == "entity_prune" { "scoring the entities".into() } else { step.into() };
-        let err = err.asked_by("ToG", words).to_string();
+        let demo = demo.saying_steps_as(words);
+        let err = demo.complete(&steered).await.unwrap_err().to_string();
         assert!(
             err.starts_with("this step (scoring the entities) is outside the offline demo's recording"),
             "the step in words, not its id: {err}"

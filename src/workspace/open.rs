@@ -5,6 +5,7 @@
 use super::Selection;
 use super::live::with_overlay;
 use crate::config::{Config, profile_named};
+use crate::engine::Registry;
 use crate::kg::KnowledgeGraph;
 use crate::kg::load::{LoadReport, demo_graph, load_file};
 use crate::llm::openai::{OpenAiClient, OpenAiConfig};
@@ -230,7 +231,7 @@ pub fn open_llm_of_run(description: &str, selection: &Selection, config: &Config
 pub fn open_llm(selection: &Selection, config: &Config) -> Result<Arc<dyn LanguageModel>> {
     let name = selection.llm.clone().unwrap_or_else(|| config.defaults.llm.clone());
     if name == "demo" {
-        let demo = ScriptedModel::demo()?;
+        let demo = ScriptedModel::demo()?.saying_steps_as(|step| Registry::program().step_in_words(step));
         // Off its recording, the demo says where to connect a model: the config this command
         // reads (--config FILE, else this machine's), and the endpoints it names already.
         let configured: Vec<&str> = config.llm.keys().map(String::as_str).collect();

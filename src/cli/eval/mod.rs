@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod affected;
 mod progress;
 
 use progress::Progress;
@@ -320,8 +321,8 @@ async fn plan(args: &EvalArgs, config: &Config) -> Result<(Plan, Arc<dyn crate::
     // After the sync: the teammates' corrections it pulls choose questions too.
     let chosen = match (&args.from, &earlier) {
         (Some(from), Some(meta)) => {
-            super::affected::check_same_kg(from, &meta.kg, meta.kg_file.as_deref(), &setup, config, base.as_ref())?;
-            super::affected::affected(from, &setup, config, base.as_ref()).await?
+            affected::check_same_kg(from, &meta.kg, meta.kg_file.as_deref(), &setup, config, base.as_ref())?;
+            affected::affected(from, &setup, config, base.as_ref()).await?
         }
         _ => chosen,
     };
@@ -660,8 +661,8 @@ fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
         let same = |a: &RunMeta, b: &RunMeta| {
             (&a.dataset, a.format, &a.kg, without_loopback_port(&a.llm), &a.settings)
                 == (&b.dataset, b.format, &b.kg, without_loopback_port(&b.llm), &b.settings)
-                && super::affected::same_kg_file(a.kg_file.as_deref(), b.kg_file.as_deref())
-                && super::affected::same_kg_file(a.prompts.as_deref(), b.prompts.as_deref())
+                && affected::same_kg_file(a.kg_file.as_deref(), b.kg_file.as_deref())
+                && affected::same_kg_file(a.prompts.as_deref(), b.prompts.as_deref())
         };
         // A run of one split never takes questions of the other.
         let same_split = before.split.is_none() || before.split == meta.split;

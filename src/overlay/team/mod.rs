@@ -359,7 +359,7 @@ impl Team {
     }
 
     /// The records of `published` this store does not have yet, nor skipped before (but with
-    /// `full`), and those skipped now as no IRI. Asked only of those this process has not
+    /// `full`), and those skipped now for an IRI no query may hold. Asked only of those this process has not
     /// seen: nothing new opens no store.
     fn unknown_records(
         &self,
@@ -526,8 +526,8 @@ fn note_published(published: &mut Published, rows: &[sparesults::QuerySolution])
 }
 
 /// Where the next pull starts: the latest publication of a record here (`known`: taken now or
-/// skipped for good), never earlier than the mark `until` nor later than this reader's clock
-/// when the pull began (`now`).
+/// skipped for good), never earlier than the mark `until`, and nothing later than this reader's
+/// clock when the pull began (`now`): a mark or publication time from the future counts as now.
 fn next_start(
     until: Option<&str>,
     published: &Published,

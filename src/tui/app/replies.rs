@@ -4,8 +4,8 @@
 use super::*;
 
 impl App {
-    /// A step's requests were performed: its answers are taken in, and with `r` the next step
-    /// follows.
+    /// A step's requests were performed: its answers are taken in, and while the run goes on
+    /// by itself (`r`, run to the answer) the next step follows.
     pub(super) fn on_performed(
         &mut self,
         generation: u64,

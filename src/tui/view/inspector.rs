@@ -130,8 +130,8 @@ fn summary_lines(node: &BeamNode) -> Vec<Line<'static>> {
 
 /// The step of `events` that scored node `id`: the last one whose decisions name it (an
 /// override changes the node's step, not who scored it); else its own step. A triple the model
-/// generated was judged by the last call shown it, at or before the node's step (the model
-/// wrote it without seeing it; linking its names, or a change of yours, may have come after).
+/// generated was judged by GoG's verification call, at or before the node's step (linking the
+/// generated names, or a change of yours, may have come after).
 fn scoring_step<'a>(
     events: &'a [crate::engine::events::Event],
     node: &BeamNode,
@@ -144,7 +144,7 @@ fn scoring_step<'a>(
             .iter()
             .rev()
             .filter(|v| v.index <= e.index)
-            .find(|v| v.calls.iter().any(|c| c.prompt.contains(node.shown())))
+            .find(|v| v.calls.iter().any(|c| c.step == "gog_verify" && c.prompt.contains(node.shown())))
             .or(Some(e)),
         (_, step) => step,
     }
