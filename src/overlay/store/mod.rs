@@ -4,10 +4,10 @@
 //! the server, reviews) is in `team`.
 
 mod salvage;
-mod team;
+mod sharing;
 
 pub use salvage::salvage;
-pub use team::Aside;
+pub use sharing::Aside;
 
 use super::team_record::Record as TeamRecord;
 use super::{Correction, Draft, HistoryEntry, Op, TeamLink};
