@@ -3,7 +3,7 @@
 
 use super::beam::Beam;
 use super::events::{Costs, Event};
-use super::structured::{ANSWER, Reply};
+use super::structured::{ANSWER, REASONED_ANSWER, Reply};
 use super::{Answer, PromptLayout, Request, Settings};
 use crate::kg::KgProfile;
 use crate::llm::{ChatRequest, Extraction};
@@ -198,6 +198,13 @@ impl Context {
     /// shape in structured mode (read back into braces before the method sees it).
     pub fn ask_for_answer(&self, step: &str, prompt: String) -> Request {
         self.llm(step, prompt, self.settings.reason_temperature, &ANSWER)
+    }
+
+    /// The answer from the model's own knowledge, reasoned first (ToG's and GoG's fallback at
+    /// the depth or step limit).
+    pub fn ask_own_knowledge(&self) -> Request {
+        let prompt = self.render_text(super::templates::ANSWER_OWN_KNOWLEDGE, &[("question", &self.question)]);
+        self.llm("answer_own_knowledge", prompt, self.settings.reason_temperature, &REASONED_ANSWER)
     }
 
     /// A call whose reply takes a shape the method defined (listed in its registry entry), for

@@ -31,7 +31,6 @@ use super::events::{Event, LookupRecord};
 use super::lexical::top_k;
 use super::method::{Method, MethodView};
 use super::step::{answer_call, completion, entity_matches, plural_s, record, relations, unreadable};
-use super::structured::REASONED_ANSWER;
 use super::topics::{TopicLinker, link_model_name};
 use super::{AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
 use crate::kg::{RelationRef, Term};
@@ -183,7 +182,7 @@ impl Method for GogMachine {
             Phase::Neighbours => self.neighbour_lookups(),
             Phase::Generate => self.generate_requests(cx),
             Phase::Verify => self.verify_request(cx),
-            Phase::Answer(AnswerSource::OwnKnowledge) => own_knowledge_request(cx),
+            Phase::Answer(AnswerSource::OwnKnowledge) => vec![cx.ask_own_knowledge()],
             Phase::Answer(_) | Phase::Done => Vec::new(),
         };
         (requests, plan)
@@ -356,12 +355,6 @@ impl GogMachine {
         let prompt = cx.render(templates::VERIFY, &[("question", &cx.question), ("triples", &list)]);
         vec![cx.llm("gog_verify", prompt, cx.settings.sc.sample_temperature, shapes::kept(self.samples.len()))]
     }
-}
-
-/// The answer from the model's own knowledge, when the steps ran out or could not be read.
-fn own_knowledge_request(cx: &Context) -> Vec<Request> {
-    let prompt = cx.render_text(super::templates::ANSWER_OWN_KNOWLEDGE, &[("question", &cx.question)]);
-    vec![cx.llm("answer_own_knowledge", prompt, cx.settings.reason_temperature, &REASONED_ANSWER)]
 }
 
 #[cfg(test)]

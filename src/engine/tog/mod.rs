@@ -116,7 +116,7 @@ impl Method for TogMachine {
             Phase::EntitySearch => self.entity_lookups(cx, &mut plan),
             Phase::EntityPrune => self.entity_scoring(cx, &mut plan),
             Phase::Reasoning => self.reasoning_requests(cx, &mut plan),
-            Phase::Answer(AnswerSource::OwnKnowledge) => own_knowledge_request(cx),
+            Phase::Answer(AnswerSource::OwnKnowledge) => vec![cx.ask_own_knowledge()],
             Phase::Answer(_) => self.answer_request(cx),
             Phase::Done => Vec::new(),
         };
@@ -302,12 +302,6 @@ impl TogMachine {
         let shape = if cx.reasons_then_formats() { &REASONED_ANSWER } else { &ANSWER };
         vec![cx.llm("answer", prompt, cx.settings.reason_temperature, shape)]
     }
-}
-
-/// The answer from the model's own knowledge, when no path is left to answer from.
-fn own_knowledge_request(cx: &Context) -> Vec<Request> {
-    let prompt = cx.render_text(super::templates::ANSWER_OWN_KNOWLEDGE, &[("question", &cx.question)]);
-    vec![cx.llm("answer_own_knowledge", prompt, cx.settings.reason_temperature, &REASONED_ANSWER)]
 }
 
 #[cfg(test)]
