@@ -287,12 +287,12 @@ pub fn is_endpoint_note(note: &str) -> bool {
 }
 
 /// A call's step in words, as the method that asked it (`method`, its label, when known) is
-/// known to the user: SC's samples are SC's, not CoT's. `words`: what the step's template says
-/// its calls do, where the model was told (the name itself in words otherwise).
-fn step_of_method_in_words(step: &str, method: Option<&str>, words: Option<&str>) -> String {
+/// known to the user: SC's samples are SC's, not CoT's; any other step as `words` says it
+/// (what its template says its calls do).
+fn step_of_method_in_words(step: &str, method: Option<&str>, words: &str) -> String {
     match borrowed_step(step, method) {
         Some(m) => format!("{m}: sampling step-by-step answers from the model's own knowledge"),
-        None => words.map_or_else(|| step.replace('_', " "), str::to_string),
+        None => words.to_string(),
     }
 }
 
@@ -304,14 +304,11 @@ fn asked_by(step: &str, method: Option<&str>) -> String {
 
 /// Where the demo knows none of a run's first step (`unrecorded`) for any question, its list
 /// of questions is not all: the method (`method`, its label, when known) needs a model.
-fn not_by(unrecorded: Option<&str>, method: Option<&str>, words: Option<&str>) -> String {
+fn not_by(unrecorded: Option<&str>, method: Option<&str>) -> String {
     match (unrecorded, method) {
         (None, _) => String::new(),
         (Some(_), Some(m)) => format!(", but not with {m}, whose steps it records for none of them"),
-        (Some(step), None) => format!(
-            ", but not at this step ({}), which it records for none of them",
-            step_of_method_in_words(step, None, words)
-        ),
+        (Some(words), None) => format!(", but not at this step ({words}), which it records for none of them"),
     }
 }
 
@@ -343,23 +340,23 @@ pub enum LlmError {
     /// user steered off its recorded branches).
     #[error(
         "this step ({}) is outside the offline demo's recording: the demo model replies only to the steps it recorded (the README lists the moves it knows). {advice}",
-        step_of_method_in_words(step, method.as_deref(), words.as_deref())
+        step_of_method_in_words(step, method.as_deref(), words)
     )]
-    OffScript { step: String, advice: String, method: Option<String>, words: Option<String> },
+    OffScript {
+        step: String,
+        advice: String,
+        method: Option<String>,
+        /// The step in words, as the program's templates say it.
+        words: String,
+    },
     /// The offline demo was asked a question it has no recording of. `unrecorded`: the step
-    /// asked, when the demo records it for none of its questions either (the baselines').
+    /// asked, in words, when the demo records it for none of its questions either (the
+    /// baselines').
     #[error(
         "the offline demo model knows only its recorded steps, and this question is not one it recorded (it answers {known}{}). {advice}",
-        not_by(unrecorded.as_deref(), method.as_deref(), words.as_deref())
+        not_by(unrecorded.as_deref(), method.as_deref())
     )]
-    NotInDemo {
-        known: String,
-        advice: String,
-        unrecorded: Option<String>,
-        method: Option<String>,
-        /// The unrecorded step in words.
-        words: Option<String>,
-    },
+    NotInDemo { known: String, advice: String, unrecorded: Option<String>, method: Option<String> },
     #[error("{0}")]
     Config(String),
 }
@@ -385,8 +382,8 @@ impl LlmError {
             LlmError::NoScriptedReply { step, excerpt, file, .. } => {
                 LlmError::NoScriptedReply { step, excerpt, file, method }
             }
-            LlmError::NotInDemo { known, advice, unrecorded, words, .. } => {
-                LlmError::NotInDemo { known, advice, unrecorded, method, words }
+            LlmError::NotInDemo { known, advice, unrecorded, .. } => {
+                LlmError::NotInDemo { known, advice, unrecorded, method }
             }
             other => other,
         }

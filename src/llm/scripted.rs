@@ -134,14 +134,14 @@ impl ScriptedModel {
         Ok(Self { demo: Some(super::connect_a_model("the config file (--config FILE)", &[])), ..model })
     }
 
-    /// Names the config file where, off its recording, the demo tells the user to connect a
-    /// model, and the endpoints it names already (the caller knows which file its command
-    /// reads).
     /// Says a step in messages as `step_words` does (the program's templates' words).
     pub fn saying_steps_as(self, step_words: fn(&str) -> String) -> Self {
         Self { step_words, ..self }
     }
 
+    /// Names the config file where, off its recording, the demo tells the user to connect a
+    /// model, and the endpoints it names already (the caller knows which file its command
+    /// reads).
     pub fn advising_config(self, config: &Path, configured: &[&str]) -> Self {
         let advice = super::connect_a_model(&config.display().to_string(), configured);
         Self { demo: self.demo.map(|_| advice), ..self }
@@ -172,15 +172,14 @@ impl LanguageModel for ScriptedModel {
                         step: request.step.clone(),
                         advice,
                         method: None,
-                        words: Some((self.step_words)(&request.step)),
+                        words: (self.step_words)(&request.step),
                     });
                 }
                 let known: Vec<String> = self.questions.iter().map(|q| format!("\"{}\"", q.text)).collect();
                 // A step it records for no question (the baselines'): its questions are not all.
                 let recorded = self.replies.iter().any(|r| r.step.as_deref().is_none_or(|s| s == request.step));
-                let unrecorded = (!recorded).then(|| request.step.clone());
-                let words = unrecorded.as_deref().map(self.step_words);
-                return Err(LlmError::NotInDemo { known: known.join(", "), advice, unrecorded, method: None, words });
+                let unrecorded = (!recorded).then(|| (self.step_words)(&request.step));
+                return Err(LlmError::NotInDemo { known: known.join(", "), advice, unrecorded, method: None });
             }
             // The variable part of a prompt is at its end (after the exemplars).
             let tail: String = {
@@ -243,6 +242,10 @@ mod tests {
         let err = demo.complete(&other).await.unwrap_err().to_string();
         assert!(err.starts_with("the offline demo model knows only its recorded steps"), "{err}");
         assert!(err.contains("What is the majority party now") && err.contains("--llm local"), "{err}");
+        // A step it records for no question, said in its words when no method was named.
+        let unrecorded = ask("io", "Q: Who is the CEO of Apple?\nA:");
+        let err = demo.saying_steps_as(|_| "answering alone".into()).complete(&unrecorded).await.unwrap_err();
+        assert!(err.to_string().contains(", but not at this step (answering alone), which it records"), "{err}");
 
         // With endpoints configured already, it names them first.
         let configured = ScriptedModel::demo().expect("the demo script parses").advising_config(config, &["qwen"]);
