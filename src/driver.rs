@@ -2,7 +2,7 @@
 //! Identical LLM calls are made once: duplicates within a batch and repeats of earlier calls
 //! are answered from a memo and marked `cached` (the engine counts them as saved, not made).
 
-use crate::engine::{EngineError, Poll, Request, Response, Run};
+use crate::engine::{EngineError, Fed, Poll, Request, Response, Run};
 use crate::kg::{KgError, KnowledgeGraph};
 use crate::llm::{ChatRequest, Completion, Embedder, LanguageModel, LlmError};
 use crate::session::{Moment, Player, Session};
@@ -106,7 +106,7 @@ impl Driver {
         let mut first_of: HashMap<MemoKey, usize> = HashMap::new();
         let mut copy_of: Vec<Option<usize>> = vec![None; requests.len()];
         for (i, r) in requests.iter().enumerate() {
-            if let Request::Llm(chat) = r {
+            if let Request::Llm(chat) | Request::Extraction(chat) = r {
                 let key = MemoKey::from(chat);
                 match first_of.get(&key) {
                     Some(&j) => copy_of[i] = Some(j),
@@ -144,13 +144,14 @@ impl Driver {
             out[i] = Some(r);
         }
         for i in 0..requests.len() {
-            if let Some(j) = copy_of[i]
-                && let Some(Response::Llm { completion }) = out[j].clone()
-            {
+            let Some(j) = copy_of[i] else { continue };
+            out[i] = match out[j].clone() {
                 // No request was made: what the client noted about its request is not repeated.
-                out[i] =
-                    Some(Response::Llm { completion: Completion { cached: true, notes: Vec::new(), ..completion } });
-            }
+                Some(Response::Llm { completion }) => {
+                    Some(Response::Llm { completion: Completion { cached: true, notes: Vec::new(), ..completion } })
+                }
+                failed => failed,
+            };
         }
         Ok(out.into_iter().flatten().collect())
     }
@@ -200,46 +201,37 @@ impl Driver {
             Request::FindEntities { name, limit } => {
                 Response::Entities { matches: self.kg.find_entities(name, *limit).await? }
             }
-            Request::Llm(chat) => {
-                let key = MemoKey::from(chat);
-                if let Some(c) = self.memo_get(&key) {
-                    return Ok(Response::Llm { completion: c }.reused());
+            Request::Llm(chat) => Response::Llm { completion: self.complete(chat).await? },
+            // A failed extraction is a result: the step reads the free reply as far as it goes
+            // (it was paid for) rather than failing.
+            Request::Extraction(chat) => match self.complete(chat).await {
+                Ok(completion) => Response::Llm { completion },
+                Err(e) => {
+                    tracing::warn!(step = %chat.step, error = %e, "the extraction call failed");
+                    Response::Failed { error: e.to_string() }
                 }
-                tracing::debug!(step = %chat.step, "LLM call");
-                // Reasoning is kept apart before anything can parse it.
-                let mut completion = self.llm.complete(chat).await?.without_thinking();
-                let mut whole = true;
-                // Reason first, then format: a free reply the step cannot read as it is has its
-                // answer extracted by a second, structured call.
-                if let Some(schema) = chat.extract.as_ref().map(|e| &e.schema)
-                    && !crate::engine::readable_as_text(&schema.name, &completion.text)
-                    && let Some(extraction) = chat.extraction(&completion.text)
-                {
-                    tracing::debug!(step = %chat.step, "LLM call: extracting the answer");
-                    // A failed extraction keeps the free reply (paid for, and the step reads
-                    // it as far as it can) rather than failing the step.
-                    match self.llm.complete(&extraction).await {
-                        Ok(second) => completion = completion.then_extracted(second.without_thinking()),
-                        Err(e) => {
-                            whole = false;
-                            tracing::warn!(step = %chat.step, error = %e, "the extraction call failed");
-                            completion.notes.push(format!(
-                                "the call extracting the answer failed ({e}); the free reply is read as it is"
-                            ));
-                        }
-                    }
-                }
-                // Not kept when its extraction failed: asked again, it may succeed.
-                if whole && let Ok(mut memo) = self.memo.lock() {
-                    memo.insert(key, completion.clone());
-                }
-                Response::Llm { completion }
-            }
+            },
             Request::Embed { texts } => {
                 let embedder = self.embedder.as_ref().ok_or(DriverError::NoEmbedder)?;
                 Response::Embeddings { vectors: embedder.embed(texts).await? }
             }
         })
+    }
+
+    /// One call, answered from the memo when it was made before (a failed call is not kept:
+    /// asked again, it may succeed).
+    async fn complete(&self, chat: &ChatRequest) -> Result<Completion, LlmError> {
+        let key = MemoKey::from(chat);
+        if let Some(c) = self.memo_get(&key) {
+            return Ok(Completion { cached: true, latency_ms: 0, notes: Vec::new(), ..c });
+        }
+        tracing::debug!(step = %chat.step, "LLM call");
+        // Reasoning is kept apart before anything can parse it.
+        let completion = self.llm.complete(chat).await?.without_thinking();
+        if let Ok(mut memo) = self.memo.lock() {
+            memo.insert(key, completion.clone());
+        }
+        Ok(completion)
     }
 
     /// Takes one step of `run`. Returns the index of the event it recorded, or `None` when the
@@ -267,13 +259,31 @@ impl Driver {
     pub async fn step_with(
         &self,
         run: &mut Run,
+        mut earlier: Option<&mut Player>,
+        mut session: Option<&mut Session>,
+    ) -> Result<Option<usize>, DriverError> {
+        loop {
+            let requests = match run.poll() {
+                Poll::Finished => return Ok(None),
+                Poll::Need(requests) => requests,
+            };
+            match self.exchange(run, requests, earlier.as_deref_mut(), session.as_deref_mut()).await? {
+                Fed::Step(index) => return Ok(Some(index)),
+                // The calls extracting answers from free replies: a batch of their own.
+                Fed::Extracting => continue,
+            }
+        }
+    }
+
+    /// Performs one batch the run asked for (from `earlier` when it holds it), feeds it back
+    /// and records it into `session`.
+    async fn exchange(
+        &self,
+        run: &mut Run,
+        requests: Vec<Request>,
         earlier: Option<&mut Player>,
         session: Option<&mut Session>,
-    ) -> Result<Option<usize>, DriverError> {
-        let requests = match run.poll() {
-            Poll::Finished => return Ok(None),
-            Poll::Need(requests) => requests,
-        };
+    ) -> Result<Fed, DriverError> {
         let method = run.settings().method.label();
         let started = std::time::Instant::now();
         let reused = match earlier.and_then(|p| p.answers(&requests)) {
@@ -283,12 +293,12 @@ impl Driver {
         // One measure of the time, fed and recorded alike (a replay compares the traces); the
         // responses are copied only to be recorded.
         let recording = session.is_some();
-        let (index, kept, elapsed) = match reused {
+        let (fed, kept, elapsed) = match reused {
             Some(responses) => {
                 let elapsed = started.elapsed();
                 let kept = recording.then(|| responses.clone());
                 match run.feed_timed(responses, elapsed) {
-                    Ok(index) => (index, kept, elapsed),
+                    Ok(fed) => (fed, kept, elapsed),
                     Err(e) => {
                         // A recording this run cannot read (edited by hand, another version):
                         // the batch is asked for real instead.
@@ -311,7 +321,7 @@ impl Driver {
         if let Some((session, responses)) = recorded {
             session.record(Moment::Exchange { requests, responses, elapsed_ms: elapsed.as_millis() as u64 });
         }
-        Ok(Some(index))
+        Ok(fed)
     }
 
     /// The recorded model replies (and embeddings) of a batch, with its KG lookups made again.
@@ -402,6 +412,47 @@ mod tests {
         let again = driver.perform(&[call("b", 0), call("c", 0)]).await.unwrap();
         assert_eq!(model.calls.load(SeqCst), 4, "b comes from the memo");
         assert_eq!(cached(&again), vec![true, false]);
+    }
+
+    /// Fails every call whose prompt is `fail`, counting the calls asked.
+    #[derive(Default)]
+    struct Failing {
+        calls: AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl LanguageModel for Failing {
+        fn describe(&self) -> String {
+            "failing".into()
+        }
+        async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+            self.calls.fetch_add(1, SeqCst);
+            if request.prompt == "fail" {
+                return Err(LlmError::Timeout { url: "http://127.0.0.1:9/v1".into(), seconds: 1, attempts: 1 });
+            }
+            Ok(Completion { text: "{ok}".into(), ..Completion::default() })
+        }
+    }
+
+    fn extraction(prompt: &str) -> Request {
+        let Request::Llm(chat) = call(prompt, 0) else { unreachable!() };
+        Request::Extraction(chat)
+    }
+
+    #[tokio::test]
+    async fn a_failed_extraction_is_a_result_made_once_and_not_kept() {
+        let model = Arc::new(Failing::default());
+        let driver = Driver::new(Arc::new(demo_graph()), model.clone());
+        let batch = [extraction("fail"), extraction("fail"), extraction("ok")];
+        let got = driver.perform(&batch).await.unwrap();
+        assert_eq!(model.calls.load(SeqCst), 2, "the copy waits for the first");
+        assert!(matches!(&got[0], Response::Failed { error } if error.contains("timed out")), "{got:?}");
+        assert_eq!(got[0], got[1], "the copy fails as the first did");
+        assert!(matches!(&got[2], Response::Llm { completion } if completion.text == "{ok}"));
+        // A failure is not kept: asked again, the call is made again. A plain call fails the batch.
+        driver.perform(&[extraction("fail"), extraction("ok")]).await.unwrap();
+        assert_eq!(model.calls.load(SeqCst), 3, "ok comes from the memo; fail is asked again");
+        assert!(driver.perform(&[call("fail", 0)]).await.is_err());
     }
 
     #[tokio::test]

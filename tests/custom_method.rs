@@ -160,7 +160,7 @@ async fn a_method_without_overrides_refuses_them_in_words() {
     // The batch handed out before the refusal can still be fed.
     let driver = Driver::new(kg, Arc::new(TimeZoneReader::default()));
     let responses = driver.perform(&requests).await.unwrap();
-    assert_eq!(run.feed(responses).unwrap(), 0);
+    assert_eq!(run.feed(responses).unwrap(), ongraph::engine::Fed::Step(0));
 }
 
 /// The demo script's replies, until `budget` calls have been made; then the endpoint is down.

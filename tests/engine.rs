@@ -540,7 +540,7 @@ async fn the_protocol_refuses_misfed_results() {
     assert!(matches!(err, EngineError::WrongResponse { index: 0, .. }), "{err:?}");
     assert!(run.trace().is_empty(), "a refused step records nothing");
     let responses = driver.perform(&requests).await.unwrap();
-    assert_eq!(run.feed(responses), Ok(0));
+    assert_eq!(run.feed(responses), Ok(ongraph::engine::Fed::Step(0)));
 }
 
 #[tokio::test]

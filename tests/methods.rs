@@ -263,7 +263,11 @@ async fn gog_generates_the_hidden_triple_verifies_it_and_finishes() {
     assert_eq!(generated[0].head_term, Some(Term::Entity("m.cupertino".into())));
     assert_eq!(generated[0].tail_term, Some(Term::Entity("m.pacific_tz".into())));
     assert!(!generated[1].kept, "the Mountain Time Zone sample was rejected");
-    assert_eq!(run.beam().nodes[generated[0].node].provenance, Provenance::Generated { kept: true });
+    let Provenance::Generated { kept: true, judged_at: Some(at) } = run.beam().nodes[generated[0].node].provenance
+    else {
+        panic!("a kept generated triple, judged by a step")
+    };
+    assert_eq!(run.trace()[at].calls[0].step, "gog_verify", "the verification judged it");
     assert_eq!(run.beam().nodes[generated[1].node].status, Status::PrunedByScore);
     assert_eq!(gog_steps(&run)[3].observation, "Cupertino, location.location.time_zones, Pacific Time Zone");
     assert_eq!(run.answer().unwrap().answers, vec!["Pacific Time Zone"]);

@@ -7,9 +7,10 @@ mod common;
 use async_trait::async_trait;
 use common::*;
 use ongraph::engine::events::{CallRecord, ReadAs};
-use ongraph::engine::{AnswerSource, MethodId, Registry, Run, Settings};
+use ongraph::engine::{AnswerSource, Fed, MethodId, Poll, Registry, Request, Response, Run, Settings};
 use ongraph::llm::{ChatRequest, Completion, LanguageModel, LlmError, ReplyMode};
 use ongraph::prompts::Template;
+use ongraph::testing::session::{Moment, Session};
 
 fn template(name: &str) -> Template {
     Registry::builtin().template(name).expect("a built-in template")
@@ -43,7 +44,7 @@ impl JsonModel {
 
     fn reply(&self, r: &ChatRequest) -> String {
         // A reason-first call is asked as free text: this model's prose names no answer, so the
-        // driver extracts it with a second, structured call.
+        // engine asks for a second, structured call extracting it.
         let Some(schema) = &r.schema else { return "Let me think about the question.".into() };
         if let Some((kind, reply)) = self.spoil
             && kind == schema.name
@@ -195,6 +196,68 @@ async fn a_failed_extraction_keeps_the_free_reply_and_is_asked_again() {
     let mut again = new_run(&driver, CANBERRA, ongraph::engine::Topics::Extract, settings_tog_depth1());
     run_to_end(&driver, &mut again).await;
     assert!(extractions() > before, "the failed extraction was not kept in the memo");
+}
+
+#[tokio::test]
+async fn the_engine_asks_for_extractions_as_a_batch_of_their_own_and_the_session_replays() {
+    // The free reply names no answer: feeding it, the run asks for the extraction call (the
+    // driver only performs it) and takes the step once it is back.
+    let driver = Driver::new(Arc::new(demo_graph()), JsonModel::new(None));
+    let mut run = new_run(&driver, CANBERRA, ongraph::engine::Topics::Extract, settings_tog_depth1());
+    let mut extractions = 0;
+    while let Poll::Need(requests) = run.poll() {
+        let responses = driver.perform(&requests).await.unwrap();
+        if run.feed(responses).unwrap() == Fed::Extracting {
+            extractions += 1;
+            let Poll::Need(asked) = run.poll() else { panic!("extractions are asked for") };
+            assert!(
+                !asked.is_empty() && asked.iter().all(|r| matches!(r, Request::Extraction(c) if c.schema.is_some()))
+            );
+            assert_eq!(run.poll(), Poll::Need(asked.clone()), "polled again, the same batch");
+            let extracted = driver.perform(&asked).await.unwrap();
+            assert!(matches!(run.feed(extracted).unwrap(), Fed::Step(_)), "the step follows its extractions");
+        }
+    }
+    assert!(extractions >= 1);
+    let answer = calls(&run).into_iter().find(|c| c.step == "answer").expect("the answer step ran");
+    assert_eq!(answer.read, ReadAs::Extracted, "{answer:?}");
+    assert!(answer.reasoning.as_deref().is_some_and(|r| r.contains("Let me think")), "the free reply is kept");
+    assert_eq!(run.costs().llm_calls, calls(&run).len() as u64 + extractions, "two calls each");
+
+    // Recorded, each batch is a moment of its own, extractions and failed ones too, and the
+    // session replays to the same steps.
+    for spoil in [None, Some(("answer", FAIL))] {
+        let model = JsonModel::new(spoil);
+        let driver = Driver::new(Arc::new(demo_graph()), model);
+        let settings = settings_tog_depth1();
+        let mut run = new_run(&driver, CANBERRA, ongraph::engine::Topics::Extract, settings.clone());
+        let prompts = ongraph::engine::builtin_prompts();
+        let mut session = Session::new("demo", "json", settings.clone(), driver.kg().profile().clone(), &prompts);
+        session.begin(CANBERRA, ongraph::engine::Topics::Extract, &settings);
+        driver.run_recorded(&mut run, &mut session).await.unwrap();
+        let extracted: Vec<&Response> = session.runs[0]
+            .moments
+            .iter()
+            .filter_map(|m| match m {
+                Moment::Exchange { requests, responses, .. }
+                    if requests.iter().all(|r| matches!(r, Request::Extraction(_))) =>
+                {
+                    Some(responses)
+                }
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let failed = extracted.iter().filter(|r| matches!(r, Response::Failed { .. })).count();
+        assert_eq!(failed > 0, spoil.is_some(), "{extracted:?}");
+        assert!(!extracted.is_empty());
+        session.check_replays(Registry::builtin()).unwrap();
+        let replayed = session.replay(0).unwrap();
+        assert_eq!(replayed.trace(), run.trace());
+        if spoil.is_some() {
+            assert!(notes(&replayed).iter().any(|n| n.contains("the call extracting the answer failed")));
+        }
+    }
 }
 
 fn settings_tog_depth1() -> Settings {

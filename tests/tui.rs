@@ -16,7 +16,7 @@ use ongraph::testing::tui::{Action, App, Bottom, Corrections, Effect, Executor, 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";
@@ -2712,4 +2712,77 @@ async fn a_forged_label_shows_as_one_line_with_its_escapes() {
     let text = ui.screen(160, 40);
     assert!(text.contains("Field\\nSupporting paths:\\u{2028}1. Canberra\\u{202E}evil"), "{text}");
     assert!(!text.contains(['\u{202e}', '\u{2028}', '\u{2066}']), "{text}");
+}
+
+/// The demo's replies, but a reason-first call's free reply says nothing readable: the engine
+/// asks for its extraction, which gets the demo's reply to the free call.
+struct FreeFirst {
+    model: ongraph::testing::llm::ScriptedModel,
+    /// The demo's reply to each step's free call, given to its extraction.
+    held: Mutex<std::collections::HashMap<String, ongraph::llm::Completion>>,
+}
+
+const THINKING: &str = "Let me think about it.";
+
+#[async_trait::async_trait]
+impl ongraph::llm::LanguageModel for FreeFirst {
+    fn describe(&self) -> String {
+        "free first".into()
+    }
+    async fn complete(
+        &self,
+        request: &ongraph::llm::ChatRequest,
+    ) -> Result<ongraph::llm::Completion, ongraph::llm::LlmError> {
+        if request.extract.is_some() {
+            let reply = self.model.complete(request).await?;
+            self.held.lock().unwrap().insert(request.step.clone(), reply);
+            return Ok(ongraph::llm::Completion { text: THINKING.into(), ..Default::default() });
+        }
+        if request.schema.is_some() && request.prompt.contains(THINKING) {
+            return Ok(self.held.lock().unwrap().remove(&request.step).expect("the free call came first"));
+        }
+        self.model.complete(request).await
+    }
+}
+
+#[tokio::test]
+async fn a_step_whose_answer_is_extracted_is_one_step_in_the_ui_and_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let corrections =
+        TempCorrections { store: SledStore::open(&dir.path().join("overlay")).unwrap(), hidden: Vec::new() };
+    let model = FreeFirst {
+        model: ongraph::testing::llm::ScriptedModel::from_toml("t", common::DEMO_SCRIPT).unwrap(),
+        held: Mutex::default(),
+    };
+    let driver = Driver::new(Arc::new(ongraph::testing::kg::demo_graph()), Arc::new(model));
+    // GoG's steps reason first.
+    let settings = Settings { method: ongraph::engine::MethodId::GOG, structured: true, ..Settings::default() };
+    let mut ui = Ui::over(settings, Arc::new(corrections), driver, dir);
+    ui.ask(APPLE).await;
+    // Each n is one step, its extraction call included (through GoG's second thought).
+    for _ in 0..8 {
+        let before = ui.run().trace().len();
+        ui.press(KeyCode::Char('n')).await;
+        assert_eq!(ui.run().trace().len(), before + 1, "{:?}", ui.app.message);
+    }
+    let trace = ui.run().trace().to_vec();
+    let extracted = trace.iter().flat_map(|e| &e.calls).filter(|c| c.reasoning.as_deref() == Some(THINKING)).count();
+    assert!(extracted >= 2, "the thoughts were extracted: {trace:#?}");
+
+    let path = ui._dir.path().join("extracted.json");
+    ui.press(KeyCode::Char(':')).await;
+    ui.typed(&format!("save-as {}", path.display())).await;
+    ui.press(KeyCode::Enter).await;
+    let session = Session::load(&path).unwrap();
+    session.check_replays(ongraph::engine::Registry::builtin()).unwrap();
+    // Offline in the UI, each n is one step again.
+    let mut app = App::replaying(session, false).unwrap();
+    app.set_plain(true);
+    update(&mut app, key(KeyCode::Enter));
+    for _ in 0..8 {
+        let before = app.run.as_ref().unwrap().trace().len();
+        assert!(update(&mut app, key(KeyCode::Char('n'))).is_empty(), "{:?}", app.message);
+        assert_eq!(app.run.as_ref().unwrap().trace().len(), before + 1, "{:?}", app.message);
+    }
+    assert_eq!(app.run.as_ref().unwrap().trace(), &trace[..]);
 }

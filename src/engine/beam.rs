@@ -89,8 +89,13 @@ pub enum Provenance {
     /// Asserted by a correction in the overlay.
     Correction { id: u64 },
     /// Written by the LLM from its own knowledge (GoG's Generate), never in the KG;
-    /// `kept`: whether verification (or the user) kept it.
-    Generated { kept: bool },
+    /// `kept`: whether verification (or the user) kept it; `judged_at`: the step whose call
+    /// verified it (none when there was nothing to verify against).
+    Generated {
+        kept: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        judged_at: Option<usize>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

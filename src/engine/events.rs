@@ -145,3 +145,13 @@ pub struct Costs {
     pub usage: Usage,
     pub kg_lookups: u64,
 }
+
+impl std::ops::AddAssign for Costs {
+    fn add_assign(&mut self, other: Costs) {
+        self.llm_calls += other.llm_calls;
+        self.llm_calls_saved += other.llm_calls_saved;
+        self.llm_rounds += other.llm_rounds;
+        self.usage += other.usage;
+        self.kg_lookups += other.kg_lookups;
+    }
+}

@@ -44,6 +44,7 @@ impl Run {
         self.cx.costs = costs;
         self.history.truncate(step + 1);
         self.pending = None;
+        self.extracting = None;
         let index = self.cx.trace.len();
         let depth = self.depth();
         // The trace entry keeps its wording: sessions saved before compare their traces with it

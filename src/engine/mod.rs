@@ -1,6 +1,7 @@
 //! The reasoning engine, sans I/O. A [`Run`] never touches the network or the disk: it says
 //! what it needs next ([`Run::poll`] → KG lookups and LLM calls), a driver performs them and
-//! hands the results back ([`Run::feed`]), and the run takes one step. Between steps a caller
+//! hands the results back ([`Run::feed`]), and the run takes one step (a free reply it cannot
+//! read as it is first has its answer extracted, by calls it asks for next). Between steps a caller
 //! may override the last decision, pin or prune a path, force the sufficiency verdict, or rewind
 //! to an earlier step. The same seed and the same replies always give the same trace.
 //!
@@ -16,6 +17,7 @@ pub mod beam;
 mod builtin;
 mod context;
 pub mod events;
+mod extraction;
 mod footprint;
 pub mod gog;
 mod history;
@@ -58,37 +60,54 @@ pub use structured::{Offer, Reasons, Reply, ReplyShape, json_text};
 pub use topics::TopicLinker;
 pub use view::progress_line;
 
-/// Whether a free reply to a call of reply shape `name` can be read as it is, as the program's
-/// shape of that name says (GoG's step: with its action); otherwise, whether it holds an answer
-/// in braces (or "the answer is …"). A reason-first reply that cannot is extracted by a second
-/// call.
-pub(crate) fn readable_as_text(name: &str, reply: &str) -> bool {
-    match Registry::program().shape(name).map(|s| s.reasons) {
-        Some(structured::Reasons::ThenItself { readable }) => readable(reply),
-        _ => parse::parse_answers(reply).is_some_and(|a| !a.is_empty()),
-    }
-}
-
 /// Something the run needs from the outside world before it can take its next step.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "need", rename_all = "snake_case")]
 pub enum Request {
-    Relations { entity: String },
-    Neighbours { entity: String, relation: RelationRef },
-    FindEntities { name: String, limit: usize },
+    Relations {
+        entity: String,
+    },
+    Neighbours {
+        entity: String,
+        relation: RelationRef,
+    },
+    FindEntities {
+        name: String,
+        limit: usize,
+    },
     Llm(ChatRequest),
-    Embed { texts: Vec<String> },
+    Embed {
+        texts: Vec<String>,
+    },
+    /// The second call of a reason-first [`Request::Llm`], reading the answer out of its free
+    /// reply. Its failure is a result too ([`Response::Failed`]): the free reply is then read
+    /// as far as it goes.
+    Extraction(ChatRequest),
 }
 
 /// The answer to one [`Request`], in the same position of the batch.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "got", rename_all = "snake_case")]
 pub enum Response {
-    Relations { relations: Vec<RelationRef> },
-    Neighbours { neighbours: Vec<Neighbour> },
-    Entities { matches: Vec<EntityMatch> },
-    Llm { completion: Completion },
-    Embeddings { vectors: Vec<Vec<f32>> },
+    Relations {
+        relations: Vec<RelationRef>,
+    },
+    Neighbours {
+        neighbours: Vec<Neighbour>,
+    },
+    Entities {
+        matches: Vec<EntityMatch>,
+    },
+    Llm {
+        completion: Completion,
+    },
+    Embeddings {
+        vectors: Vec<Vec<f32>>,
+    },
+    /// A [`Request::Extraction`] that failed: why, as the endpoint said it.
+    Failed {
+        error: String,
+    },
 }
 
 impl Response {
@@ -110,6 +129,26 @@ pub enum Poll {
     /// batch is a step that needs nothing from outside.
     Need(Vec<Request>),
     Finished,
+}
+
+/// What feeding a batch did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fed {
+    /// The run took a step: the index of the event it recorded.
+    Step(usize),
+    /// Some free replies need their answers extracted: the next poll asks for those calls, as
+    /// a batch of their own, and the step is taken when they are fed.
+    Extracting,
+}
+
+impl Fed {
+    /// The event recorded, when a step was taken.
+    pub fn step(self) -> Option<usize> {
+        match self {
+            Fed::Step(index) => Some(index),
+            Fed::Extracting => None,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -161,6 +200,8 @@ pub struct Run {
     machine: Machine,
     cx: Context,
     pending: Option<Pending>,
+    /// The pending batch's free replies, waiting for their extraction calls.
+    extracting: Option<extraction::Extracting>,
     /// State after each trace entry, for rewinding.
     history: Vec<Snapshot>,
     abandoned: Vec<Abandoned>,

@@ -3,14 +3,17 @@
 use super::Machine;
 use super::beam::Beam;
 use super::events::{Costs, Event, EventKind};
+use super::extraction::{self, Extracting};
 use super::{
-    Context, EngineError, Footprint, Override, Pending, Poll, Registry, Request, Response, Run, Settings, Topics, step,
+    Context, EngineError, Fed, Footprint, Override, Pending, Poll, Registry, Request, Response, Run, Settings, Topics,
+    step,
 };
 use crate::kg::KgProfile;
 use crate::prompts::Prompts;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
+use std::time::Duration;
 
 impl Run {
     /// A run of `settings.method`, one of the program's methods (ongraph's own, or those
@@ -62,6 +65,7 @@ impl Run {
             machine,
             cx,
             pending: None,
+            extracting: None,
             history: Vec::new(),
             abandoned: Vec::new(),
             read: Footprint::default(),
@@ -70,6 +74,9 @@ impl Run {
 
     /// What the run needs next. Calling it again before `feed` returns the same batch.
     pub fn poll(&mut self) -> Poll {
+        if let Some(e) = &self.extracting {
+            return Poll::Need(e.requests());
+        }
         if let Some(p) = &self.pending {
             return Poll::Need(p.requests.clone());
         }
@@ -81,14 +88,18 @@ impl Run {
         Poll::Need(requests)
     }
 
-    /// Hands back the results of the last `poll`, in order; the run takes one step and returns
-    /// the index of the event it recorded.
-    pub fn feed(&mut self, responses: Vec<Response>) -> Result<usize, EngineError> {
-        self.feed_timed(responses, std::time::Duration::ZERO)
+    /// Hands back the results of the last `poll`, in order: the run takes one step (and says
+    /// the index of the event it recorded), or asks next for the calls extracting the answers
+    /// of replies it cannot read as they are.
+    pub fn feed(&mut self, responses: Vec<Response>) -> Result<Fed, EngineError> {
+        self.feed_timed(responses, Duration::ZERO)
     }
 
     /// As [`Run::feed`], recording how long the driver took to get the results.
-    pub fn feed_timed(&mut self, responses: Vec<Response>, elapsed: std::time::Duration) -> Result<usize, EngineError> {
+    pub fn feed_timed(&mut self, responses: Vec<Response>, elapsed: Duration) -> Result<Fed, EngineError> {
+        if let Some(extracting) = self.extracting.take() {
+            return self.feed_extracted(extracting, responses, elapsed);
+        }
         let Some(pending) = self.pending.take() else {
             return Err(if self.cx.answer.is_some() { EngineError::Finished } else { EngineError::NotPolled });
         };
@@ -97,10 +108,57 @@ impl Run {
             self.pending = Some(pending);
             return Err(err);
         }
+        let calls = extraction::needed(&pending.requests, &responses, self.entry.shapes);
+        if !calls.is_empty() {
+            // The free replies are accounted for with the step, once their answers are back.
+            self.extracting = Some(Extracting { batch: pending, responses, calls, elapsed });
+            return Ok(Fed::Extracting);
+        }
+        let cost = cost_of(&pending.requests, &responses);
+        let result = self.take_step(&pending, responses, cost, elapsed);
+        if result.is_err() {
+            self.pending = Some(pending);
+        }
+        result.map(Fed::Step)
+    }
+
+    /// Feeds the results of the extraction calls: the method's batch is read with them.
+    fn feed_extracted(
+        &mut self,
+        extracting: Extracting,
+        extracted: Vec<Response>,
+        elapsed: Duration,
+    ) -> Result<Fed, EngineError> {
+        if extracting.calls.len() != extracted.len() {
+            let err = EngineError::BatchMismatch { expected: extracting.calls.len(), got: extracted.len() };
+            self.extracting = Some(extracting);
+            return Err(err);
+        }
+        let result = extracting.merged(&extracted).and_then(|merged| {
+            // Two rounds, each accounted as it came: the free replies, then their extractions.
+            let mut cost = cost_of(&extracting.batch.requests, &extracting.responses);
+            cost += cost_of(&extracting.requests(), &extracted);
+            self.take_step(&extracting.batch, merged, cost, extracting.elapsed + elapsed)
+        });
+        if result.is_err() {
+            // Nothing was taken: the extraction calls are still what the run needs.
+            self.extracting = Some(extracting);
+        }
+        result.map(Fed::Step)
+    }
+
+    /// The method takes its step from `responses`, the results of `pending` (their answers
+    /// extracted), which cost `cost`. A step that fails leaves the run as it was.
+    fn take_step(
+        &mut self,
+        pending: &Pending,
+        mut responses: Vec<Response>,
+        cost: Costs,
+        elapsed: Duration,
+    ) -> Result<usize, EngineError> {
         let before = (self.machine.clone(), self.context_without_trace());
-        self.account(&pending.requests, &responses);
+        self.cx.costs += cost;
         self.read.record(&pending.requests, &responses);
-        let mut responses = responses;
         let reading_notes = step::read_structured(&pending.requests, &mut responses, self.entry.shapes);
         let result = self.machine.inner_mut().absorb(&mut self.cx, &pending.plan, &pending.requests, responses);
         match result {
@@ -118,38 +176,14 @@ impl Run {
                 Ok(self.cx.trace.len() - 1)
             }
             Err(e) => {
-                // A step that fails leaves the run as it was, the batch still pending (steps
-                // only read the trace; it is pushed to after they succeed).
+                // Steps only read the trace (it is pushed to after they succeed): the rest of
+                // the state is put back as it was.
                 let trace = std::mem::take(&mut self.cx.trace);
                 (self.machine, self.cx) = before;
                 self.cx.trace = trace;
-                self.pending = Some(pending);
                 Err(e)
             }
         }
-    }
-
-    pub(super) fn account(&mut self, requests: &[Request], responses: &[Response]) {
-        let mut made = 0;
-        for (req, resp) in requests.iter().zip(responses) {
-            match (req, resp) {
-                // An extracted reply is two calls, saved or made.
-                (Request::Llm(_), Response::Llm { completion }) if completion.cached => {
-                    self.cx.costs.llm_calls_saved += completion.calls()
-                }
-                (Request::Llm(_), Response::Llm { completion }) => {
-                    made = made.max(completion.calls());
-                    self.cx.costs.llm_calls += completion.calls();
-                    self.cx.costs.usage += completion.usage;
-                }
-                (Request::Relations { .. } | Request::Neighbours { .. } | Request::FindEntities { .. }, _) => {
-                    self.cx.costs.kg_lookups += 1
-                }
-                _ => {}
-            }
-        }
-        // The extraction waits for the free reply: a round of its own.
-        self.cx.costs.llm_rounds += made;
     }
 
     /// Changes the run's state between steps; recorded in the trace. A change the method
@@ -173,6 +207,7 @@ impl Run {
         };
         // Requests handed out were built from the old state; the next poll rebuilds them.
         self.pending = None;
+        self.extracting = None;
         // A change may end the run (GoG's edited action a Finish).
         self.rank_answer_paths();
         let index = self.cx.trace.len();
@@ -207,4 +242,30 @@ fn changed(machine: &mut Machine, cx: &mut Context, o: &Override, beam: &Beam) -
         Err(EngineError::BadOverride { why, .. }) => Err(EngineError::BadOverride { what: o.describe_in(beam), why }),
         Err(e) => Err(e),
     }
+}
+
+/// What one batch cost: the LLM calls made or saved (a reply recorded with its answer already
+/// extracted is two calls), the rounds a driver waited for them, the KG lookups.
+fn cost_of(requests: &[Request], responses: &[Response]) -> Costs {
+    let mut cost = Costs::default();
+    let mut made = 0;
+    for (req, resp) in requests.iter().zip(responses) {
+        match (req, resp) {
+            (Request::Llm(_) | Request::Extraction(_), Response::Llm { completion }) if completion.cached => {
+                cost.llm_calls_saved += completion.calls()
+            }
+            (Request::Llm(_) | Request::Extraction(_), Response::Llm { completion }) => {
+                made = made.max(completion.calls());
+                cost.llm_calls += completion.calls();
+                cost.usage += completion.usage;
+            }
+            (Request::Relations { .. } | Request::Neighbours { .. } | Request::FindEntities { .. }, _) => {
+                cost.kg_lookups += 1
+            }
+            _ => {}
+        }
+    }
+    // A recorded extraction waited for its free reply: a round of its own.
+    cost.llm_rounds += made;
+    cost
 }

@@ -32,7 +32,7 @@ pub struct ChatRequest {
     pub schema: Option<ReplySchema>,
     /// Reason first, then format: the call is made as free text (`schema` is `None`), and when
     /// its reply cannot be read as it is, a second call made with this extracts the structured
-    /// reply from it (the driver does both).
+    /// reply from it (the engine asks for it as a call of its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extract: Option<Box<Extraction>>,
 }
@@ -186,7 +186,8 @@ impl Completion {
             reasoning: Some(reasoning),
             usage,
             latency_ms: self.latency_ms + extraction.latency_ms,
-            cached: false,
+            // Answered from a memo only when both calls were.
+            cached: self.cached && extraction.cached,
             mode: extraction.mode,
             notes,
             extracted: true,

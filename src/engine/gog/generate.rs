@@ -35,6 +35,7 @@ impl GogMachine {
         let step = ev.index;
         let mut kept_lines = Vec::new();
         let kept = std::mem::take(&mut self.sample_kept);
+        let judged_at = self.verified_at.take();
         for ((h, r, t), kept) in std::mem::take(&mut self.samples).into_iter().zip(kept) {
             let rejected = !kept;
             let head_term = self.names.get(&h.to_lowercase()).cloned();
@@ -45,7 +46,7 @@ impl GogMachine {
                     let id = cx.beam.add(
                         None,
                         NodeKind::Entity { term: Term::Literal(h.clone()), label: Some(h.clone()) },
-                        Provenance::Generated { kept: !rejected },
+                        Provenance::Generated { kept: !rejected, judged_at },
                     );
                     cx.beam.set_status(id, Status::Kept, Some("named by the model"), step);
                     id
@@ -54,7 +55,7 @@ impl GogMachine {
             let rel = cx.beam.add(
                 Some(head_node),
                 NodeKind::Relation { relation: r.clone(), direction: Direction::Out, shown: r.clone() },
-                Provenance::Generated { kept: !rejected },
+                Provenance::Generated { kept: !rejected, judged_at },
             );
             let tail = cx.beam.add(
                 Some(rel),
@@ -62,7 +63,7 @@ impl GogMachine {
                     term: tail_term.clone().unwrap_or_else(|| Term::Literal(t.clone())),
                     label: Some(t.clone()),
                 },
-                Provenance::Generated { kept: !rejected },
+                Provenance::Generated { kept: !rejected, judged_at },
             );
             let (status, why) = if rejected {
                 (Status::PrunedByScore, "generated; rejected by verification")

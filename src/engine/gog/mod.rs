@@ -108,6 +108,8 @@ pub(crate) struct GogMachine {
     samples: Vec<(String, String, String)>,
     /// Whether verification kept each sample's triple (all kept when nothing verifies).
     sample_kept: Vec<bool>,
+    /// The step that verified the samples, when one did.
+    verified_at: Option<usize>,
     max_steps: usize,
     pub generated: Vec<GeneratedTriple>,
     /// Why the run answers from the model's own knowledge ([`Answer::why`]), once it does.
@@ -135,6 +137,7 @@ impl GogMachine {
             last_seen: Vec::new(),
             samples: Vec::new(),
             sample_kept: Vec::new(),
+            verified_at: None,
             max_steps: cx.settings.gog.gog_steps.max(1),
             generated: Vec::new(),
             why: None,

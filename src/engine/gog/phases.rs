@@ -149,6 +149,7 @@ impl GogMachine {
         ev.summary =
             format!("the model generated {} distinct triple{}", self.samples.len(), plural_s(self.samples.len()));
         self.sample_kept = vec![true; self.samples.len()];
+        self.verified_at = None;
         if self.samples.is_empty() {
             self.observe("No triple generated.".into());
         } else if requests.len() > 1 {
@@ -191,6 +192,7 @@ impl GogMachine {
         );
         // Rejected ones stay too, marked, for the user to see (and overrule).
         self.sample_kept = (0..self.samples.len()).map(|i| kept.contains(&i)).collect();
+        self.verified_at = Some(ev.index);
         self.after_generate(cx, ev);
 
         Ok(())

@@ -277,10 +277,11 @@ mod tests {
         assert!(!Reply::from(&ANSWER).reasons_first() && !judgment(&[]).reasons_first());
         assert_eq!(Reply::from(&REASONED_ANSWER).extracted(), Reply::from(&ANSWER));
         assert_eq!(gog_step.extracted(), gog_step, "a step is extracted into a step");
-        assert!(crate::engine::readable_as_text("answer", "First, … The answer is {Canberra}."));
-        assert!(!crate::engine::readable_as_text("answer", "I am not sure."));
-        assert!(crate::engine::readable_as_text("gog_step", "Thought: look it up\nAction: Search[Canberra]"));
-        assert!(!crate::engine::readable_as_text("gog_step", "Thought: look it up"));
+        let readable = |name, reply| crate::engine::extraction::readable_as_text(name, reply, &[*shape("gog_step")]);
+        assert!(readable("answer", "First, … The answer is {Canberra}."));
+        assert!(!readable("answer", "I am not sure."));
+        assert!(readable("gog_step", "Thought: look it up\nAction: Search[Canberra]"));
+        assert!(!readable("gog_step", "Thought: look it up"));
     }
 
     #[test]

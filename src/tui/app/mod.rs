@@ -12,7 +12,7 @@ use super::keymap::{Command, Keymap, Pane};
 use super::modal::{Form, FormKind, Palette, PaletteRow, PickItem, PickValue, Picker, Purpose, Search, fuzzy_rank};
 use super::theme::Theme;
 use crate::engine::beam::{Beam, BeamNode, NodeId, NodeKind};
-use crate::engine::{MethodId, Override, Poll, Request, Response, Run, Settings, Topics};
+use crate::engine::{Fed, MethodId, Override, Poll, Request, Response, Run, Settings, Topics};
 use crate::kg::{KgProfile, Term};
 use crate::overlay::{Correction, CorrectionContext, Draft, Op};
 use crate::prompts::Prompts;

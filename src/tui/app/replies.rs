@@ -4,7 +4,7 @@
 use super::*;
 
 impl App {
-    /// A step's requests were performed: its answers are taken in, and while the run goes on
+    /// A batch's requests were performed: its answers are taken in, and while the run goes on
     /// by itself (`r`, run to the answer) the next step follows.
     pub(super) fn on_performed(
         &mut self,
@@ -16,7 +16,12 @@ impl App {
             return Vec::new(); // overtaken by a cancel, override or rewind
         }
         self.in_flight = None;
-        if self.absorb(result, elapsed_ms) && self.auto { self.step() } else { Vec::new() }
+        match self.absorb(result, elapsed_ms) {
+            // The calls extracting answers finish the step that asked for them.
+            Some(Fed::Extracting) => self.step(),
+            Some(Fed::Step(_)) if self.auto => self.step(),
+            _ => Vec::new(),
+        }
     }
 
     /// Corrections were stored (their ids), or not.

@@ -54,8 +54,10 @@ impl App {
                 Poll::Need(requests) => {
                     if let Some((responses, elapsed_ms)) = self.recorded(&requests) {
                         self.asked = Some(requests);
-                        let ok = self.absorb(Ok(responses), elapsed_ms);
-                        if ok && self.auto && !self.run.as_ref().is_some_and(Run::is_finished) {
+                        let fed = self.absorb(Ok(responses), elapsed_ms);
+                        let going_on = self.auto && !self.run.as_ref().is_some_and(Run::is_finished);
+                        // The calls extracting answers finish the step that asked for them.
+                        if fed == Some(Fed::Extracting) || (fed.is_some() && going_on) {
                             continue;
                         }
                         return Vec::new();
@@ -75,53 +77,65 @@ impl App {
         }
     }
 
-    /// Feeds a step's results to the run and records them; false on an error.
-    pub(super) fn absorb(&mut self, result: Result<Vec<Response>, String>, elapsed_ms: u64) -> bool {
+    /// Feeds a batch's results to the run and records them: what the run did with them, or
+    /// `None` on an error (said).
+    pub(super) fn absorb(&mut self, result: Result<Vec<Response>, String>, elapsed_ms: u64) -> Option<Fed> {
         let asked = self.asked.take();
-        let Some(run) = &mut self.run else { return false };
+        let run = self.run.as_mut()?;
         let fed = result
             .clone()
             .and_then(|r| run.feed_timed(r, std::time::Duration::from_millis(elapsed_ms)).map_err(|e| e.to_string()));
-        match fed {
-            Ok(i) => {
-                let summary = run.trace().get(i).map(|e| e.summary.clone());
-                let endpoint: Vec<String> = run.trace().get(i).map_or_else(Vec::new, |e| {
-                    e.notes.iter().filter(|n| crate::llm::is_endpoint_note(n)).cloned().collect()
-                });
-                let finished = run.is_finished();
-                let answers = run.answer().map(|a| a.answers.clone());
-                // How the endpoint had to be asked goes to the messages pane, kept for the
-                // sitting, once (a note may come with every call: missing token counts).
-                for note in endpoint {
-                    if !self.messages.iter().any(|m| m.text == note) {
-                        self.note(Note { error: false, text: note });
-                    }
-                }
-                if let Some(summary) = summary {
-                    self.say(summary);
-                }
+        let i = match fed {
+            Ok(fed) => {
                 if let (Some(requests), Ok(responses)) = (asked, result) {
                     self.record(Moment::Exchange { requests, responses, elapsed_ms });
                 }
-                if finished {
-                    self.show_bottom(Bottom::Answer);
-                    self.auto = false;
-                    self.sync_record();
-                    if let (Some(earlier), Some(now)) = (&self.earlier, answers) {
-                        self.say(if earlier.answers == now {
-                            format!("same answer as before: {}", now.join(" | "))
-                        } else {
-                            // The new answer first: a narrow status bar cuts the end.
-                            format!("answer changed to {} (was {})", now.join(" | "), earlier.answers.join(" | "))
-                        });
-                    }
+                match fed {
+                    Fed::Step(i) => i,
+                    Fed::Extracting => return Some(fed),
                 }
-                true
             }
             Err(e) => {
                 self.auto = false;
                 self.fail(e);
-                false
+                return None;
+            }
+        };
+        self.stepped(i);
+        Some(Fed::Step(i))
+    }
+
+    /// Says what step `i` did, and the answer when it ended the run.
+    fn stepped(&mut self, i: usize) {
+        let Some(run) = &self.run else { return };
+        let summary = run.trace().get(i).map(|e| e.summary.clone());
+        let endpoint: Vec<String> = run
+            .trace()
+            .get(i)
+            .map_or_else(Vec::new, |e| e.notes.iter().filter(|n| crate::llm::is_endpoint_note(n)).cloned().collect());
+        let finished = run.is_finished();
+        let answers = run.answer().map(|a| a.answers.clone());
+        // How the endpoint had to be asked goes to the messages pane, kept for the
+        // sitting, once (a note may come with every call: missing token counts).
+        for note in endpoint {
+            if !self.messages.iter().any(|m| m.text == note) {
+                self.note(Note { error: false, text: note });
+            }
+        }
+        if let Some(summary) = summary {
+            self.say(summary);
+        }
+        if finished {
+            self.show_bottom(Bottom::Answer);
+            self.auto = false;
+            self.sync_record();
+            if let (Some(earlier), Some(now)) = (&self.earlier, answers) {
+                self.say(if earlier.answers == now {
+                    format!("same answer as before: {}", now.join(" | "))
+                } else {
+                    // The new answer first: a narrow status bar cuts the end.
+                    format!("answer changed to {} (was {})", now.join(" | "), earlier.answers.join(" | "))
+                });
             }
         }
     }
