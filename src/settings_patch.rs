@@ -5,7 +5,7 @@
 //! It lives here rather than in the engine so that the engine needs no more of clap than the
 //! value enums it already derives.
 
-use crate::engine::pog::PogPruning;
+use crate::engine::PogPruning;
 use crate::engine::{Fallback, GogSettings, MethodId, PogSettings, PromptLayout, PruneTool, ScSettings, Settings};
 use clap::Args;
 use serde::{Deserialize, Serialize};

@@ -153,7 +153,7 @@ async fn pog_e_walks_the_same_paths_here_and_fuzzy_only_pruning_makes_no_selecti
     run_to_end(&driver, &mut run).await;
     assert_eq!(run.answer().unwrap().answers, vec!["2010 World Series"]);
     let fuzzy = Settings {
-        pog: PogSettings { pog_pruning: ongraph::engine::pog::PogPruning::Fuzzy, ..PogSettings::default() },
+        pog: PogSettings { pog_pruning: ongraph::engine::PogPruning::Fuzzy, ..PogSettings::default() },
         ..settings(MethodId::POG)
     };
     let extra = r#"

@@ -270,7 +270,7 @@ pub(crate) fn test_context(question: &str, settings: Settings) -> Context {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::tog::templates::{REASONING, RELATION_PRUNE, rendered_by};
+    use crate::engine::methods::tog::templates::{REASONING, RELATION_PRUNE, rendered_by};
 
     fn chat(request: Request) -> ChatRequest {
         match request {
@@ -292,7 +292,7 @@ mod tests {
             "relation_prune",
             cx.render(RELATION_PRUNE, &values),
             0.4,
-            crate::engine::tog::shapes::relations(&relations, 3),
+            crate::engine::methods::tog::shapes::relations(&relations, 3),
         );
         let options = vec!["Byron".to_string()];
         let judge = cx.llm(
@@ -359,7 +359,7 @@ mod tests {
             "relation_prune",
             cx.render(RELATION_PRUNE, &values),
             0.4,
-            crate::engine::tog::shapes::relations(&relations, 7),
+            crate::engine::methods::tog::shapes::relations(&relations, 7),
         ));
         assert!(request.prompt.starts_with("Please retrieve 7 relations"), "{}", request.prompt);
         assert_eq!(request.system, "You are an AI assistant that helps people find information.");

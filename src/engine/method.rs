@@ -1,5 +1,5 @@
 //! What every reasoning method answers to (the methods ongraph ships are listed in
-//! `builtin.rs`, gathered by the registry in `registry.rs`).
+//! `methods/mod.rs`, gathered by the registry in `registry.rs`).
 //!
 //! A method is a state machine over the shared [`Context`]: asked for its next batch it returns
 //! the requests together with a [`Method::Plan`] saying what each request is for; the [`Run`]
@@ -7,11 +7,12 @@
 //! never has to rebuild the list `next` built. Methods are cloned for rewinding, so their state
 //! is plain data; large parts they share between steps belong behind an `Arc`.
 //!
-//! Adding a method is one module implementing [`Method`] plus one [`MethodEntry`] in
-//! [`BUILTIN`](super::builtin::BUILTIN) (or, from outside the crate, [`Registry::with`]). The entry lists the prompt
-//! templates the method renders and the reply shapes it defines: the registry gathers them, so
-//! prompts directories, saved sessions and structured replies know them without a line
-//! elsewhere.
+//! Adding a method is a folder under `methods/` implementing [`Method`], its prompt files, and
+//! in `methods/mod.rs` its `mod` line and one [`MethodEntry`] in
+//! [`BUILTIN`](super::methods::BUILTIN) (or, from outside the crate, [`Registry::with`]). The
+//! entry lists the prompt templates the method renders and the reply shapes it defines: the
+//! registry gathers them, so prompts directories, saved sessions and structured replies know
+//! them without a line elsewhere.
 //!
 //! [`Run`]: super::Run
 //! [`MethodEntry`]: super::MethodEntry

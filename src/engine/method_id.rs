@@ -20,7 +20,7 @@ impl MethodId {
     pub const IO: Self = Self::named("io");
     pub const COT: Self = Self::named("cot");
     pub const SC: Self = Self::named("sc");
-    /// The built-in methods' ids (their rows are in `builtin.rs`).
+    /// The built-in methods' ids (their rows are in `methods/mod.rs`).
     const BUILTIN: [Self; 8] =
         [Self::TOG, Self::TOG_R, Self::POG, Self::POG_E, Self::GOG, Self::IO, Self::COT, Self::SC];
 

@@ -8,25 +8,22 @@
 //! [`Run`] is declared here; its step loop is in `run`, its rewinds and snapshots in `history`,
 //! what it shows its clients in `view`. `context` is the state every method shares, `settings`
 //! what a run is asked to do, `answer` and `overrides` the answer and the user's changes as
-//! data; each method (`tog`, `pog`, `gog`, `baseline`) is a module of its own implementing
-//! the trait in `method`, listed in `builtin` (a row each in the `registry`).
+//! data; each method (`methods/tog`, `pog`, `gog`, `baseline`) is a folder of its own
+//! implementing the trait in `method`, listed in `methods` (a row each in the `registry`).
 
 mod answer;
-mod baseline;
 pub mod beam;
-mod builtin;
 mod context;
 pub mod events;
 mod extraction;
 mod footprint;
-pub mod gog;
 mod history;
 pub(crate) mod lexical;
 mod method;
 mod method_id;
+mod methods;
 mod overrides;
 pub(crate) mod parse;
-pub mod pog;
 mod registry;
 mod run;
 mod settings;
@@ -34,7 +31,6 @@ pub mod simulate;
 mod step;
 pub(crate) mod structured;
 pub(crate) mod templates;
-mod tog;
 mod topics;
 mod view;
 
@@ -43,7 +39,6 @@ use crate::llm::{ChatRequest, Completion};
 use serde::{Deserialize, Serialize};
 
 pub use answer::{Answer, AnswerSource, GeneratedTriple, MERGED_ROUTES, OTHER_PATHS, PathView};
-pub use builtin::builtin_prompts;
 pub use context::Context;
 #[cfg(test)]
 pub(crate) use context::test_context;
@@ -52,10 +47,11 @@ use history::Snapshot;
 pub use history::{Abandoned, SetAside};
 pub use method::{EditableStep, Machine, Method, MethodView, Tone, ViewItem, ViewLine};
 pub use method_id::MethodId;
+pub use methods::builtin_prompts;
 pub use overrides::Override;
 pub use parse::parse_answers;
 pub use registry::{MethodEntry, Registry, RegistryError, depth_progress};
-pub use settings::{Fallback, GogSettings, PogSettings, PromptLayout, PruneTool, ScSettings, Settings};
+pub use settings::{Fallback, GogSettings, PogPruning, PogSettings, PromptLayout, PruneTool, ScSettings, Settings};
 pub use structured::{Offer, Reasons, Reply, ReplyShape, json_text};
 pub use topics::TopicLinker;
 pub use view::progress_line;

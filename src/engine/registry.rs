@@ -1,6 +1,6 @@
 //! The registry of methods: each method's row (its names, constructor, templates and reply
 //! shapes), and the checks that a set of rows fits together. It imports no method: the methods
-//! ongraph ships are listed in `builtin.rs`, and the `Method` trait lives in `method.rs`.
+//! ongraph ships are listed in `methods/mod.rs`, and the `Method` trait lives in `method.rs`.
 
 use super::method::Machine;
 use super::method_id::MethodId;
@@ -72,7 +72,7 @@ pub enum RegistryError {
 static PROGRAM: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
 
 impl Registry {
-    /// A registry of exactly `entries` (see `builtin.rs`; one from outside starts from the
+    /// A registry of exactly `entries` (see `methods/mod.rs`; one from outside starts from the
     /// built-in one and adds with [`Registry::with`]).
     pub(super) fn of(entries: Vec<MethodEntry>) -> Self {
         Self { entries }

@@ -229,13 +229,13 @@ mod tests {
             r#"{"thought": "t", "action": "Search", "arguments": ["Canberra"]}"#,
         )
         .unwrap();
-        let (_, action) = crate::engine::gog::parse::parse_step(&text).unwrap();
-        assert_eq!(action, crate::engine::gog::parse::Action::Search(vec!["Canberra".into()]));
+        let (_, action) = crate::engine::methods::gog::parse::parse_step(&text).unwrap();
+        assert_eq!(action, crate::engine::methods::gog::parse::Action::Search(vec!["Canberra".into()]));
         // An empty relation choice reads as no reply of the shape, as saved sessions have it.
         let offered = vec!["a".to_string()];
         assert_eq!(read_as(&Reply::new(shape("choice"), Offer::names(&offered, 3)), r#"{"relations": []}"#), None);
         let text = read_as(&Reply::new(shape("kept"), Offer::numbered(3, 3)), r#"{"keep": [3, 1]}"#).unwrap();
-        assert_eq!(crate::engine::gog::parse::parse_kept(&text, 3).unwrap(), vec![2, 0]);
+        assert_eq!(crate::engine::methods::gog::parse::parse_kept(&text, 3).unwrap(), vec![2, 0]);
     }
 
     #[test]

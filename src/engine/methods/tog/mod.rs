@@ -13,12 +13,12 @@
 //! how the run ends) and `overrides` (the user's changes).
 
 use self::answer::{DEPTH_LIMIT, DEPTH_LIMIT_PARTIAL};
-use super::beam::{NodeId, NodeKind};
-use super::events::Event;
-use super::method::Method;
-use super::structured::{ANSWER, REASONED_ANSWER, Reply, VERDICT, judgment};
-use super::topics::TopicLinker;
-use super::{AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
+use crate::engine::beam::{NodeId, NodeKind};
+use crate::engine::events::Event;
+use crate::engine::method::Method;
+use crate::engine::structured::{ANSWER, REASONED_ANSWER, Reply, VERDICT, judgment};
+use crate::engine::topics::TopicLinker;
+use crate::engine::{AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
 use crate::kg::RelationRef;
 
 mod answer;

@@ -26,13 +26,13 @@ mod view;
 
 use self::actions::{observed_name, relation_name};
 use self::answer::UNGROUNDED;
-use super::beam::NodeId;
-use super::events::{Event, LookupRecord};
-use super::lexical::top_k;
-use super::method::{Method, MethodView};
-use super::step::{answer_call, completion, entity_matches, plural_s, record, relations, unreadable};
-use super::topics::{TopicLinker, link_model_name};
-use super::{AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
+use crate::engine::beam::NodeId;
+use crate::engine::events::{Event, LookupRecord};
+use crate::engine::lexical::top_k;
+use crate::engine::method::{Method, MethodView};
+use crate::engine::step::{answer_call, completion, entity_matches, plural_s, record, relations, unreadable};
+use crate::engine::topics::{TopicLinker, link_model_name};
+use crate::engine::{AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
 use crate::kg::{RelationRef, Term};
 use parse::Action;
 use serde::{Deserialize, Serialize};
@@ -64,7 +64,7 @@ pub struct GogStep {
     pub observation: String,
 }
 
-pub use super::answer::GeneratedTriple;
+pub use crate::engine::answer::GeneratedTriple;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {

@@ -30,15 +30,15 @@ pub(crate) mod subgraph;
 pub(crate) mod templates;
 mod view;
 
-use super::beam::NodeId;
-use super::events::{Event, LookupRecord};
-use super::method::{Method, MethodView};
-use super::step::{
+use crate::engine::beam::NodeId;
+use crate::engine::events::{Event, LookupRecord};
+use crate::engine::method::{Method, MethodView};
+use crate::engine::step::{
     answer_call, completion, judged, neighbours, plural_s, record, relations, sample_indices, unreadable,
 };
-use super::structured::{ANSWER, Reply, VERDICT, judgment};
-use super::topics::TopicLinker;
-use super::{AnswerSource, Context, EngineError, Override, PathView, PruneTool, Request, Response, Topics};
+use crate::engine::structured::{ANSWER, Reply, VERDICT, judgment};
+use crate::engine::topics::TopicLinker;
+use crate::engine::{AnswerSource, Context, EngineError, Override, PathView, PruneTool, Request, Response, Topics};
 use crate::kg::{RelationRef, Term};
 use parse::Analysis;
 use std::collections::HashMap;
@@ -58,7 +58,7 @@ const REDUCTION_SLACK: u32 = 1;
 /// A name the model predicts matches a subgraph node at this similarity or more.
 const SUPPLEMENT_MATCH_MIN: f64 = 0.8;
 
-pub use super::settings::PogPruning;
+pub use crate::engine::settings::PogPruning;
 
 /// Which exploration stage the candidates come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,5 +1,13 @@
-//! The methods ongraph ships: one row each in the registry. The one module of the engine's core
+//! The methods ongraph ships, a folder each, and their rows in the registry: adding one is its
+//! folder, its prompt files, and a `mod` line and a row here. The one module of the engine
 //! that names the methods (the registry, the trait, the context and the settings name none).
+
+// Visible to the engine's own tests (which render a method's templates); its core imports
+// none of them (`tests/layering.rs`).
+pub(super) mod baseline;
+pub(super) mod gog;
+pub(super) mod pog;
+pub(super) mod tog;
 
 use super::method::Machine;
 use super::method_id::MethodId;
@@ -46,82 +54,80 @@ pub const BUILTIN: &[MethodEntry] = &[
         label: "ToG",
         about: "Think-on-Graph: beam search over triple paths, LLM-scored relations and entities",
         progress: depth_progress,
-        start: |cx, topics| Ok(Machine::new(super::tog::TogMachine::new(cx, topics, false)?)),
-        templates: super::tog::templates::TEMPLATES,
-        shapes: super::tog::shapes::SHAPES,
-        simulations: super::tog::simulate::SIMULATIONS,
+        start: |cx, topics| Ok(Machine::new(tog::TogMachine::new(cx, topics, false)?)),
+        templates: tog::templates::TEMPLATES,
+        shapes: tog::shapes::SHAPES,
+        simulations: tog::simulate::SIMULATIONS,
     },
     MethodEntry {
         id: "tog-r",
         label: "ToG-R",
         about: "ToG-R: relation chains; entities sampled (seeded) instead of scored",
         progress: depth_progress,
-        start: |cx, topics| Ok(Machine::new(super::tog::TogMachine::new(cx, topics, true)?)),
-        templates: super::tog::templates::TEMPLATES,
-        shapes: super::tog::shapes::SHAPES,
-        simulations: super::tog::simulate::SIMULATIONS,
+        start: |cx, topics| Ok(Machine::new(tog::TogMachine::new(cx, topics, true)?)),
+        templates: tog::templates::TEMPLATES,
+        shapes: tog::shapes::SHAPES,
+        simulations: tog::simulate::SIMULATIONS,
     },
     MethodEntry {
         id: "pog",
         label: "PoG",
         about: "Paths-over-Graph: question analysis, a question subgraph, three-step pruning",
         progress: depth_progress,
-        start: |cx, topics| Ok(Machine::new(super::pog::PogMachine::new(cx, topics, false)?)),
-        templates: super::pog::templates::TEMPLATES,
-        shapes: super::pog::shapes::SHAPES,
-        simulations: super::pog::simulate::SIMULATIONS,
+        start: |cx, topics| Ok(Machine::new(pog::PogMachine::new(cx, topics, false)?)),
+        templates: pog::templates::TEMPLATES,
+        shapes: pog::shapes::SHAPES,
+        simulations: pog::simulate::SIMULATIONS,
     },
     MethodEntry {
         id: "pog-e",
         label: "PoG-E",
         about: "PoG walking one relation per hop",
         progress: depth_progress,
-        start: |cx, topics| Ok(Machine::new(super::pog::PogMachine::new(cx, topics, true)?)),
-        templates: super::pog::templates::TEMPLATES,
-        shapes: super::pog::shapes::SHAPES,
-        simulations: super::pog::simulate::SIMULATIONS,
+        start: |cx, topics| Ok(Machine::new(pog::PogMachine::new(cx, topics, true)?)),
+        templates: pog::templates::TEMPLATES,
+        shapes: pog::shapes::SHAPES,
+        simulations: pog::simulate::SIMULATIONS,
     },
     MethodEntry {
         id: "gog",
         label: "GoG",
         about: "Generate-on-Graph: Thought / Action / Observation with Search, Generate and Finish",
         progress: step_progress,
-        start: |cx, topics| Ok(Machine::new(super::gog::GogMachine::new(cx, topics)?)),
-        templates: super::gog::templates::TEMPLATES,
-        shapes: super::gog::shapes::SHAPES,
-        simulations: super::gog::simulate::SIMULATIONS,
+        start: |cx, topics| Ok(Machine::new(gog::GogMachine::new(cx, topics)?)),
+        templates: gog::templates::TEMPLATES,
+        shapes: gog::shapes::SHAPES,
+        simulations: gog::simulate::SIMULATIONS,
     },
     MethodEntry {
         id: "io",
         label: "IO",
         about: "baseline: the model answers directly, no KG",
         progress: no_progress,
-        start: |_, _| Ok(Machine::new(super::baseline::BaselineMachine::new(super::baseline::Prompting::Io))),
-        templates: &[super::baseline::IO],
+        start: |_, _| Ok(Machine::new(baseline::BaselineMachine::new(baseline::Prompting::Io))),
+        templates: &[baseline::IO],
         shapes: &[],
-        simulations: super::baseline::IO_SIMULATION,
+        simulations: baseline::IO_SIMULATION,
     },
     MethodEntry {
         id: "cot",
         label: "CoT",
         about: "baseline: chain of thought with exemplars, no KG",
         progress: no_progress,
-        start: |_, _| Ok(Machine::new(super::baseline::BaselineMachine::new(super::baseline::Prompting::Cot))),
-        templates: &[super::baseline::COT],
+        start: |_, _| Ok(Machine::new(baseline::BaselineMachine::new(baseline::Prompting::Cot))),
+        templates: &[baseline::COT],
         shapes: &[],
-        simulations: super::baseline::COT_SIMULATION,
+        simulations: baseline::COT_SIMULATION,
     },
     MethodEntry {
         id: "sc",
         label: "SC",
         about: "baseline: self-consistency, the majority answer of --samples chain-of-thought samples",
         progress: no_progress,
-        start: |_, _| {
-            Ok(Machine::new(super::baseline::BaselineMachine::new(super::baseline::Prompting::SelfConsistency)))
-        },
-        templates: &[super::baseline::COT],
+        start: |_, _| Ok(Machine::new(baseline::BaselineMachine::new(baseline::Prompting::SelfConsistency))),
+        templates: &[baseline::COT],
         shapes: &[],
-        simulations: super::baseline::COT_SIMULATION,
+        simulations: baseline::COT_SIMULATION,
     },
 ];
 

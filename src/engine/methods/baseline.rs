@@ -3,13 +3,13 @@
 //! a sampling temperature, the majority answer). They never touch the KG; answers are read and
 //! costs counted exactly as for the graph methods, so the numbers compare.
 
-use super::events::Event;
-use super::method::{Method, MethodView};
-use super::parse::parse_answers;
-use super::simulate::{Simulation, own_knowledge};
-use super::step::{completion, record, unreadable};
-use super::structured::{ANSWER, REASONED_ANSWER, ReplyShape};
-use super::{Answer, AnswerSource, Context, EngineError, Request, Response};
+use crate::engine::events::Event;
+use crate::engine::method::{Method, MethodView};
+use crate::engine::parse::parse_answers;
+use crate::engine::simulate::{Simulation, own_knowledge};
+use crate::engine::step::{completion, record, unreadable};
+use crate::engine::structured::{ANSWER, REASONED_ANSWER, ReplyShape};
+use crate::engine::{Answer, AnswerSource, Context, EngineError, Request, Response};
 use crate::prompts::{Template, builtin_template};
 
 pub(crate) const IO: Template =
@@ -140,7 +140,7 @@ impl Method for BaselineMachine {
         Ok(ev)
     }
 
-    fn apply(&mut self, _cx: &mut Context, o: &super::Override) -> Result<String, EngineError> {
+    fn apply(&mut self, _cx: &mut Context, o: &crate::engine::Override) -> Result<String, EngineError> {
         Err(EngineError::BadOverride { what: o.describe(), why: "a prompt-only baseline has no beam to change".into() })
     }
 }
