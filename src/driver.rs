@@ -295,7 +295,7 @@ impl Driver {
         let recording = session.is_some();
         let (fed, kept, elapsed) = match reused {
             Some(responses) => {
-                let elapsed = started.elapsed();
+                let elapsed = whole_ms(started.elapsed());
                 let kept = recording.then(|| responses.clone());
                 match run.feed_timed(responses, elapsed) {
                     Ok(fed) => (fed, kept, elapsed),
@@ -304,7 +304,7 @@ impl Driver {
                         // the batch is asked for real instead.
                         tracing::warn!(error = %e, "a recorded batch could not be fed; asking again");
                         let responses = self.perform(&requests).await.map_err(|e| e.asked_by(method))?;
-                        let elapsed = started.elapsed();
+                        let elapsed = whole_ms(started.elapsed());
                         let kept = recording.then(|| responses.clone());
                         (run.feed_timed(responses, elapsed)?, kept, elapsed)
                     }
@@ -312,7 +312,7 @@ impl Driver {
             }
             None => {
                 let responses = self.perform(&requests).await.map_err(|e| e.asked_by(method))?;
-                let elapsed = started.elapsed();
+                let elapsed = whole_ms(started.elapsed());
                 let kept = recording.then(|| responses.clone());
                 (run.feed_timed(responses, elapsed)?, kept, elapsed)
             }
@@ -326,15 +326,19 @@ impl Driver {
 
     /// The recorded model replies (and embeddings) of a batch, with its KG lookups made again.
     async fn reuse_replies(&self, requests: &[Request], recorded: Vec<Response>) -> Result<Vec<Response>, DriverError> {
-        let is_lookup = |r: &Request| {
+        // Lookups are made again (the KG may have been corrected), and so is a call whose
+        // recorded attempt failed (asked again, it may succeed).
+        let live = |r: &Request, got: &Response| {
             matches!(r, Request::Relations { .. } | Request::Neighbours { .. } | Request::FindEntities { .. })
+                || matches!(got, Response::Failed { .. })
         };
-        let lookups: Vec<Request> = requests.iter().filter(|r| is_lookup(r)).cloned().collect();
-        let mut live = if lookups.is_empty() { Vec::new() } else { self.perform(&lookups).await? }.into_iter();
+        let again: Vec<Request> =
+            requests.iter().zip(&recorded).filter(|(r, got)| live(r, got)).map(|(r, _)| r.clone()).collect();
+        let mut fresh = if again.is_empty() { Vec::new() } else { self.perform(&again).await? }.into_iter();
         Ok(requests
             .iter()
             .zip(recorded)
-            .map(|(request, response)| match is_lookup(request).then(|| live.next()).flatten() {
+            .map(|(request, response)| match live(request, &response).then(|| fresh.next()).flatten() {
                 Some(fresh) => fresh,
                 None => response.reused(),
             })
@@ -359,6 +363,12 @@ impl Driver {
         session.sync(run);
         result
     }
+}
+
+/// `elapsed` to the millisecond below: what is fed is what is recorded, and a step's two
+/// batches (a reply, then its extraction) add up on replay as they did live.
+fn whole_ms(elapsed: std::time::Duration) -> std::time::Duration {
+    std::time::Duration::from_millis(elapsed.as_millis() as u64)
 }
 
 #[cfg(test)]
@@ -473,5 +483,15 @@ mod tests {
         assert!(
             matches!(&got[1], Response::Llm { completion } if completion.text == "{recorded}" && completion.cached)
         );
+        // A recorded extraction that failed is asked again; one that was made is not.
+        let requests = [extraction("fail again"), extraction("made")];
+        let recorded = vec![
+            Response::Failed { error: "timed out".into() },
+            Response::Llm { completion: Completion { text: "{made}".into(), ..Completion::default() } },
+        ];
+        let got = driver.reuse_replies(&requests, recorded).await.unwrap();
+        assert_eq!(model.calls.load(SeqCst), 1, "only the failed one");
+        assert!(matches!(&got[0], Response::Llm { completion } if completion.text == "{fail again}"), "{got:?}");
+        assert!(matches!(&got[1], Response::Llm { completion } if completion.text == "{made}" && completion.cached));
     }
 }

@@ -110,7 +110,9 @@ impl Run {
         }
         let calls = extraction::needed(&pending.requests, &responses, self.entry.shapes);
         if !calls.is_empty() {
-            // The free replies are accounted for with the step, once their answers are back.
+            // The free replies were paid for, whatever becomes of the step (a change or a
+            // rewind before their extractions are back drops them).
+            self.cx.costs += cost_of(&pending.requests, &responses);
             self.extracting = Some(Extracting { batch: pending, responses, calls, elapsed });
             return Ok(Fed::Extracting);
         }
@@ -135,9 +137,8 @@ impl Run {
             return Err(err);
         }
         let result = extracting.merged(&extracted).and_then(|merged| {
-            // Two rounds, each accounted as it came: the free replies, then their extractions.
-            let mut cost = cost_of(&extracting.batch.requests, &extracting.responses);
-            cost += cost_of(&extracting.requests(), &extracted);
+            // The free replies were accounted for when they came: this is the second round.
+            let cost = cost_of(&extracting.requests(), &extracted);
             self.take_step(&extracting.batch, merged, cost, extracting.elapsed + elapsed)
         });
         if result.is_err() {

@@ -92,7 +92,10 @@ impl App {
                 }
                 match fed {
                     Fed::Step(i) => i,
-                    Fed::Extracting => return Some(fed),
+                    Fed::Extracting => {
+                        self.say("a free reply could not be read as it is: a second call reads its answer out");
+                        return Some(fed);
+                    }
                 }
             }
             Err(e) => {
