@@ -73,6 +73,12 @@ pub struct SettingsPatch {
     /// call's own part: longer prompts sent, far fewer evaluated.
     #[arg(long, value_enum, global = true)]
     pub prompt_layout: Option<PromptLayout>,
+    /// `--method tog|tog-r`: first ask which relations the question chains from its topic
+    /// entity to the answer, and judge the paths only from that many hops on (`--hop-plan=false`
+    /// undoes the config's `hop_plan = true`).
+    #[arg(long, global = true, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(value_name = "BOOL")]
+    pub hop_plan: Option<bool>,
     #[command(flatten)]
     #[serde(flatten)]
     pub sc: ScPatch,
@@ -155,6 +161,7 @@ impl SettingsPatch {
         set(&mut s.sample_size, self.sample_size);
         set(&mut s.fallback, self.fallback);
         set(&mut s.prompt_layout, self.prompt_layout);
+        set(&mut s.hop_plan, self.hop_plan);
         self.sc.apply(&mut s.sc);
         self.pog.apply(&mut s.pog);
         self.gog.apply(&mut s.gog);
@@ -400,6 +407,7 @@ mod tests {
             structured: false,
             fallback: Fallback::OwnKnowledge,
             prompt_layout: PromptLayout::SharedPrefix,
+            hop_plan: true,
         }
     }
 
@@ -422,6 +430,7 @@ mod tests {
             sample_size = 7
             fallback = "own-knowledge"
             prompt_layout = "shared-prefix"
+            hop_plan = true
             samples = 9
             sample_temperature = 1.25
             fuzzy_width = 40
@@ -452,6 +461,7 @@ mod tests {
             "--sample-size=7",
             "--fallback=own-knowledge",
             "--prompt-layout=shared-prefix",
+            "--hop-plan",
             "--samples=9",
             "--sample-temperature=1.25",
             "--fuzzy-width=40",
@@ -501,7 +511,7 @@ mod tests {
             assert_eq!(build(&[&patch]), Ok(Settings::default()), "--{long}: {help}");
         }
         // Switches, off (or for --no-summary, on) unless given.
-        assert_eq!(silent, ["unified", "speculate", "no-summary"]);
+        assert_eq!(silent, ["unified", "speculate", "hop-plan", "no-summary"]);
     }
 
     #[test]

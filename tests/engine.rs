@@ -1015,3 +1015,42 @@ async fn the_last_override_since_the_last_step_can_be_taken_back_alone() {
     driver.step(&mut run).await.unwrap();
     assert_eq!(run.last_override(), None);
 }
+
+/// `--hop-plan`: the plan's call goes out with the first relation lookup, and no path is judged
+/// before the depth it names; a plan the reply does not give judges every depth, as without one.
+#[tokio::test]
+async fn a_hop_plan_judges_the_paths_only_from_its_depth_on() {
+    const PLAN: &str = r#"
+[[reply]]
+step = "hop_plan"
+contains = ["Q: What is the majority party now in the country where Canberra is located?", "Topic Entity: Canberra\n"]
+text = "{located in | head of government | party}"
+"#;
+    let judged_at = |run: &ongraph::engine::Run| -> Vec<u32> {
+        run.trace().iter().filter(|e| e.calls.iter().any(|c| c.step == "reasoning")).map(|e| e.depth).collect()
+    };
+    let plain = demo_driver("");
+    let mut without = new_run(&plain, CANBERRA, named(&["Canberra"]), Settings::default());
+    run_to_end(&plain, &mut without).await;
+    assert_eq!(judged_at(&without), [1, 2, 3], "without a plan every depth is judged");
+
+    let planned = demo_driver(PLAN);
+    let mut run = new_run(&planned, CANBERRA, named(&["Canberra"]), Settings { hop_plan: true, ..Settings::default() });
+    run_to_end(&planned, &mut run).await;
+    assert_eq!(judged_at(&run), [3], "judged only at the planned depth");
+    let first = run.trace().iter().find(|e| !e.calls.is_empty()).unwrap();
+    assert_eq!(first.phase(), Some("relation_search"), "the plan goes out with the first lookup");
+    assert_eq!(first.calls.iter().map(|c| c.step.as_str()).collect::<Vec<_>>(), ["hop_plan"]);
+    assert!(first.calls[0].parsed.contains("3 hops"), "{}", first.calls[0].parsed);
+    assert!(run.trace().iter().any(|e| e.notes.iter().any(|n| n.contains("not judged at depth 2"))));
+    assert_eq!(run.answer().unwrap().answers, without.answer().unwrap().answers);
+    assert_eq!(run.costs().llm_calls + 1, without.costs().llm_calls, "one plan call for two judgments");
+
+    // A plan the reply does not give: every depth is judged, and the reply is marked unread.
+    let unknown = demo_driver(&PLAN.replace("{located in | head of government | party}", "I am not sure."));
+    let mut run = new_run(&unknown, CANBERRA, named(&["Canberra"]), Settings { hop_plan: true, ..Settings::default() });
+    run_to_end(&unknown, &mut run).await;
+    assert_eq!(judged_at(&run), [1, 2, 3]);
+    let plan = run.trace().iter().flat_map(|e| &e.calls).find(|c| c.step == "hop_plan").unwrap();
+    assert!(plan.fell_back, "{plan:?}");
+}

@@ -66,6 +66,11 @@ pub struct Settings {
     /// How a call's prompt is laid out between the system and the user message.
     #[serde(default, skip_serializing_if = "PromptLayout::is_per_call")]
     pub prompt_layout: PromptLayout,
+    /// ToG and ToG-R: first ask the model which relations the question chains from its topic
+    /// entity to the answer, and judge the paths only from that many hops on (capped at the
+    /// depth). Aimed at the judgment taking an entity one hop short.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hop_plan: bool,
 }
 
 /// How a call's prompt is laid out. Both ask the same thing with the same instructions and
@@ -184,6 +189,7 @@ impl Default for Settings {
             structured: false,
             fallback: Fallback::default(),
             prompt_layout: PromptLayout::default(),
+            hop_plan: false,
         }
     }
 }

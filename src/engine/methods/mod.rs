@@ -177,6 +177,6 @@ mod tests {
         let mine = tempfile::tempdir().unwrap();
         std::fs::write(mine.path().join("anwser.txt"), "x").unwrap();
         let err = registry.prompts(Some(mine.path())).unwrap_err().to_string();
-        assert!(err.ends_with("anwser.txt: not a known template; did you mean answer.txt? (known: system, topic_entities, extract, relation_prune, relation_prune_unified, entity_prune, entity_prune_unified, reasoning, reasoning_tog_r, answer, answer_own_knowledge, pog_analysis, pog_precise, pog_branch, pog_summary, pog_sufficiency, pog_supplement, pog_answer, pog_answer_own, gog_step, gog_relations, gog_generate, gog_verify, io, cot)"), "{err}");
+        assert!(err.ends_with("anwser.txt: not a known template; did you mean answer.txt? (known: system, topic_entities, extract, relation_prune, relation_prune_unified, entity_prune, entity_prune_unified, reasoning, reasoning_tog_r, hop_plan, answer, answer_own_knowledge, pog_analysis, pog_precise, pog_branch, pog_summary, pog_sufficiency, pog_supplement, pog_answer, pog_answer_own, gog_step, gog_relations, gog_generate, gog_verify, io, cot)"), "{err}");
     }
 }

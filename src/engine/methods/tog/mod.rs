@@ -24,6 +24,7 @@ use crate::kg::RelationRef;
 mod answer;
 mod entities;
 mod frontier;
+mod hop_plan;
 mod keeps;
 mod overrides;
 mod phases;
@@ -84,6 +85,8 @@ pub(crate) struct TogMachine {
     /// Why the run is to answer without (sufficient) paths, said with that answer
     /// ([`Answer::why`]): set whenever the phase turns to an own-knowledge or partial answer.
     why: Option<String>,
+    /// The depth the paths are first judged at, once the hop plan is read (`hop_plan`).
+    hops_planned: Option<u32>,
 }
 
 impl TogMachine {
@@ -100,6 +103,7 @@ impl TogMachine {
             pending_verdict: false,
             user: Vec::new(),
             why: None,
+            hops_planned: None,
         })
     }
 }
@@ -134,7 +138,7 @@ impl Method for TogMachine {
         let mut ev = Event::step(index, self.phase(), self.depth);
         match self.phase {
             Phase::Topics => self.on_topics(cx, requests, &responses, &mut ev)?,
-            Phase::RelationSearch => self.on_relations_found(cx, plan, &responses, &mut ev)?,
+            Phase::RelationSearch => self.on_relations_found(cx, plan, requests, &responses, &mut ev)?,
             Phase::RelationPrune => self.on_relations_scored(cx, plan, requests, &responses, &mut ev)?,
             Phase::EntitySearch => self.on_entities_found(cx, plan, &responses, &mut ev)?,
             Phase::EntityPrune => self.on_entities_scored(cx, plan, requests, &responses, &mut ev)?,
@@ -213,15 +217,14 @@ impl Method for TogMachine {
 /// The requests of each phase, one function per phase: what [`Method::next`] dispatches to.
 /// Each fills in the plan its results are read against.
 impl TogMachine {
-    /// The relations of every frontier entity not searched yet, one lookup per entity.
+    /// The relations of every frontier entity not searched yet, one lookup per entity (and the
+    /// hop plan's call after them, at the first hop).
     fn relation_lookups(&self, cx: &Context, plan: &mut TogPlan) -> Vec<Request> {
         plan.nodes = self.unsearched_frontier(cx);
-        plan.nodes
-            .iter()
-            .map(|&n| Request::Relations {
-                entity: cx.beam.nodes[n].term().map(|t| t.as_str().to_string()).unwrap_or_default(),
-            })
-            .collect()
+        let lookups = plan.nodes.iter().map(|&n| Request::Relations {
+            entity: cx.beam.nodes[n].term().map(|t| t.as_str().to_string()).unwrap_or_default(),
+        });
+        lookups.chain(self.hop_plan_request(cx)).collect()
     }
 
     /// The scoring of the relations found under the frontier entities.

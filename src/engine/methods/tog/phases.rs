@@ -33,10 +33,14 @@ impl TogMachine {
         &mut self,
         cx: &mut Context,
         plan: &TogPlan,
+        requests: &[Request],
         responses: &[Response],
         ev: &mut Event,
     ) -> Result<(), EngineError> {
         let frontier = &plan.nodes;
+        if requests.len() > frontier.len() {
+            self.absorb_hop_plan(cx, requests, responses, frontier.len(), ev)?;
+        }
         let mut found = 0;
         for (i, &node) in frontier.iter().enumerate() {
             let relations = relations(responses, i)?;
@@ -131,6 +135,13 @@ impl TogMachine {
         ev.summary = format!("depth {}: {kept} path{} on the beam", self.depth, plural_s(kept));
         self.phase = if kept == 0 {
             self.dry(ev)
+        } else if self.short_of_plan() {
+            ev.notes.push(format!(
+                "not judged at depth {}: the hop plan puts the answer {} hops out",
+                self.depth,
+                self.hops_planned.unwrap_or_default()
+            ));
+            self.next_depth(cx, ev)
         } else if self.can_speculate(cx) {
             self.depth += 1;
             self.pending_verdict = true;

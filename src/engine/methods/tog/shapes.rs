@@ -1,5 +1,6 @@
 //! ToG's reply shapes: relations and entities scored, one topic entity at a time or all at once
-//! (the unified prompts). Each reads back into the brace text ToG's parsers read.
+//! (the unified prompts), and the hop plan. Each reads back into the brace text ToG's parsers
+//! read.
 
 use crate::engine::structured::{
     Forms, Offer, Reasons, Reply, ReplyShape, array, clean, distinct, enum_of, number, object, score,
@@ -8,7 +9,7 @@ use crate::llm::ReplySchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-pub(crate) const SHAPES: &[ReplyShape] = &[RELATIONS, UNIFIED_RELATIONS, ENTITY_SCORES, ENTITY_GROUPS];
+pub(crate) const SHAPES: &[ReplyShape] = &[RELATIONS, UNIFIED_RELATIONS, ENTITY_SCORES, ENTITY_GROUPS, HOP_PLAN];
 
 /// Up to `width` of the offered relations, each scored.
 const RELATIONS: ReplyShape = ReplyShape {
@@ -119,6 +120,20 @@ pub(crate) fn relations(candidates: &[String], width: usize) -> Reply<'_> {
     Reply::new(&RELATIONS, Offer::names(candidates, width))
 }
 
+/// The relations a question follows from its topic entity, one a hop: a few short names, so a
+/// reply stays a line (the depth caps what is used of it anyway).
+pub(crate) const HOP_PLAN: ReplyShape = ReplyShape {
+    name: "hop_plan",
+    schema: |_| {
+        let relation = json!({"type": "string", "maxLength": 60});
+        object(&[("chain", json!({"type": "array", "items": relation, "minItems": 1, "maxItems": 5}))])
+    },
+    shape: |_| r#"{"chain": ["<relation>", ...]}, the first relation leaving the topic entity"#.into(),
+    read: read_hop_plan,
+    labelled: false,
+    reasons: Reasons::No,
+};
+
 /// Up to `width` relations per topic entity: (entity, its relations).
 pub(crate) fn unified_relations(entities: &[(String, Vec<String>)], width: usize) -> Reply<'_> {
     let lists =
@@ -152,6 +167,17 @@ fn read_relations(value: Value, _: &ReplySchema, _: &mut Vec<String>) -> Option<
     let lines: Vec<String> =
         body.relations.iter().map(|r| format!("{{{} (Score: {})}}", clean(&r.relation), score(r.score))).collect();
     Some(lines.join("\n"))
+}
+
+/// `{spouse | gender}`, as the free-text prompt asks.
+fn read_hop_plan(value: Value, _: &ReplySchema, _: &mut Vec<String>) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Body {
+        chain: Vec<String>,
+    }
+    let body: Body = serde_json::from_value(value).ok()?;
+    let hops: Vec<String> = body.chain.iter().map(|r| clean(r).replace('|', "/")).filter(|r| !r.is_empty()).collect();
+    Some(format!("{{{}}}", hops.join(" | ")))
 }
 
 fn read_unified(value: Value, _: &ReplySchema, _: &mut Vec<String>) -> Option<String> {

@@ -3,7 +3,7 @@
 //! "sufficient" only when the shown triples chain the topic to a gold answer.
 
 use crate::engine::simulate::{
-    GoldPath, Shown, Simulation, after_last, braced_or_unknown, norm_name, own_knowledge, scored_relations,
+    GoldPath, Shown, Simulation, UNKNOWN, after_last, braced_or_unknown, norm_name, own_knowledge, scored_relations,
 };
 
 pub(crate) const SIMULATIONS: &[Simulation] = &[
@@ -13,6 +13,7 @@ pub(crate) const SIMULATIONS: &[Simulation] = &[
     Simulation { template: "entity_prune_unified", reply: entity_prune_unified },
     Simulation { template: "reasoning", reply: reasoning },
     Simulation { template: "reasoning_tog_r", reply: reasoning_tog_r },
+    Simulation { template: "hop_plan", reply: hop_plan },
     Simulation { template: "answer", reply: answer },
     Simulation { template: "answer_own_knowledge", reply: own_knowledge },
 ];
@@ -70,6 +71,12 @@ fn entity_prune_unified(shown: &Shown<'_>, gold: &GoldPath) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The prompt offers no relation to choose among, so the simulation plans nothing: the gold
+/// path's length is not in the prompt.
+fn hop_plan(_: &Shown<'_>, _: &GoldPath) -> String {
+    UNKNOWN.into()
 }
 
 fn reasoning(shown: &Shown<'_>, gold: &GoldPath) -> String {

@@ -47,6 +47,8 @@ pub(crate) const REASONING_TOG_R: Template = builtin_template!(
     Some("judgment"),
     json
 );
+pub(crate) const HOP_PLAN: Template =
+    builtin_template!("hop_plan", "planning the hops", ["question", "topic_entity"], Some("hop_plan"), json);
 pub(crate) const ANSWER: Template =
     builtin_template!("answer", "answering from the paths", ["question", "triples"], Some("answer"));
 
@@ -55,6 +57,9 @@ pub(crate) const ANSWER: Template =
 /// and its answers at the maximum depth.
 pub(crate) fn rendered_by(s: &Settings, chains: bool) -> Vec<Template> {
     let mut rendered = vec![TOPIC_ENTITIES];
+    if s.hop_plan {
+        rendered.push(HOP_PLAN);
+    }
     if s.prune == PruneTool::Llm {
         rendered.push(if s.unified { RELATION_PRUNE_UNIFIED } else { RELATION_PRUNE });
         if !chains {
@@ -73,6 +78,7 @@ pub(crate) const TEMPLATES: &[Template] = &[
     ENTITY_PRUNE_UNIFIED,
     REASONING,
     REASONING_TOG_R,
+    HOP_PLAN,
     ANSWER,
     ANSWER_OWN_KNOWLEDGE,
 ];
