@@ -2,26 +2,32 @@
 //! its topic entity to the answer, and the paths are judged only once they are that many hops
 //! long (capped at the depth). A judgment shown a path one hop short tends to take its end
 //! for the answer (the parent for a grandmother, the spouse for the spouse's nationality);
-//! below the planned depth there is no judgment to make that mistake, and no call.
+//! below the planned depth there is no judgment to make that mistake, and no call: the check
+//! is a step of its own that asks nothing, so the user's changes after entity pruning keep
+//! their moment. With several topic entities one plan serves them all (the model is shown
+//! every one).
 //!
 //! The plan needs nothing from the KG, so its call rides along with the first relation lookup.
 
 use super::{TogMachine, templates};
+use crate::engine::beam::NodeId;
 use crate::engine::events::Event;
 use crate::engine::parse;
 use crate::engine::step::{completion, record, unreadable};
 use crate::engine::{Context, EngineError, Request, Response};
 
 impl TogMachine {
-    /// The plan's call: when the run plans its hops and has not asked yet.
-    pub(super) fn hop_plan_request(&self, cx: &Context) -> Option<Request> {
-        if !cx.settings.hop_plan || self.hops_planned.is_some() || self.depth != 1 {
+    /// The plan's call beside the lookups of `frontier`: at the first hop, once, and only where
+    /// it can change something (a depth beyond 1, entities to search).
+    pub(super) fn hop_plan_request(&self, cx: &Context, frontier: &[NodeId]) -> Option<Request> {
+        let s = &cx.settings;
+        if !s.hop_plan || s.depth <= 1 || self.hops_planned.is_some() || self.depth != 1 || frontier.is_empty() {
             return None;
         }
-        let topics: Vec<&str> = cx.beam.roots().map(|r| r.shown()).collect();
+        let topics: Vec<&str> = frontier.iter().map(|&n| cx.beam.nodes[n].shown()).collect();
         let prompt =
             cx.render(templates::HOP_PLAN, &[("question", &cx.question), ("topic_entity", &topics.join("; "))]);
-        Some(cx.llm("hop_plan", prompt, cx.settings.reason_temperature, &super::shapes::HOP_PLAN))
+        Some(cx.llm("hop_plan", prompt, s.reason_temperature, &super::shapes::HOP_PLAN))
     }
 
     /// Reads the plan's reply (request `i` of the batch): the depth the paths are first judged
@@ -52,16 +58,24 @@ impl TogMachine {
         };
         ev.calls.push(record(&requests[i], c, read));
         if hops.is_empty() {
-            ev.notes.push("no hop plan could be read from the reply; every depth is judged".into());
-            unreadable(ev);
+            ev.notes.push("the reply named no relation: no hop plan, every depth is judged".into());
+            // A braced "unknown" is a reply read; only one without braces is not.
+            if !c.text.contains('{') {
+                unreadable(ev);
+            }
         }
         self.hops_planned = Some(first_judged);
         Ok(())
     }
 
-    /// Whether the paths at this depth go unjudged: the plan puts the answer further out.
+    /// Whether the paths the next check is on go unjudged: the plan puts the answer further out.
     pub(super) fn short_of_plan(&self) -> bool {
-        self.hops_planned.is_some_and(|first_judged| self.depth < first_judged)
+        self.hops_planned.is_some_and(|first_judged| self.entity_layer() < first_judged)
+    }
+
+    /// The depth the paths are first judged at (1 without a plan).
+    pub(super) fn first_judged(&self) -> u32 {
+        self.hops_planned.unwrap_or(1)
     }
 }
 
@@ -88,7 +102,23 @@ pub(crate) fn parse_hop_plan(reply: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::shapes::HOP_PLAN;
     use super::parse_hop_plan;
+    use crate::llm::ReplySchema;
+    use serde_json::json;
+
+    /// A structured plan reads back into the brace text, one hop an item, whatever its names hold.
+    #[test]
+    fn a_structured_plan_counts_its_items() {
+        let read = |value| (HOP_PLAN.read)(value, &ReplySchema::default(), &mut Vec::new());
+        let hops = |value| parse_hop_plan(&read(value).unwrap());
+        assert_eq!(hops(json!({"chain": ["spouse", "gender"]})), ["spouse", "gender"]);
+        assert_eq!(hops(json!({"chain": ["contained by, country"]})).len(), 1, "a comma inside a name");
+        assert_eq!(hops(json!({"chain": ["a | b", "c; d"]})).len(), 2, "separators inside names");
+        assert!(hops(json!({"chain": ["<relation>"]})).is_empty(), "the shape's placeholder is no hop");
+        assert!(hops(json!({"chain": []})).is_empty());
+        assert_eq!(read(json!({"relations": ["spouse"]})), None, "not the shape");
+    }
 
     #[test]
     fn a_plan_reads_its_relations_in_order() {

@@ -54,6 +54,8 @@ type Ranked = Vec<(usize, f64)>;
 pub(crate) struct TogPlan {
     nodes: Vec<NodeId>,
     groups: Vec<Group>,
+    /// The index of the hop plan's call, when it rides along with this batch's lookups.
+    hop_plan: Option<usize>,
 }
 
 /// One scoring prompt's worth of candidates: the node they hang under and the candidates.
@@ -221,10 +223,18 @@ impl TogMachine {
     /// hop plan's call after them, at the first hop).
     fn relation_lookups(&self, cx: &Context, plan: &mut TogPlan) -> Vec<Request> {
         plan.nodes = self.unsearched_frontier(cx);
-        let lookups = plan.nodes.iter().map(|&n| Request::Relations {
-            entity: cx.beam.nodes[n].term().map(|t| t.as_str().to_string()).unwrap_or_default(),
-        });
-        lookups.chain(self.hop_plan_request(cx)).collect()
+        let mut requests: Vec<Request> = plan
+            .nodes
+            .iter()
+            .map(|&n| Request::Relations {
+                entity: cx.beam.nodes[n].term().map(|t| t.as_str().to_string()).unwrap_or_default(),
+            })
+            .collect();
+        if let Some(call) = self.hop_plan_request(cx, &plan.nodes) {
+            plan.hop_plan = Some(requests.len());
+            requests.push(call);
+        }
+        requests
     }
 
     /// The scoring of the relations found under the frontier entities.
@@ -273,6 +283,9 @@ impl TogMachine {
     /// The sufficiency check on the paths so far, with the next hop's relation scoring
     /// riding along while the verdict is speculated on.
     fn reasoning_requests(&self, cx: &Context, plan: &mut TogPlan) -> Vec<Request> {
+        if self.short_of_plan() {
+            return Vec::new();
+        }
         let q = &cx.question;
         // This machine runs ToG and ToG-R only (the baselines have their own).
         let prompt = if self.chains {

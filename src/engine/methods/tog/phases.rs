@@ -38,8 +38,8 @@ impl TogMachine {
         ev: &mut Event,
     ) -> Result<(), EngineError> {
         let frontier = &plan.nodes;
-        if requests.len() > frontier.len() {
-            self.absorb_hop_plan(cx, requests, responses, frontier.len(), ev)?;
+        if let Some(i) = plan.hop_plan {
+            self.absorb_hop_plan(cx, requests, responses, i, ev)?;
         }
         let mut found = 0;
         for (i, &node) in frontier.iter().enumerate() {
@@ -135,14 +135,7 @@ impl TogMachine {
         ev.summary = format!("depth {}: {kept} path{} on the beam", self.depth, plural_s(kept));
         self.phase = if kept == 0 {
             self.dry(ev)
-        } else if self.short_of_plan() {
-            ev.notes.push(format!(
-                "not judged at depth {}: the hop plan puts the answer {} hops out",
-                self.depth,
-                self.hops_planned.unwrap_or_default()
-            ));
-            self.next_depth(cx, ev)
-        } else if self.can_speculate(cx) {
+        } else if self.can_speculate(cx) && !self.short_of_plan() {
             self.depth += 1;
             self.pending_verdict = true;
             Phase::RelationSearch
@@ -163,6 +156,14 @@ impl TogMachine {
         responses: &[Response],
         ev: &mut Event,
     ) -> Result<(), EngineError> {
+        if self.short_of_plan() {
+            // Below the planned depth the check is a step without a call, so the user's
+            // changes after entity pruning still have their moment.
+            ev.summary =
+                format!("depth {}: not judged (the hop plan judges from depth {})", self.depth, self.first_judged());
+            self.phase = self.next_depth(cx, ev);
+            return Ok(());
+        }
         let speculated = std::mem::take(&mut self.pending_verdict);
         if speculated {
             // The verdict is on the previous hop.

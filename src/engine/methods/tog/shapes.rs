@@ -169,14 +169,16 @@ fn read_relations(value: Value, _: &ReplySchema, _: &mut Vec<String>) -> Option<
     Some(lines.join("\n"))
 }
 
-/// `{spouse | gender}`, as the free-text prompt asks.
+/// `{spouse | gender}`, as the free-text prompt asks (a separator inside a name would read as
+/// one more hop).
 fn read_hop_plan(value: Value, _: &ReplySchema, _: &mut Vec<String>) -> Option<String> {
     #[derive(Deserialize)]
     struct Body {
         chain: Vec<String>,
     }
     let body: Body = serde_json::from_value(value).ok()?;
-    let hops: Vec<String> = body.chain.iter().map(|r| clean(r).replace('|', "/")).filter(|r| !r.is_empty()).collect();
+    let hops: Vec<String> =
+        body.chain.iter().map(|r| clean(r).replace(['|', ';', ','], "/")).filter(|r| !r.is_empty()).collect();
     Some(format!("{{{}}}", hops.join(" | ")))
 }
 
