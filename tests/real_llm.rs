@@ -56,6 +56,11 @@ impl LlamaServer {
     /// Started with its log (where it says how many prompt tokens each call evaluated) in
     /// `log`.
     fn start_logging(log: Option<&Path>) -> Self {
+        Self::start_with(log, &[])
+    }
+
+    /// Started with more of the server's options (`extra`).
+    fn start_with(log: Option<&Path>, extra: &[&str]) -> Self {
         let python = installed("target/llm-venv/bin/python");
         let model = installed("target/test-models/SmolLM2-135M-Instruct.Q4_1.gguf");
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -63,6 +68,7 @@ impl LlamaServer {
             .args(["-m", "llama_cpp.server", "--model"])
             .arg(model)
             .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--n_ctx", "4096", "--seed", "1"])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(log.map_or_else(Stdio::null, |path| std::fs::File::create(path).unwrap().into()))
             .spawn()
@@ -351,6 +357,69 @@ fn evaluated(log: &Path, skip: usize) -> Vec<u64> {
         .filter_map(|l| l.split(" / ").nth(1)?.split_whitespace().next()?.parse().ok())
         .skip(skip)
         .collect()
+}
+
+/// The server options the README gives for llama-cpp-python's cache of many prompt prefixes.
+const RAM_CACHE: &[&str] = &["--cache", "true", "--logits_all", "false", "--cache_size", "150000000"];
+
+/// Issue 34 part 4: with llama-cpp-python's RAM cache (the README's options), each kind of
+/// call's instructions and examples are evaluated once a server, though ToG's calls alternate
+/// kinds: the default per-call layout then has much of what it sends served from the cache.
+#[test]
+fn the_ram_cache_serves_each_kind_of_calls_fixed_part_once() {
+    let _turn = turn();
+    let home = tempfile::tempdir().unwrap();
+    let log = home.path().join("server.log");
+    let server = LlamaServer::start_with(Some(&log), RAM_CACHE);
+    let config = home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[llm.smol]\nbase_url = \"{}\"\nmodel = \"smollm2\"\ntimeout_secs = 300\nmax_retries = 0\nstructured = \"json_object\"\n",
+            server.base_url
+        ),
+    )
+    .unwrap();
+    let mut sent = 0;
+    // Two questions, so the second finds the first's kinds of call cached.
+    for question in
+        [CANBERRA, "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?"]
+    {
+        let args = [
+            "--config",
+            config.to_str().unwrap(),
+            "ask",
+            question,
+            "--llm",
+            "smol",
+            "--method",
+            "tog",
+            "--depth",
+            "2",
+            "--structured",
+            "auto",
+            "--json",
+        ];
+        let out = common::ongraph_cmd(home.path(), &args).output().expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(matches!(out.status.code(), Some(0) | Some(3)), "exit {:?}: {stderr}", out.status.code());
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e})"));
+        let calls: Vec<&Value> = json["trace"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|e| e["calls"].as_array().into_iter().flatten())
+            .filter(|c| c["cached"] != true)
+            .collect();
+        assert!(calls.len() >= 3, "{} calls", calls.len());
+        sent += calls.iter().filter_map(|c| c["usage"]["prompt_tokens"].as_u64()).sum::<u64>();
+    }
+    let evaluated: u64 = evaluated(&log, 0).iter().sum();
+    let hits = std::fs::read_to_string(&log).unwrap_or_default().matches("cache hit").count();
+    assert!(hits >= 3, "{hits} cache hits");
+    // The default server evaluates most of what the per-call layout sends (931 of 969 tokens
+    // in the shared-prefix test's per-call run): here a quarter or more is served from the cache.
+    assert!(evaluated * 4 < sent * 3, "{evaluated} of {sent} prompt tokens evaluated");
 }
 
 /// Issue 34: under `--prompt-layout shared-prefix` every call of a run opens with the same

@@ -10,7 +10,8 @@
 //! This file holds the machine and its step loop; `phases` has one handler per phase (what its
 //! results do, which phase is next); their work is in `frontier` (what the beam holds now), `scoring` (relations and entities scored), `entities` (the entity phase's
 //! width or draw), `keeps` (what the user's keeps protect), `answer` (what the check is shown,
-//! how the run ends) and `overrides` (the user's changes).
+//! how the run ends), `hop_plan` (the depths a planned run leaves unjudged) and `overrides`
+//! (the user's changes).
 
 use self::answer::{DEPTH_LIMIT, DEPTH_LIMIT_PARTIAL};
 use crate::engine::beam::{NodeId, NodeKind};
