@@ -362,6 +362,42 @@ fn evaluated(log: &Path, skip: usize) -> Vec<u64> {
 /// The server options the README gives for llama-cpp-python's cache of many prompt prefixes.
 const RAM_CACHE: &[&str] = &["--cache", "true", "--logits_all", "false", "--cache_size", "150000000"];
 
+/// A config in `home` naming `server` as `smol`, asked for JSON as llama-cpp-python takes it.
+fn smol_json_config(home: &Path, server: &LlamaServer) -> PathBuf {
+    let config = home.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[llm.smol]\nbase_url = \"{}\"\nmodel = \"smollm2\"\ntimeout_secs = 300\nmax_retries = 0\nstructured = \"json_object\"\n",
+            server.base_url
+        ),
+    )
+    .unwrap();
+    config
+}
+
+/// `ongraph ask QUESTION` with ToG at depth 2 on `smol`, structured, and `extra`: its `--json`.
+fn ask_tog(home: &Path, config: &Path, question: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["--config", config.to_str().unwrap(), "ask", question, "--llm", "smol", "--method", "tog"];
+    args.extend(["--depth", "2", "--structured", "auto", "--json"]);
+    args.extend(extra);
+    let out = common::ongraph_cmd(home, &args).output().expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0) | Some(3)), "{extra:?}: exit {:?}: {stderr}", out.status.code());
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{extra:?}: not JSON ({e})"))
+}
+
+/// The calls a run's `--json` says were made (not answered from the memo).
+fn made_calls(json: &Value) -> Vec<&Value> {
+    json["trace"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|e| e["calls"].as_array().into_iter().flatten())
+        .filter(|c| c["cached"] != true)
+        .collect()
+}
+
 /// Issue 34 part 4: with llama-cpp-python's RAM cache (the README's options), each kind of
 /// call's instructions and examples are evaluated once a server, though ToG's calls alternate
 /// kinds: the default per-call layout then has much of what it sends served from the cache.
@@ -371,46 +407,14 @@ fn the_ram_cache_serves_each_kind_of_calls_fixed_part_once() {
     let home = tempfile::tempdir().unwrap();
     let log = home.path().join("server.log");
     let server = LlamaServer::start_with(Some(&log), RAM_CACHE);
-    let config = home.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[llm.smol]\nbase_url = \"{}\"\nmodel = \"smollm2\"\ntimeout_secs = 300\nmax_retries = 0\nstructured = \"json_object\"\n",
-            server.base_url
-        ),
-    )
-    .unwrap();
+    let config = smol_json_config(home.path(), &server);
     let mut sent = 0;
     // Two questions, so the second finds the first's kinds of call cached.
     for question in
         [CANBERRA, "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?"]
     {
-        let args = [
-            "--config",
-            config.to_str().unwrap(),
-            "ask",
-            question,
-            "--llm",
-            "smol",
-            "--method",
-            "tog",
-            "--depth",
-            "2",
-            "--structured",
-            "auto",
-            "--json",
-        ];
-        let out = common::ongraph_cmd(home.path(), &args).output().expect("the binary runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(matches!(out.status.code(), Some(0) | Some(3)), "exit {:?}: {stderr}", out.status.code());
-        let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e})"));
-        let calls: Vec<&Value> = json["trace"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|e| e["calls"].as_array().into_iter().flatten())
-            .filter(|c| c["cached"] != true)
-            .collect();
+        let json = ask_tog(home.path(), &config, question, &[]);
+        let calls = made_calls(&json);
         assert!(calls.len() >= 3, "{} calls", calls.len());
         sent += calls.iter().filter_map(|c| c["usage"]["prompt_tokens"].as_u64()).sum::<u64>();
     }
@@ -432,46 +436,12 @@ fn the_real_server_evaluates_a_shared_prefix_once() {
     let home = tempfile::tempdir().unwrap();
     let log = home.path().join("server.log");
     let server = LlamaServer::start_logging(Some(&log));
-    let config = home.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[llm.smol]\nbase_url = \"{}\"\nmodel = \"smollm2\"\ntimeout_secs = 300\nmax_retries = 0\nstructured = \"json_object\"\n",
-            server.base_url
-        ),
-    )
-    .unwrap();
+    let config = smol_json_config(home.path(), &server);
     let mut ratios = Vec::new();
     for layout in ["per-call", "shared-prefix"] {
         let before = evaluated(&log, 0).len();
-        let args = [
-            "--config",
-            config.to_str().unwrap(),
-            "ask",
-            CANBERRA,
-            "--llm",
-            "smol",
-            "--method",
-            "tog",
-            "--depth",
-            "2",
-            "--structured",
-            "auto",
-            "--prompt-layout",
-            layout,
-            "--json",
-        ];
-        let out = common::ongraph_cmd(home.path(), &args).output().expect("the binary runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(matches!(out.status.code(), Some(0) | Some(3)), "{layout}: exit {:?}: {stderr}", out.status.code());
-        let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{layout}: not JSON ({e})"));
-        let calls: Vec<&Value> = json["trace"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|e| e["calls"].as_array().into_iter().flatten())
-            .filter(|c| c["cached"] != true)
-            .collect();
+        let json = ask_tog(home.path(), &config, CANBERRA, &["--prompt-layout", layout]);
+        let calls = made_calls(&json);
         let sent: u64 = calls.iter().filter_map(|c| c["usage"]["prompt_tokens"].as_u64()).sum();
         let evaluated: u64 = evaluated(&log, before).iter().sum();
         assert!(calls.len() >= 3, "{layout}: {} calls", calls.len());
