@@ -226,6 +226,11 @@ pub struct LlmEntry {
     /// learnt from the server's refusal.
     #[serde(default)]
     pub send_temperature: Option<bool>,
+    /// Whether to send each request a seed drawn from its content, so the same request gets the
+    /// same reply (reproducible runs; a re-ask differs only where its prompts do); unset: yes
+    /// until the server refuses it.
+    #[serde(default)]
+    pub send_seed: Option<bool>,
     /// Whether the model reasons before it replies (its budget is then `reasoning_max_tokens`);
     /// unset: from the first reply that shows reasoning.
     #[serde(default)]

@@ -581,3 +581,70 @@ async fn a_server_that_does_not_enforce_the_schema_is_said_once_and_a_cut_off_re
     assert_eq!(third.text, r#"{"sufficient": "yes"}"#, "the reply is still returned, to be read as far as it goes");
     assert!(third.notes.iter().all(|n| !n.contains("does not enforce")), "said once per endpoint: {:?}", third.notes);
 }
+
+/// Every request carries a seed drawn from its content: the same request the same seed, a
+/// deliberate second sample or another prompt another.
+#[tokio::test]
+async fn every_request_carries_a_seed_of_its_own() {
+    let (server, bodies) = format_server(|_| Ok(())).await;
+    let client = OpenAiClient::new(config(&server)).unwrap();
+    let second_sample = ChatRequest { sample: 1, ..request() };
+    for r in [request(), structured_request(), request(), second_sample.clone()] {
+        client.complete(&r).await.unwrap();
+    }
+    let seeds: Vec<serde_json::Value> = bodies.lock().unwrap().iter().map(|b| b["seed"].clone()).collect();
+    assert_eq!(seeds[0], json!(request().seed()), "{seeds:?}");
+    assert_eq!(seeds[2], seeds[0], "the same request, the same seed");
+    assert_eq!(seeds[3], json!(second_sample.seed()));
+    assert!(seeds[1] != seeds[0] && seeds[3] != seeds[0], "{seeds:?}");
+}
+
+/// A server that refuses the field (a pydantic server's 422 names it in `loc`) is asked again
+/// without it, in the same reply mode, and never sent it again; a configured `send_seed = false`
+/// never sends it.
+#[tokio::test]
+async fn a_server_that_refuses_the_seed_is_asked_without_it_from_then_on() {
+    let (server, bodies) = format_server(|b| match b.get("seed") {
+        Some(_) => Err((
+            422,
+            r#"{"detail":[{"type":"extra_forbidden","loc":["body","seed"],"msg":"Extra inputs are not permitted"}]}"#,
+        )),
+        None => Ok(()),
+    })
+    .await;
+    let client = OpenAiClient::new(config(&server)).unwrap();
+    for _ in 0..2 {
+        let got = client.complete(&structured_request()).await.unwrap();
+        assert_eq!(got.mode, ReplyMode::JsonSchema, "a refused seed is not a refused format");
+    }
+    let sent = bodies.lock().unwrap().clone();
+    let seeded: Vec<bool> = sent.iter().map(|b| b.get("seed").is_some()).collect();
+    assert_eq!(seeded, vec![true, false, false]);
+    assert!(sent.iter().all(|b| format_type(b) == Some("json_schema")), "{sent:?}");
+
+    let (server, bodies) = format_server(|_| Ok(())).await;
+    let mut c = config(&server);
+    c.send_seed = Some(false);
+    OpenAiClient::new(c).unwrap().complete(&request()).await.unwrap();
+    assert_eq!(bodies.lock().unwrap()[0].get("seed"), None);
+}
+
+/// A refusal that echoes the prompt holds the bare word without naming the field: the seed is
+/// kept (and the error reported, as any other 400).
+#[tokio::test]
+async fn a_prompt_echoed_in_a_refusal_does_not_drop_the_seed() {
+    let (server, bodies) = format_server(|b| match b["messages"][1]["content"].as_str() {
+        Some(p) if p.contains("seed") => {
+            Err((400, r#"{"error":{"message":"context length exceeded: Q: which seed bank?"}}"#))
+        }
+        _ => Ok(()),
+    })
+    .await;
+    let client = OpenAiClient::new(config(&server)).unwrap();
+    let seed_bank = ChatRequest { prompt: "Q: which seed bank?".into(), ..request() };
+    assert!(matches!(client.complete(&seed_bank).await, Err(LlmError::Status { status: 400, .. })));
+    client.complete(&request()).await.unwrap();
+    let sent = bodies.lock().unwrap().clone();
+    assert_eq!(sent.len(), 2, "the refusal is not asked again");
+    assert!(sent.iter().all(|b| b.get("seed").is_some()), "{sent:?}");
+}

@@ -639,3 +639,43 @@ fn the_table_of_templates_is_the_registrys() {
         .collect();
     assert_eq!(all, on_disk, "every file in prompts/ is in the table");
 }
+
+/// The README's config example, with every key it shows commented out switched on, is a config
+/// ongraph reads: a key it documents and the config does not know would be an error with its line.
+#[test]
+fn the_config_example_reads_with_every_key_it_shows() {
+    let at = README.find("## Pointing it at a real model").expect("the section");
+    let start = at + README[at..].find("```toml\n").expect("its config block") + "```toml\n".len();
+    let block = &README[start..start + README[start..].find("```").expect("its end")];
+    let mut config = String::new();
+    let mut live_section = true;
+    let mut switched_on = 0;
+    for line in block.lines() {
+        let bare = line.trim_start_matches('#').trim_start();
+        let key = bare.split(['=', ' ']).next().unwrap_or_default();
+        if line.starts_with('[') {
+            live_section = true;
+        } else if line.starts_with("# [") {
+            // A section shown commented out: its keys stay comments.
+            live_section = false;
+        } else if line.starts_with("# ")
+            && bare.contains(" = ")
+            && key.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+        {
+            if live_section {
+                config.push_str(bare);
+                config.push('\n');
+                switched_on += 1;
+            }
+            continue;
+        }
+        config.push_str(line);
+        config.push('\n');
+    }
+    assert!(switched_on >= 15 && config.contains("\nsend_seed = false"), "{switched_on} keys switched on:\n{config}");
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("config.toml");
+    std::fs::write(&file, &config).unwrap();
+    let out = ongraph(home.path(), &["--config", file.to_str().unwrap(), "cache", "stats"]);
+    assert!(out.status.success(), "{}\n{config}", String::from_utf8_lossy(&out.stderr));
+}

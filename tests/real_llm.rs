@@ -14,6 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";
+const PHANATIC: &str = "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?";
 
 /// The tests here take turns: each starts a llama.cpp server, and three evaluating at once on
 /// two cores had calls time out.
@@ -410,9 +411,7 @@ fn the_ram_cache_serves_each_kind_of_calls_fixed_part_once() {
     let config = smol_json_config(home.path(), &server);
     let mut sent = 0;
     // Two questions, so the second finds the first's kinds of call cached.
-    for question in
-        [CANBERRA, "Which ballpark hosts spring training for the team whose mascot is the Phillie Phanatic?"]
-    {
+    for question in [CANBERRA, PHANATIC] {
         let json = ask_tog(home.path(), &config, question, &[]);
         let calls = made_calls(&json);
         assert!(calls.len() >= 3, "{} calls", calls.len());
@@ -457,4 +456,32 @@ fn the_real_server_evaluates_a_shared_prefix_once() {
     }
     let [(_, _, _, per_call), (_, _, _, shared)] = ratios[..] else { unreachable!() };
     assert!(shared < 0.5 && shared + 0.2 < per_call, "evaluated / sent: {ratios:?}");
+}
+
+/// Each request carries a seed drawn from its content, so the real server answers the same
+/// question's calls the same way whatever it was asked before: its own seed moves on with every
+/// call (and a cached prefix would restore an older one), which made re-asks and A/B arms differ
+/// by chance. Asked, then another question, then asked again: the same calls, the same replies.
+#[test]
+fn the_same_question_gets_the_same_replies_whatever_was_asked_before() {
+    let _turn = turn();
+    let home = tempfile::tempdir().unwrap();
+    let server = LlamaServer::start();
+    let config = smol_json_config(home.path(), &server);
+    let exchanges = |json: &Value| -> Vec<(String, String, f64)> {
+        made_calls(json)
+            .iter()
+            .map(|c| {
+                let text = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+                (text("prompt"), text("reply"), c["temperature"].as_f64().unwrap_or(-1.0))
+            })
+            .collect()
+    };
+    let first = exchanges(&ask_tog(home.path(), &config, CANBERRA, &[]));
+    let between = exchanges(&ask_tog(home.path(), &config, PHANATIC, &[]));
+    let again = exchanges(&ask_tog(home.path(), &config, CANBERRA, &[]));
+    assert!(!between.is_empty());
+    // Sampled calls are among them, where the server's own seed would have had its say.
+    assert!(first.len() >= 3 && first.iter().any(|(_, _, t)| *t > 0.0), "{first:?}");
+    assert_eq!(first, again);
 }

@@ -61,6 +61,32 @@ impl ChatRequest {
             extract: None,
         })
     }
+
+    /// The sampling seed sent with this request: a stable hash (FNV-1a, the same on every run
+    /// and machine) of what makes it this call, so the same request gets the same reply from a
+    /// server that honours seeds, whatever was asked before it (a server's own seed moves on
+    /// with every call, and a cached prefix restores an old one), and deliberate samples differ.
+    /// 31 bits: every server's integer takes it, and it is never llama.cpp's "random" (2^32−1).
+    pub fn seed(&self) -> u32 {
+        let schema = self.schema.as_ref().map(|s| s.schema.to_string()).unwrap_or_default();
+        let fields: [&[u8]; 6] = [
+            self.system.as_bytes(),
+            self.prompt.as_bytes(),
+            &self.temperature.to_bits().to_le_bytes(),
+            &self.max_tokens.to_le_bytes(),
+            &self.sample.to_le_bytes(),
+            schema.as_bytes(),
+        ];
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for field in fields {
+            // A separator no UTF-8 text holds, so ("ab", "c") and ("a", "bc") differ.
+            for &byte in field.iter().chain(&[0xff]) {
+                hash ^= u64::from(byte);
+                hash = hash.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        ((hash ^ (hash >> 32)) as u32) & 0x7fff_ffff
+    }
 }
 
 /// A JSON schema for a reply, named after the kind of prompt it answers.
@@ -506,5 +532,40 @@ mod tests {
         let calls = (0..10).map(|_| limited.complete(&request));
         assert!(futures::future::join_all(calls).await.iter().all(Result::is_ok));
         assert_eq!(slow.most.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn a_seed_is_the_requests_own_and_the_same_everywhere() {
+        let request = ChatRequest {
+            step: "relation_prune".into(),
+            system: "You are an AI assistant.".into(),
+            prompt: "Q: Where is Canberra?".into(),
+            temperature: 0.4,
+            max_tokens: 256,
+            sample: 0,
+            schema: None,
+            extract: None,
+        };
+        let seed = request.seed();
+        // Pinned: a seed that changed between versions would change every reply a user
+        // reproduces (FNV-1a over the fields, computed apart in Python).
+        assert_eq!(seed, 0x1de5_dd38, "{seed:#x}");
+        assert!(seed < 1 << 31);
+        // The step is a label; what is sent makes the call.
+        assert_eq!(ChatRequest { step: "reasoning".into(), ..request.clone() }.seed(), seed);
+        let others = [
+            ChatRequest { sample: 1, ..request.clone() },
+            ChatRequest { prompt: "Q: Where is Canberra ?".into(), ..request.clone() },
+            ChatRequest { temperature: 0.0, ..request.clone() },
+            ChatRequest {
+                system: "You are an AI assistant.Q: Where is Canberra?".into(),
+                prompt: String::new(),
+                ..request.clone()
+            },
+            ChatRequest { schema: Some(ReplySchema { name: "x".into(), ..Default::default() }), ..request.clone() },
+        ];
+        for other in others {
+            assert_ne!(other.seed(), seed, "{other:?}");
+        }
     }
 }

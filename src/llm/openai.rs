@@ -45,6 +45,10 @@ pub struct OpenAiConfig {
     pub token_limit_param: Option<TokenLimitParam>,
     /// Whether to send the temperature; `None`: yes until the server refuses it.
     pub send_temperature: Option<bool>,
+    /// Whether to send each request a seed drawn from its content ([`ChatRequest::seed`]), so
+    /// the same request gets the same reply whatever was asked before it; `None`: yes until the
+    /// server refuses it.
+    pub send_seed: Option<bool>,
     /// Whether the model reasons before replying; `None`: from the first reply that shows it.
     pub reasoning: Option<bool>,
     /// The completion budget of a reasoning model (its thinking counts against it).
@@ -116,6 +120,7 @@ impl TokenLimitParam {
 struct Learned {
     token_limit_param: TokenLimitParam,
     send_temperature: bool,
+    send_seed: bool,
     reasoning: bool,
     /// The reply mode structured requests are sent in.
     structured: ReplyMode,
@@ -135,6 +140,7 @@ impl OpenAiConfig {
             max_retry_after: Duration::from_secs(60),
             token_limit_param: None,
             send_temperature: None,
+            send_seed: None,
             reasoning: None,
             reasoning_max_tokens: 4096,
             structured: StructuredMode::Auto,
@@ -169,6 +175,7 @@ impl OpenAiClient {
         let learned = Learned {
             token_limit_param: config.token_limit_param.unwrap_or(TokenLimitParam::MaxTokens),
             send_temperature: config.send_temperature.unwrap_or(true),
+            send_seed: config.send_seed.unwrap_or(true),
             reasoning: config.reasoning.unwrap_or(false),
             structured: config.structured.first(),
             unenforced: false,
@@ -185,7 +192,7 @@ impl OpenAiClient {
         *self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Learns from an HTTP 400 what the endpoint refuses (only what the config left open).
+    /// Learns from an HTTP 400 (or a pydantic server's 422) what the endpoint refuses (only what the config left open).
     /// Returns whether the request is worth sending again.
     fn learn_from_refusal(&self, body: &str) -> bool {
         let body = body.to_lowercase();
@@ -205,6 +212,13 @@ impl OpenAiClient {
             && (body.contains("unsupported") || body.contains("not support") || body.contains("only the default"))
         {
             learned.send_temperature = false;
+            changed = true;
+        }
+        // The seed is only ever a help: a refusal that names it as a field drops it (a prompt
+        // echoed back may hold the bare word).
+        let names_seed = ["\"seed\"", "'seed'", "`seed`"].iter().any(|q| body.contains(q));
+        if self.config.send_seed.is_none() && learned.send_seed && names_seed {
+            learned.send_seed = false;
             changed = true;
         }
         if changed {
@@ -267,6 +281,9 @@ impl OpenAiClient {
         body[learned.token_limit_param.field()] = json!(budget);
         if learned.send_temperature {
             body["temperature"] = json!(request.temperature);
+        }
+        if learned.send_seed {
+            body["seed"] = json!(request.seed());
         }
         if let Some(reply) = &request.schema {
             match learned.structured {
@@ -535,7 +552,10 @@ impl OpenAiClient {
             }
             let body = self.chat_body(request, learned);
             match self.post("chat/completions", &body, Some(&request.step), ChatResponse::check).await {
-                Err(LlmError::Status { status: 400, body, .. }) if tries < 4 && self.learn_from_refusal(&body) => {
+                // A pydantic server refuses a field it does not know with 422.
+                Err(LlmError::Status { status: 400 | 422, body, .. })
+                    if tries < 4 && self.learn_from_refusal(&body) =>
+                {
                     tries += 1;
                 }
                 Err(LlmError::Status { url, status: status @ (400 | 422 | 500), body }) if tries < 4 => {

@@ -292,6 +292,7 @@ fn openai_client(entry: &crate::config::LlmEntry) -> Result<OpenAiClient> {
     }
     c.token_limit_param = entry.token_limit_param;
     c.send_temperature = entry.send_temperature;
+    c.send_seed = entry.send_seed;
     c.reasoning = entry.reasoning;
     if let Some(budget) = entry.reasoning_max_tokens {
         c.reasoning_max_tokens = budget;
