@@ -648,3 +648,39 @@ async fn a_prompt_echoed_in_a_refusal_does_not_drop_the_seed() {
     assert_eq!(sent.len(), 2, "the refusal is not asked again");
     assert!(sent.iter().all(|b| b.get("seed").is_some()), "{sent:?}");
 }
+
+/// Calls in flight together when the server refuses the seed each go again without it (found
+/// by a review: the second refusal, arriving after the first had taught the client, was taken
+/// for a refusal of the reply format and lowered it for the rest of the run). Azure's wording
+/// names the field bare.
+#[tokio::test]
+async fn calls_in_flight_when_the_seed_is_refused_each_go_again_without_it() {
+    let server = MockServer::start().await;
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::<serde_json::Value>::new()));
+    let seen = bodies.clone();
+    Mock::given(method("POST"))
+        .respond_with(move |request: &wiremock::Request| {
+            let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
+            seen.lock().unwrap().push(body.clone());
+            if body.get("seed").is_some() {
+                // Slow, so both calls are sent before either refusal is read.
+                let refusal = r#"{"error":{"message":"Unrecognized request argument supplied: seed","type":"invalid_request_error"}}"#;
+                ResponseTemplate::new(422).set_body_string(refusal).set_delay(Duration::from_millis(300))
+            } else {
+                ResponseTemplate::new(200).set_body_json(completion(r#"{"sufficient": true}"#))
+            }
+        })
+        .mount(&server)
+        .await;
+    let client = OpenAiClient::new(config(&server)).unwrap();
+    let request = structured_request();
+    let (a, b) = tokio::join!(client.complete(&request), client.complete(&request));
+    for got in [a.unwrap(), b.unwrap()] {
+        assert_eq!(got.mode, ReplyMode::JsonSchema, "{:?}", got.notes);
+        assert!(got.notes.iter().any(|n| n.contains("not reproducible")), "{:?}", got.notes);
+    }
+    let later = client.complete(&structured_request()).await.unwrap();
+    assert!(later.notes.is_empty(), "{:?}", later.notes);
+    let seeded: Vec<bool> = bodies.lock().unwrap().iter().map(|b| b.get("seed").is_some()).collect();
+    assert_eq!(seeded, vec![true, true, false, false, false]);
+}

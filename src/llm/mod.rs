@@ -534,6 +534,10 @@ mod tests {
         assert_eq!(slow.most.load(std::sync::atomic::Ordering::SeqCst), 3);
     }
 
+    fn shape(schema: serde_json::Value) -> ReplySchema {
+        ReplySchema { name: "relations".into(), schema, ..Default::default() }
+    }
+
     #[test]
     fn a_seed_is_the_requests_own_and_the_same_everywhere() {
         let request = ChatRequest {
@@ -562,10 +566,19 @@ mod tests {
                 prompt: String::new(),
                 ..request.clone()
             },
-            ChatRequest { schema: Some(ReplySchema { name: "x".into(), ..Default::default() }), ..request.clone() },
+            ChatRequest { schema: Some(shape(serde_json::json!({"type": "object"}))), ..request.clone() },
         ];
         for other in others {
             assert_ne!(other.seed(), seed, "{other:?}");
         }
+        // The schema's content counts (its name is not sent as part of it), serialised in the
+        // order it was written: pinned too, so a change of serialisation shows.
+        let relations = |max: u32| {
+            let schema =
+                serde_json::json!({"type": "object", "properties": {"relations": {"type": "array", "maxItems": max}}});
+            ChatRequest { schema: Some(shape(schema)), ..request.clone() }
+        };
+        assert_eq!(relations(3).seed(), 0x5f69_4a9e, "{:#x}", relations(3).seed());
+        assert_ne!(relations(2).seed(), relations(3).seed());
     }
 }

@@ -128,6 +128,40 @@ struct Learned {
     unenforced: bool,
 }
 
+/// A request field an endpoint refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refused {
+    MaxTokens,
+    Temperature,
+    Seed,
+}
+
+/// How many times one request is sent again as refusals teach: once per field that can be
+/// refused (the token limit's name, the temperature, the seed) and per reply-mode step
+/// (`json_schema` to `json_object` to free text), so a server that keeps refusing cannot loop.
+const MAX_ADAPTATIONS: u32 = 5;
+
+/// Whether a refusal (lowercased) names the `seed` field: quoted, as OpenAI and pydantic name
+/// a field, or as a word beside words of refusal ("Unrecognized request argument supplied:
+/// seed"). A prompt echoed back may hold the bare word; it is not a refusal of the field.
+fn names_seed(body: &str) -> bool {
+    let quoted = ["\"seed\"", "'seed'", "`seed`"].iter().any(|q| body.contains(q));
+    let word = body.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').any(|w| w == "seed");
+    let refusal = [
+        "unrecognized",
+        "unrecognised",
+        "unsupported",
+        "not support",
+        "unknown",
+        "extra",
+        "not permitted",
+        "not allowed",
+    ]
+    .iter()
+    .any(|w| body.contains(w));
+    quoted || (word && refusal)
+}
+
 impl OpenAiConfig {
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
@@ -192,39 +226,42 @@ impl OpenAiClient {
         *self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Learns from an HTTP 400 (or a pydantic server's 422) what the endpoint refuses (only what the config left open).
-    /// Returns whether the request is worth sending again.
-    fn learn_from_refusal(&self, body: &str) -> bool {
+    /// Learns from an HTTP 400 (or a pydantic server's 422) which fields the endpoint refuses,
+    /// of those this request was `sent` with and the config left open, and stops sending them.
+    /// Returns them: the request is worth sending again without. Judged by what this request
+    /// sent, so calls in flight together each go again though the first refusal already taught.
+    fn learn_from_refusal(&self, body: &str, sent: Learned) -> Vec<Refused> {
         let body = body.to_lowercase();
-        let mut learned = self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut changed = false;
+        let mut refused = Vec::new();
         if self.config.token_limit_param.is_none()
-            && learned.token_limit_param == TokenLimitParam::MaxTokens
+            && sent.token_limit_param == TokenLimitParam::MaxTokens
             && body.contains("max_tokens")
             && (body.contains("max_completion_tokens") || body.contains("unsupported"))
         {
-            learned.token_limit_param = TokenLimitParam::MaxCompletionTokens;
-            changed = true;
+            refused.push(Refused::MaxTokens);
         }
         if self.config.send_temperature.is_none()
-            && learned.send_temperature
+            && sent.send_temperature
             && body.contains("temperature")
             && (body.contains("unsupported") || body.contains("not support") || body.contains("only the default"))
         {
-            learned.send_temperature = false;
-            changed = true;
+            refused.push(Refused::Temperature);
         }
-        // The seed is only ever a help: a refusal that names it as a field drops it (a prompt
-        // echoed back may hold the bare word).
-        let names_seed = ["\"seed\"", "'seed'", "`seed`"].iter().any(|q| body.contains(q));
-        if self.config.send_seed.is_none() && learned.send_seed && names_seed {
-            learned.send_seed = false;
-            changed = true;
+        if self.config.send_seed.is_none() && sent.send_seed && names_seed(&body) {
+            refused.push(Refused::Seed);
         }
-        if changed {
-            tracing::info!(url = %self.config.base_url, ?learned, "the endpoint refused a parameter; adapted");
+        if !refused.is_empty() {
+            let mut learned = self.learned.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            for field in &refused {
+                match field {
+                    Refused::MaxTokens => learned.token_limit_param = TokenLimitParam::MaxCompletionTokens,
+                    Refused::Temperature => learned.send_temperature = false,
+                    Refused::Seed => learned.send_seed = false,
+                }
+            }
+            tracing::info!(url = %self.config.base_url, ?refused, "the endpoint refused a parameter; adapted");
         }
-        changed
+        refused
     }
 
     /// After an HTTP 400/422 (or llama-cpp-python's 500) to a request sent with a `response_format` in `mode`: whether the
@@ -537,8 +574,8 @@ impl LanguageModel for OpenAiClient {
 
 impl OpenAiClient {
     /// Sends the chat request, and again (with a note in `notes`) as the endpoint's refusals
-    /// teach what it takes: at most one adaptation per parameter and reply mode, so a server
-    /// that keeps refusing cannot loop. The reply, and the reply mode it was asked in.
+    /// teach what it takes, at most [`MAX_ADAPTATIONS`] times, so a server that keeps refusing
+    /// cannot loop. The reply, and the reply mode it was asked in.
     async fn chat_adapting(
         &self,
         request: &ChatRequest,
@@ -551,14 +588,25 @@ impl OpenAiClient {
                 learned.structured = ReplyMode::FreeText;
             }
             let body = self.chat_body(request, learned);
-            match self.post("chat/completions", &body, Some(&request.step), ChatResponse::check).await {
-                // A pydantic server refuses a field it does not know with 422.
-                Err(LlmError::Status { status: 400 | 422, body, .. })
-                    if tries < 4 && self.learn_from_refusal(&body) =>
-                {
-                    tries += 1;
+            let result = self.post("chat/completions", &body, Some(&request.step), ChatResponse::check).await;
+            // A pydantic server refuses a field it does not know with 422.
+            if let Err(LlmError::Status { status: 400 | 422, body, .. }) = &result
+                && tries < MAX_ADAPTATIONS
+            {
+                let refused = self.learn_from_refusal(body, learned);
+                if refused.contains(&Refused::Seed) {
+                    notes.push(
+                        "the endpoint refused a request's `seed`: its replies are not reproducible for the rest of this run"
+                            .into(),
+                    );
                 }
-                Err(LlmError::Status { url, status: status @ (400 | 422 | 500), body }) if tries < 4 => {
+                if !refused.is_empty() {
+                    tries += 1;
+                    continue;
+                }
+            }
+            match result {
+                Err(LlmError::Status { url, status: status @ (400 | 422 | 500), body }) if tries < MAX_ADAPTATIONS => {
                     let Some((next, remembered)) = self.learn_reply_mode(status, &body, learned.structured) else {
                         return Err(LlmError::Status { url, status, body });
                     };
