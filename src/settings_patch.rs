@@ -61,10 +61,10 @@ pub struct SettingsPatch {
     /// How many entities such a relation is sampled down to (default 5).
     #[arg(long, value_parser = count::<usize>("sample_size"), global = true, value_name = "N")]
     pub sample_size: Option<usize>,
-    /// `--method tog|tog-r`: what to answer from at the maximum depth without a sufficient
-    /// path: the paths collected so far, then the model's own knowledge if they give no answer
-    /// (partial-paths), or the model's own knowledge alone, as the ToG paper does
-    /// (own-knowledge) (default partial-paths).
+    /// `--method tog|tog-r|gog`: what to answer from at the maximum depth without a sufficient
+    /// path (GoG: when it stops without a Finish): the triples collected so far, then the
+    /// model's own knowledge if they give no answer (partial-paths), or the model's own
+    /// knowledge alone, as the ToG and GoG papers do (own-knowledge) (default partial-paths).
     #[arg(long, value_enum, global = true)]
     pub fallback: Option<Fallback>,
     /// How prompts are laid out (default per-call). shared-prefix puts the instructions and
@@ -160,6 +160,7 @@ impl SettingsPatch {
         set(&mut s.sample_threshold, self.sample_threshold);
         set(&mut s.sample_size, self.sample_size);
         set(&mut s.fallback, self.fallback);
+        set(&mut s.gog.gog_fallback, self.fallback);
         set(&mut s.prompt_layout, self.prompt_layout);
         set(&mut s.hop_plan, self.hop_plan);
         self.sc.apply(&mut s.sc);
@@ -403,7 +404,7 @@ mod tests {
             sample_size: 7,
             sc: ScSettings { samples: 9, sample_temperature: 1.25 },
             pog: PogSettings { fuzzy_width: 40, pog_pruning: PogPruning::All, path_summary: false },
-            gog: GogSettings { gog_steps: 4, generate_samples: 2, rollbacks: 0 },
+            gog: GogSettings { gog_steps: 4, generate_samples: 2, rollbacks: 0, gog_fallback: Fallback::OwnKnowledge },
             structured: false,
             fallback: Fallback::OwnKnowledge,
             prompt_layout: PromptLayout::SharedPrefix,

@@ -5,7 +5,7 @@ mod common;
 
 use common::{DEMO_SCRIPT, demo_driver, gog_editable, gog_steps, named, new_run, report_lines, run_to_end, run_until};
 use ongraph::engine::beam::{Provenance, Status};
-use ongraph::engine::{AnswerSource, GogSettings, MethodId, Override, PogSettings, Run, Settings, Topics};
+use ongraph::engine::{AnswerSource, Fallback, GogSettings, MethodId, Override, PogSettings, Run, Settings, Topics};
 use ongraph::kg::Term;
 use ongraph::testing::driver::Driver;
 use ongraph::testing::kg::demo_graph;
@@ -369,24 +369,67 @@ text = "Action 1: Finish[]"
     assert_eq!(run.answer().unwrap().answers, vec!["Pacific Time Zone"]);
 }
 
+/// GoG stopped by its step limit answers from the triples it collected (`fallback`), labelled
+/// by what names the answer; the paper's own knowledge when the settings say so (and in files
+/// saved before), or when the triples give no answer.
 #[tokio::test]
-async fn gog_stops_after_the_step_limit_and_answers_from_own_knowledge() {
-    let extra = r#"
+async fn gog_stopped_by_its_step_limit_answers_from_the_triples_it_collected() {
+    let four_steps = |fallback: Fallback| Settings {
+        gog: GogSettings { gog_steps: 4, gog_fallback: fallback, ..GogSettings::default() },
+        ..settings(MethodId::GOG)
+    };
+    let answering = |answer: &str| {
+        format!(
+            r#"
+[[reply]]
+step = "answer"
+contains = ["Knowledge Triplets:"]
+text = "The triplets say so. {{{answer}}}"
+
 [[reply]]
 step = "answer_own_knowledge"
 contains = ["In which time zone is the headquarters of Apple Inc.?"]
-text = "{Pacific Time Zone}"
-"#;
-    let driver = ikg_driver(extra, &[]);
-    let mut run = new_run(
-        &driver,
-        APPLE,
-        named(&["Apple Inc."]),
-        Settings { gog: GogSettings { gog_steps: 2, ..GogSettings::default() }, ..settings(MethodId::GOG) },
+text = "{{Eastern Time Zone}}"
+"#
+        )
+    };
+    let ask = |script: String, fallback: Fallback| async move {
+        let driver = ikg_driver(&script, &[]);
+        let mut run = new_run(&driver, APPLE, named(&["Apple Inc."]), four_steps(fallback));
+        run_to_end(&driver, &mut run).await;
+        assert_eq!(gog_steps(&run).len(), 4);
+        run
+    };
+    let answer_prompt = |run: &Run| -> String {
+        let calls = run.trace().iter().flat_map(|e| e.calls.iter());
+        calls.filter(|c| c.step == "answer").map(|c| c.prompt.clone()).next().unwrap_or_default()
+    };
+
+    // An answer a KG triple the search observed names: from partial KG paths, with the reason.
+    let run = ask(answering("Cupertino"), Fallback::PartialPaths).await;
+    let answer = run.answer().unwrap();
+    assert_eq!((answer.answers.clone(), answer.source), (vec!["Cupertino".to_string()], AnswerSource::PartialPaths));
+    assert!(answer.why.as_deref().is_some_and(|w| w.contains("limit of 4 steps")), "{:?}", answer.why);
+    let prompt = answer_prompt(&run);
+    assert!(prompt.contains("Apple Inc., ") && prompt.contains("Cupertino"), "{prompt}");
+    assert!(prompt.contains("Pacific Time Zone"), "the generated triple verification kept is shown: {prompt}");
+
+    // One only the generated triple names is labelled so.
+    let run = ask(answering("Pacific Time Zone"), Fallback::PartialPaths).await;
+    assert_eq!(run.answer().unwrap().source, AnswerSource::GeneratedTriples);
+
+    // The triples give none: the model's own knowledge is asked.
+    let run = ask(answering("unknown"), Fallback::PartialPaths).await;
+    let answer = run.answer().unwrap();
+    assert_eq!(
+        (answer.answers.clone(), answer.source),
+        (vec!["Eastern Time Zone".to_string()], AnswerSource::OwnKnowledge)
     );
-    run_to_end(&driver, &mut run).await;
-    assert_eq!(gog_steps(&run).len(), 2);
+
+    // The paper's: own knowledge, no answer call from the triples.
+    let run = ask(answering("Cupertino"), Fallback::OwnKnowledge).await;
     assert_eq!(run.answer().unwrap().source, AnswerSource::OwnKnowledge);
+    assert_eq!(answer_prompt(&run), "");
 }
 
 #[tokio::test]

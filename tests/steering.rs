@@ -6,7 +6,7 @@ mod common;
 
 use common::{gog_editable, named, new_run, run_to_end, run_until, run_until_depth};
 use ongraph::engine::beam::NodeKind;
-use ongraph::engine::{AnswerSource, MethodId, Override, Run, Settings, Topics};
+use ongraph::engine::{AnswerSource, Fallback, MethodId, Override, Run, Settings, Topics};
 use ongraph::kg::Term;
 use ongraph::testing::driver::Driver;
 use ongraph::testing::kg::demo_graph;
@@ -237,6 +237,11 @@ async fn gog_out_of_steps_says_so_with_the_answer() {
 step = "answer_own_knowledge"
 contains = ["In which time zone is the headquarters of Apple Inc.?"]
 text = "Apple is based in Cupertino, California, on Pacific time. {Pacific Time Zone}"
+
+[[reply]]
+step = "answer"
+contains = ["Knowledge Triplets: Apple Inc., organization.organization.headquarters, cvt.apple_hq"]
+text = "The headquarters are in Cupertino, on Pacific time. {Pacific Time Zone}"
 "#;
     let hidden =
         [("m.cupertino".to_string(), "location.location.time_zones".to_string(), Term::Entity("m.pacific_tz".into()))];
@@ -246,7 +251,9 @@ text = "Apple is based in Cupertino, California, on Pacific time. {Pacific Time 
     let driver = Driver::new(Arc::new(kg), Arc::new(model));
     let mut settings = settings(MethodId::GOG);
     settings.gog.gog_steps = 2;
-    let mut run = new_run(&driver, APPLE, Topics::Extract, settings);
+    // The paper's: the model's own knowledge, asked without the triples.
+    settings.gog.gog_fallback = Fallback::OwnKnowledge;
+    let mut run = new_run(&driver, APPLE, Topics::Extract, settings.clone());
     run_to_end(&driver, &mut run).await;
     let answer = run.answer().unwrap();
     assert_eq!(answer.source, AnswerSource::OwnKnowledge);
@@ -256,6 +263,18 @@ text = "Apple is based in Cupertino, California, on Pacific time. {Pacific Time 
         last.summary,
         "answer Pacific Time Zone (from the LLM's own knowledge (no Finish within GoG's limit of 2 steps))"
     );
+    // The default: asked with the triples collected, whose answer none of them names.
+    settings.gog.gog_fallback = Fallback::PartialPaths;
+    let mut run = new_run(&driver, APPLE, Topics::Extract, settings);
+    run_to_end(&driver, &mut run).await;
+    let answer = run.answer().unwrap();
+    assert_eq!(answer.source, AnswerSource::OwnKnowledge);
+    assert_eq!(
+        answer.source_words(),
+        "from the LLM's own knowledge (no Finish within GoG's limit of 2 steps; no triple collected names the answer)"
+    );
+    let steps: Vec<&str> = run.trace().iter().flat_map(|e| e.calls.iter()).map(|c| c.step.as_str()).collect();
+    assert_eq!(steps.last(), Some(&"answer"), "{steps:?}");
 }
 
 /// Off the recording the demo stops with one plain sentence: the step is outside its

@@ -96,7 +96,8 @@ impl PromptLayout {
     }
 }
 
-/// ToG's answer at the maximum depth when no check said "sufficient".
+/// What ToG answers from at the maximum depth when no check said "sufficient", and GoG when it
+/// stops without a Finish.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Fallback {
@@ -154,17 +155,23 @@ impl Default for PogSettings {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GogSettings {
-    /// The most Thought / Action / Observation steps before answering from own knowledge.
+    /// The most Thought / Action / Observation steps before answering without a Finish (see
+    /// `gog_fallback`).
     pub gog_steps: usize,
     /// How many times `Generate` samples the model (verification runs when more than one).
     pub generate_samples: usize,
     /// How many times `Finish[unknown]` may roll back and expand the last search.
     pub rollbacks: usize,
+    /// What GoG answers from when it stops without a Finish (its step limit, nothing left to
+    /// roll back to, steps it cannot read): the `fallback` setting, which sets it. Kept apart
+    /// because files written before GoG honoured `fallback` ran the model's own knowledge.
+    #[serde(default = "Fallback::paper")]
+    pub gog_fallback: Fallback,
 }
 
 impl Default for GogSettings {
     fn default() -> Self {
-        Self { gog_steps: 6, generate_samples: 3, rollbacks: 2 }
+        Self { gog_steps: 6, generate_samples: 3, rollbacks: 2, gog_fallback: Fallback::PartialPaths }
     }
 }
 
@@ -219,16 +226,28 @@ mod tests {
     #[test]
     fn settings_serialise_flat_as_they_always_have() {
         let before_fallback = r#"{"method":"tog","width":3,"depth":3,"prune":"llm","unified":false,"speculate":false,"seed":0,"prune_temperature":0.4,"reason_temperature":0.0,"max_tokens":256,"sample_threshold":20,"sample_size":5,"samples":5,"sample_temperature":0.7,"fuzzy_width":80,"pog_pruning":"fuzzy-precise","path_summary":true,"gog_steps":6,"generate_samples":3,"rollbacks":2}"#;
-        let saved = before_fallback.replace('}', r#","fallback":"partial-paths"}"#);
+        let before_gog_fallback = before_fallback.replace('}', r#","fallback":"partial-paths"}"#);
+        let saved = before_gog_fallback.replace(r#""rollbacks":2"#, r#""rollbacks":2,"gog_fallback":"partial-paths""#);
         assert_eq!(serde_json::to_string(&Settings::default()).unwrap(), saved);
         assert_eq!(serde_json::from_str::<Settings>(&saved).unwrap(), Settings::default());
+        let paper_gog = GogSettings { gog_fallback: Fallback::OwnKnowledge, ..GogSettings::default() };
         assert_eq!(
             serde_json::from_str::<Settings>(before_fallback).unwrap(),
-            Settings { fallback: Fallback::OwnKnowledge, ..Settings::default() }
+            Settings { fallback: Fallback::OwnKnowledge, gog: paper_gog.clone(), ..Settings::default() }
+        );
+        // GoG answered from its own knowledge at its limits until it honoured `fallback`.
+        assert_eq!(
+            serde_json::from_str::<Settings>(&before_gog_fallback).unwrap(),
+            Settings { gog: paper_gog, ..Settings::default() }
         );
         let structured = Settings { structured: true, ..Settings::default() };
         let json = serde_json::to_string(&structured).unwrap();
-        assert!(json.ends_with(r#""rollbacks":2,"structured":true,"fallback":"partial-paths"}"#), "{json}");
+        assert!(
+            json.ends_with(
+                r#""rollbacks":2,"gog_fallback":"partial-paths","structured":true,"fallback":"partial-paths"}"#
+            ),
+            "{json}"
+        );
         assert_eq!(serde_json::from_str::<Settings>(&json).unwrap(), structured);
     }
 
@@ -240,6 +259,7 @@ mod tests {
             width: 2,
             prune: PruneTool::Bm25,
             pog: PogSettings { fuzzy_width: 10, ..PogSettings::default() },
+            gog: GogSettings { gog_fallback: Fallback::OwnKnowledge, ..GogSettings::default() },
             fallback: Fallback::OwnKnowledge,
             ..Settings::default()
         };

@@ -87,6 +87,12 @@ pub fn own_knowledge(_: &Shown<'_>, _: &GoldPath) -> String {
     UNKNOWN.into()
 }
 
+/// The answer from the triples a run collected (ToG's at the depth limit, GoG's at its step
+/// limit): the gold answers the shown triples chain the topic to, else unknown.
+pub fn answer_from_triples(shown: &Shown<'_>, gold: &GoldPath) -> String {
+    braced_or_unknown(&gold.chained(&gold.triple_lines(shown.block)))
+}
+
 /// A stored triple as a prompt shows it: head, relation, tail.
 pub type Triple = (String, String, String);
 

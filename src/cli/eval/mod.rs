@@ -5,7 +5,7 @@ use super::SetupArgs;
 use crate::config::Config;
 use crate::dataset::tog::TopicIds;
 use crate::dataset::{Format, Item, gold_paths, pathquestion};
-use crate::engine::Settings;
+use crate::engine::{MethodId, Settings};
 use crate::eval::gold_path::GoldPathModel;
 use crate::eval::record::{self, CorrectionsSeen, Record, RecordWriter};
 use crate::eval::runner::{ENDPOINT_FAILURES, Evaluator, Finished, Split, select, split};
@@ -643,6 +643,16 @@ fn without_loopback_port(llm: &str) -> String {
 }
 
 /// Makes `out`, or checks a run there is the same run before resuming it.
+/// `settings` as two runs compare: GoG's fallback, which files written before it lack (and so
+/// read as the paper's), changes no other method's run.
+fn comparable(settings: &Settings) -> Settings {
+    let mut s = settings.clone();
+    if s.method != MethodId::GOG {
+        s.gog.gog_fallback = Settings::default().gog.gog_fallback;
+    }
+    s
+}
+
 fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
     let records = out.join(RECORDS);
     let has_records = std::fs::metadata(&records).is_ok_and(|m| m.len() > 0);
@@ -659,8 +669,8 @@ fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
             _ => true,
         };
         let same = |a: &RunMeta, b: &RunMeta| {
-            (&a.dataset, a.format, &a.kg, without_loopback_port(&a.llm), &a.settings)
-                == (&b.dataset, b.format, &b.kg, without_loopback_port(&b.llm), &b.settings)
+            (&a.dataset, a.format, &a.kg, without_loopback_port(&a.llm), comparable(&a.settings))
+                == (&b.dataset, b.format, &b.kg, without_loopback_port(&b.llm), comparable(&b.settings))
                 && affected::same_kg_file(a.kg_file.as_deref(), b.kg_file.as_deref())
                 && affected::same_kg_file(a.prompts.as_deref(), b.prompts.as_deref())
         };
@@ -684,6 +694,19 @@ fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::without_loopback_port;
+    use crate::engine::{Fallback, MethodId, Settings};
+
+    /// A run.json written before GoG's fallback was recorded reads it as the paper's: the same
+    /// run for every method but GoG, whose answers it changes.
+    #[test]
+    fn gogs_fallback_parts_only_gog_runs_resumed_across_it() {
+        for (method, same) in [(MethodId::TOG, true), (MethodId::POG, true), (MethodId::GOG, false)] {
+            let now = Settings { method, ..Settings::default() };
+            let mut before = now.clone();
+            before.gog.gog_fallback = Fallback::OwnKnowledge;
+            assert_eq!(super::comparable(&before) == super::comparable(&now), same, "{method}");
+        }
+    }
 
     #[test]
     fn the_resume_command_is_the_given_one_with_resume_quoted_for_a_shell() {

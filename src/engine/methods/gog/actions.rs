@@ -53,12 +53,13 @@ impl GogMachine {
                 unreadable(ev);
                 self.tries += 1;
                 if self.tries >= STEP_TRIES {
+                    self.phase = self.answer_without_finish();
                     ev.notes.push(format!(
-                        "{why}; {STEP_TRIES} replies could not be read as a step: answering without the KG"
+                        "{why}; {STEP_TRIES} replies could not be read as a step: answering {}",
+                        self.fallback_words()
                     ));
                     ev.summary = format!("step {n}: no readable action");
                     self.why = Some(format!("no reply could be read as a step after {STEP_TRIES} tries"));
-                    self.phase = Phase::Answer(AnswerSource::OwnKnowledge);
                 } else {
                     ev.notes.push(format!("{why}; asking again"));
                     ev.summary = format!("step {n}: unreadable reply, asking again");
@@ -268,7 +269,7 @@ impl GogMachine {
         }
         let steps = self.max_steps;
         self.why = Some(format!("no Finish within GoG's limit of {steps} step{}", plural_s(steps)));
-        Phase::Answer(AnswerSource::OwnKnowledge)
+        self.answer_without_finish()
     }
 
     /// `Finish[unknown]`: drop the trailing Generate steps and search the entities the last
@@ -276,9 +277,10 @@ impl GogMachine {
     fn roll_back(&mut self, cx: &mut Context, ev: &mut Event) {
         let fresh: Vec<Term> = self.last_seen.iter().filter(|t| !self.searched.contains(t)).cloned().collect();
         if self.rollbacks >= cx.settings.gog.rollbacks || fresh.is_empty() {
-            ev.notes.push("Finish[unknown]: nothing left to roll back to; answering without the KG".into());
+            self.phase = self.answer_without_finish();
+            ev.notes
+                .push(format!("Finish[unknown]: nothing left to roll back to; answering {}", self.fallback_words()));
             self.why = Some("the model finished with \"unknown\" and nothing was left to roll back to".into());
-            self.phase = Phase::Answer(AnswerSource::OwnKnowledge);
             return;
         }
         self.rollbacks += 1;

@@ -1,10 +1,74 @@
 //! How a GoG run ends: where its answer comes from.
 
 use super::{GeneratedTriple, GogMachine, Phase};
+use crate::engine::events::Event;
 use crate::engine::method::Method;
-use crate::engine::{Answer, AnswerSource, Context};
+use crate::engine::parse;
+use crate::engine::step::answer_call;
+use crate::engine::structured::{ANSWER, REASONED_ANSWER};
+use crate::engine::templates::ANSWER_FROM_TRIPLES;
+use crate::engine::{Answer, AnswerSource, Context, EngineError, Fallback, Request, Response};
 
 impl GogMachine {
+    /// Where the run answers from when it stops without a Finish: the triples it knows
+    /// (observed, and generated ones verification kept), unless the settings keep the paper's
+    /// own knowledge or it knows none.
+    pub(super) fn answer_without_finish(&self) -> Phase {
+        if self.fallback == Fallback::PartialPaths && !self.known.is_empty() {
+            Phase::Answer(AnswerSource::PartialPaths)
+        } else {
+            Phase::Answer(AnswerSource::OwnKnowledge)
+        }
+    }
+
+    /// How a note says where the answer will come from, once `phase` is an answer.
+    pub(super) fn fallback_words(&self) -> &'static str {
+        match self.phase {
+            Phase::Answer(AnswerSource::PartialPaths) => "from the triples collected",
+            _ => "without the KG",
+        }
+    }
+
+    /// The answer from the triples the run knows, asked as ToG asks its partial paths.
+    pub(super) fn answer_request(&self, cx: &Context) -> Vec<Request> {
+        let prompt =
+            cx.render_text(ANSWER_FROM_TRIPLES, &[("question", &cx.question), ("triples", &self.known.join("\n"))]);
+        let shape = if cx.reasons_then_formats() { &REASONED_ANSWER } else { &ANSWER };
+        vec![cx.llm("answer", prompt, cx.settings.reason_temperature, shape)]
+    }
+
+    /// Reads an answer call. From the triples collected, the answer is labelled by what names
+    /// it (a KG triple, a generated one, none: the model's own words); when they give none,
+    /// the model's own knowledge is asked.
+    pub(super) fn on_answer(
+        &mut self,
+        cx: &mut Context,
+        source: AnswerSource,
+        requests: &[Request],
+        responses: &[Response],
+        ev: &mut Event,
+    ) -> Result<(), EngineError> {
+        let (answers, reply) = answer_call(requests, responses, ev, source, self.why.as_deref())?;
+        if source != AnswerSource::PartialPaths {
+            self.finish(cx, answers, reply, source);
+        } else if !answers.iter().any(|a| !parse::is_unknown(a)) {
+            ev.notes.push("the collected triples gave no answer: asking the model's own knowledge".into());
+            self.phase = Phase::Answer(AnswerSource::OwnKnowledge);
+        } else {
+            let source = match self.source_of(&answers) {
+                AnswerSource::KgPaths => AnswerSource::PartialPaths,
+                AnswerSource::OwnKnowledge => {
+                    let stopped = self.why.take().map(|w| format!("{w}; ")).unwrap_or_default();
+                    self.why = Some(format!("{stopped}no triple collected names the answer"));
+                    AnswerSource::OwnKnowledge
+                }
+                other => other,
+            };
+            self.finish(cx, answers, reply, source);
+        }
+        Ok(())
+    }
+
     /// What a `Finish` answer rests on: a KG triple observed that names it; else a generated
     /// triple verification kept; else nothing the run saw (the model's own knowledge, which is
     /// also what a Finish before any search is).
@@ -59,7 +123,10 @@ impl GogMachine {
 
     pub(super) fn finish(&mut self, cx: &mut Context, answers: Vec<String>, reply: String, source: AnswerSource) {
         let paths = self.live_paths(cx);
-        let why = if source == AnswerSource::OwnKnowledge { self.why.clone() } else { None };
+        let why = match source {
+            AnswerSource::OwnKnowledge | AnswerSource::PartialPaths => self.why.clone(),
+            _ => None,
+        };
         cx.answer = Some(Answer { answers, source, reply, paths, why });
         self.phase = Phase::Done;
         self.action = None;

@@ -1,7 +1,8 @@
 //! Generate-on-Graph (GoG, EMNLP 2024) as a state machine: a Thought / Action / Observation
 //! loop whose actions are `Search[e1 | e2]` (one-hop triples from the KG, relations filtered by
 //! the model), `Generate[thought]` (triples the model writes from its own knowledge, sampled and
-//! verified) and `Finish[a1 | a2]`. At most `gog_steps` steps, then the model's own knowledge.
+//! verified) and `Finish[a1 | a2]`. At most `gog_steps` steps, then an answer from the triples
+//! it knows (the paper: the model's own knowledge; `fallback`).
 //!
 //! Unlike the reference code: `Finish[]` is not an answer; an unreadable reply is asked again (a
 //! new sample, so a new call) and, after two tries, the run says it answers without the KG; the
@@ -30,9 +31,9 @@ use crate::engine::beam::NodeId;
 use crate::engine::events::{Event, LookupRecord};
 use crate::engine::lexical::top_k;
 use crate::engine::method::{Method, MethodView};
-use crate::engine::step::{answer_call, completion, entity_matches, plural_s, record, relations, unreadable};
+use crate::engine::step::{completion, entity_matches, plural_s, record, relations, unreadable};
 use crate::engine::topics::{TopicLinker, link_model_name};
-use crate::engine::{AnswerSource, Context, EngineError, Override, PathView, Request, Response, Topics};
+use crate::engine::{AnswerSource, Context, EngineError, Fallback, Override, PathView, Request, Response, Topics};
 use crate::kg::{RelationRef, Term};
 use parse::Action;
 use serde::{Deserialize, Serialize};
@@ -111,6 +112,8 @@ pub(crate) struct GogMachine {
     /// The step that verified the samples, when one did.
     verified_at: Option<usize>,
     max_steps: usize,
+    /// What the run answers from when it stops without a Finish.
+    fallback: Fallback,
     pub generated: Vec<GeneratedTriple>,
     /// Why the run answers from the model's own knowledge ([`Answer::why`]), once it does.
     why: Option<String>,
@@ -139,6 +142,7 @@ impl GogMachine {
             sample_kept: Vec::new(),
             verified_at: None,
             max_steps: cx.settings.gog.gog_steps.max(1),
+            fallback: cx.settings.gog.gog_fallback,
             generated: Vec::new(),
             why: None,
         };
@@ -186,6 +190,7 @@ impl Method for GogMachine {
             Phase::Generate => self.generate_requests(cx),
             Phase::Verify => self.verify_request(cx),
             Phase::Answer(AnswerSource::OwnKnowledge) => vec![cx.ask_own_knowledge()],
+            Phase::Answer(AnswerSource::PartialPaths) => self.answer_request(cx),
             Phase::Answer(_) | Phase::Done => Vec::new(),
         };
         (requests, plan)
@@ -215,11 +220,7 @@ impl Method for GogMachine {
             Phase::Generate => self.on_generate(cx, requests, &responses, &mut ev)?,
             Phase::Verify => self.on_verify(cx, requests, &responses, &mut ev)?,
             Phase::LinkGenerated => self.on_link_generated(cx, plan, &responses, &mut ev)?,
-            Phase::Answer(source) => {
-                let why = if source == AnswerSource::OwnKnowledge { self.why.clone() } else { None };
-                let (answers, reply) = answer_call(requests, &responses, &mut ev, source, why.as_deref())?;
-                self.finish(cx, answers, reply, source);
-            }
+            Phase::Answer(source) => self.on_answer(cx, source, requests, &responses, &mut ev)?,
             Phase::Done => return Err(EngineError::Finished),
         }
         Ok(ev)

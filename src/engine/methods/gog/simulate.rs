@@ -2,13 +2,14 @@
 //! it searches entities it was shown, keeps shown triples along the gold path, finishes only
 //! when the observations chain the topic to a gold answer, and never writes a triple.
 
-use crate::engine::simulate::{GoldPath, Shown, Simulation, after_last, norm_name, own_knowledge};
+use crate::engine::simulate::{GoldPath, Shown, Simulation, after_last, answer_from_triples, norm_name, own_knowledge};
 
 pub(crate) const SIMULATIONS: &[Simulation] = &[
     Simulation { template: "gog_step", reply: step },
     Simulation { template: "gog_relations", reply: relations },
     Simulation { template: "gog_generate", reply: generate },
     Simulation { template: "gog_verify", reply: verify },
+    Simulation { template: "answer", reply: answer_from_triples },
     Simulation { template: "answer_own_knowledge", reply: own_knowledge },
 ];
 

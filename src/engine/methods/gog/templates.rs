@@ -1,6 +1,6 @@
 //! GoG's prompt templates (`prompts/NAME.txt`, structured variants under `prompts/json/`).
 
-use crate::engine::templates::ANSWER_OWN_KNOWLEDGE;
+use crate::engine::templates::{ANSWER_FROM_TRIPLES, ANSWER_OWN_KNOWLEDGE};
 use crate::prompts::{Template, builtin_template};
 
 pub(crate) const STEP: Template = builtin_template!(
@@ -27,4 +27,5 @@ pub(crate) const VERIFY: Template =
     builtin_template!("gog_verify", "verifying generated triples", ["question", "triples"], Some("kept"), json);
 
 /// Every template GoG renders.
-pub(crate) const TEMPLATES: &[Template] = &[STEP, RELATIONS, GENERATE, VERIFY, ANSWER_OWN_KNOWLEDGE];
+pub(crate) const TEMPLATES: &[Template] =
+    &[STEP, RELATIONS, GENERATE, VERIFY, ANSWER_FROM_TRIPLES, ANSWER_OWN_KNOWLEDGE];

@@ -3,7 +3,7 @@
 //! "sufficient" only when the shown triples chain the topic to a gold answer.
 
 use crate::engine::simulate::{
-    GoldPath, Shown, Simulation, UNKNOWN, after_last, braced_or_unknown, norm_name, own_knowledge, scored_relations,
+    GoldPath, Shown, Simulation, UNKNOWN, after_last, answer_from_triples, norm_name, own_knowledge, scored_relations,
 };
 
 pub(crate) const SIMULATIONS: &[Simulation] = &[
@@ -14,7 +14,7 @@ pub(crate) const SIMULATIONS: &[Simulation] = &[
     Simulation { template: "reasoning", reply: reasoning },
     Simulation { template: "reasoning_tog_r", reply: reasoning_tog_r },
     Simulation { template: "hop_plan", reply: hop_plan },
-    Simulation { template: "answer", reply: answer },
+    Simulation { template: "answer", reply: answer_from_triples },
     Simulation { template: "answer_own_knowledge", reply: own_knowledge },
 ];
 
@@ -91,10 +91,6 @@ fn reasoning_tog_r(shown: &Shown<'_>, gold: &GoldPath) -> String {
         [] => "{No}. No chain links the topic entity to an answer yet.".into(),
         found => format!("{{Yes}}. A chain links the topic entity to the answer {{{}}}.", found.join(" | ")),
     }
-}
-
-fn answer(shown: &Shown<'_>, gold: &GoldPath) -> String {
-    braced_or_unknown(&gold.chained(&gold.triple_lines(shown.block)))
 }
 
 /// ToG-R's chains (`topic -> r1 -> r2 (incoming): e1; e2`) that follow every gold relation

@@ -1,6 +1,7 @@
 //! ToG's and ToG-R's prompt templates (`prompts/NAME.txt`, structured variants under
 //! `prompts/json/`).
 
+pub(crate) use crate::engine::templates::ANSWER_FROM_TRIPLES as ANSWER;
 use crate::engine::templates::{ANSWER_OWN_KNOWLEDGE, TOPIC_ENTITIES};
 use crate::engine::{PruneTool, Settings};
 use crate::prompts::{Template, builtin_template};
@@ -49,8 +50,6 @@ pub(crate) const REASONING_TOG_R: Template = builtin_template!(
 );
 pub(crate) const HOP_PLAN: Template =
     builtin_template!("hop_plan", "planning the hops", ["question", "topic_entity"], Some("hop_plan"), json);
-pub(crate) const ANSWER: Template =
-    builtin_template!("answer", "answering from the paths", ["question", "triples"], Some("answer"));
 
 /// The templates a run of ToG (ToG-R with `chains`) with settings `s` may render, for a shared
 /// prompt prefix: topic linking, the pruning its settings call the model for, its judgment
