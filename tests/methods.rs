@@ -414,9 +414,17 @@ text = "{{Eastern Time Zone}}"
     assert!(prompt.contains("Apple Inc., ") && prompt.contains("Cupertino"), "{prompt}");
     assert!(prompt.contains("Pacific Time Zone"), "the generated triple verification kept is shown: {prompt}");
 
-    // One only the generated triple names is labelled so.
-    let run = ask(answering("Pacific Time Zone"), Fallback::PartialPaths).await;
-    assert_eq!(run.answer().unwrap().source, AnswerSource::GeneratedTriples);
+    // One only the generated triple names is labelled so, in the step's summary too; `unknown`
+    // beside it is not an answer.
+    let run = ask(answering("unknown | Pacific Time Zone"), Fallback::PartialPaths).await;
+    let answer = run.answer().unwrap();
+    assert_eq!(
+        (answer.answers.clone(), answer.source),
+        (vec!["Pacific Time Zone".to_string()], AnswerSource::GeneratedTriples)
+    );
+    assert!(answer.why.as_deref().is_some_and(|w| w.contains("limit of 4 steps")), "{:?}", answer.why);
+    let summary = &run.trace().last().unwrap().summary;
+    assert!(summary.contains("from LLM-generated triples"), "{summary}");
 
     // The triples give none: the model's own knowledge is asked.
     let run = ask(answering("unknown"), Fallback::PartialPaths).await;

@@ -275,6 +275,26 @@ text = "The headquarters are in Cupertino, on Pacific time. {Pacific Time Zone}"
     );
     let steps: Vec<&str> = run.trace().iter().flat_map(|e| e.calls.iter()).map(|c| c.step.as_str()).collect();
     assert_eq!(steps.last(), Some(&"answer"), "{steps:?}");
+    // The step says where the answer came from as the answer does (found by a review).
+    assert_eq!(
+        run.trace().last().unwrap().summary,
+        "answer Pacific Time Zone (from the LLM's own knowledge (no Finish within GoG's limit of 2 steps; no triple collected names the answer))"
+    );
+}
+
+/// A GoG session saved under the shared-prefix layout before GoG answered from the triples it
+/// collected (by 0ed253f, stopped by its step limit) replays as recorded: its shared prefix
+/// holds no answer-from-triples section, and its run asks the model's own knowledge (found by
+/// a review).
+#[test]
+fn a_gog_session_saved_before_its_fallback_replays_as_recorded() {
+    let path = std::path::Path::new("tests/fixtures/sessions/v2/gog-shared-prefix-before-gog-fallback.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains("\"prompt_layout\": \"shared-prefix\"") && !text.contains("gog_fallback"), "the fixture");
+    let session = ongraph::testing::session::Session::load(path).unwrap();
+    session.check_replays(ongraph::engine::Registry::builtin()).unwrap();
+    let answer = session.replay(0).unwrap().answer().cloned().unwrap();
+    assert_eq!((answer.answers, answer.source), (vec!["Pacific Time Zone".to_string()], AnswerSource::OwnKnowledge));
 }
 
 /// Off the recording the demo stops with one plain sentence: the step is outside its

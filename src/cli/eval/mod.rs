@@ -642,17 +642,23 @@ fn without_loopback_port(llm: &str) -> String {
     PORT.replace_all(llm, "://$1").into_owned()
 }
 
-/// Makes `out`, or checks a run there is the same run before resuming it.
-/// `settings` as two runs compare: GoG's fallback, which files written before it lack (and so
-/// read as the paper's), changes no other method's run.
+/// `settings` as two runs compare, each fallback only where its method reads it: GoG's, which
+/// files written before it lack (and so read as the paper's), changes no other method's run,
+/// and ToG's none but ToG's and ToG-R's (so `--fallback own-knowledge` resumes a GoG run
+/// saved before GoG's was kept).
 fn comparable(settings: &Settings) -> Settings {
     let mut s = settings.clone();
+    let defaults = Settings::default();
     if s.method != MethodId::GOG {
-        s.gog.gog_fallback = Settings::default().gog.gog_fallback;
+        s.gog.gog_fallback = defaults.gog.gog_fallback;
+    }
+    if s.method != MethodId::TOG && s.method != MethodId::TOG_R {
+        s.fallback = defaults.fallback;
     }
     s
 }
 
+/// Makes `out`, or checks a run there is the same run before resuming it.
 fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
     let records = out.join(RECORDS);
     let has_records = std::fs::metadata(&records).is_ok_and(|m| m.len() > 0);
@@ -697,7 +703,8 @@ mod tests {
     use crate::engine::{Fallback, MethodId, Settings};
 
     /// A run.json written before GoG's fallback was recorded reads it as the paper's: the same
-    /// run for every method but GoG, whose answers it changes.
+    /// run for every method but GoG, whose answers it changes; such a GoG run resumes with
+    /// `--fallback own-knowledge`, which leaves ToG's fallback no other method reads.
     #[test]
     fn gogs_fallback_parts_only_gog_runs_resumed_across_it() {
         for (method, same) in [(MethodId::TOG, true), (MethodId::POG, true), (MethodId::GOG, false)] {
@@ -706,6 +713,18 @@ mod tests {
             before.gog.gog_fallback = Fallback::OwnKnowledge;
             assert_eq!(super::comparable(&before) == super::comparable(&now), same, "{method}");
         }
+        let saved = Settings {
+            method: MethodId::GOG,
+            gog: crate::engine::GogSettings { gog_fallback: Fallback::OwnKnowledge, ..Default::default() },
+            ..Settings::default()
+        };
+        let own_knowledge = Settings { fallback: Fallback::OwnKnowledge, ..saved.clone() };
+        assert!(super::comparable(&saved) == super::comparable(&own_knowledge));
+        // ToG's is ToG's own.
+        let tog = Settings { method: MethodId::TOG, ..Settings::default() };
+        assert!(
+            super::comparable(&tog) != super::comparable(&Settings { fallback: Fallback::OwnKnowledge, ..tog.clone() })
+        );
     }
 
     #[test]

@@ -51,21 +51,29 @@ impl GogMachine {
         let (answers, reply) = answer_call(requests, responses, ev, source, self.why.as_deref())?;
         if source != AnswerSource::PartialPaths {
             self.finish(cx, answers, reply, source);
-        } else if !answers.iter().any(|a| !parse::is_unknown(a)) {
+            return Ok(());
+        }
+        let answers: Vec<String> = answers.into_iter().filter(|a| !parse::is_unknown(a)).collect();
+        if answers.is_empty() {
             ev.notes.push("the collected triples gave no answer: asking the model's own knowledge".into());
             self.phase = Phase::Answer(AnswerSource::OwnKnowledge);
-        } else {
-            let source = match self.source_of(&answers) {
-                AnswerSource::KgPaths => AnswerSource::PartialPaths,
-                AnswerSource::OwnKnowledge => {
-                    let stopped = self.why.take().map(|w| format!("{w}; ")).unwrap_or_default();
-                    self.why = Some(format!("{stopped}no triple collected names the answer"));
-                    AnswerSource::OwnKnowledge
-                }
-                other => other,
-            };
-            self.finish(cx, answers, reply, source);
+            return Ok(());
         }
+        // Labelled by what names it; the step's summary says so too.
+        let source = match self.source_of(&answers) {
+            AnswerSource::KgPaths => AnswerSource::PartialPaths,
+            AnswerSource::GeneratedTriples => {
+                ev.notes.push("only a generated triple names the answer".into());
+                AnswerSource::GeneratedTriples
+            }
+            _ => {
+                let stopped = self.why.take().map(|w| format!("{w}; ")).unwrap_or_default();
+                self.why = Some(format!("{stopped}no triple collected names the answer"));
+                AnswerSource::OwnKnowledge
+            }
+        };
+        ev.summary = format!("answer {} ({})", answers.join(", "), source.describe_because(self.why.as_deref()));
+        self.finish(cx, answers, reply, source);
         Ok(())
     }
 
@@ -123,10 +131,8 @@ impl GogMachine {
 
     pub(super) fn finish(&mut self, cx: &mut Context, answers: Vec<String>, reply: String, source: AnswerSource) {
         let paths = self.live_paths(cx);
-        let why = match source {
-            AnswerSource::OwnKnowledge | AnswerSource::PartialPaths => self.why.clone(),
-            _ => None,
-        };
+        // Set only when the run stopped without a Finish, or a Finish rests on no triple.
+        let why = if source == AnswerSource::KgPaths { None } else { self.why.clone() };
         cx.answer = Some(Answer { answers, source, reply, paths, why });
         self.phase = Phase::Done;
         self.action = None;

@@ -5,7 +5,7 @@
 //! it knows (the paper: the model's own knowledge; `fallback`).
 //!
 //! Unlike the reference code: `Finish[]` is not an answer; an unreadable reply is asked again (a
-//! new sample, so a new call) and, after two tries, the run says it answers without the KG; the
+//! new sample, so a new call) and, after three tries, the run says it stops there; the
 //! BM25 query is tokenised like the documents; relation lists keep the KG's order; generated
 //! triples join the known context, and are marked in the beam, never written into the KG.
 //!
@@ -115,13 +115,14 @@ pub(crate) struct GogMachine {
     /// What the run answers from when it stops without a Finish.
     fallback: Fallback,
     pub generated: Vec<GeneratedTriple>,
-    /// Why the run answers from the model's own knowledge ([`Answer::why`]), once it does.
+    /// Why the run answers other than from a grounded Finish ([`Answer::why`]): why it stopped
+    /// without one, or why a Finish rests on no triple.
     why: Option<String>,
 }
 
 impl GogMachine {
     pub fn new(cx: &mut Context, topics: Topics) -> Result<Self, EngineError> {
-        cx.share_prefix(&[&[crate::engine::templates::TOPIC_ENTITIES], templates::TEMPLATES].concat());
+        cx.share_prefix(&templates::rendered_by(cx.settings()));
         let linker = TopicLinker::new(cx, topics)?;
         let mut m = Self {
             phase: Phase::Topics,
@@ -190,6 +191,11 @@ impl Method for GogMachine {
             Phase::Generate => self.generate_requests(cx),
             Phase::Verify => self.verify_request(cx),
             Phase::Answer(AnswerSource::OwnKnowledge) => vec![cx.ask_own_knowledge()],
+            // Paths pruned at this moment may leave nothing to show.
+            Phase::Answer(AnswerSource::PartialPaths) if self.known.is_empty() => {
+                self.phase = Phase::Answer(AnswerSource::OwnKnowledge);
+                vec![cx.ask_own_knowledge()]
+            }
             Phase::Answer(AnswerSource::PartialPaths) => self.answer_request(cx),
             Phase::Answer(_) | Phase::Done => Vec::new(),
         };
