@@ -350,6 +350,28 @@ async fn incoming_relations_are_marked_in_every_prompt() {
     }
 }
 
+/// PQ-2H line 19, "who is the child of shah_shuja 's parent ?": the answer is the topic. GoG
+/// observes both triples between shah shuja and mumtaz mahal in one search and finishes; the
+/// two paths close a cycle through the topic, so the answer is from KG paths, not "no path the
+/// model was shown names its answer". ToG and ToG-R walk the loop to a second shah shuja node
+/// and say so too (PoG's candidate paths visit no entity twice, a limit BENCHMARKS counts).
+#[tokio::test]
+async fn an_answer_that_walks_back_to_the_topic_is_from_kg_paths() {
+    let (kg, items) = regression("2H-kb.txt", "PQ-2H.txt");
+    let item = items.iter().find(|i| i.question.contains("shah_shuja")).unwrap();
+    for method in [MethodId::GOG, MethodId::TOG, MethodId::TOG_R] {
+        let driver = Driver::new(kg.clone(), model(&items));
+        let run = answer(&driver, item, method).await;
+        let a = run.answer().unwrap();
+        assert_eq!(
+            (a.answers.as_slice(), a.source),
+            (&["shah shuja".to_string()][..], AnswerSource::KgPaths),
+            "{method:?}"
+        );
+        assert!(a.paths.iter().any(|p| run.reaches_answer(p.leaf)), "{method:?}: a path listed as supporting it");
+    }
+}
+
 /// PQ-3H line 91 (ToG-R): `male`, reached with its only relation the incoming `gender` of 285
 /// people, is judged like any entity (one call) instead of being expanded unasked into a pool
 /// that crowds the gold chain out of the draw.

@@ -30,7 +30,8 @@ impl Run {
         let (Some(answer), beam) = (&mut self.cx.answer, &self.cx.beam) else { return };
         let merged = |p: &PathView| beam.merged_into(p.leaf).is_some();
         let names = answer_names(answer);
-        let misses = |p: &PathView| path_answer_node(beam, p.leaf, &names).is_none();
+        let leaves: Vec<NodeId> = answer.paths.iter().map(|p| p.leaf).collect();
+        let misses = |p: &PathView| answer_node(beam, &leaves, p.leaf, &names).is_none();
         answer.paths.sort_by(|a, b| {
             merged(a).cmp(&merged(b)).then(misses(a).cmp(&misses(b))).then(b.score.total_cmp(&a.score))
         });
@@ -45,7 +46,7 @@ impl Run {
         // everywhere the source goes (ask, the UI, eval records, sessions).
         if answer.source == AnswerSource::KgPaths
             && !answer.answers.is_empty()
-            && answer.paths.iter().all(|p| path_answer_node(beam, p.leaf, &names).is_none())
+            && answer.paths.iter().all(|p| answer_node(beam, &leaves, p.leaf, &names).is_none())
         {
             answer.source = AnswerSource::OwnKnowledge;
             answer.why = Some("no path the model was shown names its answer".into());
@@ -66,7 +67,8 @@ impl Run {
     /// a path that supports the answer, not just one the model was shown.
     pub fn reaches_answer(&self, leaf: NodeId) -> bool {
         let Some(answer) = &self.cx.answer else { return false };
-        path_answer_node(&self.cx.beam, leaf, &answer_names(answer)).is_some()
+        let leaves: Vec<NodeId> = answer.paths.iter().map(|p| p.leaf).collect();
+        answer_node(&self.cx.beam, &leaves, leaf, &answer_names(answer)).is_some()
     }
 
     /// The corrections (overlay ids) that asserted facts on the paths the answer rests on: each
@@ -76,10 +78,11 @@ impl Run {
         let Some(answer) = &self.cx.answer else { return Vec::new() };
         let beam = &self.cx.beam;
         let names = answer_names(answer);
+        let leaves: Vec<NodeId> = answer.paths.iter().map(|p| p.leaf).collect();
         let mut ids = Vec::new();
         for p in &answer.paths {
             let path = beam.path(p.leaf);
-            let Some(end) = path_answer_node(beam, p.leaf, &names) else { continue };
+            let Some(end) = answer_node(beam, &leaves, p.leaf, &names) else { continue };
             for &n in &path[..=end] {
                 if let beam::Provenance::Correction { id } = beam.nodes[n].provenance
                     && !ids.contains(&id)
@@ -155,6 +158,7 @@ impl AnswerSource {
         let what = match self {
             AnswerSource::OwnKnowledge => "from the LLM's own knowledge",
             AnswerSource::PartialPaths => "from partial knowledge-graph paths",
+            AnswerSource::GeneratedTriples => "from verified LLM-generated triples, not in the KG",
             _ => return self.describe().to_string(),
         };
         match why {
@@ -204,6 +208,29 @@ fn answer_names(answer: &Answer) -> Vec<String> {
     answer.answers.iter().map(|a| a.trim().to_lowercase()).filter(|a| !a.is_empty()).collect()
 }
 
+/// Where the path ending at `leaf` names one of `names` ([`path_answer_node`]); or, for an
+/// answer that is the topic entity itself, its end, when another path of `leaves` (the
+/// answer's paths) from the same topic ends at the same entity by other triples: the two close
+/// a cycle through the topic ("shah shuja -> parents -> mumtaz mahal" and "shah shuja <-
+/// children <- mumtaz mahal": the child of shah shuja's parent is shah shuja), as a path that
+/// walks back to its topic does.
+fn answer_node(beam: &beam::Beam, leaves: &[NodeId], leaf: NodeId, names: &[String]) -> Option<usize> {
+    path_answer_node(beam, leaf, names).or_else(|| {
+        let path = beam.path(leaf);
+        let (&root, hops) = path.split_first()?;
+        let topic = beam.nodes[root].shown().trim().to_lowercase();
+        let end = beam.nodes[leaf].term().filter(|_| !hops.is_empty() && names.contains(&topic))?;
+        let closes_cycle = |&other: &NodeId| {
+            let route = beam.path(other);
+            other != leaf
+                && route.first() == Some(&root)
+                && beam.nodes[other].term() == Some(end)
+                && route[1..].iter().all(|n| !hops.contains(n))
+        };
+        leaves.iter().any(closes_cycle).then_some(hops.len())
+    })
+}
+
 /// Where on the path ending at `leaf` (its index from the root) the first node naming one of
 /// `names` (lower-cased) is: shown as it, or with it as a run of its words ("Labor Party" in
 /// "Australian Labor Party", never "male" in "female"). Never the root: the topic entity is
@@ -246,7 +273,7 @@ impl Answer {
 
 #[cfg(test)]
 mod tests {
-    use super::{names_answer, path_answer_node};
+    use super::{AnswerSource, answer_node, names_answer, path_answer_node};
     use crate::engine::beam::{Beam, NodeKind, Provenance};
     use crate::kg::{Direction, Term};
 
@@ -273,6 +300,41 @@ mod tests {
         assert_eq!(path_answer_node(&beam, leaf, &["john f kennedy".into()]), Some(2), "the entity the path reaches");
     }
 
+    /// "Who is the child of shah_shuja 's parent ?": the topic is the answer, and GoG observes
+    /// both triples between it and the parent, which close a cycle through it.
+    #[test]
+    fn the_topic_is_named_as_the_answer_by_two_paths_that_close_a_cycle_through_it() {
+        let mut beam = Beam::default();
+        let kg = || Provenance::Kg { graph: "kb".into() };
+        let entity = |name: &str| NodeKind::Entity { term: Term::Entity(name.into()), label: Some(name.into()) };
+        let relation = |r: &str, direction| NodeKind::Relation { relation: r.into(), direction, shown: r.into() };
+        let root = beam.add(None, entity("shah shuja"), kg());
+        let parents = beam.add(Some(root), relation("parents", Direction::Out), kg());
+        let parent = beam.add(Some(parents), entity("mumtaz mahal"), kg());
+        let children = beam.add(Some(root), relation("children", Direction::In), kg());
+        let parent_again = beam.add(Some(children), entity("mumtaz mahal"), kg());
+        let spouse = beam.add(Some(root), relation("spouse", Direction::Out), kg());
+        let wife = beam.add(Some(spouse), entity("piari banu"), kg());
+        let topic = ["shah shuja".to_string()];
+        let leaves = [parent, parent_again, wife];
+        assert_eq!(answer_node(&beam, &leaves, parent, &topic), Some(2), "the whole path is the cycle's half");
+        assert_eq!(answer_node(&beam, &leaves, parent_again, &topic), Some(2));
+        assert_eq!(answer_node(&beam, &leaves, wife, &topic), None, "no other path reaches piari banu");
+        assert_eq!(answer_node(&beam, &[parent, wife], parent, &topic), None, "a cycle only through the paths shown");
+        assert_eq!(
+            answer_node(&beam, &leaves, parent, &["shah".to_string()]),
+            None,
+            "the topic only by its whole name"
+        );
+        assert_eq!(answer_node(&beam, &leaves, root, &topic), None, "the root alone is no path");
+        // A path that goes on from the other one's end shares its nodes: no cycle.
+        let further = beam.add(Some(parent), relation("sibling", Direction::Out), kg());
+        let aunt = beam.add(Some(further), entity("mumtaz mahal"), kg());
+        assert_eq!(answer_node(&beam, &[parent, aunt], aunt, &topic), None);
+        // Any other answer is named as before.
+        assert_eq!(answer_node(&beam, &leaves, wife, &["piari banu".to_string()]), Some(2));
+    }
+
     #[test]
     fn a_node_names_an_answer_by_the_same_name_or_a_run_of_its_words() {
         assert!(names_answer("Australian Labor Party", "australian labor party"));
@@ -281,5 +343,26 @@ mod tests {
         assert!(!names_answer("Party of Australian Labor", "australian party"), "a run, in order");
         assert!(names_answer("Al", "al"), "the same name, however short");
         assert!(!names_answer("Palo Alto", "al"), "a short answer only as the whole name");
+    }
+
+    #[test]
+    fn why_the_run_answered_so_is_said_for_every_source_an_answer_can_fall_back_to() {
+        let why = Some("the run stopped after 6 steps");
+        for (source, said) in [
+            (AnswerSource::OwnKnowledge, "from the LLM's own knowledge (the run stopped after 6 steps)"),
+            (AnswerSource::PartialPaths, "from partial knowledge-graph paths (the run stopped after 6 steps)"),
+            (
+                AnswerSource::GeneratedTriples,
+                "from verified LLM-generated triples, not in the KG (the run stopped after 6 steps)",
+            ),
+        ] {
+            assert_eq!(source.describe_because(why), said);
+            assert_eq!(source.describe_because(None), source.describe(), "without a why, the usual words");
+        }
+        assert_eq!(
+            AnswerSource::KgPaths.describe_because(why),
+            AnswerSource::KgPaths.describe(),
+            "a grounded answer needs no why"
+        );
     }
 }
