@@ -540,6 +540,21 @@ fn splits_run_and_a_file_too_small_for_a_test_split_says_so() {
     let o =
         ongraph(home.path(), &["eval", "--dataset", &dataset, "--llm", "gold-path", "--split", "dev", "--sample", "3"]);
     assert_eq!(o.status.code(), Some(2), "--split and --sample conflict");
+    // No question at all is said as such (found by a review: it said the file had no test split).
+    let o =
+        ongraph(home.path(), &["eval", "--dataset", &dataset, "--llm", "gold-path", "--split", "dev", "--take", "0"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--take 0 chooses no question: give at least 1"), "{stderr}");
+    // The run is resumed only as the split it was: a sample of the same file is refused.
+    let o = ongraph(
+        home.path(),
+        &["eval", "--dataset", &dataset, "--llm", "gold-path", "--sample", "5", "--out", &out, "--resume"],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("different settings, so --resume would mix two runs"), "{stderr}");
+    assert_eq!(indices(&Path::new(&out).join("records.jsonl")).len(), 5, "nothing asked");
 }
 
 /// Issue 34: an eval whose model endpoint goes away stops after three questions in a row fail

@@ -43,6 +43,10 @@ pub fn compare(a: &[Record], b: &[Record]) -> Result<Comparison, String> {
     rows.sort_by_key(|(r, _)| r.index);
     let count = |f: fn(bool, bool) -> bool| rows.iter().filter(|(x, y)| f(x.score.hit, y.score.hit)).count();
     let method = |rs: &[Record]| rs.first().map(|r| r.method.clone()).unwrap_or_default();
+    // By index, not by count: a records file with a question twice (two runs appending to
+    // one file) must not make this negative.
+    let indices = |rs: &[Record]| rs.iter().map(|r| r.index).collect::<std::collections::BTreeSet<_>>();
+    let (in_a, in_b) = (indices(a), indices(b));
     Ok(Comparison {
         a: summarise(a, None),
         b: summarise(b, None),
@@ -52,7 +56,7 @@ pub fn compare(a: &[Record], b: &[Record]) -> Result<Comparison, String> {
         only_a: count(|x, y| x && !y),
         only_b: count(|x, y| !x && y),
         neither: count(|x, y| !x && !y),
-        unmatched: a.len() + b.len() - 2 * rows.len(),
+        unmatched: in_a.symmetric_difference(&in_b).count(),
         rows,
     })
 }
@@ -155,7 +159,6 @@ impl Comparison {
     /// On the questions in both: how their results pair up, and whether the difference could be
     /// chance.
     fn write_pairwise(&self, out: &mut String) -> std::fmt::Result {
-        let (a, b) = (&self.a, &self.b);
         writeln!(
             out,
             "On the {} questions in both (strict): both right {}, only A {}, only B {}, neither {}",
@@ -168,10 +171,10 @@ impl Comparison {
         writeln!(
             out,
             "Could the difference be chance? McNemar exact p = {:.3} (paired, on the {} questions where they differ); \
-             Fisher exact p = {:.3} (the runs' right answers as independent samples)",
+             Fisher exact p = {:.3} (their right answers on those questions as independent samples)",
             mcnemar_exact(self.only_a, self.only_b),
             self.only_a + self.only_b,
-            fisher_exact(a.strict.hits, a.questions, b.strict.hits, b.questions)
+            fisher_exact(self.both + self.only_a, self.rows.len(), self.both + self.only_b, self.rows.len())
         )?;
         if self.unmatched > 0 {
             writeln!(out, "{} question(s) are in one run only (not compared)", self.unmatched)?;
@@ -241,5 +244,20 @@ mod tests {
         assert!(c.render("a", "b", true).contains("question 0?"), "--all lists every question");
         b[1].question = "another question?".into();
         assert!(compare(&a, &b).err().is_some_and(|e| e.contains("different datasets")));
+    }
+
+    /// Found by a review: Fisher's test took each run's whole counts, so a run of 50 against
+    /// one stopped at 19 compared other questions than McNemar's; and a file holding a question
+    /// twice made the count of unmatched questions negative (a panic, or 2^64 − 1).
+    #[test]
+    fn both_tests_read_the_questions_both_runs_share() {
+        let a: Vec<Record> = (0..10).map(|i| Record::sample(i, i < 8, 3)).collect();
+        let b: Vec<Record> = (0..4).map(|i| Record::sample(i, true, 3)).collect();
+        let text = compare(&a, &b).unwrap().render("a", "b", false);
+        // On the 4 shared questions both are right on all 4: p = 1, whatever A did on the rest.
+        assert!(text.contains("Fisher exact p = 1.000 (their right answers on those questions"), "{text}");
+        assert!(text.contains("6 question(s) are in one run only"), "{text}");
+        let twice = [a.clone(), a[..3].to_vec()].concat();
+        assert_eq!(compare(&twice, &b).unwrap().unmatched, 6);
     }
 }

@@ -7,7 +7,7 @@ use crate::dataset::GoldAnswer;
 use crate::engine::{AnswerSource, Settings};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// What one question gave and cost.
@@ -200,8 +200,10 @@ pub enum RecordError {
 /// What an eval run's records file is called, in its run directory.
 pub const FILE_NAME: &str = "records.jsonl";
 
-/// Reads every record of a file. A last line without its newline is a write the process did
-/// not finish (a crash): it is reported as `torn` rather than as an error.
+/// Reads every record of a file. A last line without its newline that is no whole record is a
+/// write the process did not finish (a crash, perhaps cut inside a character): it is reported
+/// as `torn` rather than as an error. A whole record without its newline (a file edited by
+/// hand) is read as any other.
 pub fn read(path: &Path) -> Result<(Vec<Record>, Option<u64>), RecordError> {
     let (located, torn) = read_located(path)?;
     Ok((located.into_iter().map(|(_, r)| r).collect(), torn))
@@ -217,29 +219,32 @@ pub fn read_located(path: &Path) -> Result<(Vec<Located>, Option<u64>), RecordEr
     let file = File::open(path).map_err(io)?;
     let mut reader = BufReader::new(crate::text_file::BoundedLines::new(file));
     let (mut records, mut offset, mut number) = (Vec::new(), 0u64, 0usize);
-    let mut line = String::new();
+    let mut bytes = Vec::new();
     loop {
-        line.clear();
-        let n = reader.read_line(&mut line).map_err(io)?;
+        bytes.clear();
+        let n = reader.read_until(b'\n', &mut bytes).map_err(io)?;
         if n == 0 {
             return Ok((records, None));
         }
         number += 1;
-        if !line.ends_with('\n') {
+        let whole = bytes.ends_with(b"\n");
+        let parsed = std::str::from_utf8(&bytes).map_err(|e| e.to_string()).and_then(|line| {
+            if line.trim().is_empty() {
+                Ok(None)
+            } else {
+                serde_json::from_str(line).map(Some).map_err(|e| e.to_string())
+            }
+        });
+        let record = match parsed {
             // A torn tail: everything before `offset` is whole.
-            return Ok((records, Some(offset)));
+            Err(_) if !whole => return Ok((records, Some(offset))),
+            Err(message) => return Err(RecordError::Line { path: shown.clone(), line: number, message }),
+            Ok(record) => record,
+        };
+        if let Some(record) = record {
+            records.push((offset, record));
         }
-        let at = offset;
         offset += n as u64;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let record = serde_json::from_str(&line).map_err(|e| RecordError::Line {
-            path: shown.clone(),
-            line: number,
-            message: e.to_string(),
-        })?;
-        records.push((at, record));
     }
 }
 
@@ -299,8 +304,17 @@ impl RecordWriter {
         } else {
             Vec::new()
         };
-        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(io)?;
-        file.seek(SeekFrom::End(0)).map_err(io)?;
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).read(true).open(path).map_err(io)?;
+        let len = file.seek(SeekFrom::End(0)).map_err(io)?;
+        if len > 0 {
+            // A whole last record without its newline (see [`read`]) gets one before the next.
+            let mut last = [0u8];
+            file.seek(SeekFrom::Start(len - 1)).map_err(io)?;
+            file.read_exact(&mut last).map_err(io)?;
+            if last[0] != b'\n' {
+                file.write_all(b"\n").map_err(io)?;
+            }
+        }
         Ok((Self { path: path.to_path_buf(), file }, existing))
     }
 
@@ -391,5 +405,39 @@ mod tests {
         // Stable across builds: FNV-1a's offset basis for no correction at all.
         assert_eq!(CorrectionsSeen::of(0, &[undone]).digest, "cbf29ce484222325");
         assert_eq!(seen.describe(), format!("2 active (digest {})", seen.digest));
+    }
+
+    /// Found by a review: a whole last record without its newline (a file filtered by hand)
+    /// was cut off as torn and asked again; a write cut inside a character made the file
+    /// unreadable until cut by hand.
+    #[test]
+    fn only_an_unfinished_last_line_is_torn() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(super::FILE_NAME);
+        let line = |i| serde_json::to_string(&Record::sample(i, true, 1)).unwrap();
+        // A whole record without its newline is read, and the next one goes on its own line.
+        std::fs::write(&path, format!("{}\n{}", line(0), line(1))).unwrap();
+        let (records, torn) = super::read(&path).unwrap();
+        assert_eq!((records.len(), torn), (2, None));
+        let (mut writer, done) = super::RecordWriter::open(&path).unwrap();
+        assert_eq!(done.len(), 2);
+        writer.append(&Record::sample(2, true, 1)).unwrap();
+        let (records, torn) = super::read(&path).unwrap();
+        assert_eq!((records.iter().map(|r| r.index).collect::<Vec<_>>(), torn), (vec![0, 1, 2], None));
+        // Cut inside a two-byte character: torn where the line began, and cut off there.
+        let mut bytes = format!("{}\n", line(0)).into_bytes();
+        let whole = bytes.len() as u64;
+        let tail = "{\"index\":1,\"question\":\"caf\u{e9}";
+        bytes.extend_from_slice(&tail.as_bytes()[..tail.len() - 1]);
+        assert!(std::str::from_utf8(&bytes).is_err(), "the test cuts inside the character");
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(super::read(&path).unwrap().1, Some(whole));
+        let (_, done) = super::RecordWriter::open(&path).unwrap();
+        assert_eq!(done.len(), 1);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), whole);
+        // Bad bytes on a whole line are an error that names the line.
+        std::fs::write(&path, [b"{\"x\":\"\xff\"}\n".as_slice(), line(1).as_bytes()].concat()).unwrap();
+        let err = super::read(&path).unwrap_err().to_string();
+        assert!(err.contains("records.jsonl:1: not a question record"), "{err}");
     }
 }

@@ -5,7 +5,7 @@ use super::SetupArgs;
 use crate::config::Config;
 use crate::dataset::tog::TopicIds;
 use crate::dataset::{Format, Item, gold_paths, pathquestion};
-use crate::engine::{MethodId, Settings};
+use crate::engine::Settings;
 use crate::eval::gold_path::GoldPathModel;
 use crate::eval::record::{self, CorrectionsSeen, Record, RecordWriter};
 use crate::eval::runner::{ENDPOINT_FAILURES, Evaluator, Finished, Split, select, split};
@@ -26,6 +26,7 @@ use std::time::Duration;
 
 mod affected;
 mod progress;
+mod resume;
 
 use progress::Progress;
 
@@ -151,6 +152,10 @@ struct RunMeta {
     /// splits).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     split: Option<Split>,
+    /// How the questions were chosen when no split was (`None` for a split, or a run made
+    /// before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    selection: Option<resume::Selection>,
 }
 
 pub async fn eval(args: EvalArgs, config: &Config) -> Result<i32> {
@@ -237,7 +242,7 @@ async fn run(args: EvalArgs, config: &Config) -> Result<i32> {
         open_model(&plan.llm_name, &plan.items, &plan.dataset, &plan.setup, config, args.latency).await?;
     let meta = RunMeta::of(&plan, &args, config, kg.name(), corrections, llm_description);
     let out = out_dir(&args, &plan);
-    prepare_dir(&out, &meta, args.resume)?;
+    let _held = resume::prepare_dir(&out, &meta, args.resume)?;
     let Records { mut writer, kept: mut records, todo } = open_records(&out, &plan)?;
     let at_once = plan.setup.concurrency.unwrap_or(config.defaults.concurrency).max(1);
     let evaluator = evaluator(&plan, config, kg.clone(), llm, at_once)?;
@@ -367,14 +372,21 @@ impl RunMeta {
             settings: plan.settings.clone(),
             selected: plan.chosen.len(),
             split: args.split,
+            selection: args.split.is_none().then_some(resume::Selection { limit: args.limit, sample: args.sample }),
         }
     }
+}
+
+/// Where a re-run of `from` with corrections goes: beside it, DIR-corrected; `eval-runs/x/` (a
+/// shell's completion) is the run eval-runs/x, not a directory to go inside.
+fn corrected_beside(from: &Path) -> PathBuf {
+    PathBuf::from(format!("{}-corrected", from.components().as_path().display()))
 }
 
 /// Where the run goes: --out, else beside --from's run (DIR-corrected), else
 /// eval-runs/DATASET.METHOD.LLM.
 fn out_dir(args: &EvalArgs, plan: &Plan) -> PathBuf {
-    let corrected = args.from.as_ref().map(|from| PathBuf::from(format!("{}-corrected", from.display())));
+    let corrected = args.from.as_deref().map(corrected_beside);
     args.out.clone().or(corrected).unwrap_or_else(|| {
         let stem = plan.dataset.file_stem().and_then(|s| s.to_str()).unwrap_or("dataset");
         let llm = plan.llm_name.replace(['/', ':', '\\'], "-");
@@ -441,7 +453,9 @@ fn exit_status(finished: Finished, records: &[Record], items: &[Item]) -> Result
                 index + 1,
                 items[index].id,
                 records.iter().filter(|r| r.error.is_none()).count(),
-                resume_command(std::env::args())
+                // Lossy: a path that is not UTF-8 must not stop this line (it is said as near as
+                // it can be).
+                resume_command(std::env::args_os().map(|a| a.to_string_lossy().into_owned()))
             )?;
             1
         }
@@ -488,6 +502,9 @@ fn topic_ids(choice: Option<TopicIdChoice>, kg: &dyn crate::kg::KnowledgeGraph) 
 
 /// The questions asked, by index: `--split`'s, else `--limit`/`--sample`'s; `--take` first ones.
 fn choose(args: &EvalArgs, questions: usize, dataset: &Path, seed: u64) -> Result<Vec<usize>> {
+    if args.take == Some(0) {
+        bail!("--take 0 chooses no question: give at least 1");
+    }
     if let Some(which) = args.split {
         let chosen = split(questions, which, args.take);
         if chosen.is_empty() {
@@ -642,90 +659,9 @@ fn without_loopback_port(llm: &str) -> String {
     PORT.replace_all(llm, "://$1").into_owned()
 }
 
-/// `settings` as two runs compare, each fallback only where its method reads it: GoG's, which
-/// files written before it lack (and so read as the paper's), changes no other method's run,
-/// and ToG's none but ToG's and ToG-R's (so `--fallback own-knowledge` resumes a GoG run
-/// saved before GoG's was kept).
-fn comparable(settings: &Settings) -> Settings {
-    let mut s = settings.clone();
-    let defaults = Settings::default();
-    if s.method != MethodId::GOG {
-        s.gog.gog_fallback = defaults.gog.gog_fallback;
-    }
-    if s.method != MethodId::TOG && s.method != MethodId::TOG_R {
-        s.fallback = defaults.fallback;
-    }
-    s
-}
-
-/// Makes `out`, or checks a run there is the same run before resuming it.
-fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<()> {
-    let records = out.join(RECORDS);
-    let has_records = std::fs::metadata(&records).is_ok_and(|m| m.len() > 0);
-    if has_records && !resume {
-        bail!("{} already holds a run: add --resume to continue it, or choose another --out", out.display());
-    }
-    if has_records {
-        let before = read_meta(&out.join(META))?;
-        // The corrections themselves may change between two invocations (as they may during
-        // one): each record says which it saw, and `corrections_changed` tells. Whether they
-        // apply at all is a setting (unknown in runs made before it was kept).
-        let with_corrections = match (before.with_corrections, meta.with_corrections) {
-            (Some(a), Some(b)) => a == b,
-            _ => true,
-        };
-        let same = |a: &RunMeta, b: &RunMeta| {
-            (&a.dataset, a.format, &a.kg, without_loopback_port(&a.llm), comparable(&a.settings))
-                == (&b.dataset, b.format, &b.kg, without_loopback_port(&b.llm), comparable(&b.settings))
-                && affected::same_kg_file(a.kg_file.as_deref(), b.kg_file.as_deref())
-                && affected::same_kg_file(a.prompts.as_deref(), b.prompts.as_deref())
-        };
-        // A run of one split never takes questions of the other.
-        let same_split = before.split.is_none() || before.split == meta.split;
-        if !(same(&before, meta) && with_corrections && same_split) {
-            bail!(
-                "{} was run with different settings, so --resume would mix two runs:\n  then: {}\n  now:  {}",
-                out.display(),
-                crate::safe_text::json::to_string(&before)?,
-                crate::safe_text::json::to_string(meta)?
-            );
-        }
-    }
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    // Written first, so an interrupted run can be resumed and summarised.
-    std::fs::write(out.join(META), crate::safe_text::json::to_string_pretty(meta)?).context("cannot write run.json")?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::without_loopback_port;
-    use crate::engine::{Fallback, MethodId, Settings};
-
-    /// A run.json written before GoG's fallback was recorded reads it as the paper's: the same
-    /// run for every method but GoG, whose answers it changes; such a GoG run resumes with
-    /// `--fallback own-knowledge`, which leaves ToG's fallback no other method reads.
-    #[test]
-    fn gogs_fallback_parts_only_gog_runs_resumed_across_it() {
-        for (method, same) in [(MethodId::TOG, true), (MethodId::POG, true), (MethodId::GOG, false)] {
-            let now = Settings { method, ..Settings::default() };
-            let mut before = now.clone();
-            before.gog.gog_fallback = Fallback::OwnKnowledge;
-            assert_eq!(super::comparable(&before) == super::comparable(&now), same, "{method}");
-        }
-        let saved = Settings {
-            method: MethodId::GOG,
-            gog: crate::engine::GogSettings { gog_fallback: Fallback::OwnKnowledge, ..Default::default() },
-            ..Settings::default()
-        };
-        let own_knowledge = Settings { fallback: Fallback::OwnKnowledge, ..saved.clone() };
-        assert!(super::comparable(&saved) == super::comparable(&own_knowledge));
-        // ToG's is ToG's own.
-        let tog = Settings { method: MethodId::TOG, ..Settings::default() };
-        assert!(
-            super::comparable(&tog) != super::comparable(&Settings { fallback: Fallback::OwnKnowledge, ..tog.clone() })
-        );
-    }
 
     #[test]
     fn the_resume_command_is_the_given_one_with_resume_quoted_for_a_shell() {
@@ -739,6 +675,15 @@ mod tests {
     }
 
     #[test]
+    fn a_corrected_rerun_goes_beside_the_run_however_its_path_is_written() {
+        for from in ["eval-runs/x", "eval-runs/x/", "eval-runs/x//", "./eval-runs/x/"] {
+            let beside = super::corrected_beside(std::path::Path::new(from));
+            assert_eq!(beside.file_name().and_then(|n| n.to_str()), Some("x-corrected"), "{from}");
+            assert!(beside.ends_with("eval-runs/x-corrected"), "{from}: {}", beside.display());
+        }
+    }
+
+    #[test]
     fn a_loopback_server_on_another_port_is_the_same_model() {
         let a = without_loopback_port("qwen at http://127.0.0.1:44903/v1");
         assert_eq!(a, without_loopback_port("qwen at http://127.0.0.1:54121/v1"));
@@ -746,6 +691,15 @@ mod tests {
         // Another host or model stays different.
         assert_ne!(a, without_loopback_port("qwen at http://10.0.0.2:54121/v1"));
         assert_ne!(a, without_loopback_port("llama at http://127.0.0.1:54121/v1"));
+    }
+
+    /// A run's description, its questions chosen by `split` or `selection`, with `prompts`.
+    pub(super) fn meta_chosen(
+        split: Option<super::Split>,
+        selection: Option<super::resume::Selection>,
+        prompts: Option<&str>,
+    ) -> super::RunMeta {
+        super::RunMeta { split, selection, prompts: prompts.map(String::from), ..meta(0, Some(true)) }
     }
 
     fn meta(corrections: usize, with_corrections: Option<bool>) -> super::RunMeta {
@@ -763,18 +717,20 @@ mod tests {
             settings: Default::default(),
             selected: 1,
             split: None,
+            selection: None,
         }
     }
 
     #[test]
     fn resuming_under_other_corrections_is_said_not_refused() {
-        use super::{CorrectionsSeen, Record, corrections_changed, prepare_dir};
+        use super::resume::prepare_dir;
+        use super::{CorrectionsSeen, Record, corrections_changed};
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("run");
-        prepare_dir(&out, &meta(0, Some(true)), false).unwrap();
+        drop(prepare_dir(&out, &meta(0, Some(true)), false).unwrap());
         std::fs::write(out.join(super::RECORDS), "{}\n").unwrap();
         // Another set of corrections now: the same run, resumed.
-        prepare_dir(&out, &meta(2, Some(true)), true).unwrap();
+        drop(prepare_dir(&out, &meta(2, Some(true)), true).unwrap());
         // Whether corrections apply at all is a setting.
         let refused = prepare_dir(&out, &meta(2, Some(false)), true).unwrap_err();
         assert!(refused.to_string().contains("different settings"), "{refused}");
