@@ -424,7 +424,7 @@ text = "{{Eastern Time Zone}}"
     );
     assert!(answer.why.as_deref().is_some_and(|w| w.contains("limit of 4 steps")), "{:?}", answer.why);
     let summary = &run.trace().last().unwrap().summary;
-    assert!(summary.contains("from LLM-generated triples"), "{summary}");
+    assert!(summary.contains("from verified LLM-generated triples, not in the KG (no Finish within"), "{summary}");
 
     // The triples give none: the model's own knowledge is asked.
     let run = ask(answering("unknown"), Fallback::PartialPaths).await;

@@ -30,8 +30,11 @@ impl Run {
         let (Some(answer), beam) = (&mut self.cx.answer, &self.cx.beam) else { return };
         let merged = |p: &PathView| beam.merged_into(p.leaf).is_some();
         let names = answer_names(answer);
+        // Read once a path, not once a comparison.
         let leaves: Vec<NodeId> = answer.paths.iter().map(|p| p.leaf).collect();
-        let misses = |p: &PathView| answer_node(beam, &leaves, p.leaf, &names).is_none();
+        let misses: std::collections::HashMap<NodeId, bool> =
+            leaves.iter().map(|&l| (l, answer_node(beam, &leaves, l, &names).is_none())).collect();
+        let misses = |p: &PathView| misses.get(&p.leaf).copied().unwrap_or(true);
         answer.paths.sort_by(|a, b| {
             merged(a).cmp(&merged(b)).then(misses(a).cmp(&misses(b))).then(b.score.total_cmp(&a.score))
         });
@@ -43,10 +46,12 @@ impl Run {
         // A source claims knowledge-graph paths only when a path names the answer: a model
         // that judged the paths sufficient and then named something none of them shows (or an
         // answer the user forced early) answered from its own knowledge, and says so
-        // everywhere the source goes (ask, the UI, eval records, sessions).
+        // everywhere the source goes (ask, the UI, eval records, sessions). Judged on the paths
+        // listed, as `reaches_answer` judges them.
+        let leaves: Vec<NodeId> = answer.paths.iter().map(|p| p.leaf).collect();
         if answer.source == AnswerSource::KgPaths
             && !answer.answers.is_empty()
-            && answer.paths.iter().all(|p| answer_node(beam, &leaves, p.leaf, &names).is_none())
+            && leaves.iter().all(|&l| answer_node(beam, &leaves, l, &names).is_none())
         {
             answer.source = AnswerSource::OwnKnowledge;
             answer.why = Some("no path the model was shown names its answer".into());
@@ -209,26 +214,36 @@ fn answer_names(answer: &Answer) -> Vec<String> {
 }
 
 /// Where the path ending at `leaf` names one of `names` ([`path_answer_node`]); or, for an
-/// answer that is the topic entity itself, its end, when another path of `leaves` (the
-/// answer's paths) from the same topic ends at the same entity by other triples: the two close
-/// a cycle through the topic ("shah shuja -> parents -> mumtaz mahal" and "shah shuja <-
-/// children <- mumtaz mahal": the child of shah shuja's parent is shah shuja), as a path that
-/// walks back to its topic does.
+/// answer that is the topic entity itself (by its words: "shah_shuja" is "shah shuja"), its
+/// end, when another path of `leaves` (the answer's paths) from the same topic ends at the same
+/// entity by other triples: the two close a cycle through the topic ("shah shuja -> parents ->
+/// mumtaz mahal" and "shah shuja <- children <- mumtaz mahal": the child of shah shuja's parent
+/// is shah shuja), as a path that walks back to its topic does. A triple seen twice (a search
+/// repeated, a generated triple the KG also has) closes no cycle.
 fn answer_node(beam: &beam::Beam, leaves: &[NodeId], leaf: NodeId, names: &[String]) -> Option<usize> {
     path_answer_node(beam, leaf, names).or_else(|| {
         let path = beam.path(leaf);
         let (&root, hops) = path.split_first()?;
-        let topic = beam.nodes[root].shown().trim().to_lowercase();
-        let end = beam.nodes[leaf].term().filter(|_| !hops.is_empty() && names.contains(&topic))?;
+        let topic = words(beam.nodes[root].shown());
+        let is_topic = |name: &String| words(name) == topic;
+        let end = beam.nodes[leaf].term().filter(|_| !hops.is_empty() && names.iter().any(is_topic))?;
+        let facts = |id: NodeId| -> Vec<(Term, String, Term)> {
+            beam.triples(id).into_iter().map(|t| (t.head_term, t.relation_id, t.tail_term)).collect()
+        };
+        let here = facts(leaf);
         let closes_cycle = |&other: &NodeId| {
-            let route = beam.path(other);
             other != leaf
-                && route.first() == Some(&root)
+                && beam.path(other).first() == Some(&root)
                 && beam.nodes[other].term() == Some(end)
-                && route[1..].iter().all(|n| !hops.contains(n))
+                && facts(other).iter().all(|f| !here.contains(f))
         };
         leaves.iter().any(closes_cycle).then_some(hops.len())
     })
+}
+
+/// A name's words, lower-cased: what two spellings of one name share.
+fn words(text: &str) -> Vec<String> {
+    text.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_string).collect()
 }
 
 /// Where on the path ending at `leaf` (its index from the root) the first node naming one of
@@ -252,9 +267,6 @@ fn names_answer(shown: &str, answer: &str) -> bool {
     if shown == answer {
         return true;
     }
-    let words = |t: &str| -> Vec<String> {
-        t.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_string).collect()
-    };
     let (name, wanted) = (words(&shown), words(answer));
     answer.chars().count() >= 3 && !wanted.is_empty() && name.windows(wanted.len()).any(|w| w == wanted.as_slice())
 }
@@ -327,6 +339,16 @@ mod tests {
             "the topic only by its whole name"
         );
         assert_eq!(answer_node(&beam, &leaves, root, &topic), None, "the root alone is no path");
+        assert_eq!(
+            answer_node(&beam, &leaves, parent, &["shah_shuja".to_string()]),
+            Some(2),
+            "as the question spells it"
+        );
+        // The same triple twice (a search repeated) is no cycle.
+        let parents_again = beam.add(Some(root), relation("parents", Direction::Out), kg());
+        let parent_twice = beam.add(Some(parents_again), entity("mumtaz mahal"), kg());
+        assert_eq!(answer_node(&beam, &[parent, parent_twice], parent, &topic), None, "found by a review");
+        assert_eq!(answer_node(&beam, &[parent, parent_twice, parent_again], parent_twice, &topic), Some(2));
         // A path that goes on from the other one's end shares its nodes: no cycle.
         let further = beam.add(Some(parent), relation("sibling", Direction::Out), kg());
         let aunt = beam.add(Some(further), entity("mumtaz mahal"), kg());

@@ -25,9 +25,12 @@ pub struct Comparison {
 }
 
 pub fn compare(a: &[Record], b: &[Record]) -> Result<Comparison, String> {
+    // A question recorded twice (two runs appending to one file) is counted once, as its
+    // last record.
+    let a_by_index: BTreeMap<usize, &Record> = a.iter().map(|r| (r.index, r)).collect();
     let b_by_index: BTreeMap<usize, &Record> = b.iter().map(|r| (r.index, r)).collect();
     let mut rows = Vec::new();
-    for ra in a {
+    for ra in a_by_index.values().copied() {
         if let Some(rb) = b_by_index.get(&ra.index) {
             if ra.question != rb.question {
                 return Err(format!(
@@ -43,10 +46,8 @@ pub fn compare(a: &[Record], b: &[Record]) -> Result<Comparison, String> {
     rows.sort_by_key(|(r, _)| r.index);
     let count = |f: fn(bool, bool) -> bool| rows.iter().filter(|(x, y)| f(x.score.hit, y.score.hit)).count();
     let method = |rs: &[Record]| rs.first().map(|r| r.method.clone()).unwrap_or_default();
-    // By index, not by count: a records file with a question twice (two runs appending to
-    // one file) must not make this negative.
-    let indices = |rs: &[Record]| rs.iter().map(|r| r.index).collect::<std::collections::BTreeSet<_>>();
-    let (in_a, in_b) = (indices(a), indices(b));
+    let (in_a, in_b): (std::collections::BTreeSet<_>, std::collections::BTreeSet<_>) =
+        (a_by_index.keys().collect(), b_by_index.keys().collect());
     Ok(Comparison {
         a: summarise(a, None),
         b: summarise(b, None),
@@ -258,6 +259,7 @@ mod tests {
         assert!(text.contains("Fisher exact p = 1.000 (their right answers on those questions"), "{text}");
         assert!(text.contains("6 question(s) are in one run only"), "{text}");
         let twice = [a.clone(), a[..3].to_vec()].concat();
-        assert_eq!(compare(&twice, &b).unwrap().unmatched, 6);
+        let c = compare(&twice, &b).unwrap();
+        assert_eq!((c.unmatched, c.both, c.rows.len()), (6, 4, 4), "each question once");
     }
 }

@@ -7,7 +7,7 @@ use crate::engine::{MethodId, Settings};
 use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io::{Read as _, Seek as _, Write as _};
+use std::io::Write as _;
 use std::path::Path;
 
 /// How the questions of a run that is no split were chosen (`--limit`, `--sample`): the same
@@ -28,13 +28,17 @@ impl Selection {
     }
 }
 
-/// The run directory held by this process: its run.json, locked, so a second `eval` on the
+/// The run directory held by this process: its lock file (`.eval.lock`, kept, never
+/// removed: removing one races with a process opening it), locked, so a second `eval` on the
 /// same `--out` (a resume started while the run goes on) is refused instead of asking every
 /// question again beside it. Released when dropped (or the process ends, however it ends).
 #[derive(Debug)]
 pub(super) struct Held {
-    _run_json: File,
+    _lock: File,
 }
+
+/// The lock file of a run directory (see [`Held`]).
+pub(super) const LOCK: &str = ".eval.lock";
 
 /// `settings` as two runs compare, each fallback only where its method reads it: GoG's, which
 /// files written before it lack (and so read as the paper's), changes no other method's run,
@@ -61,26 +65,41 @@ pub(super) fn prepare_dir(out: &Path, meta: &RunMeta, resume: bool) -> Result<He
         bail!("{} already holds a run: add --resume to continue it, or choose another --out", out.display());
     }
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let held = hold(out)?;
     let path = out.join(META);
-    let cannot = || format!("cannot write {}", path.display());
-    let mut file =
-        File::options().read(true).write(true).create(true).truncate(false).open(&path).with_context(cannot)?;
-    if file.try_lock().is_err() {
-        bail!("{} is being written by another `ongraph eval` (still running?): one run at a time", out.display());
-    }
     if has_records {
-        let mut text = String::new();
-        file.read_to_string(&mut text).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = crate::text_file::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
         let before: RunMeta = serde_json::from_str(&text)
             .with_context(|| format!("{} is not an eval run description", path.display()))?;
         check_same_run(out, &before, meta)?;
     }
-    // Written first, so an interrupted run can be resumed and summarised.
-    let text = crate::safe_text::json::to_string_pretty(meta)?;
-    file.set_len(0).with_context(cannot)?;
-    file.rewind().with_context(cannot)?;
-    file.write_all(text.as_bytes()).with_context(cannot)?;
-    Ok(Held { _run_json: file })
+    // Written first, so an interrupted run can be resumed and summarised; beside, then renamed
+    // over the old one, so a crash leaves one or the other whole.
+    let cannot = || format!("cannot write {}", path.display());
+    let fresh = out.join(format!("{META}.rewrite"));
+    let mut file = File::create(&fresh).with_context(cannot)?;
+    file.write_all(crate::safe_text::json::to_string_pretty(meta)?.as_bytes()).with_context(cannot)?;
+    file.sync_data().with_context(cannot)?;
+    std::fs::rename(&fresh, &path).with_context(cannot)?;
+    Ok(held)
+}
+
+/// Locks `out`'s lock file, or says who holds it.
+fn hold(out: &Path) -> Result<Held> {
+    let path = out.join(LOCK);
+    let lock = File::options()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    match lock.try_lock() {
+        Ok(()) => Ok(Held { _lock: lock }),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            bail!("{} is being written by another `ongraph eval` (still running?): one run at a time", out.display())
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("cannot lock {}", path.display())),
+    }
 }
 
 /// Refuses to resume `before` (the run in `out`) as `now` when the two would mix: other
