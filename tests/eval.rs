@@ -546,27 +546,22 @@ fn splits_run_and_a_file_too_small_for_a_test_split_says_so() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("--take 0 chooses no question: give at least 1"), "{stderr}");
-    // The run is resumed only as the split it was: a sample of the same file is refused.
-    let o = ongraph(
-        home.path(),
-        &["eval", "--dataset", &dataset, "--llm", "gold-path", "--sample", "5", "--out", &out, "--resume"],
-    );
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("different settings, so --resume would mix two runs"), "{stderr}");
-    assert_eq!(indices(&Path::new(&out).join("records.jsonl")).len(), 5, "nothing asked");
+    // A run is resumed only as the questions it chose: a refused resume asks nothing.
+    let refused = |chosen: &[&str], out: &str, recorded: usize| {
+        let args = [&["eval", "--dataset", &dataset, "--llm", "gold-path", "--out", out, "--resume"], chosen].concat();
+        let o = ongraph(home.path(), &args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{chosen:?}: {stderr}");
+        assert!(stderr.contains("different settings, so --resume would mix two runs"), "{chosen:?}: {stderr}");
+        assert_eq!(indices(&Path::new(out).join("records.jsonl")).len(), recorded, "{chosen:?}: nothing asked");
+    };
+    refused(&["--sample", "5"], &out, 5);
     // Nor a sample as a split (found by a review: it was taken, and the records mixed both).
     let sampled = home.path().join("sampled").display().to_string();
     let args = ["eval", "--dataset", &dataset, "--llm", "gold-path", "--sample", "3", "--out", &sampled];
     assert_eq!(ongraph(home.path(), &args).status.code(), Some(0));
-    let o = ongraph(
-        home.path(),
-        &["eval", "--dataset", &dataset, "--llm", "gold-path", "--split", "dev", "--out", &sampled, "--resume"],
-    );
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("different settings, so --resume would mix two runs"), "{stderr}");
-    assert_eq!(indices(&Path::new(&sampled).join("records.jsonl")).len(), 3, "nothing asked");
+    refused(&["--split", "dev"], &sampled, 3);
+    refused(&["--sample", "4"], &sampled, 3);
 }
 
 /// Issue 34: an eval whose model endpoint goes away stops after three questions in a row fail
