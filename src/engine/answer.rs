@@ -225,7 +225,7 @@ fn answer_node(beam: &beam::Beam, leaves: &[NodeId], leaf: NodeId, names: &[Stri
         let path = beam.path(leaf);
         let (&root, hops) = path.split_first()?;
         let topic = words(beam.nodes[root].shown());
-        let is_topic = |name: &String| words(name) == topic;
+        let is_topic = |name: &String| !topic.is_empty() && words(name) == topic;
         let end = beam.nodes[leaf].term().filter(|_| !hops.is_empty() && names.iter().any(is_topic))?;
         let facts = |id: NodeId| -> Vec<(Term, String, Term)> {
             beam.triples(id).into_iter().map(|t| (t.head_term, t.relation_id, t.tail_term)).collect()

@@ -38,7 +38,7 @@ pub(super) struct Held {
 }
 
 /// The lock file of a run directory (see [`Held`]).
-pub(super) const LOCK: &str = ".eval.lock";
+const LOCK: &str = ".eval.lock";
 
 /// `settings` as two runs compare, each fallback only where its method reads it: GoG's, which
 /// files written before it lack (and so read as the paper's), changes no other method's run,
