@@ -123,18 +123,11 @@ fn check_same_run(out: &Path, before: &RunMeta, now: &RunMeta) -> Result<()> {
         before.split == now.split && before.selection.zip(now.selection).is_none_or(|(then, now)| then.resumes_as(now));
     // A run made with --prompts never goes on with the built-in ones; one whose run.json does
     // not say (made before runs kept it) is said to be resumed with the ones given.
-    let same_prompts = match (&before.prompts, &now.prompts) {
-        (Some(then), Some(now)) => then == now,
-        (Some(_), None) => false,
-        (None, Some(now)) => {
-            writeln!(
-                std::io::stderr(),
-                "note: {} does not say which prompts it was run with: resuming it with {now}",
-                out.display()
-            )?;
-            true
-        }
-        (None, None) => true,
+    let (same_prompts, unsaid) = match (&before.prompts, &now.prompts) {
+        (Some(then), Some(now)) => (then == now, None),
+        (Some(_), None) => (false, None),
+        (None, Some(now)) => (true, Some(now)),
+        (None, None) => (true, None),
     };
     if !(same(before, now) && with_corrections && same_questions && same_prompts) {
         bail!(
@@ -143,6 +136,14 @@ fn check_same_run(out: &Path, before: &RunMeta, now: &RunMeta) -> Result<()> {
             crate::safe_text::json::to_string(before)?,
             crate::safe_text::json::to_string(now)?
         );
+    }
+    if let Some(prompts) = unsaid {
+        let mut err = crate::printable::Printable::new(std::io::stderr().lock());
+        writeln!(
+            err,
+            "note: {} does not say which prompts it was run with: resuming it with {prompts}",
+            out.display()
+        )?;
     }
     Ok(())
 }
