@@ -163,6 +163,7 @@ impl SettingsPatch {
         set(&mut s.gog.gog_fallback, self.fallback);
         set(&mut s.prompt_layout, self.prompt_layout);
         set(&mut s.hop_plan, self.hop_plan);
+        set(&mut s.plan_narrows_answers, self.hop_plan);
         self.sc.apply(&mut s.sc);
         self.pog.apply(&mut s.pog);
         self.gog.apply(&mut s.gog);
@@ -409,6 +410,7 @@ mod tests {
             fallback: Fallback::OwnKnowledge,
             prompt_layout: PromptLayout::SharedPrefix,
             hop_plan: true,
+            plan_narrows_answers: true,
         }
     }
 

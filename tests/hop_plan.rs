@@ -21,7 +21,7 @@ text = "{located in | head of government | party}"
 "#;
 
 fn planned() -> Settings {
-    Settings { hop_plan: true, ..Settings::default() }
+    Settings { hop_plan: true, plan_narrows_answers: true, ..Settings::default() }
 }
 
 /// The depths at which a sufficiency check called the model.
@@ -139,7 +139,12 @@ text = "{mascot of | championships}"
     let mut without = new_run(&plain, LOU_SEAL, named(&["Lou Seal"]), settings.clone());
     run_to_end(&plain, &mut without).await;
     let driver = demo_driver(plan);
-    let mut run = new_run(&driver, LOU_SEAL, named(&["Lou Seal"]), Settings { hop_plan: true, ..settings });
+    let mut run = new_run(
+        &driver,
+        LOU_SEAL,
+        named(&["Lou Seal"]),
+        Settings { hop_plan: true, plan_narrows_answers: true, ..settings },
+    );
     run_to_end(&driver, &mut run).await;
     let deeper: Vec<u32> = judged_at(&without).into_iter().filter(|&d| d >= 2).collect();
     assert!(!deeper.is_empty(), "ToG-R judges at depth 2 on the demo: {:?}", judged_at(&without));

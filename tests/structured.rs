@@ -80,6 +80,7 @@ impl JsonModel {
                 json!({"reason": "r", "answer": [if offered.contains(&labor) { labor } else { json!("unknown") }]})
             }
             "answer" | "reasoned_answer" => json!({"reasoning": "", "answer": ["Australian Labor Party"]}),
+            "hop_plan" => json!({"chain": ["located in", "head of government", "party"]}),
             other => json!({"unexpected": other}),
         }
         .to_string()
@@ -347,6 +348,56 @@ async fn a_judgment_naming_what_the_triples_do_not_reach_is_not_sufficient() {
     let notes = notes(&run);
     assert!(notes.iter().any(|n| n.contains("answered \"Paris\", which the shown triples do not reach")), "{notes:?}");
     assert_ne!(run.answer().map(|a| a.answers.clone()), Some(vec!["Paris".to_string()]));
+}
+
+/// Under a hop plan the judgment may answer only what the paths reach from the planned depth
+/// on: the entities on the way, which a judgment mistakes for the answer, are not offered.
+#[tokio::test]
+async fn a_planned_judgment_offers_only_what_lies_at_the_planned_depth() {
+    let offered = |hop_plan: bool| async move {
+        let model = JsonModel::new(None);
+        let driver = Driver::new(Arc::new(demo_graph()), model.clone());
+        let settings = Settings {
+            method: MethodId::TOG,
+            structured: true,
+            depth: 3,
+            hop_plan,
+            plan_narrows_answers: hop_plan,
+            ..Settings::default()
+        };
+        let mut run = new_run(&driver, CANBERRA, ongraph::engine::Topics::Extract, settings);
+        run_to_end(&driver, &mut run).await;
+        // Named on the way only: no path reaches them at the third hop.
+        let live = |at: fn(u32) -> bool| -> Vec<String> {
+            let nodes = run.beam().nodes.iter();
+            let on = nodes.filter(|n| n.parent.is_some() && at(n.depth) && n.term().is_some() && n.status.is_live());
+            on.map(|n| n.shown().to_string()).collect()
+        };
+        let last_hop = live(|depth| depth == 3);
+        let on_the_way: Vec<String> = live(|depth| depth < 3).into_iter().filter(|n| !last_hop.contains(n)).collect();
+        let judgments: Vec<Vec<Value>> = model
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.step == "reasoning")
+            .map(|r| enum_of(&r.schema.as_ref().unwrap().schema, "/properties/answer/items/enum"))
+            .collect();
+        (run.answer().unwrap().answers.clone(), judgments, on_the_way)
+    };
+    let (answers, judgments, on_the_way) = offered(false).await;
+    assert_eq!(answers, ["Australian Labor Party"]);
+    assert_eq!(judgments.len(), 3, "judged at every depth");
+    let last = judgments.last().unwrap();
+    assert!(on_the_way.iter().any(|n| last.contains(&json!(n))), "without a plan: {last:?} offers {on_the_way:?}");
+
+    let (answers, judgments, on_the_way) = offered(true).await;
+    assert_eq!(answers, ["Australian Labor Party"]);
+    assert_eq!(judgments.len(), 1, "judged at the planned depth only");
+    let only = &judgments[0];
+    assert!(only.contains(&json!("Australian Labor Party")), "{only:?}");
+    assert!(!on_the_way.is_empty());
+    assert!(on_the_way.iter().all(|n| !only.contains(&json!(n))), "{only:?} offers one of {on_the_way:?}");
 }
 
 #[tokio::test]

@@ -71,6 +71,11 @@ pub struct Settings {
     /// depth). Aimed at the judgment taking an entity one hop short.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hop_plan: bool,
+    /// Under a hop plan, the judgment may answer only what the paths reach from the planned
+    /// depth on. Set with `hop_plan` by the CLI and the config; false in sessions saved before
+    /// it existed, which replay as they ran.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plan_narrows_answers: bool,
 }
 
 /// How a call's prompt is laid out. Both ask the same thing with the same instructions and
@@ -197,6 +202,7 @@ impl Default for Settings {
             fallback: Fallback::default(),
             prompt_layout: PromptLayout::default(),
             hop_plan: false,
+            plan_narrows_answers: false,
         }
     }
 }
@@ -249,6 +255,12 @@ mod tests {
             "{json}"
         );
         assert_eq!(serde_json::from_str::<Settings>(&json).unwrap(), structured);
+        // A hop plan saved before it narrowed the judgment's answers replays without.
+        let planned_before = saved.replace('}', r#","hop_plan":true}"#);
+        let planned = serde_json::from_str::<Settings>(&planned_before).unwrap();
+        assert!(planned.hop_plan && !planned.plan_narrows_answers);
+        let now = Settings { hop_plan: true, plan_narrows_answers: true, ..Settings::default() };
+        assert_eq!(serde_json::from_str::<Settings>(&serde_json::to_string(&now).unwrap()).unwrap(), now);
     }
 
     /// Settings saved before a method existed lack its keys: they load with its defaults.

@@ -33,22 +33,36 @@ impl TogMachine {
     }
 
     /// What a judgment may answer: the named entities and values the shown triples reach. A
-    /// topic entity (where every path starts) only when a path comes back to it.
+    /// topic entity (where every path starts) only when a path comes back to it. Under a hop
+    /// plan, only what the paths reach from its depth on, when they reach anything there: the
+    /// entities on the way are what a judgment mistakes for the answer (the parent for the
+    /// grandmother), and the plan says the answer lies further out.
     pub(super) fn reachable_names(&self, cx: &Context) -> Vec<String> {
         let beam = &cx.beam;
         let topics: Vec<&str> = beam.roots().map(|r| r.shown()).collect();
         // The entities each live path reaches past its root (ToG-R shows only its leaf).
-        let mut reached: Vec<String> = Vec::new();
+        let mut reached: Vec<(String, u32)> = Vec::new();
         for path in self.live_paths(cx) {
             let nodes = beam.path(path.leaf);
             let past_root = if self.chains { &nodes[nodes.len() - 1..] } else { nodes.get(1..).unwrap_or_default() };
             for &n in past_root {
                 let node = &beam.nodes[n];
                 if node.term().is_some() && node.is_named() {
-                    reached.push(node.shown().to_string());
+                    reached.push((node.shown().to_string(), node.depth));
                 }
             }
         }
+        let planned = if cx.settings.plan_narrows_answers { self.first_judged() } else { 1 };
+        if planned > 1 && reached.iter().any(|(_, depth)| *depth >= planned) {
+            let mut out: Vec<String> = Vec::new();
+            for (name, depth) in reached {
+                if depth >= planned && name != UNNAMED && !out.contains(&name) {
+                    out.push(name);
+                }
+            }
+            return out;
+        }
+        let reached: Vec<String> = reached.into_iter().map(|(name, _)| name).collect();
         let mut names = reached.clone();
         if !self.chains {
             for t in self.shown_triples(cx) {

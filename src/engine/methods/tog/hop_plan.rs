@@ -5,7 +5,8 @@
 //! below the planned depth there is no judgment to make that mistake, and no call: the check
 //! is a step of its own that asks nothing, so the user's changes after entity pruning keep
 //! their moment. With several topic entities one plan serves them all (the model is shown
-//! every one).
+//! every one). From the planned depth on, the judgment is offered only what the paths reach
+//! there (`answer`): at depth 2 the parent is still on the grandmother's path.
 //!
 //! The plan needs nothing from the KG, so its call rides along with the first relation lookup.
 
