@@ -370,7 +370,8 @@ async fn a_planned_judgment_offers_only_what_lies_at_the_planned_depth() {
         // Named on the way only: no path reaches them at the third hop.
         let live = |at: fn(u32) -> bool| -> Vec<String> {
             let nodes = run.beam().nodes.iter();
-            let on = nodes.filter(|n| n.parent.is_some() && at(n.depth) && n.term().is_some() && n.status.is_live());
+            let on = nodes.filter(|n| n.parent.is_some() && at(n.depth) && n.term().is_some());
+            let on = on.filter(|n| n.status.is_live() && run.beam().is_live_path(n.id));
             on.map(|n| n.shown().to_string()).collect()
         };
         let last_hop = live(|depth| depth == 3);

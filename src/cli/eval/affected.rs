@@ -20,7 +20,7 @@ pub(super) fn check_same_kg(
     base: &dyn crate::kg::KnowledgeGraph,
 ) -> Result<()> {
     let now = workspace::KgScope::of(&setup.selection(), config).canonical_file();
-    if kg != base.name() || !same_kg_file(kg_file, now.as_deref()) {
+    if kg != base.name() || !alike_where_both_kept(kg_file, now.as_deref()) {
         bail!(
             "the run in {} was made on knowledge graph {}, not {}: pass --kg to name it",
             from.display(),
@@ -91,8 +91,8 @@ pub(super) async fn affected(
     Ok(chosen)
 }
 
-/// Whether two runs' KG files (or prompts directories) are one: equal when both kept it (a run
-/// made before runs kept it is judged by the rest alone).
-pub(super) fn same_kg_file(a: Option<&str>, b: Option<&str>) -> bool {
+/// Whether two runs' records of one thing (a KG file, topic ids, a prompts directory) agree:
+/// equal when both kept it (a run made before runs kept it is judged by the rest alone).
+pub(super) fn alike_where_both_kept(a: Option<&str>, b: Option<&str>) -> bool {
     a.zip(b).is_none_or(|(a, b)| a == b)
 }

@@ -34,9 +34,10 @@ impl TogMachine {
 
     /// What a judgment may answer: the named entities and values the shown triples reach. A
     /// topic entity (where every path starts) only when a path comes back to it. Under a hop
-    /// plan, only what the paths reach from its depth on, when they reach anything there: the
-    /// entities on the way are what a judgment mistakes for the answer (the parent for the
-    /// grandmother), and the plan says the answer lies further out.
+    /// plan, only what the paths reach at its depth or beyond, when they reach anything named
+    /// there (not only unnamed nodes, such as Freebase's CVTs): the entities on the way are
+    /// what a judgment mistakes for the answer (the parent for the grandmother), and the plan
+    /// says the answer lies further out, so the ends of shorter paths are left out too.
     pub(super) fn reachable_names(&self, cx: &Context) -> Vec<String> {
         let beam = &cx.beam;
         let topics: Vec<&str> = beam.roots().map(|r| r.shown()).collect();

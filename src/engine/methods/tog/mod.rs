@@ -371,6 +371,38 @@ mod tests {
         assert_eq!(cx.answer.as_ref().map(Answer::source_words).as_deref(), Some(said));
     }
 
+    /// Under a two-hop plan the judgment is offered what lies two hops out, not the entity on
+    /// the way; where only unnamed nodes (Freebase's CVTs) lie that far, every name stays.
+    #[test]
+    fn a_plan_narrows_the_answers_to_names_at_its_depth() {
+        use crate::engine::beam::{Provenance, Status};
+        use crate::kg::{Direction, Term};
+        let settings = Settings { hop_plan: true, plan_narrows_answers: true, ..Settings::default() };
+        let mut cx = test_context("Which party governs the capital?", settings);
+        let mut tog = TogMachine::new(&mut cx, linked(), false).unwrap();
+        tog.hops_planned = Some(2);
+        let kg = || Provenance::Kg { graph: "g".into() };
+        let hop = |cx: &mut Context, from: NodeId, id: &str, label: Option<&str>| {
+            let relation = NodeKind::Relation { relation: "r".into(), direction: Direction::Out, shown: "r".into() };
+            let r = cx.beam.add(Some(from), relation, kg());
+            let entity = NodeKind::Entity { term: Term::Entity(id.into()), label: label.map(str::to_string) };
+            let e = cx.beam.add(Some(r), entity, kg());
+            for n in [r, e] {
+                cx.beam.set_status(n, Status::Kept, None, 0);
+            }
+            e
+        };
+        let australia = hop(&mut cx, 0, "m.au", Some("Australia"));
+        let cvt = hop(&mut cx, australia, "m.cvt", None);
+        assert_eq!(tog.reachable_names(&cx), ["Australia"], "nothing named two hops out: every name stays");
+        hop(&mut cx, australia, "m.alp", Some("Labor"));
+        assert_eq!(tog.reachable_names(&cx), ["Labor"]);
+        hop(&mut cx, cvt, "m.pm", Some("Albanese"));
+        assert_eq!(tog.reachable_names(&cx), ["Labor", "Albanese"], "and beyond it");
+        cx.settings.plan_narrows_answers = false;
+        assert_eq!(tog.reachable_names(&cx), ["Australia", "Labor", "Albanese"], "a session saved before");
+    }
+
     #[test]
     fn a_failed_read_names_the_result_that_is_not_what_was_asked() {
         let mut cx = test_context("q", Settings::default());
