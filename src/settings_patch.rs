@@ -79,6 +79,11 @@ pub struct SettingsPatch {
     #[arg(long, global = true, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     #[arg(value_name = "BOOL")]
     pub hop_plan: Option<bool>,
+    /// `--method tog|tog-r`: never search an entity back along the relation that reached it
+    /// (from `male`, reached by `gender`, no `gender (incoming)` to everyone else who is male).
+    #[arg(long, global = true, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(value_name = "BOOL")]
+    pub no_backtrack: Option<bool>,
     #[command(flatten)]
     #[serde(flatten)]
     pub sc: ScPatch,
@@ -164,6 +169,7 @@ impl SettingsPatch {
         set(&mut s.prompt_layout, self.prompt_layout);
         set(&mut s.hop_plan, self.hop_plan);
         set(&mut s.plan_narrows_answers, self.hop_plan);
+        set(&mut s.no_backtrack, self.no_backtrack);
         self.sc.apply(&mut s.sc);
         self.pog.apply(&mut s.pog);
         self.gog.apply(&mut s.gog);
@@ -411,6 +417,7 @@ mod tests {
             prompt_layout: PromptLayout::SharedPrefix,
             hop_plan: true,
             plan_narrows_answers: true,
+            no_backtrack: true,
         }
     }
 
@@ -434,6 +441,7 @@ mod tests {
             fallback = "own-knowledge"
             prompt_layout = "shared-prefix"
             hop_plan = true
+            no_backtrack = true
             samples = 9
             sample_temperature = 1.25
             fuzzy_width = 40
@@ -465,6 +473,7 @@ mod tests {
             "--fallback=own-knowledge",
             "--prompt-layout=shared-prefix",
             "--hop-plan",
+            "--no-backtrack",
             "--samples=9",
             "--sample-temperature=1.25",
             "--fuzzy-width=40",
@@ -514,7 +523,7 @@ mod tests {
             assert_eq!(build(&[&patch]), Ok(Settings::default()), "--{long}: {help}");
         }
         // Switches, off (or for --no-summary, on) unless given.
-        assert_eq!(silent, ["unified", "speculate", "hop-plan", "no-summary"]);
+        assert_eq!(silent, ["unified", "speculate", "hop-plan", "no-backtrack", "no-summary"]);
     }
 
     #[test]

@@ -3,9 +3,9 @@
 mod common;
 
 use common::*;
-use ongraph::engine::beam::{NodeKind, Status};
+use ongraph::engine::beam::{BeamNode, NodeKind, Status};
 use ongraph::engine::events::EventKind;
-use ongraph::engine::{AnswerSource, Fallback, MethodId, Override, PruneTool, Settings, Topics};
+use ongraph::engine::{AnswerSource, Fallback, MethodId, Override, PruneTool, Run, Settings, Topics};
 use ongraph::kg::Term;
 
 const CANBERRA: &str = "What is the majority party now in the country where Canberra is located?";
@@ -543,9 +543,8 @@ async fn the_protocol_refuses_misfed_results() {
     assert_eq!(run.feed(responses), Ok(ongraph::engine::Fed::Step(0)));
 }
 
-#[tokio::test]
-async fn the_triple_just_crossed_is_not_crossed_back() {
-    let script = r#"
+/// Lou Seal's team, then back along the mascot relation.
+const MASCOT: &str = r#"
 [[reply]]
 step = "relation_prune"
 contains = ["Q: Who is Lou Seal's team's mascot?", "Topic Entity: San Francisco Giants\n"]
@@ -563,7 +562,10 @@ step = "answer"
 contains = ["Q: Who is Lou Seal's team's mascot?"]
 text = "{Lou Seal}"
 "#;
-    let driver = demo_driver(script);
+
+#[tokio::test]
+async fn the_triple_just_crossed_is_not_crossed_back() {
+    let driver = demo_driver(MASCOT);
     let settings = Settings { depth: 2, ..Settings::default() };
     let mut run = new_run(&driver, "Who is Lou Seal's team's mascot?", named(&["Lou Seal"]), settings);
     run_to_end(&driver, &mut run).await;
@@ -574,6 +576,36 @@ text = "{Lou Seal}"
     assert!(back.is_empty(), "{:?}", back.iter().map(|n| n.shown()).collect::<Vec<_>>());
     let notes: Vec<&String> = run.trace().iter().flat_map(|e| &e.notes).collect();
     assert!(notes.iter().any(|n| n.ends_with("leads back across the triple just crossed; skipped")), "{notes:?}");
+}
+
+/// `--no-backtrack`: the relation that reached an entity is not searched back from it at all
+/// (the reference code's rule), so no one else it leads to is offered or scored.
+#[tokio::test]
+async fn no_backtrack_leaves_the_relation_that_reached_an_entity_unsearched() {
+    let question = "Who is Lou Seal's team's mascot?";
+    let mascot_at_depth_2 = |run: &Run| {
+        let beam = run.beam();
+        let mascot =
+            |n: &&BeamNode| matches!(&n.kind, NodeKind::Relation { relation, .. } if relation.ends_with("team_mascot"));
+        beam.nodes.iter().filter(|n| n.depth == 2).filter(mascot).count()
+    };
+    let run_with = |no_backtrack: bool| async move {
+        let driver = demo_driver(MASCOT);
+        let settings = Settings { depth: 2, no_backtrack, ..Settings::default() };
+        let mut run = new_run(&driver, question, named(&["Lou Seal"]), settings);
+        run_to_end(&driver, &mut run).await;
+        run
+    };
+    let searched = run_with(false).await;
+    assert!(mascot_at_depth_2(&searched) > 0, "by default the way back is searched (its triple skipped)");
+    let run = run_with(true).await;
+    assert_eq!(mascot_at_depth_2(&run), 0);
+    let prompts: Vec<&str> = run.trace().iter().flat_map(|e| &e.calls).map(|c| c.prompt.as_str()).collect();
+    let giants = prompts.iter().find(|p| p.contains("Topic Entity: San Francisco Giants")).expect("Giants searched");
+    assert!(!giants.contains("team_mascot"), "{giants}");
+    let notes: Vec<&String> = run.trace().iter().flat_map(|e| &e.notes).collect();
+    let said = "not searched back along the relation that reached it: Lou Seal <- sports.sports_team.team_mascot <- San Francisco Giants";
+    assert!(notes.iter().any(|n| n.as_str() == said), "{notes:?}");
 }
 
 /// A model that names a topic the KG does not have, one the question does not mention (small

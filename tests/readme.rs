@@ -227,6 +227,10 @@ const COMMANDS: &[(&str, Kept)] = &[
         Kept::By("readme.rs::the_first_command_prints_what_the_readme_shows"),
     ),
     ("bash scripts/test", Kept::Needs("it is the test suite itself")),
+    (
+        "python -m llama_cpp.server --model MODEL.gguf --n_ctx 8192 --cache true --logits_all false --cache_size 150000000",
+        Kept::By("real_llm.rs::the_ram_cache_serves_each_kind_of_calls_fixed_part_once"),
+    ),
     ("ongraph replay sessions/canberra.json", Kept::By("tui.rs::demo_sessions_replay")),
     ("ongraph replay sessions/phillie-phanatic.json", Kept::By("tui.rs::demo_sessions_replay")),
     ("ongraph replay sessions/pog-giants-rangers.json", Kept::By("tui.rs::demo_sessions_replay")),

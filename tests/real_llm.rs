@@ -404,6 +404,10 @@ fn made_calls(json: &Value) -> Vec<&Value> {
 /// kinds: the default per-call layout then has much of what it sends served from the cache.
 #[test]
 fn the_ram_cache_serves_each_kind_of_calls_fixed_part_once() {
+    // The options the README's command gives are the ones this test runs.
+    let readme = include_str!("../README.md");
+    let command = readme.lines().find(|l| l.starts_with("python -m llama_cpp.server")).expect("the README's command");
+    assert!(command.ends_with(&RAM_CACHE.join(" ")), "{command}");
     let _turn = turn();
     let home = tempfile::tempdir().unwrap();
     let log = home.path().join("server.log");

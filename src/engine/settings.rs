@@ -76,6 +76,11 @@ pub struct Settings {
     /// it existed, which replay as they ran.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub plan_narrows_answers: bool,
+    /// ToG and ToG-R: an entity is not searched back along the relation that reached it (the
+    /// reference code's rule). From `male`, reached by `gender`, `gender (incoming)` leads only
+    /// to strangers who share the value, sampled at random when there are many.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_backtrack: bool,
 }
 
 /// How a call's prompt is laid out. Both ask the same thing with the same instructions and
@@ -203,6 +208,7 @@ impl Default for Settings {
             prompt_layout: PromptLayout::default(),
             hop_plan: false,
             plan_narrows_answers: false,
+            no_backtrack: false,
         }
     }
 }

@@ -4,7 +4,7 @@
 use super::{Group, TogMachine};
 use crate::engine::Context;
 use crate::engine::beam::{NodeId, NodeKind, Status};
-use crate::kg::Term;
+use crate::kg::{Direction, Term};
 
 impl TogMachine {
     /// Live entity nodes at `depth` (topic entities at 0) whose whole path is live.
@@ -50,14 +50,20 @@ impl TogMachine {
     pub(super) fn triple_back(cx: &Context, rel: NodeId) -> Option<Term> {
         let r = &cx.beam.nodes[rel];
         let NodeKind::Relation { relation, direction, .. } = &r.kind else { return None };
-        let entity = &cx.beam.nodes[r.parent?];
+        Self::came_along(cx, r.parent?, relation, *direction)
+    }
+
+    /// When searching `entity` along `relation` in `direction` goes back the way it was reached
+    /// (the same relation, the other way), the entity it was reached from; for an entity merged
+    /// from several paths, only if every one came that way from the same entity.
+    pub(super) fn came_along(cx: &Context, entity: NodeId, relation: &str, direction: Direction) -> Option<Term> {
         let came_from = |copy: NodeId| -> Option<Term> {
             let via = &cx.beam.nodes[cx.beam.nodes[copy].parent?];
             let NodeKind::Relation { relation: came, direction: came_dir, .. } = &via.kind else { return None };
-            (came == relation && came_dir != direction).then(|| cx.beam.nodes[via.parent?].term().cloned())?
+            (came == relation && *came_dir != direction).then(|| cx.beam.nodes[via.parent?].term().cloned())?
         };
-        let back = came_from(entity.id)?;
-        entity.also_via.iter().all(|&copy| came_from(copy).as_ref() == Some(&back)).then_some(back)
+        let back = came_from(entity)?;
+        cx.beam.nodes[entity].also_via.iter().all(|&copy| came_from(copy).as_ref() == Some(&back)).then_some(back)
     }
 
     /// Frontier entities whose relations have not been searched yet (an entity searched

@@ -49,6 +49,11 @@ impl TogMachine {
                 results: relations.len(),
             });
             for r in relations {
+                if cx.settings.no_backtrack && Self::came_along(cx, node, &r.relation, r.direction).is_some() {
+                    let shown = cx.beam.path_text(node);
+                    ev.notes.push(format!("not searched back along the relation that reached it: {shown}"));
+                    continue;
+                }
                 let shown = r.label.clone().unwrap_or_else(|| cx.profile.display_relation(&r.relation));
                 cx.beam.add(
                     Some(node),
